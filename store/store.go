@@ -1,0 +1,89 @@
+// Package store defines what buzz needs from event storage, and the
+// semantics every backend must implement identically. The conformance suite in
+// store/storetest pins those semantics; store/sqlite (the embedded default)
+// and store/postgres (production) both pass it unchanged.
+//
+// Every call is scoped by a tenant.CommunityID: a backend never returns, counts,
+// replaces or deletes an event of another community, and the same event id in
+// two communities is two independent events.
+package store
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Errors returned by Save. Callers map them to NIP-01 OK messages.
+var (
+	// ErrDuplicate: this community already holds the event (OK true, "duplicate:").
+	ErrDuplicate = errors.New("store: duplicate event")
+	// ErrSuperseded: a replaceable or addressable event arrived that loses to
+	// the version already held (older created_at, or equal created_at and a
+	// higher id). Nothing was written.
+	ErrSuperseded = errors.New("store: a newer version of this event is already stored")
+	// ErrDeleted: the event was deleted by its author (NIP-09, by id or by a
+	// coordinate watermark at or after its created_at) and cannot be re-added.
+	ErrDeleted = errors.New("store: event was deleted by its author")
+)
+
+// Record is one stored event as a query returns it.
+type Record struct {
+	ID        string // lowercase hex event id
+	CreatedAt int64
+	// Raw is the event's JSON object exactly as nostr.Event.AppendJSON wrote
+	// it at ingest: content and tags come back byte-for-byte.
+	Raw []byte
+}
+
+// EventStore is the storage contract of a relay.
+//
+// Semantics (pinned by storetest):
+//   - Save is idempotent per (community, id): a repeat returns ErrDuplicate.
+//   - Replaceable kinds (0, 3, 10000–19999) keep one live event per
+//     (community, kind, pubkey); addressable kinds (30000–39999) one per
+//     (community, kind, pubkey, d), where a missing d equals "". The newest
+//     created_at wins; on equal created_at the lowest id wins; a losing
+//     incoming event returns ErrSuperseded and changes nothing. Replacement is
+//     atomic even across processes sharing the backend.
+//   - A kind 5 deletion request is stored and, atomically with it, deletes
+//     the events it names that have the same author: by "e" (event id) and by
+//     "a" (kind:pubkey:d coordinate, removing versions with created_at ≤ the
+//     request's). Deleted ids and coordinate watermarks are durable: a later
+//     Save of a deleted id, or of a coordinate version with created_at ≤ the
+//     watermark, returns ErrDeleted. Deletion requests aimed at deletion
+//     requests have no effect. Ephemeral kinds are never passed to Save.
+//   - Events carrying a NIP-40 expiration at or before "now" are not
+//     returned by Query or Count; DeleteExpired removes them.
+//   - Query yields events newest first (created_at DESC, then id ASC), at
+//     most f.Limit of them when f.LimitSet (callers clamp the limit), and
+//     honours every Filter field exactly as nostr.Filter.Matches does.
+//   - Count returns the number of distinct live events matching any of the
+//     filters (limits are ignored).
+type EventStore interface {
+	Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error
+	Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[Record, error]
+	Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error)
+	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
+	Close() error
+}
+
+// Communities is the community registry a backend keeps beside its events.
+// It is a tenant.Directory, so a relay resolves hosts through it.
+type Communities interface {
+	tenant.Directory
+	// EnsureCommunity maps a normalized host to a community, creating the
+	// community if the host is unmapped. It is idempotent and safe to call
+	// concurrently from several processes: every caller gets the same id.
+	EnsureCommunity(ctx context.Context, normalizedHost string) (id tenant.CommunityID, created bool, err error)
+}
+
+// Backend is a complete storage backend: events plus the community registry.
+type Backend interface {
+	EventStore
+	Communities
+}
