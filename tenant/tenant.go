@@ -92,24 +92,41 @@ type Directory interface {
 	LookupHost(ctx context.Context, normalizedHost string) (CommunityID, error)
 }
 
+// BindError is the error Bind returns. Its text is always exactly
+// ErrUnmappedHost's — it never repeats the host or the cause, so it can be
+// shown to a client as is — and errors.Is(err, ErrUnmappedHost) holds. Cause
+// (also reachable through errors.Is/As) says what actually failed, for
+// server-side logs only: it may mention the host or a storage error.
+type BindError struct {
+	Cause error // nil when the directory simply has no such host
+}
+
+// Error returns ErrUnmappedHost's text.
+func (e *BindError) Error() string { return ErrUnmappedHost.Error() }
+
+// Unwrap returns ErrUnmappedHost and the cause.
+func (e *BindError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrUnmappedHost}
+	}
+	return []error{ErrUnmappedHost, e.Cause}
+}
+
 // Bind normalizes rawHost and resolves it through dir. Every failure —
 // an empty or malformed host, an unmapped host, or a lookup error — returns
-// an error wrapping ErrUnmappedHost, so callers answer all of them alike and
-// never reveal which hosts exist.
+// a *BindError wrapping ErrUnmappedHost whose text is ErrUnmappedHost's, so
+// callers answer all of them alike and never reveal which hosts exist.
 func Bind(ctx context.Context, dir Directory, rawHost string) (TenantContext, error) {
 	host, err := NormalizeHost(rawHost)
 	if err != nil {
-		return TenantContext{}, errors.Join(ErrUnmappedHost, err)
+		return TenantContext{}, &BindError{Cause: err}
 	}
 	id, err := dir.LookupHost(ctx, host)
 	if err != nil {
-		if errors.Is(err, ErrUnmappedHost) {
-			return TenantContext{}, err
-		}
-		return TenantContext{}, errors.Join(ErrUnmappedHost, err)
+		return TenantContext{}, &BindError{Cause: err}
 	}
 	if id.IsZero() {
-		return TenantContext{}, ErrUnmappedHost
+		return TenantContext{}, &BindError{}
 	}
 	return TenantContext{community: id, host: host}, nil
 }
