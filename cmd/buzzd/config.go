@@ -1,0 +1,413 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Config is everything buzzd reads from its environment and flags. It is
+// built only by parseConfig, which validates every field.
+type Config struct {
+	// RelayURL is the public WebSocket URL of this relay (RELAY_URL). Its
+	// normalized host is mapped to a community at start and names this
+	// relay in NIP-42 AUTH.
+	RelayURL string
+	// RelayHost is tenant.NormalizeHost of RelayURL's authority.
+	RelayHost string
+	// BindAddr is the TCP address the HTTP server listens on.
+	BindAddr string
+	// DataDir holds the embedded store; unused when DatabaseURL is set.
+	DataDir string
+	// DatabaseURL selects PostgreSQL when non-empty.
+	DatabaseURL string
+	// AutoMigrate applies PostgreSQL migrations at start.
+	AutoMigrate bool
+	// AuthRequired makes every read and write wait for NIP-42 AUTH.
+	AuthRequired bool
+	// Limits are enforced by the relay and advertised in NIP-11.
+	Limits buzz.Limits
+	// Info is the relay's NIP-11 self-description.
+	Info buzz.Info
+	// LogLevel and LogFormat ("text" or "json") configure the logger.
+	LogLevel  slog.Level
+	LogFormat string
+	// ShutdownTimeout bounds the graceful shutdown after SIGINT/SIGTERM.
+	ShutdownTimeout time.Duration
+}
+
+// Defaults that are buzzd's own (the relay's limits default to
+// buzz.DefaultLimits()).
+const (
+	defaultRelayURL        = "ws://localhost:3000"
+	defaultBindHost        = "0.0.0.0"
+	defaultBindPort        = "3000"
+	defaultDataDir         = "./buzz-data"
+	defaultShutdownTimeout = 15 * time.Second
+)
+
+// setting is one configuration key: its environment variable, its flag, the
+// default shown in help and in the README, and how a value is applied. Every
+// key buzzd understands is listed in settings, the one place config is
+// defined.
+type setting struct {
+	env    string
+	flag   string
+	def    string // default as documented
+	usage  string
+	isBool bool
+	secret bool // never echo the value in errors
+	apply  func(c *Config, v string) error
+}
+
+// settings returns the full configuration table, in documentation order.
+func settings() []setting {
+	lim := buzz.DefaultLimits()
+	return []setting{
+		{env: "RELAY_URL", flag: "relay-url", def: defaultRelayURL,
+			usage: "public ws:// or wss:// URL of this relay; its host is mapped to a community at start and is the NIP-42 relay tag",
+			apply: func(c *Config, v string) error { c.RelayURL = v; return nil }},
+		{env: "BUZZ_BIND_ADDR", flag: "bind", def: "from RELAY_URL",
+			usage: "host:port to listen on; default 0.0.0.0 with RELAY_URL's explicit non-default port, else 0.0.0.0:3000",
+			apply: func(c *Config, v string) error {
+				if err := validateBindAddr(v); err != nil {
+					return err
+				}
+				c.BindAddr = v
+				return nil
+			}},
+		{env: "BUZZ_DATA_DIR", flag: "data-dir", def: defaultDataDir,
+			usage: "directory of the embedded store (used when DATABASE_URL is unset); created if missing",
+			apply: func(c *Config, v string) error {
+				if strings.TrimSpace(v) == "" {
+					return errors.New("must not be empty")
+				}
+				c.DataDir = v
+				return nil
+			}},
+		{env: "DATABASE_URL", flag: "database-url", def: "(unset)", secret: true,
+			usage: "PostgreSQL connection URL (postgres://…); set = PostgreSQL backend, unset = embedded store",
+			apply: func(c *Config, v string) error {
+				if err := validateDatabaseURL(v); err != nil {
+					return err
+				}
+				c.DatabaseURL = v
+				return nil
+			}},
+		{env: "BUZZ_AUTO_MIGRATE", flag: "auto-migrate", def: "false", isBool: true,
+			usage: "apply PostgreSQL migrations at start (the embedded store always migrates itself)",
+			apply: func(c *Config, v string) (err error) { c.AutoMigrate, err = parseBool(v); return err }},
+		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
+			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",
+			apply: func(c *Config, v string) (err error) { c.AuthRequired, err = parseBool(v); return err }},
+		{env: "BUZZ_MAX_FRAME_BYTES", flag: "max-frame-bytes", def: strconv.Itoa(lim.MaxFrameBytes),
+			usage: "largest WebSocket message accepted; larger ones get a NOTICE and the connection is closed",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxFrameBytes, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_SUBSCRIPTIONS", flag: "max-subscriptions", def: strconv.Itoa(lim.MaxSubscriptions),
+			usage: "open subscriptions per connection",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxSubscriptions, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_FILTERS", flag: "max-filters", def: strconv.Itoa(lim.MaxFilters),
+			usage: "filters per REQ or COUNT",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxFilters, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_SUBID_LENGTH", flag: "max-subid-length", def: strconv.Itoa(lim.MaxSubIDLength),
+			usage: "longest subscription id, in characters",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxSubIDLength, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_LIMIT", flag: "max-limit", def: strconv.Itoa(lim.MaxLimit),
+			usage: "most stored events one filter returns (larger limits are clamped)",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxLimit, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_CONTENT_BYTES", flag: "max-content-bytes", def: strconv.Itoa(lim.MaxContentBytes),
+			usage: "largest event content accepted, in bytes",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxContentBytes, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_FUTURE", flag: "max-future", def: lim.MaxFutureSkew.String(),
+			usage: "how far ahead of the relay's clock an event's created_at may be (Go duration)",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.MaxFutureSkew, err = parsePositiveDuration(v)
+				return err
+			}},
+		{env: "BUZZ_SEND_QUEUE", flag: "send-queue", def: strconv.Itoa(lim.SendQueue),
+			usage: "outbound messages buffered per connection; a live event that finds it full disconnects that slow reader",
+			apply: func(c *Config, v string) (err error) { c.Limits.SendQueue, err = parsePositive(v); return err }},
+		{env: "BUZZ_EVENT_CONCURRENCY", flag: "event-concurrency", def: strconv.Itoa(lim.EventConcurrency),
+			usage: "EVENTs of one connection processed at once (pipelined clients get OKs out of order)",
+			apply: func(c *Config, v string) (err error) { c.Limits.EventConcurrency, err = parsePositive(v); return err }},
+		{env: "BUZZ_RELAY_NAME", flag: "relay-name", def: "buzz",
+			usage: "NIP-11 name",
+			apply: func(c *Config, v string) error { c.Info.Name = v; return nil }},
+		{env: "BUZZ_RELAY_DESCRIPTION", flag: "relay-description", def: "(empty)",
+			usage: "NIP-11 description",
+			apply: func(c *Config, v string) error { c.Info.Description = v; return nil }},
+		{env: "BUZZ_RELAY_PUBKEY", flag: "relay-pubkey", def: "(unset)",
+			usage: "NIP-11 operator pubkey, 64 lowercase hex characters (omitted from NIP-11 when unset)",
+			apply: func(c *Config, v string) error {
+				if v != "" && !isHex64(v) {
+					return errors.New("must be 64 lowercase hex characters")
+				}
+				c.Info.PubKey = v
+				return nil
+			}},
+		{env: "BUZZ_RELAY_CONTACT", flag: "relay-contact", def: "(empty)",
+			usage: "NIP-11 contact (a URI such as mailto:ops@example.com)",
+			apply: func(c *Config, v string) error { c.Info.Contact = v; return nil }},
+		{env: "BUZZ_LOG_LEVEL", flag: "log-level", def: "info",
+			usage: "debug, info, warn or error",
+			apply: func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+		{env: "BUZZ_LOG_FORMAT", flag: "log-format", def: "text",
+			usage: "text or json (logs go to stderr)",
+			apply: func(c *Config, v string) error {
+				switch v = strings.ToLower(v); v {
+				case "text", "json":
+					c.LogFormat = v
+					return nil
+				}
+				return errors.New("want text or json")
+			}},
+		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: defaultShutdownTimeout.String(),
+			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
+			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
+	}
+}
+
+// defaultConfig returns the configuration used when nothing is set.
+func defaultConfig() Config {
+	return Config{
+		RelayURL:        defaultRelayURL,
+		DataDir:         defaultDataDir,
+		Limits:          buzz.DefaultLimits(),
+		Info:            buzz.Info{Name: "buzz"},
+		LogLevel:        slog.LevelInfo,
+		LogFormat:       "text",
+		ShutdownTimeout: defaultShutdownTimeout,
+	}
+}
+
+// parseConfig builds the configuration from the environment (read through
+// lookupEnv), then the flags in args, which override it. Every value is
+// validated; an error names the variable or flag at fault. A request for
+// help returns flag.ErrHelp.
+func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool), usage io.Writer) (Config, error) {
+	cfg := defaultConfig()
+	bindSet := false
+	set := settings()
+
+	for _, s := range set {
+		v, ok := lookupEnv(s.env)
+		if !ok {
+			continue
+		}
+		if err := s.apply(&cfg, v); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", describe(s.env, v, s.secret), err)
+		}
+		if s.env == "BUZZ_BIND_ADDR" {
+			bindSet = true
+		}
+	}
+
+	fs := flag.NewFlagSet("buzzd "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, help is printed by us
+	for _, s := range set {
+		apply := func(v string) error {
+			if err := s.apply(&cfg, v); err != nil {
+				return err
+			}
+			if s.env == "BUZZ_BIND_ADDR" {
+				bindSet = true
+			}
+			return nil
+		}
+		if s.isBool {
+			fs.BoolFunc(s.flag, s.usage, apply)
+		} else {
+			fs.Func(s.flag, s.usage, apply)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(usage)
+			return Config{}, flag.ErrHelp
+		}
+		return Config{}, usageError{redactFlagError(err, set)}
+	}
+	if fs.NArg() > 0 {
+		return Config{}, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+
+	host, bindPort, err := parseRelayURL(cfg.RelayURL)
+	if err != nil {
+		return Config{}, fmt.Errorf("RELAY_URL %q: %w", cfg.RelayURL, err)
+	}
+	cfg.RelayHost = host
+	if !bindSet {
+		cfg.BindAddr = net.JoinHostPort(defaultBindHost, bindPort)
+	}
+	return cfg, nil
+}
+
+// parseRelayURL validates a relay URL and returns its normalized host and the
+// port buzzd binds by default: the URL's explicit port unless it is the
+// scheme's default (ws 80, wss 443), else 3000.
+func parseRelayURL(raw string) (host, bindPort string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", errors.New("not a URL")
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return "", "", errors.New("scheme must be ws or wss")
+	}
+	if u.Host == "" {
+		return "", "", errors.New("host is missing")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+		return "", "", errors.New("must be scheme://host[:port] with no path, query, fragment or user info")
+	}
+	host, err = tenant.NormalizeHost(u.Host)
+	if err != nil {
+		return "", "", err
+	}
+	bindPort = defaultBindPort
+	if p := u.Port(); p != "" && !(u.Scheme == "ws" && p == "80") && !(u.Scheme == "wss" && p == "443") {
+		bindPort = p
+	}
+	return host, bindPort, nil
+}
+
+func validateBindAddr(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New("want host:port, e.g. 0.0.0.0:3000 or 127.0.0.1:3000")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return errors.New("port must be a number 0-65535")
+	}
+	return nil
+}
+
+func validateDatabaseURL(v string) error {
+	if v == "" {
+		return nil // unset: embedded store
+	}
+	if strings.Contains(v, "://") {
+		u, err := url.Parse(v)
+		if err != nil {
+			return errors.New("not a valid URL")
+		}
+		if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+			return errors.New("scheme must be postgres or postgresql")
+		}
+		return nil
+	}
+	if strings.Contains(v, "=") {
+		return nil // keyword/value DSN ("host=… dbname=…")
+	}
+	return errors.New("want postgres://user@host:port/db or a keyword/value DSN")
+}
+
+// parseBool accepts true/1/yes/on and false/0/no/off, case-insensitively.
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off", "":
+		return false, nil
+	}
+	return false, errors.New("want true/false, 1/0, yes/no or on/off")
+}
+
+func parsePositive(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return 0, errors.New("want a positive integer")
+	}
+	return n, nil
+}
+
+func parsePositiveDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, errors.New("want a positive Go duration such as 15m or 30s")
+	}
+	return d, nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(name, value string, secret bool) string {
+	if secret {
+		return name
+	}
+	return fmt.Sprintf("%s=%q", name, value)
+}
+
+// redactFlagError rewrites the flag package's error (which quotes the value)
+// so that secret values never reach the terminal or logs.
+func redactFlagError(err error, set []setting) error {
+	msg := err.Error()
+	for _, s := range set {
+		if s.secret && strings.Contains(msg, "-"+s.flag) {
+			return fmt.Errorf("invalid value for flag -%s", s.flag)
+		}
+	}
+	return err
+}
+
+// usageError marks a command-line mistake (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// printUsage writes buzzd's help: commands, then every setting.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `buzzd — the buzz reference Nostr relay
+
+Usage:
+  buzzd [serve] [flags]   run the relay (default)
+  buzzd migrate [flags]   apply PostgreSQL migrations to DATABASE_URL and exit
+  buzzd version           print the version and exit
+  buzzd help              print this help
+
+Every setting is read from its environment variable; a flag overrides it.
+Booleans accept true/1/yes/on and false/0/no/off.
+
+Settings:
+`)
+	for _, s := range settings() {
+		arg := " value"
+		if s.isBool {
+			arg = ""
+		}
+		fmt.Fprintf(w, "  -%s%s  (%s, default %s)\n      %s\n", s.flag, arg, s.env, s.def, s.usage)
+	}
+}
+
+// configTableMarkdown renders the settings as the README's config table.
+func configTableMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| Environment variable | Flag | Default | Meaning |\n")
+	b.WriteString("| --- | --- | --- | --- |\n")
+	for _, s := range settings() {
+		fmt.Fprintf(&b, "| `%s` | `-%s` | `%s` | %s |\n", s.env, s.flag, s.def, strings.ReplaceAll(s.usage, "|", "\\|"))
+	}
+	return b.String()
+}

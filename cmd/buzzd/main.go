@@ -1,0 +1,23 @@
+// Command buzzd is the reference buzz relay server: it wires the buzz
+// library to a store (embedded SQLite by default, PostgreSQL when
+// DATABASE_URL is set) and serves it over HTTP and WebSocket.
+//
+// Run "buzzd -h" for every setting; the README's config table lists the same.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, restore default handling so a second one
+	// kills a shutdown that takes too long.
+	context.AfterFunc(ctx, stop)
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// run is buzzd without the process around it: args excludes the program
+// name, lookupEnv reads the environment, and ctx is cancelled on SIGINT or
+// SIGTERM. It returns nil on a clean exit (including a graceful shutdown and
+// -h), a usageError for command-line mistakes, and any other error otherwise.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve", "migrate":
+		cfg, err := parseConfig(cmd, args, lookupEnv, stdout)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		logger := newLogger(cfg, stderr)
+		if cmd == "migrate" {
+			return migrate(ctx, cfg, logger)
+		}
+		return serve(ctx, cfg, logger)
+	case "version":
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("version takes no arguments")}
+		}
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	case "help":
+		printUsage(stdout)
+		return nil
+	default:
+		return usageError{fmt.Errorf("unknown command %q (want serve, migrate, version or help)", cmd)}
+	}
+}
+
+// exitCode reports err on stderr and maps it to the process exit status:
+// 0 for nil, 2 for command-line mistakes, 1 otherwise.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "buzzd:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "run 'buzzd -h' for usage")
+		return 2
+	}
+	return 1
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// migrate applies the embedded PostgreSQL migrations and exits.
+func migrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	if cfg.DatabaseURL == "" {
+		return usageError{errors.New("migrate: DATABASE_URL (or -database-url) is not set; migrations apply to PostgreSQL only, the embedded store migrates itself")}
+	}
+	if err := postgres.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	logger.Info("migrations applied", "database", redactDatabaseURL(cfg.DatabaseURL))
+	return nil
+}
+
+// openBackend opens the store cfg selects: PostgreSQL when DatabaseURL is
+// set (migrated first when AutoMigrate), else the embedded store in DataDir.
+func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Backend, error) {
+	if cfg.DatabaseURL != "" {
+		if cfg.AutoMigrate {
+			if err := postgres.Migrate(ctx, cfg.DatabaseURL); err != nil {
+				return nil, fmt.Errorf("auto-migrate: %w", err)
+			}
+			logger.Info("migrations applied", "database", redactDatabaseURL(cfg.DatabaseURL))
+		}
+		st, err := postgres.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		logger.Info("store opened", "backend", "postgres", "database", redactDatabaseURL(cfg.DatabaseURL))
+		return st, nil
+	}
+	if cfg.AutoMigrate {
+		logger.Info("BUZZ_AUTO_MIGRATE has no effect on the embedded store, which always migrates itself")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	st, err := sqlite.Open(ctx, cfg.DataDir, sqlite.WithLogger(logger))
+	if err != nil {
+		return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
+	}
+	logger.Info("store opened", "backend", "sqlite", "data_dir", cfg.DataDir)
+	return st, nil
+}
+
+// serve runs the relay until ctx is cancelled, then shuts down gracefully:
+// the relay closes its WebSockets (1012) and drains in-flight writes, the
+// HTTP server stops, and the store is closed last.
+func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
+	backend, err := openBackend(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := backend.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
+		}
+	}()
+
+	id, created, err := backend.EnsureCommunity(ctx, cfg.RelayHost)
+	if err != nil {
+		return fmt.Errorf("map RELAY_URL host %s to a community: %w", cfg.RelayHost, err)
+	}
+	logger.Info("community ready", "host", cfg.RelayHost, "community", id.String(), "created", created)
+
+	dir, err := tenant.NewCachingDirectory(backend)
+	if err != nil {
+		return fmt.Errorf("host directory: %w", err)
+	}
+	broker := pubsub.NewLocal()
+	defer func() {
+		if cerr := broker.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close broker: %w", cerr))
+		}
+	}()
+
+	auth := buzz.AuthOptional
+	if cfg.AuthRequired {
+		auth = buzz.AuthRequired
+	}
+	relay, err := buzz.New(
+		buzz.WithStore(backend),
+		buzz.WithDirectory(dir),
+		buzz.WithBroker(broker),
+		buzz.WithRelayURL(cfg.RelayURL),
+		buzz.WithAuth(auth),
+		buzz.WithLimits(cfg.Limits),
+		buzz.WithInfo(cfg.Info),
+		buzz.WithLogger(logger),
+	)
+	if err != nil {
+		return fmt.Errorf("relay configuration: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", cfg.BindAddr)
+	if err != nil {
+		return fmt.Errorf("listen on BUZZ_BIND_ADDR %s: %w", cfg.BindAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           relay,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("buzzd listening", "addr", ln.Addr().String(), "relay_url", cfg.RelayURL,
+		"auth_required", cfg.AuthRequired, "version", versionString())
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	}
+
+	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := relay.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("relay shutdown: %w", err))
+	}
+	if err := srv.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("http server: %w", err))
+	}
+	if len(errs) == 0 {
+		logger.Info("shutdown complete")
+	}
+	return errors.Join(errs...)
+}
+
+// redactDatabaseURL returns the URL with any password replaced, for logs.
+func redactDatabaseURL(v string) string {
+	if u, err := url.Parse(v); err == nil && strings.Contains(v, "://") {
+		return u.Redacted()
+	}
+	return "(keyword/value DSN)"
+}
+
+// versionString names the build: module version, VCS revision and Go version.
+func versionString() string {
+	version, rev, dirty := "(devel)", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	out := "buzzd " + version
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		out += " " + rev
+		if dirty {
+			out += "+dirty"
+		}
+	}
+	return out + " " + runtime.Version()
+}
