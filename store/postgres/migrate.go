@@ -1,0 +1,52 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for goose
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrate applies every pending embedded migration to the database at
+// databaseURL. It is idempotent, and safe when several processes start at
+// once: goose serializes them on a session-level advisory lock, so one
+// applies the migrations and the others find nothing pending. Run it as the
+// schema owner (not as the RLS role).
+func Migrate(ctx context.Context, databaseURL string) error {
+	db, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: open: %w", err)
+	}
+	defer db.Close()
+	fsys, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}
+
+// MigrationFS returns the embedded migration files (for tooling and tests).
+func MigrationFS() fs.FS {
+	sub, _ := fs.Sub(migrationFiles, "migrations") // the directory is embedded
+	return sub
+}

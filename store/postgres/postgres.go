@@ -1,0 +1,160 @@
+// Package postgres is the production store.Backend: events and the community
+// registry in PostgreSQL, shared safely by many relay processes.
+//
+// Guarantees beyond the store contract:
+//   - Isolation is enforced by the schema itself. Every tenant table leads its
+//     keys with community_id, and row-level security binds every statement to
+//     the community set for its transaction (buzz.community_id); the store runs
+//     as a role without BYPASSRLS (DefaultRLSRole), so a query that forgot its
+//     community predicate still sees only that community's rows.
+//   - Replacement and deletion are atomic across processes: they serialize on
+//     a transaction-scoped advisory lock per (community, kind, pubkey, d).
+//   - Concurrent Saves are group-committed: batched into one transaction, each
+//     acknowledged (Save returns nil) only after that transaction committed.
+//   - When PostgreSQL is unreachable, calls fail with errors (never hang past
+//     their context) and the pool reconnects once the server is back.
+//
+// Migrations are embedded and applied with goose (Migrate, or WithAutoMigrate).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/buzzrelay/buzz/store"
+)
+
+var _ store.Backend = (*Store)(nil)
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("postgres: store is closed")
+
+// Store is a store.Backend on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  config
+	url  string
+
+	mu     sync.RWMutex // guards closed against Save enqueueing
+	closed bool
+	queue  chan *saveReq
+	wg     sync.WaitGroup
+	stop   chan struct{}
+}
+
+// Open connects to the database at databaseURL (a PostgreSQL URL or DSN) and
+// returns a Store. The schema must be migrated (Migrate, or WithAutoMigrate).
+// Open fails if the server is unreachable or an option is invalid.
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if int32(cfg.committers) >= cfg.maxConns {
+		return nil, fmt.Errorf("postgres: committers (%d) must be fewer than pool connections (%d)", cfg.committers, cfg.maxConns)
+	}
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database URL: %w", err)
+	}
+	if cfg.autoMigrate {
+		if err := Migrate(ctx, databaseURL); err != nil {
+			return nil, err
+		}
+	}
+	pcfg.MaxConns = cfg.maxConns
+	pcfg.MinConns = 0
+	pcfg.HealthCheckPeriod = 10 * time.Second
+	if role := cfg.rlsRole; role != "" {
+		setRole := "SET ROLE " + pgx.Identifier{role}.Sanitize()
+		pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, setRole)
+			return err
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := &Store{
+		pool:  pool,
+		cfg:   cfg,
+		url:   databaseURL,
+		queue: make(chan *saveReq, cfg.batchSize*cfg.committers),
+		stop:  make(chan struct{}),
+	}
+	if err := s.MaintainPartitions(ctx); err != nil {
+		cfg.logger.Warn("postgres: creating event partitions ahead failed; events land in the default partition until it succeeds", "err", err)
+	}
+	for range cfg.committers {
+		s.wg.Add(1)
+		go s.committer()
+	}
+	s.wg.Add(1)
+	go s.maintenance()
+	return s, nil
+}
+
+// Close stops accepting Saves, waits for queued ones to be committed (or to
+// fail), and closes the pool. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.queue)
+	close(s.stop)
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// MaintainPartitions creates the monthly event partitions from last month up
+// to three months ahead, moving any early arrivals out of the default
+// partition. Open calls it and the store repeats it twice a day; it needs a
+// connection that may create tables, so it connects without switching to the
+// RLS role.
+func (s *Store) MaintainPartitions(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return fmt.Errorf("postgres: maintenance connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `SELECT buzz_ensure_event_partitions(now() - interval '1 month', 3)`); err != nil {
+		return fmt.Errorf("postgres: ensure partitions: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) maintenance() {
+	defer s.wg.Done()
+	t := time.NewTicker(12 * time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			if err := s.MaintainPartitions(ctx); err != nil {
+				s.cfg.logger.Warn("postgres: partition maintenance failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}

@@ -1,0 +1,399 @@
+package postgres
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// errNothing marks a filter that can match no event (an empty list, an
+// impossible time window, or only malformed ids/authors).
+var errNothing = errors.New("filter matches nothing")
+
+const setCommunitySQL = `SELECT set_config('buzz.community_id', $1, true)`
+
+// predicate is a filter compiled to SQL conditions on events e, with the
+// dimension a LIMIT query is best driven by kept apart.
+type predicate struct {
+	ids      [][]byte
+	authors  [][]byte
+	kinds    []int32
+	since    *int64
+	until    *int64
+	tags     []tagCond // indexed names, sorted by name
+	jsonTags []tagCond // other names (never produced by ParseFilter)
+}
+
+type tagCond struct {
+	name   string
+	keys   [][]byte // event_tags values (indexed names)
+	values []string // sanitized values (jsonb fallback)
+}
+
+func compileFilter(f *nostr.Filter) (*predicate, error) {
+	p := &predicate{since: f.Since, until: f.Until}
+	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
+		return nil, errNothing
+	}
+	var err error
+	if f.IDs != nil {
+		if p.ids, err = hexList(f.IDs); err != nil {
+			return nil, err
+		}
+	}
+	if f.Authors != nil {
+		if p.authors, err = hexList(f.Authors); err != nil {
+			return nil, err
+		}
+	}
+	if f.Kinds != nil {
+		for _, k := range f.Kinds {
+			if k >= 0 && k <= nostr.MaxKind && !slices.Contains(p.kinds, int32(k)) {
+				p.kinds = append(p.kinds, int32(k))
+			}
+		}
+		if len(p.kinds) == 0 {
+			return nil, errNothing
+		}
+	}
+	names := make([]string, 0, len(f.Tags))
+	for n, vals := range f.Tags {
+		if vals != nil {
+			if len(vals) == 0 {
+				return nil, errNothing
+			}
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		vals := f.Tags[n]
+		if isIndexedTagName(n) {
+			tc := tagCond{name: n}
+			seen := map[string]bool{}
+			for _, v := range vals {
+				k := tagKey(v)
+				if !seen[string(k)] {
+					seen[string(k)] = true
+					tc.keys = append(tc.keys, k)
+				}
+			}
+			p.tags = append(p.tags, tc)
+		} else {
+			tc := tagCond{name: sqlText(n)}
+			for _, v := range vals {
+				tc.values = append(tc.values, sqlText(v))
+			}
+			p.jsonTags = append(p.jsonTags, tc)
+		}
+	}
+	return p, nil
+}
+
+// hexList decodes the well-formed 64-hex entries; malformed ones can match
+// no event. An all-malformed (or empty) list matches nothing.
+func hexList(in []string) ([][]byte, error) {
+	out := make([][]byte, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, s := range in {
+		if b, ok := decodeHex32(s); ok && !seen[s] {
+			seen[s] = true
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errNothing
+	}
+	return out, nil
+}
+
+// conds returns the conditions on events e, except the one on the driving
+// dimension skip ("authors", "kinds", a tag name, or "").
+func (p *predicate) conds(skip string) sq.And {
+	var and sq.And
+	if p.ids != nil {
+		and = append(and, sq.Expr("e.id = ANY(?)", p.ids))
+	}
+	if p.authors != nil && skip != "authors" {
+		and = append(and, sq.Expr("e.pubkey = ANY(?)", p.authors))
+	}
+	if p.kinds != nil && skip != "kinds" {
+		and = append(and, sq.Expr("e.kind = ANY(?)", p.kinds))
+	}
+	if p.since != nil {
+		and = append(and, sq.Expr("e.created_at >= ?", *p.since))
+	}
+	if p.until != nil {
+		and = append(and, sq.Expr("e.created_at <= ?", *p.until))
+	}
+	for _, t := range p.tags {
+		if t.name == skip {
+			continue
+		}
+		and = append(and, sq.Expr(`EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = e.community_id
+  AND t.name = ? AND t.value = ANY(?) AND t.created_at = e.created_at AND t.event_id = e.id)`, t.name, t.keys))
+	}
+	for _, t := range p.jsonTags {
+		and = append(and, sq.Expr(`EXISTS (SELECT 1 FROM jsonb_array_elements(e.tags) AS x(tag)
+  WHERE jsonb_typeof(x.tag) = 'array' AND x.tag->>0 = ? AND x.tag->>1 = ANY(?))`, t.name, t.values))
+	}
+	return and
+}
+
+// live are the conditions every read carries: the community, not deleted,
+// not expired.
+func live(c tenant.CommunityID, now int64) sq.And {
+	return sq.And{
+		sq.Expr("e.community_id = ?", c.UUID()),
+		sq.Expr("e.deleted_at IS NULL"),
+		sq.Expr("(e.expires_at IS NULL OR e.expires_at > ?)", now),
+	}
+}
+
+const cols = "e.id, e.created_at, e.raw"
+
+// buildQuery compiles one filter to a SELECT of (id, created_at, raw) in
+// created_at DESC, id ASC order. With a limit, a filter listing several
+// authors, kinds or tag values is run as a LATERAL join over that list, each
+// branch reading its own index in order and stopping after limit rows,
+// instead of collecting and sorting every matching row; a single tag value
+// drives the query from the event_tags index.
+func buildQuery(c tenant.CommunityID, f *nostr.Filter, now int64) (string, []any, error) {
+	p, err := compileFilter(f)
+	if err != nil {
+		return "", nil, err
+	}
+	limit := uint64(f.Limit)
+	var q sq.Sqlizer
+	switch {
+	case !f.LimitSet || p.ids != nil:
+		b := sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order)
+		if f.LimitSet {
+			b = b.Limit(limit)
+		}
+		q = b
+	case len(p.authors) > 1:
+		sub := sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.pubkey = k.v")).
+			Where(p.conds("authors")).OrderBy(order).Limit(limit)
+		q = merge("?::bytea[]", p.authors, sub, limit, false)
+	case p.authors == nil && len(p.tags) > 0 && len(p.tags[0].keys) == 1:
+		t := p.tags[0]
+		q = tagDriven(c, now, p, sq.Expr("t.value = ?", t.keys[0]), limit)
+	case p.authors == nil && len(p.tags) > 0:
+		q = merge("?::bytea[]", p.tags[0].keys, tagDriven(c, now, p, sq.Expr("t.value = k.v"), limit), limit, true)
+	case p.authors == nil && len(p.kinds) > 1:
+		sub := sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.kind = k.v")).
+			Where(p.conds("kinds")).OrderBy(order).Limit(limit)
+		q = merge("?::integer[]", p.kinds, sub, limit, false)
+	default:
+		q = sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order).Limit(limit)
+	}
+	sqlStr, args, err := q.ToSql()
+	if err != nil {
+		return "", nil, fmt.Errorf("postgres: build query: %w", err)
+	}
+	sqlStr, err = sq.Dollar.ReplacePlaceholders(sqlStr)
+	return sqlStr, args, err
+}
+
+const order = "e.created_at DESC, e.id"
+
+// tagDriven reads the first indexed tag condition from event_tags in index
+// order and joins the events.
+func tagDriven(c tenant.CommunityID, now int64, p *predicate, value sq.Sqlizer, limit uint64) sq.SelectBuilder {
+	t := p.tags[0]
+	return sq.Select(cols).From("event_tags t").
+		Join("events e ON e.community_id = t.community_id AND e.created_at = t.created_at AND e.id = t.event_id").
+		Where(sq.Expr("t.community_id = ? AND t.name = ?", c.UUID(), t.name)).Where(value).
+		Where(timeOn("t", p)).
+		Where(live(c, now)).Where(p.conds(t.name)).
+		OrderBy("t.created_at DESC, t.event_id").Limit(limit)
+}
+
+// merge runs sub once per element of list (bound as k.v) and merges the
+// branches; distinct drops an event reached through two elements.
+func merge(listType string, list any, sub sq.Sqlizer, limit uint64, distinct bool) sq.Sqlizer {
+	sel := "x.id, x.created_at, x.raw"
+	if distinct {
+		sel = "DISTINCT ON (x.created_at, x.id) " + sel
+	}
+	return sq.Expr("SELECT "+sel+" FROM unnest("+listType+") AS k(v) CROSS JOIN LATERAL (?) AS x ORDER BY x.created_at DESC, x.id LIMIT ?",
+		list, sub, limit)
+}
+
+// timeOn repeats since/until on the event_tags alias, so the tag index
+// range-scans the window.
+func timeOn(alias string, p *predicate) sq.And {
+	var and sq.And
+	if p.since != nil {
+		and = append(and, sq.Expr(alias+".created_at >= ?", *p.since))
+	}
+	if p.until != nil {
+		and = append(and, sq.Expr(alias+".created_at <= ?", *p.until))
+	}
+	return and
+}
+
+// inCommunity runs fn on a pooled connection inside one implicit
+// transaction whose buzz.community_id is c: the statements fn queues are
+// pipelined after set_config in a single round trip.
+func (s *Store) inCommunity(ctx context.Context, c tenant.CommunityID, b *pgx.Batch, fn func(pgx.BatchResults) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	full := &pgx.Batch{}
+	full.Queue(setCommunitySQL, c.String())
+	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
+	br := conn.SendBatch(ctx, full)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return err
+	}
+	if err := fn(br); err != nil {
+		_ = br.Close()
+		return err
+	}
+	return br.Close()
+}
+
+// Query yields the live events of community c matching f, newest first
+// (created_at DESC, id ASC), at most f.Limit when f.LimitSet.
+func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[store.Record, error] {
+	return func(yield func(store.Record, error) bool) {
+		if c.IsZero() {
+			yield(store.Record{}, errors.New("postgres: query: zero community"))
+			return
+		}
+		if f.LimitSet && f.Limit <= 0 {
+			return
+		}
+		sqlStr, args, err := buildQuery(c, &f, time.Now().Unix())
+		if errors.Is(err, errNothing) {
+			return
+		}
+		if err != nil {
+			yield(store.Record{}, err)
+			return
+		}
+		var b pgx.Batch
+		b.Queue(sqlStr, args...)
+		stopped := false
+		err = s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			var id []byte
+			var rec store.Record
+			for rows.Next() {
+				var raw []byte
+				if err := rows.Scan(&id, &rec.CreatedAt, &raw); err != nil {
+					return err
+				}
+				rec.ID = hex.EncodeToString(id)
+				rec.Raw = raw
+				if !yield(rec, nil) {
+					stopped = true
+					return nil
+				}
+			}
+			return rows.Err()
+		})
+		if err != nil && !stopped {
+			yield(store.Record{}, fmt.Errorf("postgres: query: %w", err))
+		}
+	}
+}
+
+// Count returns the number of distinct live events of c matching any filter.
+func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
+	if c.IsZero() {
+		return 0, errors.New("postgres: count: zero community")
+	}
+	now := time.Now().Unix()
+	var or sq.Or
+	for i := range filters {
+		p, err := compileFilter(&filters[i])
+		if errors.Is(err, errNothing) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		or = append(or, p.conds(""))
+	}
+	if len(or) == 0 {
+		return 0, nil
+	}
+	sqlStr, args, err := sq.Select("count(*)").From("events e").Where(live(c, now)).Where(or).
+		PlaceholderFormat(sq.Dollar).ToSql()
+	if err != nil {
+		return 0, fmt.Errorf("postgres: build count: %w", err)
+	}
+	var b pgx.Batch
+	b.Queue(sqlStr, args...)
+	var n int64
+	err = s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+		return br.QueryRow().Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: count: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteExpired removes, in every community, the events whose NIP-40
+// expiration is at or before now, with their tag rows.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM communities`)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete expired: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete expired: %w", err)
+	}
+	var total int64
+	for _, id := range ids {
+		c := tenant.FromUUID(id)
+		var b pgx.Batch
+		b.Queue(`WITH gone AS (
+    DELETE FROM events WHERE community_id = $1 AND expires_at IS NOT NULL AND expires_at <= $2
+    RETURNING community_id, created_at, id, tags),
+  tagrows AS (
+    SELECT g.community_id, x.tag->>0 AS name, x.tag->>1 AS value, g.created_at, g.id
+    FROM gone g, jsonb_array_elements(g.tags) AS x(tag)
+    WHERE jsonb_typeof(x.tag) = 'array' AND jsonb_array_length(x.tag) >= 2 AND length(x.tag->>0) = 1),
+  tagdel AS (
+    DELETE FROM event_tags t USING tagrows r
+    WHERE t.community_id = r.community_id AND t.name = r.name AND t.created_at = r.created_at
+      AND t.event_id = r.id
+      AND t.value = CASE WHEN octet_length(r.value) > $3 THEN '\xff'::bytea || sha256(convert_to(r.value, 'UTF8'))
+                         ELSE convert_to(r.value, 'UTF8') END)
+SELECT count(*) FROM gone`, c.UUID(), now.Unix(), maxTagValueBytes)
+		var n int64
+		err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+			return br.QueryRow().Scan(&n)
+		})
+		if err != nil {
+			return total, fmt.Errorf("postgres: delete expired: %w", err)
+		}
+		total += n
+	}
+	return total, nil
+}

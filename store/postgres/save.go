@@ -1,0 +1,340 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+const saveSQL = `SELECT buzz_save_event($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+
+// commitTimeout bounds one group-commit transaction, so a hung server fails
+// the waiting Saves instead of blocking them forever.
+const commitTimeout = 30 * time.Second
+
+// saveArgs are the bind parameters of buzz_save_event, in order.
+type saveArgs struct {
+	community [16]byte
+	id        []byte
+	pubkey    []byte
+	createdAt int64
+	kind      int32
+	tags      string
+	content   string
+	sig       []byte
+	raw       []byte
+	dTag      *string
+	expiresAt *int64
+	lock      *int64
+	tagNames  []string
+	tagValues [][]byte
+	delIDs    [][]byte
+	delKinds  []int32
+	delDTags  []string
+	delLocks  []int64
+}
+
+func (a *saveArgs) values() []any {
+	return []any{a.community, a.id, a.pubkey, a.createdAt, a.kind, a.tags, a.content, a.sig, a.raw,
+		nil, a.dTag, a.expiresAt, a.lock, a.tagNames, a.tagValues,
+		a.delIDs, a.delKinds, a.delDTags, a.delLocks}
+}
+
+// encodeEvent prepares an event for buzz_save_event. It fails only on an
+// event that is not structurally valid (bad hex fields).
+func encodeEvent(c tenant.CommunityID, ev *nostr.Event) (*saveArgs, error) {
+	a := &saveArgs{community: c.UUID(), createdAt: ev.CreatedAt, kind: int32(ev.Kind)}
+	var ok bool
+	if a.id, ok = decodeHex32(ev.ID); !ok {
+		return nil, errors.New("postgres: invalid: event id is not 64 lowercase hex characters")
+	}
+	if a.pubkey, ok = decodeHex32(ev.PubKey); !ok {
+		return nil, errors.New("postgres: invalid: event pubkey is not 64 lowercase hex characters")
+	}
+	if a.sig, ok = decodeHexN(ev.Sig, 64); !ok {
+		return nil, errors.New("postgres: invalid: event sig is not 128 lowercase hex characters")
+	}
+	if ev.Kind < 0 || ev.Kind > nostr.MaxKind {
+		return nil, errors.New("postgres: invalid: event kind out of range")
+	}
+	a.raw = ev.AppendJSON(nil)
+	tags := make([][]string, len(ev.Tags))
+	for i, t := range ev.Tags {
+		tags[i] = t
+	}
+	a.tags = tagsJSON(tags)
+	a.content = sqlText(ev.Content)
+
+	switch {
+	case nostr.IsAddressable(ev.Kind):
+		d := sqlText(ev.DTag())
+		a.dTag = &d
+	case nostr.IsReplaceable(ev.Kind):
+		d := ""
+		a.dTag = &d
+	}
+	if a.dTag != nil {
+		l := coordinateLock(c, ev.Kind, ev.PubKey, *a.dTag)
+		a.lock = &l
+	}
+	if exp, ok := ev.Expiration(); ok {
+		a.expiresAt = &exp
+	}
+
+	type tagRow struct{ name, value string }
+	seen := make(map[tagRow]struct{}, len(ev.Tags))
+	for _, t := range ev.Tags {
+		if len(t) < 2 || !isIndexedTagName(t[0]) {
+			continue
+		}
+		k := tagKey(t[1])
+		r := tagRow{t[0], string(k)}
+		if _, dup := seen[r]; dup {
+			continue
+		}
+		seen[r] = struct{}{}
+		a.tagNames = append(a.tagNames, t[0])
+		a.tagValues = append(a.tagValues, k)
+	}
+
+	if ev.Kind == nostr.KindDeletion {
+		a.encodeDeletion(c, ev)
+	}
+	return a, nil
+}
+
+// encodeDeletion collects the targets of a kind 5 request: ids from "e"
+// tags, and coordinates from "a" tags that name the request's own author and
+// a replaceable or addressable kind. Coordinates are sorted by lock key so
+// concurrent requests take their locks in one order.
+func (a *saveArgs) encodeDeletion(c tenant.CommunityID, ev *nostr.Event) {
+	type coord struct {
+		kind int
+		d    string
+		lock int64
+	}
+	var coords []coord
+	seenID := map[string]bool{}
+	seenCoord := map[int64]bool{}
+	for _, t := range ev.Tags {
+		if len(t) < 2 {
+			continue
+		}
+		switch t[0] {
+		case "e":
+			if b, ok := decodeHex32(t[1]); ok && !seenID[t[1]] {
+				seenID[t[1]] = true
+				a.delIDs = append(a.delIDs, b)
+			}
+		case "a":
+			kindStr, rest, ok1 := strings.Cut(t[1], ":")
+			pk, d, ok2 := strings.Cut(rest, ":")
+			if !ok1 || !ok2 || pk != ev.PubKey {
+				continue
+			}
+			k, err := strconv.Atoi(kindStr)
+			if err != nil || k < 0 || k > nostr.MaxKind || strconv.Itoa(k) != kindStr {
+				continue
+			}
+			switch {
+			case nostr.IsAddressable(k):
+				d = sqlText(d)
+			case nostr.IsReplaceable(k):
+				d = ""
+			default:
+				continue
+			}
+			l := coordinateLock(c, k, pk, d)
+			if seenCoord[l] {
+				continue
+			}
+			seenCoord[l] = true
+			coords = append(coords, coord{k, d, l})
+		}
+	}
+	slices.SortFunc(coords, func(x, y coord) int {
+		switch {
+		case x.lock < y.lock:
+			return -1
+		case x.lock > y.lock:
+			return 1
+		}
+		return 0
+	})
+	for _, co := range coords {
+		a.delKinds = append(a.delKinds, int32(co.kind))
+		a.delDTags = append(a.delDTags, co.d)
+		a.delLocks = append(a.delLocks, co.lock)
+	}
+}
+
+func saveResult(code int16) error {
+	switch code {
+	case 0:
+		return nil
+	case 1:
+		return store.ErrDuplicate
+	case 2:
+		return store.ErrSuperseded
+	case 3:
+		return store.ErrDeleted
+	}
+	return fmt.Errorf("postgres: save: unexpected result code %d", code)
+}
+
+type saveReq struct {
+	args *saveArgs
+	done chan error // buffered: the committer never blocks on it
+}
+
+// Save stores ev in community c following the store.EventStore semantics.
+// It returns nil only after the transaction holding the event committed.
+func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if c.IsZero() {
+		return errors.New("postgres: save: zero community")
+	}
+	if ev == nil {
+		return errors.New("postgres: save: nil event")
+	}
+	args, err := encodeEvent(c, ev)
+	if err != nil {
+		return err
+	}
+	req := &saveReq{args: args, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.queue <- req:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		// The event may still commit; it is not acknowledged.
+		return ctx.Err()
+	}
+}
+
+// committer drains the queue, committing whatever accumulated as one batch.
+func (s *Store) committer() {
+	defer s.wg.Done()
+	batch := make([]*saveReq, 0, s.cfg.batchSize)
+	for first := range s.queue {
+		batch = append(batch[:0], first)
+		batch = s.collect(batch)
+		s.commitBatch(batch)
+	}
+}
+
+func (s *Store) collect(batch []*saveReq) []*saveReq {
+	var timer <-chan time.Time
+	if s.cfg.linger > 0 {
+		t := time.NewTimer(s.cfg.linger)
+		defer t.Stop()
+		timer = t.C
+	}
+	for len(batch) < s.cfg.batchSize {
+		select {
+		case r, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		if timer == nil {
+			return batch
+		}
+		select {
+		case r, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		case <-timer:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commitBatch writes a batch in one transaction, pipelined in one round
+// trip. If any event fails (an error, not a duplicate/superseded/deleted
+// verdict) the transaction is rolled back and every event is retried in its
+// own transaction, so one bad event cannot fail its neighbours.
+func (s *Store) commitBatch(batch []*saveReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if len(batch) == 1 {
+		batch[0].done <- s.saveOne(ctx, batch[0].args)
+		return
+	}
+	codes, err := s.saveMany(ctx, batch)
+	if err != nil {
+		s.cfg.logger.Debug("postgres: group commit failed; retrying events one by one", "events", len(batch), "err", err)
+		for _, r := range batch {
+			r.done <- s.saveOne(ctx, r.args)
+		}
+		return
+	}
+	for i, r := range batch {
+		r.done <- saveResult(codes[i])
+	}
+}
+
+func (s *Store) saveOne(ctx context.Context, a *saveArgs) error {
+	var code int16
+	if err := s.pool.QueryRow(ctx, saveSQL, a.values()...).Scan(&code); err != nil {
+		return fmt.Errorf("postgres: save: %w", err)
+	}
+	return saveResult(code)
+}
+
+func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: save: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	var b pgx.Batch
+	for _, r := range batch {
+		b.Queue(saveSQL, r.args.values()...)
+	}
+	br := tx.SendBatch(ctx, &b)
+	codes = make([]int16, len(batch))
+	for i := range batch {
+		if err := br.QueryRow().Scan(&codes[i]); err != nil {
+			_ = br.Close()
+			return nil, fmt.Errorf("postgres: save: %w", err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("postgres: save: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: save: commit: %w", err)
+	}
+	return codes, nil
+}
