@@ -1,0 +1,481 @@
+package pubsub
+
+import (
+	"sync"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Subscription is one live subscription of one connection. It is immutable
+// once added to an Index: the Index keeps pointers into Filters.
+type Subscription struct {
+	// Owner is the connection that owns the subscription. It must be
+	// comparable (a pointer, typically); it is used as a map key.
+	Owner any
+	// ID is the client's subscription id, unique per Owner.
+	ID      string
+	Filters []nostr.Filter
+}
+
+// Index holds the live subscriptions of this process, per community, and
+// finds those an event matches without scanning them all.
+//
+// Every filter is posted in one inverted index, chosen by its most selective
+// constraint: event id, else author, else a tag name+value (the tag with the
+// fewest values), else kind. A filter with none of these (only since/until,
+// or nothing) goes to a per-community scan list. Matching an event looks up
+// its id, its author, each of its tags and its kind, and checks only the
+// filters found there, plus the scan list, with (*nostr.Filter).Matches.
+// A filter with an explicitly empty list (kinds: [], "#p": [], …) can match
+// nothing and is not posted at all; Limit is ignored (a "limit": 0 filter
+// still receives live events).
+//
+// Communities are isolated shards: Match on one community never sees another
+// community's subscriptions. Each shard has its own RWMutex: many concurrent
+// Match calls (fan-out) proceed in parallel and Add/Remove of one community
+// never wait for another's. An Index is safe for concurrent use.
+type Index struct {
+	mu     sync.RWMutex
+	shards map[tenant.CommunityID]*shard
+}
+
+// NewIndex returns an empty Index.
+func NewIndex() *Index {
+	return &Index{shards: make(map[tenant.CommunityID]*shard)}
+}
+
+// dimension is the inverted index a filter is posted in.
+type dimension uint8
+
+const (
+	dimID dimension = iota + 1
+	dimAuthor
+	dimTag
+	dimKind
+)
+
+// postKey addresses one inverted-index bucket. For dimTag, name is the tag
+// name and val its value; for dimID and dimAuthor val is the hex string; for
+// dimKind, kind is set.
+type postKey struct {
+	dim  dimension
+	name string
+	val  string
+	kind int
+}
+
+// posting is one filter's entry in one bucket; pos is its index there, so
+// removal is O(1).
+type posting struct {
+	f   *filterRef
+	key postKey
+	pos int
+}
+
+// filterRef is one filter of an indexed subscription.
+type filterRef struct {
+	e     *entry
+	f     *nostr.Filter
+	posts []*posting
+}
+
+// entry is one indexed subscription.
+type entry struct {
+	sub *Subscription
+	// dedup is false only when Match cannot reach the entry twice for one
+	// event: a single filter posted by id, author or kind (one value each per
+	// event). Tag postings can be reached once per matching event tag.
+	dedup   bool
+	filters []*filterRef
+}
+
+type ownerKey struct {
+	owner any
+	id    string
+}
+
+// shard is one community's part of the index.
+type shard struct {
+	mu      sync.RWMutex
+	dead    bool // removed from Index.shards; Add must retry
+	subs    map[ownerKey]*entry
+	byOwner map[any]map[string]*entry
+	buckets map[postKey][]*posting
+	scan    []*posting
+}
+
+func newShard() *shard {
+	return &shard{
+		subs:    make(map[ownerKey]*entry),
+		byOwner: make(map[any]map[string]*entry),
+		buckets: make(map[postKey][]*posting),
+	}
+}
+
+// Add indexes s in community c, replacing the subscription with the same
+// Owner and ID there, if any. s must not be modified afterwards. A nil s is
+// ignored.
+func (x *Index) Add(c tenant.CommunityID, s *Subscription) {
+	if s == nil {
+		return
+	}
+	e := buildEntry(s)
+	for {
+		sh := x.shardFor(c, true)
+		sh.mu.Lock()
+		if sh.dead {
+			sh.mu.Unlock()
+			continue
+		}
+		k := ownerKey{s.Owner, s.ID}
+		if old := sh.subs[k]; old != nil {
+			sh.unpost(old)
+		}
+		sh.subs[k] = e
+		ids := sh.byOwner[s.Owner]
+		if ids == nil {
+			ids = make(map[string]*entry)
+			sh.byOwner[s.Owner] = ids
+		}
+		ids[s.ID] = e
+		sh.post(e)
+		sh.mu.Unlock()
+		return
+	}
+}
+
+// Remove removes owner's subscription id from community c and reports
+// whether it was there.
+func (x *Index) Remove(c tenant.CommunityID, owner any, id string) bool {
+	sh := x.shardFor(c, false)
+	if sh == nil {
+		return false
+	}
+	sh.mu.Lock()
+	e := sh.subs[ownerKey{owner, id}]
+	if e != nil {
+		sh.remove(e)
+	}
+	empty := len(sh.subs) == 0
+	sh.mu.Unlock()
+	if empty {
+		x.dropIfEmpty(c)
+	}
+	return e != nil
+}
+
+// RemoveOwner removes all of owner's subscriptions in community c and
+// returns how many there were.
+func (x *Index) RemoveOwner(c tenant.CommunityID, owner any) int {
+	sh := x.shardFor(c, false)
+	if sh == nil {
+		return 0
+	}
+	sh.mu.Lock()
+	ids := sh.byOwner[owner]
+	n := len(ids)
+	for _, e := range ids {
+		sh.remove(e)
+	}
+	empty := len(sh.subs) == 0
+	sh.mu.Unlock()
+	if empty {
+		x.dropIfEmpty(c)
+	}
+	return n
+}
+
+// Len returns the number of subscriptions indexed in community c.
+func (x *Index) Len(c tenant.CommunityID) int {
+	sh := x.shardFor(c, false)
+	if sh == nil {
+		return 0
+	}
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	return len(sh.subs)
+}
+
+// Match calls fn once for each subscription of community c that ev matches
+// (at least one of its filters matches), however many of its filters match.
+//
+// fn is called after the shard's lock is released, so it may call Add or
+// Remove; a subscription removed concurrently with Match may still be passed
+// to fn once. The order of calls is unspecified.
+func (x *Index) Match(c tenant.CommunityID, ev *nostr.Event, fn func(*Subscription)) {
+	if ev == nil {
+		return
+	}
+	sh := x.shardFor(c, false)
+	if sh == nil {
+		return
+	}
+	m := matcher{ev: ev}
+	m.matched = m.buf[:0]
+
+	sh.mu.RLock()
+	m.scanBucket(sh.buckets[postKey{dim: dimID, val: ev.ID}])
+	m.scanBucket(sh.buckets[postKey{dim: dimAuthor, val: ev.PubKey}])
+	for _, t := range ev.Tags {
+		if len(t) >= 2 {
+			m.scanBucket(sh.buckets[postKey{dim: dimTag, name: t[0], val: t[1]}])
+		}
+	}
+	m.scanBucket(sh.buckets[postKey{dim: dimKind, kind: ev.Kind}])
+	m.scanBucket(sh.scan)
+	sh.mu.RUnlock()
+
+	for _, e := range m.matched {
+		fn(e.sub)
+	}
+}
+
+// matcher collects the entries one event matches, each once.
+type matcher struct {
+	ev      *nostr.Event
+	matched []*entry
+	seen    map[*entry]struct{} // built once matched outgrows a linear search
+	buf     [16]*entry
+}
+
+func (m *matcher) scanBucket(b []*posting) {
+	for _, p := range b {
+		e := p.f.e
+		if e.dedup && m.has(e) {
+			continue
+		}
+		if !p.f.f.Matches(m.ev) {
+			continue
+		}
+		m.add(e)
+	}
+}
+
+func (m *matcher) has(e *entry) bool {
+	if m.seen != nil {
+		_, ok := m.seen[e]
+		return ok
+	}
+	for _, x := range m.matched {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *matcher) add(e *entry) {
+	m.matched = append(m.matched, e)
+	if m.seen != nil {
+		m.seen[e] = struct{}{}
+		return
+	}
+	if len(m.matched) > len(m.buf) {
+		m.seen = make(map[*entry]struct{}, 2*len(m.matched))
+		for _, x := range m.matched {
+			if x.dedup {
+				m.seen[x] = struct{}{}
+			}
+		}
+	}
+}
+
+// shardFor returns community c's shard, creating it if create is set.
+func (x *Index) shardFor(c tenant.CommunityID, create bool) *shard {
+	x.mu.RLock()
+	sh := x.shards[c]
+	x.mu.RUnlock()
+	if sh != nil || !create {
+		return sh
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if sh = x.shards[c]; sh == nil {
+		sh = newShard()
+		x.shards[c] = sh
+	}
+	return sh
+}
+
+// dropIfEmpty forgets community c's shard if it holds no subscription, so
+// an idle community costs nothing.
+func (x *Index) dropIfEmpty(c tenant.CommunityID) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	sh := x.shards[c]
+	if sh == nil {
+		return
+	}
+	sh.mu.Lock()
+	if len(sh.subs) == 0 {
+		sh.dead = true
+		delete(x.shards, c)
+	}
+	sh.mu.Unlock()
+}
+
+// buildEntry prepares the postings of s, outside any lock.
+func buildEntry(s *Subscription) *entry {
+	e := &entry{sub: s}
+	for i := range s.Filters {
+		f := &s.Filters[i]
+		keys, scan, ok := postKeys(f)
+		if !ok {
+			continue // can never match
+		}
+		fr := &filterRef{e: e, f: f}
+		if scan {
+			fr.posts = []*posting{{f: fr}}
+		} else {
+			fr.posts = make([]*posting, len(keys))
+			for j, k := range keys {
+				fr.posts[j] = &posting{f: fr, key: k}
+			}
+		}
+		e.filters = append(e.filters, fr)
+	}
+	e.dedup = len(e.filters) > 1
+	for _, fr := range e.filters {
+		if len(fr.posts) > 0 && fr.posts[0].key.dim == dimTag {
+			e.dedup = true
+		}
+	}
+	return e
+}
+
+// postKeys chooses the bucket keys of f: one per value of its most selective
+// constraint. scan is true when f has no indexable constraint. ok is false
+// when f can match nothing (an explicitly empty list).
+func postKeys(f *nostr.Filter) (keys []postKey, scan, ok bool) {
+	if (f.IDs != nil && len(f.IDs) == 0) || (f.Authors != nil && len(f.Authors) == 0) ||
+		(f.Kinds != nil && len(f.Kinds) == 0) {
+		return nil, false, false
+	}
+	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
+		return nil, false, false
+	}
+	tagName := ""
+	tagVals := []string(nil)
+	for name, vals := range f.Tags {
+		if vals == nil {
+			continue // no constraint
+		}
+		if len(vals) == 0 {
+			return nil, false, false
+		}
+		if tagVals == nil || len(vals) < len(tagVals) || (len(vals) == len(tagVals) && name < tagName) {
+			tagName, tagVals = name, vals
+		}
+	}
+	switch {
+	case f.IDs != nil:
+		keys = make([]postKey, 0, len(f.IDs))
+		for _, v := range uniqueStrings(f.IDs) {
+			keys = append(keys, postKey{dim: dimID, val: v})
+		}
+	case f.Authors != nil:
+		keys = make([]postKey, 0, len(f.Authors))
+		for _, v := range uniqueStrings(f.Authors) {
+			keys = append(keys, postKey{dim: dimAuthor, val: v})
+		}
+	case tagVals != nil:
+		keys = make([]postKey, 0, len(tagVals))
+		for _, v := range uniqueStrings(tagVals) {
+			keys = append(keys, postKey{dim: dimTag, name: tagName, val: v})
+		}
+	case f.Kinds != nil:
+		keys = make([]postKey, 0, len(f.Kinds))
+		seen := make(map[int]struct{}, len(f.Kinds))
+		for _, k := range f.Kinds {
+			if _, dup := seen[k]; !dup {
+				seen[k] = struct{}{}
+				keys = append(keys, postKey{dim: dimKind, kind: k})
+			}
+		}
+	default:
+		return nil, true, true
+	}
+	return keys, false, true
+}
+
+// uniqueStrings returns vs without repeats (first occurrence kept). A filter
+// posted twice under one key would be checked twice, harmlessly, but cost
+// twice; duplicates in client filters are common enough to drop.
+func uniqueStrings(vs []string) []string {
+	if len(vs) < 2 {
+		return vs
+	}
+	seen := make(map[string]struct{}, len(vs))
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if _, dup := seen[v]; !dup {
+			seen[v] = struct{}{}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// post inserts e's postings. sh.mu held for writing.
+func (sh *shard) post(e *entry) {
+	for _, fr := range e.filters {
+		for _, p := range fr.posts {
+			if p.key.dim == 0 {
+				p.pos = len(sh.scan)
+				sh.scan = append(sh.scan, p)
+				continue
+			}
+			b := sh.buckets[p.key]
+			p.pos = len(b)
+			sh.buckets[p.key] = append(b, p)
+		}
+	}
+}
+
+// unpost removes e's postings. sh.mu held for writing.
+func (sh *shard) unpost(e *entry) {
+	for _, fr := range e.filters {
+		for _, p := range fr.posts {
+			if p.key.dim == 0 {
+				sh.scan = removePosting(sh.scan, p)
+				continue
+			}
+			b := removePosting(sh.buckets[p.key], p)
+			if len(b) == 0 {
+				delete(sh.buckets, p.key)
+			} else {
+				sh.buckets[p.key] = b
+			}
+		}
+	}
+}
+
+// removePosting swaps the last posting into p's place.
+func removePosting(b []*posting, p *posting) []*posting {
+	last := len(b) - 1
+	if p.pos != last {
+		moved := b[last]
+		b[p.pos] = moved
+		moved.pos = p.pos
+	}
+	b[last] = nil
+	b = b[:last]
+	if cap(b) > 64 && len(b) < cap(b)/4 {
+		b = append([]*posting(nil), b...) // give memory back after a mass removal
+	}
+	return b
+}
+
+// remove unindexes e entirely. sh.mu held for writing.
+func (sh *shard) remove(e *entry) {
+	sh.unpost(e)
+	k := ownerKey{e.sub.Owner, e.sub.ID}
+	delete(sh.subs, k)
+	if ids := sh.byOwner[e.sub.Owner]; ids != nil {
+		delete(ids, e.sub.ID)
+		if len(ids) == 0 {
+			delete(sh.byOwner, e.sub.Owner)
+		}
+	}
+}
