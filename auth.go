@@ -1,0 +1,79 @@
+package buzz
+
+import (
+	"net/url"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// handleAuth verifies a NIP-42 AUTH event and, on success, adds its pubkey
+// to the connection's authenticated pubkeys (a connection may authenticate
+// as several pubkeys). It always answers with one OK. The event is never
+// stored or published.
+func (c *conn) handleAuth(ev *nostr.Event) {
+	if reason := c.checkAuth(ev); reason != "" {
+		c.reply(nostr.AppendOK(nil, ev.ID, false, reason))
+		return
+	}
+	c.mu.Lock()
+	already := false
+	for _, p := range c.authed {
+		if p == ev.PubKey {
+			already = true
+			break
+		}
+	}
+	if !already {
+		c.authed = append(c.authed, ev.PubKey)
+	}
+	c.mu.Unlock()
+	c.reply(nostr.AppendOK(nil, ev.ID, true, ""))
+}
+
+// checkAuth returns why ev does not authenticate this connection, or "".
+//
+// The event must be kind 22242 with a valid id and signature, created_at
+// within ±AuthWindow of now, exactly one "challenge" tag equal to this
+// connection's challenge and exactly one "relay" tag: a ws:// or wss://
+// URL (the scheme of WithRelayURL, when given) whose host, normalized, is
+// the host this connection was bound to.
+func (c *conn) checkAuth(ev *nostr.Event) string {
+	if ev.Kind != nostr.KindClientAuth {
+		return "invalid: AUTH event must be kind 22242"
+	}
+	if err := c.r.cfg.verifier.Verify(ev); err != nil {
+		return err.Error()
+	}
+	now := c.r.cfg.now().Unix()
+	w := int64(c.limits.AuthWindow.Seconds())
+	if ev.CreatedAt < now-w || ev.CreatedAt > now+w {
+		return "invalid: AUTH event created_at is not within the allowed window"
+	}
+	challenges := ev.Tags.All("challenge")
+	if len(challenges) != 1 || challenges[0][1] != c.challenge {
+		return "invalid: AUTH event must carry exactly this connection's challenge"
+	}
+	relays := ev.Tags.All("relay")
+	if len(relays) != 1 || !c.relayMatches(relays[0][1]) {
+		return "invalid: AUTH event relay tag does not name this relay"
+	}
+	return ""
+}
+
+// relayMatches reports whether raw is a relay URL naming this connection's
+// host.
+func (c *conn) relayMatches(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return false
+	}
+	if s := c.r.cfg.relayScheme; s != "" && u.Scheme != s {
+		return false
+	}
+	host, err := tenant.NormalizeHost(u.Host)
+	return err == nil && host == c.tc.Host()
+}

@@ -1,0 +1,319 @@
+// Package buzz is an embeddable, multi-tenant Nostr relay.
+//
+// A Relay is an http.Handler. It upgrades WebSocket requests and speaks
+// NIP-01 (events, subscriptions), NIP-09 (deletion), NIP-11 (relay
+// information, on Accept: application/nostr+json), NIP-40 (expiration),
+// NIP-42 (authentication) and NIP-45 (COUNT). Every connection is bound,
+// before the upgrade, to the community (tenant) its HTTP Host selects
+// through a tenant.Directory; every store call, subscription and broker
+// message it causes is scoped to that community, and an unmapped host gets
+// HTTP 404 "relay: no community is configured for this host".
+//
+// Events are admitted by the ingest.Pipeline, stored in a store.EventStore
+// and fanned out through a pubsub.Broker to a per-community subscription
+// index. An EVENT always gets exactly one OK, and OK true only after the
+// store returned from a durable write.
+//
+//	rel, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st))
+//	...
+//	srv := &http.Server{Addr: ":3000", Handler: rel}
+//	go srv.ListenAndServe()
+//	...
+//	rel.Shutdown(ctx) // close 1012 to every socket, after draining
+//	srv.Shutdown(ctx)
+package buzz
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Relay is a Nostr relay serving every community of its directory. Create it
+// with New; it is safe for concurrent use.
+type Relay struct {
+	cfg      config
+	pipeline *ingest.Pipeline
+	index    *tmpIndex
+	mux      *http.ServeMux
+	upgrader websocket.Upgrader
+	log      *slog.Logger
+	nip11    []byte // the NIP-11 document, encoded once
+
+	querySem chan struct{} // relay-wide bound on concurrent queries
+
+	stopListen func()
+	bgCancel   context.CancelFunc
+	bgDone     chan struct{}
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	shutdown bool
+	connWG   sync.WaitGroup
+	ownsVer  bool
+	closeErr error
+	closed   chan struct{} // closed once Shutdown has finished
+	once     sync.Once
+}
+
+// New returns a Relay configured by opts. WithStore and WithDirectory are
+// required. New starts the relay's background work (the broker listener and
+// the NIP-40 expiry sweeper), which Shutdown stops.
+func New(opts ...Option) (*Relay, error) {
+	cfg := config{
+		limits: DefaultLimits(),
+		logger: slog.Default(),
+		now:    time.Now,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("buzz: nil Option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.store == nil {
+		return nil, errors.New("buzz: WithStore is required")
+	}
+	if cfg.directory == nil {
+		return nil, errors.New("buzz: WithDirectory is required")
+	}
+	r := &Relay{
+		cfg:    cfg,
+		index:  tmpNewIndex(),
+		mux:    http.NewServeMux(),
+		log:    cfg.logger,
+		conns:  make(map[*conn]struct{}),
+		closed: make(chan struct{}),
+	}
+	if r.cfg.broker == nil {
+		r.cfg.broker = tmpNewLocal()
+	}
+	if r.cfg.verifier == nil {
+		v, err := nostr.NewVerifier()
+		if err != nil {
+			return nil, err
+		}
+		r.cfg.verifier = v
+		r.ownsVer = true
+	}
+	policies := make([]ingest.EventPolicy, len(cfg.eventPolicies))
+	for i, p := range cfg.eventPolicies {
+		policies[i] = p
+	}
+	hooks := make([]ingest.OnStored, len(cfg.onStored))
+	for i, h := range cfg.onStored {
+		hooks[i] = h
+	}
+	p, err := ingest.New(ingest.Config{
+		Store:           cfg.store,
+		Broker:          r.cfg.broker,
+		Verifier:        r.cfg.verifier,
+		Now:             cfg.now,
+		MaxFutureSkew:   cfg.limits.MaxFutureSkew,
+		MaxContentBytes: cfg.limits.MaxContentBytes,
+		AuthRequired:    cfg.auth == AuthRequired,
+		EventPolicies:   policies,
+		OnStored:        hooks,
+		Logger:          cfg.logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.pipeline = p
+	r.nip11, err = r.encodeNIP11()
+	if err != nil {
+		return nil, err
+	}
+	r.querySem = make(chan struct{}, cfg.limits.RelayQueryConcurrency)
+	r.upgrader = websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 4096,
+		// Nostr clients connect from any origin (browsers included); the
+		// protocol carries no ambient credentials.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+
+	r.stopListen = r.cfg.broker.Listen(r.onMessage)
+	bg, cancel := context.WithCancel(context.Background())
+	r.bgCancel = cancel
+	r.bgDone = make(chan struct{})
+	go r.sweep(bg)
+	return r, nil
+}
+
+// Mux returns the ServeMux that receives every HTTP request that is neither
+// a WebSocket upgrade nor a NIP-11 request. Register REST routes on it; such
+// handlers are not bound to a community — call Relay.Bind when they need one.
+func (r *Relay) Mux() *http.ServeMux { return r.mux }
+
+// Bind resolves the community of an HTTP request from its Host header, the
+// same way WebSocket upgrades are bound. Every failure wraps
+// tenant.ErrUnmappedHost.
+func (r *Relay) Bind(req *http.Request) (tenant.TenantContext, error) {
+	return tenant.Bind(req.Context(), r.cfg.directory, req.Host)
+}
+
+// ServeHTTP serves NIP-11 documents (Accept: application/nostr+json, for any
+// host), WebSocket upgrades (bound to the Host's community, 404 when none is
+// configured, 503 once Shutdown began) and hands anything else to Mux.
+func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch {
+	case websocket.IsWebSocketUpgrade(req):
+		r.serveWebSocket(w, req)
+	case acceptsNIP11(req):
+		r.serveNIP11(w, req)
+	default:
+		r.mux.ServeHTTP(w, req)
+	}
+}
+
+func acceptsNIP11(req *http.Request) bool {
+	for _, v := range req.Header.Values("Accept") {
+		if strings.Contains(v, "application/nostr+json") {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
+	tc, err := tenant.Bind(req.Context(), r.cfg.directory, req.Host)
+	if err != nil {
+		if !errors.Is(err, tenant.ErrUnmappedHost) || errors.Unwrap(err) != nil {
+			r.log.DebugContext(req.Context(), "buzz: host not bound", "err", err)
+		}
+		http.Error(w, tenant.ErrUnmappedHost.Error(), http.StatusNotFound)
+		return
+	}
+	r.mu.Lock()
+	if r.shutdown {
+		r.mu.Unlock()
+		http.Error(w, "relay: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	r.connWG.Add(1)
+	r.mu.Unlock()
+	defer r.connWG.Done()
+
+	ws, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		return // the upgrader has answered the request
+	}
+	c := newConn(r, ws, tc)
+	r.mu.Lock()
+	if r.shutdown {
+		r.mu.Unlock()
+		c.closeNow(websocket.CloseServiceRestart, "relay restarting")
+		return
+	}
+	r.conns[c] = struct{}{}
+	r.mu.Unlock()
+
+	c.serve()
+
+	r.mu.Lock()
+	delete(r.conns, c)
+	r.mu.Unlock()
+}
+
+// Shutdown stops the relay gracefully: new upgrades get HTTP 503; every
+// connection stops reading, finishes the EVENTs it is processing (so every
+// event already acknowledged, or being stored, gets its OK), sends what is
+// queued and is closed with code 1012 "relay restarting"; the broker
+// listener and the expiry sweeper stop. If ctx ends first, the remaining
+// connections are closed at once and ctx's error is returned. Shutdown does
+// not close the store, the broker or the directory: their owner does.
+// It is idempotent; later calls wait for the first to finish.
+func (r *Relay) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	first := !r.shutdown
+	r.shutdown = true
+	conns := make([]*conn, 0, len(r.conns))
+	for c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	if !first {
+		select {
+		case <-r.closed:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer close(r.closed)
+
+	for _, c := range conns {
+		c.beginClose(websocket.CloseServiceRestart, "relay restarting")
+	}
+	done := make(chan struct{})
+	go func() {
+		r.connWG.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		r.mu.Lock()
+		for c := range r.conns {
+			c.closeNow(websocket.CloseServiceRestart, "relay restarting")
+		}
+		r.mu.Unlock()
+	}
+	r.stopListen()
+	r.bgCancel()
+	<-r.bgDone
+	if r.ownsVer {
+		r.cfg.verifier.Close()
+	}
+	return err
+}
+
+// sweep periodically removes expired events (NIP-40) until ctx ends.
+func (r *Relay) sweep(ctx context.Context) {
+	defer close(r.bgDone)
+	t := time.NewTicker(r.cfg.limits.ExpirySweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := r.cfg.store.DeleteExpired(ctx, r.cfg.now())
+			switch {
+			case err != nil && ctx.Err() == nil:
+				r.log.ErrorContext(ctx, "buzz: expiry sweep", "err", err)
+			case n > 0:
+				r.log.DebugContext(ctx, "buzz: expiry sweep", "deleted", n)
+			}
+		}
+	}
+}
+
+// onMessage fans one live event out to the matching local subscriptions. It
+// never blocks: a connection whose queue is full is disconnected.
+func (r *Relay) onMessage(msg pubsub.Message) {
+	if exp, ok := msg.Event.Expiration(); ok && exp <= r.cfg.now().Unix() {
+		return // NIP-40: never deliver an expired event
+	}
+	r.index.Match(msg.Community, msg.Event, func(s tmpSubscription) {
+		if c, ok := s.Owner.(*conn); ok {
+			c.deliverLive(s.ID, msg)
+		}
+	})
+}

@@ -1,0 +1,320 @@
+package buzz
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// conn is one WebSocket connection, bound to one community for its life.
+//
+// Goroutines: the reader (serve's caller) reads and dispatches messages; the
+// writer owns every data write; EVENT handlers and REQ/COUNT queries run on
+// their own goroutines, bounded per connection (eventSem, querySem) and, for
+// queries, relay-wide. Everything a connection sends goes through send, a
+// bounded queue: replies block on it (backpressure on the client's own
+// requests), live fan-out never does (a full queue disconnects).
+type conn struct {
+	r         *Relay
+	ws        *websocket.Conn
+	tc        tenant.TenantContext
+	challenge string
+	log       *slog.Logger
+	limits    *Limits
+
+	ctx    context.Context // cancelled when the connection is torn down
+	cancel context.CancelFunc
+
+	send       chan []byte
+	finish     chan struct{} // closed: the writer drains send, sends the close frame, exits
+	writerDone chan struct{} // closed when the writer has exited
+
+	closing    atomic.Bool // stop reading new messages
+	reasonOnce sync.Once
+	closeCode  int
+	closeText  string
+	killOnce   sync.Once
+
+	tasks    sync.WaitGroup // EVENT handlers and queries in flight
+	eventSem chan struct{}
+	querySem chan struct{}
+
+	mu     sync.Mutex
+	subs   map[string]*subscription
+	authed []string // pubkeys authenticated with NIP-42, in order
+}
+
+// subscription is one open REQ. Its fields other than id, filters and cancel
+// are guarded by conn.mu.
+type subscription struct {
+	id      string
+	filters []nostr.Filter
+	cancel  context.CancelFunc
+
+	replaying bool             // stored events are still being sent
+	pending   []pubsub.Message // live events that arrived during the replay
+}
+
+func newConn(r *Relay, ws *websocket.Conn, tc tenant.TenantContext) *conn {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &r.cfg.limits
+	return &conn{
+		r:          r,
+		ws:         ws,
+		tc:         tc,
+		challenge:  hex.EncodeToString(b[:]),
+		log:        r.log.With("community", tc.Community().String()),
+		limits:     l,
+		ctx:        ctx,
+		cancel:     cancel,
+		send:       make(chan []byte, l.SendQueue),
+		finish:     make(chan struct{}),
+		writerDone: make(chan struct{}),
+		eventSem:   make(chan struct{}, l.EventConcurrency),
+		querySem:   make(chan struct{}, l.QueryConcurrency),
+		subs:       make(map[string]*subscription),
+	}
+}
+
+// serve runs the connection until it is closed, then tears it down.
+func (c *conn) serve() {
+	topic := pubsub.Topic{Community: c.tc.Community()}
+	c.r.cfg.broker.Retain(topic)
+	defer c.r.cfg.broker.Release(topic)
+
+	go c.writeLoop()
+	c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
+	c.readLoop()
+
+	// Teardown: no new deliveries, let in-flight EVENTs finish (each gets
+	// its OK), then let the writer drain and send the close frame.
+	c.dropAllSubs()
+	c.tasks.Wait()
+	close(c.finish)
+	<-c.writerDone
+	c.cancel()
+	_ = c.ws.Close()
+}
+
+// setReason records the close code and text sent when the connection ends;
+// the first caller wins.
+func (c *conn) setReason(code int, text string) {
+	c.reasonOnce.Do(func() {
+		c.closeCode, c.closeText = code, text
+	})
+}
+
+// beginClose asks the connection to close gracefully: it stops reading, and
+// the teardown drains in-flight work before the close frame.
+func (c *conn) beginClose(code int, text string) {
+	c.setReason(code, text)
+	c.closing.Store(true)
+	_ = c.ws.SetReadDeadline(time.Now())
+}
+
+// closeNow closes the connection at once, without draining: a close frame
+// is attempted, then the socket is closed, which ends the reader and the
+// writer. Safe to call from any goroutine; it may block up to one second.
+func (c *conn) closeNow(code int, text string) {
+	c.killOnce.Do(func() {
+		c.setReason(code, text)
+		c.closing.Store(true)
+		_ = c.ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+		_ = c.ws.Close()
+	})
+}
+
+// extendReadDeadline gives the peer PingInterval+PongTimeout to show life,
+// unless the connection is closing.
+func (c *conn) extendReadDeadline() {
+	_ = c.ws.SetReadDeadline(time.Now().Add(c.limits.PingInterval + c.limits.PongTimeout))
+	if c.closing.Load() {
+		_ = c.ws.SetReadDeadline(time.Now())
+	}
+}
+
+func (c *conn) readLoop() {
+	max := c.limits.MaxFrameBytes
+	c.ws.SetPongHandler(func(string) error {
+		c.extendReadDeadline()
+		return nil
+	})
+	c.extendReadDeadline()
+	buf := make([]byte, 0, 4096)
+	for !c.closing.Load() {
+		mt, rd, err := c.ws.NextReader()
+		if err != nil {
+			return
+		}
+		c.extendReadDeadline()
+		buf, err = readLimited(rd, buf[:0], max)
+		if errors.Is(err, errFrameTooLarge) {
+			c.reply(nostr.AppendNotice(nil, "error: frame too large (limit "+strconv.Itoa(max)+" bytes)"))
+			c.setReason(websocket.CloseMessageTooBig, "frame too large")
+			// Read (a bounded amount of) the rest of the message so that
+			// closing the socket does not reset it before the NOTICE and the
+			// close frame reach the client.
+			_ = c.ws.SetReadDeadline(time.Now().Add(2 * time.Second))
+			_, _ = io.CopyN(io.Discard, rd, int64(4*max))
+			return
+		}
+		if err != nil {
+			return
+		}
+		if c.closing.Load() {
+			return // read after Shutdown began: not handled, not acknowledged
+		}
+		if mt == websocket.BinaryMessage && !utf8.Valid(buf) {
+			c.reply(nostr.AppendNotice(nil, "invalid: binary frame is not valid UTF-8"))
+			continue
+		}
+		c.handle(buf)
+	}
+}
+
+var errFrameTooLarge = errors.New("frame too large")
+
+// readLimited appends the message from rd to buf; errFrameTooLarge when it
+// is longer than max bytes.
+func readLimited(rd io.Reader, buf []byte, max int) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > max {
+			return buf, errFrameTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// writeLoop owns all data writes and the keepalive pings.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	ping := time.NewTicker(c.limits.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case m := <-c.send:
+			if !c.write(m) {
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.limits.WriteTimeout)); err != nil {
+				_ = c.ws.Close()
+				return
+			}
+		case <-c.finish:
+		drain:
+			for {
+				select {
+				case m := <-c.send:
+					if !c.write(m) {
+						return
+					}
+				default:
+					break drain
+				}
+			}
+			code, text := websocket.CloseNormalClosure, ""
+			c.reasonOnce.Do(func() {}) // freeze the reason (and synchronize with setReason)
+			if c.closeCode != 0 {
+				code, text = c.closeCode, c.closeText
+			}
+			_ = c.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(code, text), time.Now().Add(c.limits.WriteTimeout))
+			return
+		}
+	}
+}
+
+// write sends one text message; on failure it closes the socket (ending the
+// reader) and reports false.
+func (c *conn) write(m []byte) bool {
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.limits.WriteTimeout))
+	if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
+		_ = c.ws.Close()
+		return false
+	}
+	return true
+}
+
+// reply queues a message the client asked for (OK, CLOSED, EOSE, NOTICE,
+// COUNT, stored events). It waits for room in the queue — backpressure on
+// the client's own requests — and gives up only when the writer is gone.
+func (c *conn) reply(m []byte) bool {
+	select {
+	case c.send <- m:
+		return true
+	case <-c.writerDone:
+		return false
+	}
+}
+
+// replyCtx is reply that also gives up when ctx ends.
+func (c *conn) replyCtx(ctx context.Context, m []byte) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case c.send <- m:
+		return true
+	case <-c.writerDone:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// tryQueue queues a live message without blocking; a full queue means the
+// client does not keep up, and it is disconnected (close 1008).
+func (c *conn) tryQueue(m []byte) {
+	select {
+	case c.send <- m:
+	default:
+		go c.closeNow(websocket.ClosePolicyViolation, "relay: connection too slow")
+	}
+}
+
+// isAuthed reports whether the connection authenticated as pubkey.
+func (c *conn) isAuthed(pubkey string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.authed {
+		if p == pubkey {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticated reports whether the connection authenticated at all.
+func (c *conn) authenticated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.authed) > 0
+}

@@ -1,0 +1,341 @@
+package buzz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+)
+
+// Client-facing texts of the relay's own refusals.
+const (
+	msgInternal       = "error: internal server error"
+	msgTooManySubs    = "error: too many subscriptions (limit %d)"
+	msgReqAuth        = "auth-required: this relay requires authentication (NIP-42) to read"
+	msgNoFilters      = "invalid: at least one filter is required"
+	msgSubIDTooLong   = "invalid: subscription id too long (limit %d)"
+	msgTooManyFilters = "invalid: too many filters (limit %d)"
+)
+
+// handle dispatches one client message. It runs on the reader goroutine:
+// whatever it does synchronously (CLOSE, AUTH, subscription registration)
+// is ordered with the client's later messages.
+func (c *conn) handle(data []byte) {
+	msg, err := nostr.ParseClientMessage(data)
+	if err != nil {
+		c.refuseMessage(err)
+		return
+	}
+	switch m := msg.(type) {
+	case *nostr.EventEnvelope:
+		c.handleEvent(m.Event)
+	case *nostr.ReqEnvelope:
+		c.handleReq(m.SubID, m.Filters)
+	case *nostr.CountEnvelope:
+		c.handleCount(m.SubID, m.Filters)
+	case *nostr.CloseEnvelope:
+		c.handleClose(m.SubID)
+	case *nostr.AuthEnvelope:
+		c.handleAuth(m.Event)
+	default:
+		c.reply(nostr.AppendNotice(nil, "invalid: unsupported message type"))
+	}
+}
+
+// refuseMessage answers a message that did not parse: with OK false when it
+// was an EVENT whose id could be read, CLOSED when it was a REQ or COUNT
+// whose subscription id could be read, and NOTICE otherwise.
+func (c *conn) refuseMessage(err error) {
+	reason := ingest.Reason(err, "invalid: ")
+	var ee *nostr.EnvelopeError
+	if errors.As(err, &ee) {
+		switch {
+		case (ee.Label == nostr.LabelEvent || ee.Label == nostr.LabelAuth) && ee.EventID != "":
+			c.reply(nostr.AppendOK(nil, ee.EventID, false, reason))
+			return
+		case (ee.Label == nostr.LabelReq || ee.Label == nostr.LabelCount) && ee.SubID != "":
+			c.reply(nostr.AppendClosed(nil, ee.SubID, reason))
+			return
+		}
+	}
+	c.reply(nostr.AppendNotice(nil, reason))
+}
+
+// handleEvent runs the ingest pipeline on its own goroutine (at most
+// EventConcurrency per connection) and replies with exactly one OK.
+func (c *conn) handleEvent(ev *nostr.Event) {
+	select {
+	case c.eventSem <- struct{}{}:
+	case <-c.ctx.Done():
+		return
+	}
+	var authedAs func(string) bool
+	if c.authenticated() {
+		authedAs = c.isAuthed
+	}
+	c.tasks.Add(1)
+	go func() {
+		defer func() {
+			<-c.eventSem
+			c.tasks.Done()
+		}()
+		out := c.r.pipeline.Ingest(c.ctx, ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs})
+		if out.RequestAuth {
+			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
+		}
+		c.reply(nostr.AppendOK(nil, ev.ID, out.OK, out.Message))
+	}()
+}
+
+// checkFilters applies the REQ/COUNT rules shared by both: subscription id
+// length, filter count, authentication, embedder filter policy. It returns
+// the CLOSED reason, or "".
+func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string, needAuth bool) {
+	switch {
+	case len(subID) > c.limits.MaxSubIDLength:
+		return fmt.Sprintf(msgSubIDTooLong, c.limits.MaxSubIDLength), false
+	case len(filters) == 0:
+		return msgNoFilters, false
+	case len(filters) > c.limits.MaxFilters:
+		return fmt.Sprintf(msgTooManyFilters, c.limits.MaxFilters), false
+	case c.r.cfg.auth == AuthRequired && !c.authenticated():
+		return msgReqAuth, true
+	}
+	for _, f := range filters {
+		for _, fn := range c.r.cfg.filterPolicy {
+			if err := fn(c.ctx, c.tc, f); err != nil {
+				return ingest.Reason(err, "blocked: "), false
+			}
+		}
+	}
+	return "", false
+}
+
+// handleReq opens (or replaces) a subscription. The subscription is
+// registered for live events before the stored events are queried, and live
+// events are held back until EOSE, so an event accepted at any moment is
+// delivered exactly once: from the query, or live after EOSE.
+func (c *conn) handleReq(subID string, filters []nostr.Filter) {
+	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
+		if needAuth {
+			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
+		}
+		c.reply(nostr.AppendClosed(nil, subID, reason))
+		return
+	}
+
+	ctx, cancel := context.WithCancel(c.ctx)
+	sub := &subscription{id: subID, filters: filters, cancel: cancel, replaying: true}
+	c.mu.Lock()
+	old := c.subs[subID]
+	if old == nil && len(c.subs) >= c.limits.MaxSubscriptions {
+		c.mu.Unlock()
+		cancel()
+		c.reply(nostr.AppendClosed(nil, subID, fmt.Sprintf(msgTooManySubs, c.limits.MaxSubscriptions)))
+		return
+	}
+	c.subs[subID] = sub
+	c.mu.Unlock()
+	if old != nil {
+		old.cancel()
+	}
+	c.r.index.Add(c.tc.Community(), tmpSubscription{Owner: c, ID: subID, Filters: filters})
+
+	if !c.acquireQuery() {
+		cancel()
+		return
+	}
+	c.tasks.Add(1)
+	go func() {
+		defer c.tasks.Done()
+		defer c.releaseQuery()
+		c.replay(ctx, sub)
+	}()
+}
+
+func (c *conn) acquireQuery() bool {
+	select {
+	case c.querySem <- struct{}{}:
+	case <-c.ctx.Done():
+		return false
+	}
+	select {
+	case c.r.querySem <- struct{}{}:
+		return true
+	case <-c.ctx.Done():
+		<-c.querySem
+		return false
+	}
+}
+
+func (c *conn) releaseQuery() {
+	<-c.r.querySem
+	<-c.querySem
+}
+
+// clamp returns f with its limit bounded by MaxLimit (MaxLimit when absent).
+func (c *conn) clamp(f nostr.Filter) nostr.Filter {
+	if !f.LimitSet || f.Limit > c.limits.MaxLimit {
+		f.Limit, f.LimitSet = c.limits.MaxLimit, true
+	}
+	return f
+}
+
+// replay streams the stored events of sub's filters (newest first per
+// filter, each event once), then EOSE, then the live events held back
+// meanwhile, and switches the subscription to live delivery.
+func (c *conn) replay(ctx context.Context, sub *subscription) {
+	sent := make(map[string]struct{})
+	for _, f := range sub.filters {
+		if f.LimitSet && f.Limit == 0 {
+			continue // "limit": 0 — live events only
+		}
+		for rec, err := range c.r.cfg.store.Query(ctx, c.tc.Community(), c.clamp(f)) {
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c.log.ErrorContext(ctx, "buzz: query", "err", err)
+				c.failSub(sub, msgInternal)
+				return
+			}
+			if _, dup := sent[rec.ID]; dup {
+				continue
+			}
+			sent[rec.ID] = struct{}{}
+			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, rec.Raw)) {
+				return
+			}
+		}
+	}
+	if !c.replyCtx(ctx, nostr.AppendEOSE(nil, sub.id)) {
+		return
+	}
+	// Flush the live events that arrived during the replay, skipping those
+	// the query already returned, until none is pending; then go live.
+	for {
+		c.mu.Lock()
+		if c.subs[sub.id] != sub {
+			c.mu.Unlock()
+			return
+		}
+		pending := sub.pending
+		sub.pending = nil
+		if len(pending) == 0 {
+			sub.replaying = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		for _, m := range pending {
+			if _, dup := sent[m.Event.ID]; dup {
+				continue
+			}
+			sent[m.Event.ID] = struct{}{}
+			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, m.Raw)) {
+				return
+			}
+		}
+	}
+}
+
+// failSub ends sub with CLOSED reason (if it is still the open one).
+func (c *conn) failSub(sub *subscription, reason string) {
+	c.mu.Lock()
+	open := c.subs[sub.id] == sub
+	if open {
+		delete(c.subs, sub.id)
+	}
+	c.mu.Unlock()
+	if !open {
+		return
+	}
+	sub.cancel()
+	c.r.index.Remove(c.tc.Community(), c, sub.id)
+	c.reply(nostr.AppendClosed(nil, sub.id, reason))
+}
+
+// deliverLive queues a live event for subscription subID. Called by the
+// broker listener: it never blocks.
+func (c *conn) deliverLive(subID string, m pubsub.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sub := c.subs[subID]
+	if sub == nil || !matchesAny(sub.filters, m.Event) {
+		return // closed, or replaced by a REQ whose filters do not match
+	}
+	if sub.replaying {
+		if len(sub.pending) >= c.limits.SendQueue {
+			go c.closeNow(1008, "relay: connection too slow")
+			return
+		}
+		sub.pending = append(sub.pending, m)
+		return
+	}
+	c.tryQueue(nostr.AppendEventMessage(nil, subID, m.Raw))
+}
+
+func matchesAny(filters []nostr.Filter, ev *nostr.Event) bool {
+	for i := range filters {
+		if filters[i].Matches(ev) {
+			return true
+		}
+	}
+	return false
+}
+
+// handleClose ends a subscription; an unknown id is ignored. No reply.
+func (c *conn) handleClose(subID string) {
+	c.mu.Lock()
+	sub := c.subs[subID]
+	delete(c.subs, subID)
+	c.mu.Unlock()
+	if sub == nil {
+		return
+	}
+	sub.cancel()
+	c.r.index.Remove(c.tc.Community(), c, subID)
+}
+
+// dropAllSubs ends every subscription of a closing connection.
+func (c *conn) dropAllSubs() {
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = make(map[string]*subscription)
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.cancel()
+	}
+	c.r.index.RemoveOwner(c.tc.Community(), c)
+}
+
+// handleCount answers a NIP-45 COUNT with one count over all its filters.
+func (c *conn) handleCount(subID string, filters []nostr.Filter) {
+	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
+		if needAuth {
+			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
+		}
+		c.reply(nostr.AppendClosed(nil, subID, reason))
+		return
+	}
+	if !c.acquireQuery() {
+		return
+	}
+	c.tasks.Add(1)
+	go func() {
+		defer c.tasks.Done()
+		defer c.releaseQuery()
+		n, err := c.r.cfg.store.Count(c.ctx, c.tc.Community(), filters)
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.log.ErrorContext(c.ctx, "buzz: count", "err", err)
+				c.reply(nostr.AppendClosed(nil, subID, msgInternal))
+			}
+			return
+		}
+		c.reply(nostr.AppendCountResult(nil, subID, n))
+	}()
+}

@@ -1,0 +1,89 @@
+package ingest
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/buzzrelay/buzz/nostr"
+)
+
+// validateKind applies the rules particular to some kinds.
+//
+// Kind 5 (NIP-09 deletion request): it must name at least one target with an
+// "e" tag (a 64-hex event id) or an "a" tag (a "kind:pubkey:d" coordinate).
+// A malformed target is refused, and so is an "a" coordinate of another
+// author — a deletion request can only ever remove its author's own events,
+// so naming someone else's is a mistake we report rather than store. An "e"
+// target of another author cannot be judged without a lookup; the store
+// ignores it (deletion is same-author only).
+func validateKind(ev *nostr.Event) error {
+	if ev.Kind == nostr.KindDeletion {
+		return validateDeletion(ev)
+	}
+	return nil
+}
+
+func validateDeletion(ev *nostr.Event) error {
+	targets := 0
+	for _, t := range ev.Tags {
+		if len(t) < 2 {
+			continue
+		}
+		switch t[0] {
+		case "e":
+			if !isLowerHex(t[1], 64) {
+				return errors.New("invalid: deletion e tag must hold a 64-character lowercase hex event id")
+			}
+			targets++
+		case "a":
+			pub, err := parseCoordinate(t[1])
+			if err != nil {
+				return err
+			}
+			if pub != ev.PubKey {
+				return errors.New("invalid: a deletion request can only name the author's own coordinates")
+			}
+			targets++
+		}
+	}
+	if targets == 0 {
+		return errors.New("invalid: deletion request must have at least one e or a tag")
+	}
+	return nil
+}
+
+// parseCoordinate checks a NIP-01 "kind:pubkey:d" coordinate and returns its
+// pubkey. The d part may be empty and may itself contain ':'.
+func parseCoordinate(a string) (pubkey string, err error) {
+	bad := errors.New("invalid: deletion a tag must be kind:pubkey:d")
+	k, rest, ok := strings.Cut(a, ":")
+	if !ok {
+		return "", bad
+	}
+	pub, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "", bad
+	}
+	kind, err := strconv.Atoi(k)
+	if err != nil || kind < 0 || kind > nostr.MaxKind || k[0] == '+' || k[0] == '-' {
+		return "", bad
+	}
+	if !isLowerHex(pub, 64) {
+		return "", bad
+	}
+	return pub, nil
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

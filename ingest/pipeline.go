@@ -1,0 +1,253 @@
+// Package ingest is the admission pipeline of a relay: every EVENT a client
+// sends goes through Pipeline.Ingest, one ordered sequence of checks followed
+// by storage and publication, and comes out as exactly one Outcome — the
+// relay's OK message.
+//
+// The order of the steps is a security decision (cheap structural refusals
+// first, signature verification before any storage read, embedder policy
+// before per-kind rules, acknowledgement only after a durable write) and is
+// kept in one function so it can be read top to bottom.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// EventPolicy is an embedder hook that may reject an event; see Reason for
+// how its error becomes the OK message.
+type EventPolicy func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) error
+
+// OnStored is an embedder hook called after an event was stored and published.
+type OnStored func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event)
+
+// Config configures a Pipeline. Store, Broker and Verifier are required.
+type Config struct {
+	Store    store.EventStore
+	Broker   pubsub.Broker
+	Verifier *nostr.Verifier
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// MaxFutureSkew: created_at may be at most this far ahead of Now.
+	MaxFutureSkew time.Duration
+	// MaxContentBytes: the largest content accepted, in bytes.
+	MaxContentBytes int
+	// AuthRequired: only connections authenticated (NIP-42) as the event's
+	// author may publish.
+	AuthRequired  bool
+	EventPolicies []EventPolicy
+	OnStored      []OnStored
+	Logger        *slog.Logger
+}
+
+// Pipeline admits events. It is safe for concurrent use.
+type Pipeline struct {
+	cfg Config
+}
+
+// New validates cfg and returns a Pipeline.
+func New(cfg Config) (*Pipeline, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("ingest: Config.Store is required")
+	case cfg.Broker == nil:
+		return nil, errors.New("ingest: Config.Broker is required")
+	case cfg.Verifier == nil:
+		return nil, errors.New("ingest: Config.Verifier is required")
+	case cfg.MaxFutureSkew <= 0:
+		return nil, errors.New("ingest: Config.MaxFutureSkew must be positive")
+	case cfg.MaxContentBytes <= 0:
+		return nil, errors.New("ingest: Config.MaxContentBytes must be positive")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.EventPolicies = slices.Clone(cfg.EventPolicies)
+	cfg.OnStored = slices.Clone(cfg.OnStored)
+	return &Pipeline{cfg: cfg}, nil
+}
+
+// Submission is one EVENT from one connection.
+type Submission struct {
+	// Tenant is the community the connection is bound to.
+	Tenant tenant.TenantContext
+	// Event has passed structural decoding (nostr.ParseEvent) and nothing else.
+	Event *nostr.Event
+	// AuthedAs reports whether the connection has authenticated (NIP-42) as
+	// pubkey; nil means it has not authenticated at all.
+	AuthedAs func(pubkey string) bool
+}
+
+// Outcome is the answer to one Submission: the OK message to send.
+type Outcome struct {
+	// OK is the OK message's accepted flag.
+	OK bool
+	// Message is the OK message text: "" or a NIP-01 prefixed reason.
+	Message string
+	// RequestAuth is set when the event was refused for lack of
+	// authentication: the connection should (re)send its AUTH challenge.
+	RequestAuth bool
+	// Stored reports that this call wrote the event to the store.
+	Stored bool
+}
+
+// Messages of the pipeline's own refusals.
+const (
+	MsgAuthRequired   = "auth-required: this relay requires authentication (NIP-42) to publish"
+	MsgNotAuthor      = "restricted: the event author is not authenticated on this connection"
+	MsgAuthAsEvent    = "invalid: AUTH events are not accepted as EVENT"
+	MsgFuture         = "invalid: created_at too far in the future"
+	MsgExpired        = "invalid: event has expired"
+	MsgBadExpiration  = "invalid: malformed expiration tag"
+	MsgDuplicate      = "duplicate: already have this event"
+	MsgSuperseded     = "invalid: a newer version of this event is already stored"
+	MsgDeleted        = "blocked: this event was deleted by its author"
+	MsgInternal       = "error: internal server error"
+	msgContentTooLong = "invalid: content too long (limit %d bytes)"
+)
+
+// Ingest runs ev through the admission steps, in this order, and returns the
+// first refusal or the acceptance. It never panics on client input and every
+// path returns exactly one Outcome.
+func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
+	ev := s.Event
+
+	// 1. Structure: done by the caller (nostr.ParseEvent decodes strictly).
+
+	// 2. Authentication policy (NIP-42). Cheap, before any cryptography: an
+	// unauthenticated connection on an AuthRequired relay is told to AUTH.
+	if p.cfg.AuthRequired {
+		if s.AuthedAs == nil {
+			return Outcome{Message: MsgAuthRequired, RequestAuth: true}
+		}
+		if !s.AuthedAs(ev.PubKey) {
+			return Outcome{Message: MsgNotAuthor}
+		}
+	}
+
+	// 3. Kind 22242 belongs to the AUTH message, never to EVENT, and is
+	// never stored.
+	if ev.Kind == nostr.KindClientAuth {
+		return Outcome{Message: MsgAuthAsEvent}
+	}
+
+	// 4. Integrity: the id must be the hash of the canonical serialization,
+	// and the signature must verify against the pubkey.
+	if err := p.cfg.Verifier.Verify(ev); err != nil {
+		return Outcome{Message: Reason(err, "invalid: ")}
+	}
+
+	// 5. Time window: created_at may not be too far in the future.
+	now := p.cfg.Now()
+	if ev.CreatedAt > now.Add(p.cfg.MaxFutureSkew).Unix() {
+		return Outcome{Message: MsgFuture}
+	}
+
+	// 6. NIP-40: a malformed expiration is refused; an already expired event
+	// is not accepted (nor delivered live).
+	exp, hasExp := ev.Expiration()
+	if !hasExp && ev.Tags.Find("expiration") != nil {
+		return Outcome{Message: MsgBadExpiration}
+	}
+	if hasExp && exp <= now.Unix() {
+		return Outcome{Message: MsgExpired}
+	}
+
+	// 7. Size.
+	if len(ev.Content) > p.cfg.MaxContentBytes {
+		return Outcome{Message: fmt.Sprintf(msgContentTooLong, p.cfg.MaxContentBytes)}
+	}
+
+	// 8. Embedder policy hooks, in the order they were configured.
+	for _, fn := range p.cfg.EventPolicies {
+		if err := fn(ctx, s.Tenant, ev); err != nil {
+			return Outcome{Message: Reason(err, "blocked: ")}
+		}
+	}
+
+	// 9. Per-kind validators.
+	if err := validateKind(ev); err != nil {
+		return Outcome{Message: err.Error()}
+	}
+
+	raw := ev.AppendJSON(nil)
+	msg := pubsub.Message{Community: s.Tenant.Community(), Event: ev, Raw: raw}
+
+	// 10. Ephemeral kinds are published live and never stored.
+	if nostr.IsEphemeral(ev.Kind) {
+		if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
+			p.cfg.Logger.ErrorContext(ctx, "ingest: publish ephemeral event",
+				"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
+			return Outcome{Message: MsgInternal}
+		}
+		return Outcome{OK: true}
+	}
+
+	// 11. Durable write. OK true is only ever returned after Save returned.
+	switch err := p.cfg.Store.Save(ctx, s.Tenant.Community(), ev); {
+	case err == nil:
+	case errors.Is(err, store.ErrDuplicate):
+		return Outcome{OK: true, Message: MsgDuplicate}
+	case errors.Is(err, store.ErrSuperseded):
+		return Outcome{Message: MsgSuperseded}
+	case errors.Is(err, store.ErrDeleted):
+		return Outcome{Message: MsgDeleted}
+	default:
+		p.cfg.Logger.ErrorContext(ctx, "ingest: save event",
+			"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
+		return Outcome{Message: MsgInternal}
+	}
+
+	// 12. Fan-out. The event is stored and will be acknowledged: a broker
+	// failure only costs live delivery (subscribers find it by REQ), so it
+	// is logged, not reported to the publisher.
+	if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: publish stored event",
+			"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
+	}
+
+	// 13. Embedder hooks on stored events.
+	for _, fn := range p.cfg.OnStored {
+		fn(ctx, s.Tenant, ev)
+	}
+	return Outcome{OK: true, Stored: true}
+}
+
+// prefixes are the NIP-01 machine-readable reason prefixes.
+var prefixes = [...]string{
+	"invalid:", "duplicate:", "blocked:", "restricted:", "rate-limited:",
+	"auth-required:", "pow:", "error:",
+}
+
+// HasPrefix reports whether msg starts with a NIP-01 reason prefix.
+func HasPrefix(msg string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reason turns err into a client-facing reason: its text as is when it
+// already starts with a NIP-01 prefix, otherwise defaultPrefix + text.
+func Reason(err error, defaultPrefix string) string {
+	msg := err.Error()
+	if HasPrefix(msg) {
+		return msg
+	}
+	return defaultPrefix + msg
+}

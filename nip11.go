@@ -1,0 +1,115 @@
+package buzz
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Info is the relay's NIP-11 self-description. It is relay-wide: the same
+// document is served for every host, mapped or not, and holds no
+// per-community data.
+type Info struct {
+	Name        string
+	Description string
+	// PubKey is the operator's pubkey, 64 lowercase hex characters, or ""
+	// (omitted from the document).
+	PubKey   string
+	Contact  string
+	Software string
+	Version  string
+	Icon     string
+}
+
+// Info returns the relay information given with WithInfo.
+func (r *Relay) Info() Info { return r.cfg.info }
+
+// NIP11Document is the NIP-11 relay information document.
+type NIP11Document struct {
+	Name          string          `json:"name,omitempty"`
+	Description   string          `json:"description,omitempty"`
+	PubKey        string          `json:"pubkey,omitempty"`
+	Contact       string          `json:"contact,omitempty"`
+	Software      string          `json:"software,omitempty"`
+	Version       string          `json:"version,omitempty"`
+	Icon          string          `json:"icon,omitempty"`
+	SupportedNIPs []int           `json:"supported_nips"`
+	Limitation    NIP11Limitation `json:"limitation"`
+}
+
+// NIP11Limitation is the "limitation" object of a NIP-11 document. Every
+// value is read from the Limits the relay enforces.
+type NIP11Limitation struct {
+	MaxMessageLength    int   `json:"max_message_length"`
+	MaxSubscriptions    int   `json:"max_subscriptions"`
+	MaxFilters          int   `json:"max_filters"`
+	MaxLimit            int   `json:"max_limit"`
+	DefaultLimit        int   `json:"default_limit"`
+	MaxSubIDLength      int   `json:"max_subid_length"`
+	MaxContentLength    int   `json:"max_content_length"`
+	CreatedAtUpperLimit int64 `json:"created_at_upper_limit"`
+	AuthRequired        bool  `json:"auth_required"`
+	RestrictedWrites    bool  `json:"restricted_writes"`
+}
+
+// supportedNIPs are the NIPs this relay implements, all always on.
+var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45}
+
+// NIP11Document returns the document the relay serves.
+func (r *Relay) NIP11Document() NIP11Document {
+	l := r.cfg.limits
+	i := r.cfg.info
+	pub := i.PubKey
+	if !isLowerHex(pub, 64) {
+		pub = ""
+	}
+	return NIP11Document{
+		Name:          i.Name,
+		Description:   i.Description,
+		PubKey:        pub,
+		Contact:       i.Contact,
+		Software:      i.Software,
+		Version:       i.Version,
+		Icon:          i.Icon,
+		SupportedNIPs: supportedNIPs[:],
+		Limitation: NIP11Limitation{
+			MaxMessageLength:    l.MaxFrameBytes,
+			MaxSubscriptions:    l.MaxSubscriptions,
+			MaxFilters:          l.MaxFilters,
+			MaxLimit:            l.MaxLimit,
+			DefaultLimit:        l.MaxLimit,
+			MaxSubIDLength:      l.MaxSubIDLength,
+			MaxContentLength:    l.MaxContentBytes,
+			CreatedAtUpperLimit: int64(l.MaxFutureSkew.Seconds()),
+			AuthRequired:        r.cfg.auth == AuthRequired,
+			RestrictedWrites:    r.cfg.auth == AuthRequired || len(r.cfg.eventPolicies) > 0,
+		},
+	}
+}
+
+func (r *Relay) encodeNIP11() ([]byte, error) {
+	return json.Marshal(r.NIP11Document())
+}
+
+// serveNIP11 serves the NIP-11 document to any host (the one fail-open
+// surface: clients discover auth requirements before connecting), with
+// permissive CORS as NIP-11 asks.
+func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Headers", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+	if req.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD, OPTIONS")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h.Set("Content-Type", "application/nostr+json")
+	if req.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(r.nip11)
+}

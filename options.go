@@ -1,0 +1,243 @@
+package buzz
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Option configures a Relay. Options are validated by New, which returns the
+// first problem as an error.
+type Option func(*config) error
+
+// AuthPolicy says what a connection may do before it authenticates (NIP-42).
+type AuthPolicy int
+
+const (
+	// AuthOptional leaves reads and writes open; AUTH is still accepted and
+	// its pubkeys recorded on the connection. It is the default.
+	AuthOptional AuthPolicy = iota
+	// AuthRequired refuses EVENT, REQ and COUNT until the connection has
+	// authenticated: EVENT gets OK false "auth-required: ...", REQ and COUNT
+	// get CLOSED "auth-required: ...", and the challenge is sent again. Once
+	// authenticated, an EVENT is accepted only from an authenticated pubkey
+	// (otherwise OK false "restricted: ...").
+	AuthRequired
+)
+
+// EventPolicy is an embedder's hook that may reject an event. It runs after
+// the relay's own checks (id, signature, time, size) and before per-kind
+// validation and storage. A non-nil error rejects the event with OK false:
+// if the error text starts with a NIP-01 prefix ("invalid:", "blocked:",
+// "restricted:", "rate-limited:", "pow:", "duplicate:", "auth-required:",
+// "error:") it is sent as is, otherwise it is sent as "blocked: " + text.
+type EventPolicy = func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) error
+
+// FilterPolicy is an embedder's hook that may refuse one filter of a REQ or
+// COUNT. A non-nil error closes the subscription with CLOSED, its text
+// prefixed as for EventPolicy (default prefix "blocked: ").
+type FilterPolicy = func(ctx context.Context, tc tenant.TenantContext, f nostr.Filter) error
+
+// OnStored is called after an event was durably stored, acknowledged and
+// published. It runs on the connection's handler goroutine and should not
+// block for long.
+type OnStored = func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event)
+
+type config struct {
+	store         store.EventStore
+	directory     tenant.Directory
+	broker        pubsub.Broker
+	relayScheme   string // "" = ws or wss
+	auth          AuthPolicy
+	limits        Limits
+	info          Info
+	logger        *slog.Logger
+	verifier      *nostr.Verifier
+	eventPolicies []EventPolicy
+	filterPolicy  []FilterPolicy
+	onStored      []OnStored
+	now           func() time.Time
+}
+
+// WithStore sets the event store. Required.
+func WithStore(s store.EventStore) Option {
+	return func(c *config) error {
+		if s == nil {
+			return errors.New("buzz: WithStore: nil store")
+		}
+		c.store = s
+		return nil
+	}
+}
+
+// WithDirectory sets the host → community directory. Required.
+func WithDirectory(d tenant.Directory) Option {
+	return func(c *config) error {
+		if d == nil {
+			return errors.New("buzz: WithDirectory: nil directory")
+		}
+		c.directory = d
+		return nil
+	}
+}
+
+// WithBroker sets the live-event broker. The default is pubsub.NewLocal().
+// The Relay listens to the broker but does not close it: its owner does.
+func WithBroker(b pubsub.Broker) Option {
+	return func(c *config) error {
+		if b == nil {
+			return errors.New("buzz: WithBroker: nil broker")
+		}
+		c.broker = b
+		return nil
+	}
+}
+
+// WithRelayURL sets the relay's public URL, e.g. "wss://relay.example.com".
+// Its scheme (ws or wss) is the one an AUTH event's relay tag must use; the
+// host of that tag must always equal the host the connection was bound to,
+// so one URL serves every community. Without it, ws and wss are both
+// accepted.
+func WithRelayURL(u string) Option {
+	return func(c *config) error {
+		p, err := url.Parse(u)
+		if err != nil {
+			return errors.New("buzz: WithRelayURL: malformed URL")
+		}
+		if p.Scheme != "ws" && p.Scheme != "wss" {
+			return errors.New("buzz: WithRelayURL: the scheme must be ws or wss")
+		}
+		if p.Host == "" {
+			return errors.New("buzz: WithRelayURL: the URL has no host")
+		}
+		c.relayScheme = p.Scheme
+		return nil
+	}
+}
+
+// WithAuth sets the NIP-42 policy (default AuthOptional).
+func WithAuth(p AuthPolicy) Option {
+	return func(c *config) error {
+		if p != AuthOptional && p != AuthRequired {
+			return errors.New("buzz: WithAuth: unknown policy")
+		}
+		c.auth = p
+		return nil
+	}
+}
+
+// WithLimits sets the limits. Zero fields take their defaults; negative or
+// unusable values make New fail.
+func WithLimits(l Limits) Option {
+	return func(c *config) error {
+		v, err := l.withDefaults()
+		if err != nil {
+			return err
+		}
+		c.limits = v
+		return nil
+	}
+}
+
+// WithInfo sets the NIP-11 relay information. A Pubkey that is not 64
+// lowercase hex characters is an error; an empty one is omitted from the
+// document.
+func WithInfo(i Info) Option {
+	return func(c *config) error {
+		if i.PubKey != "" && !isLowerHex(i.PubKey, 64) {
+			return errors.New("buzz: WithInfo: pubkey must be 64 lowercase hex characters")
+		}
+		c.info = i
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("buzz: WithLogger: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithVerifier sets the signature verifier (default nostr.NewVerifier()).
+func WithVerifier(v *nostr.Verifier) Option {
+	return func(c *config) error {
+		if v == nil {
+			return errors.New("buzz: WithVerifier: nil verifier")
+		}
+		c.verifier = v
+		return nil
+	}
+}
+
+// WithEventPolicy adds a hook that may reject events. It may be given several
+// times: all hooks run, in order, until one rejects.
+func WithEventPolicy(fn EventPolicy) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("buzz: WithEventPolicy: nil func")
+		}
+		c.eventPolicies = append(c.eventPolicies, fn)
+		return nil
+	}
+}
+
+// WithFilterPolicy adds a hook that may refuse filters of REQ and COUNT. It
+// may be given several times: all hooks run, in order, until one refuses.
+func WithFilterPolicy(fn FilterPolicy) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("buzz: WithFilterPolicy: nil func")
+		}
+		c.filterPolicy = append(c.filterPolicy, fn)
+		return nil
+	}
+}
+
+// WithOnStored adds a hook called after each stored event. It may be given
+// several times; hooks run in order.
+func WithOnStored(fn OnStored) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("buzz: WithOnStored: nil func")
+		}
+		c.onStored = append(c.onStored, fn)
+		return nil
+	}
+}
+
+// WithClock sets the clock used for created_at, NIP-40 and NIP-42 checks
+// (default time.Now). For tests.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("buzz: WithClock: nil func")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
