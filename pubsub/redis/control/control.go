@@ -1,0 +1,224 @@
+// Package control defines the per-community control messages that keep every
+// relay process consistent when a community's state changes: membership or
+// channel visibility changed (invalidate caches, close revoked
+// subscriptions), disconnect one pubkey, disconnect a whole community.
+//
+// A Bus carries them. Local delivers within one process; the Redis broker in
+// the parent package implements Bus across pods. Messages are typed Go
+// values; on the wire they travel as a small JSON envelope (Encode, Decode)
+// whose unknown types are reported as ErrUnknownType so a receiver can log
+// and ignore them — old pods keep working when new message types appear.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Message is one control message. It is implemented only by the types of
+// this package.
+type Message interface {
+	// Type is the message's wire discriminator.
+	Type() string
+	isMessage()
+}
+
+// MembershipChanged says PubKey's membership of Channel changed: caches of
+// accessible channels must be dropped and subscriptions the pubkey may no
+// longer read closed. An empty Channel means community-wide access changed.
+type MembershipChanged struct {
+	Channel string `json:"channel,omitempty"`
+	PubKey  string `json:"pubkey,omitempty"`
+}
+
+// VisibilityChanged says Channel's visibility changed (for example open →
+// private): subscriptions of non-members must be re-checked.
+type VisibilityChanged struct {
+	Channel string `json:"channel"`
+}
+
+// DisconnectPubkey asks every process to close all connections of PubKey in
+// the community (ban, identity archived). Reason is shown to the client.
+type DisconnectPubkey struct {
+	PubKey string `json:"pubkey"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// DisconnectCommunity asks every process to close all connections of the
+// community (archived). Reason is shown to the client.
+type DisconnectCommunity struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Wire discriminators.
+const (
+	TypeMembershipChanged   = "membership_changed"
+	TypeVisibilityChanged   = "visibility_changed"
+	TypeDisconnectPubkey    = "disconnect_pubkey"
+	TypeDisconnectCommunity = "disconnect_community"
+)
+
+func (MembershipChanged) Type() string   { return TypeMembershipChanged }
+func (VisibilityChanged) Type() string   { return TypeVisibilityChanged }
+func (DisconnectPubkey) Type() string    { return TypeDisconnectPubkey }
+func (DisconnectCommunity) Type() string { return TypeDisconnectCommunity }
+
+func (MembershipChanged) isMessage()   {}
+func (VisibilityChanged) isMessage()   {}
+func (DisconnectPubkey) isMessage()    {}
+func (DisconnectCommunity) isMessage() {}
+
+// Handler receives control messages. It must not block: it runs on the
+// delivering goroutine.
+type Handler func(community tenant.CommunityID, m Message)
+
+// Bus delivers control messages to every process serving the community,
+// including the sending one. A process receives a community's control
+// messages while it has any local interest in that community.
+type Bus interface {
+	// PublishControl delivers m to local handlers at once and to the other
+	// processes.
+	PublishControl(ctx context.Context, community tenant.CommunityID, m Message) error
+	// ListenControl registers h; the returned func unregisters it.
+	ListenControl(h Handler) (stop func())
+}
+
+// ErrUnknownType is returned by Decode for a well-formed envelope whose type
+// this version does not know.
+var ErrUnknownType = errors.New("control: unknown message type")
+
+// Envelope is the wire form of a control message.
+type envelope struct {
+	V         int             `json:"v"`
+	Community string          `json:"c"`
+	Origin    string          `json:"o"`
+	Type      string          `json:"t"`
+	Body      json.RawMessage `json:"m"`
+}
+
+// Encode returns the wire form of m for community, tagged with origin (an
+// opaque identifier of the sending process, used to drop its own echo).
+func Encode(community tenant.CommunityID, origin string, m Message) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("control: nil message")
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("control: encode %s: %w", m.Type(), err)
+	}
+	return json.Marshal(envelope{V: 1, Community: community.String(), Origin: origin, Type: m.Type(), Body: body})
+}
+
+// Decoded is a decoded envelope. Community is the text form from the wire:
+// the receiver must compare it with the community of the topic the message
+// arrived on and never mint a CommunityID from it.
+type Decoded struct {
+	Community string
+	Origin    string
+	Type      string
+	Message   Message // nil when Decode returns ErrUnknownType
+}
+
+// Decode parses a wire envelope. An envelope with an unknown type returns the
+// Decoded header and an error wrapping ErrUnknownType.
+func Decode(data []byte) (Decoded, error) {
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return Decoded{}, fmt.Errorf("control: decode envelope: %w", err)
+	}
+	if env.V != 1 {
+		return Decoded{}, fmt.Errorf("control: unsupported envelope version %d", env.V)
+	}
+	d := Decoded{Community: env.Community, Origin: env.Origin, Type: env.Type}
+	var err error
+	switch env.Type {
+	case TypeMembershipChanged:
+		d.Message, err = decodeBody[MembershipChanged](env.Body)
+	case TypeVisibilityChanged:
+		d.Message, err = decodeBody[VisibilityChanged](env.Body)
+	case TypeDisconnectPubkey:
+		d.Message, err = decodeBody[DisconnectPubkey](env.Body)
+	case TypeDisconnectCommunity:
+		d.Message, err = decodeBody[DisconnectCommunity](env.Body)
+	default:
+		return d, fmt.Errorf("%w %q", ErrUnknownType, env.Type)
+	}
+	if err != nil {
+		return Decoded{}, fmt.Errorf("control: decode %s: %w", env.Type, err)
+	}
+	return d, nil
+}
+
+func decodeBody[T Message](body json.RawMessage) (Message, error) {
+	var v T
+	if len(body) == 0 {
+		return v, nil
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Handlers is a set of registered Handlers, safe for concurrent use. It is
+// the building block of Bus implementations.
+type Handlers struct {
+	mu   sync.RWMutex
+	next uint64
+	hs   map[uint64]Handler
+}
+
+// Add registers h and returns its remover.
+func (s *Handlers) Add(h Handler) (stop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hs == nil {
+		s.hs = make(map[uint64]Handler)
+	}
+	id := s.next
+	s.next++
+	s.hs[id] = h
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.hs, id)
+			s.mu.Unlock()
+		})
+	}
+}
+
+// Deliver calls every registered handler.
+func (s *Handlers) Deliver(community tenant.CommunityID, m Message) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, h := range s.hs {
+		h(community, m)
+	}
+}
+
+// Local is the in-process Bus for a single relay process. The zero value is
+// ready to use.
+type Local struct {
+	hs Handlers
+}
+
+// PublishControl delivers m to every local handler.
+func (l *Local) PublishControl(_ context.Context, community tenant.CommunityID, m Message) error {
+	if community.IsZero() {
+		return errors.New("control: zero community")
+	}
+	if m == nil {
+		return errors.New("control: nil message")
+	}
+	l.hs.Deliver(community, m)
+	return nil
+}
+
+// ListenControl registers h.
+func (l *Local) ListenControl(h Handler) (stop func()) { return l.hs.Add(h) }
