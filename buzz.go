@@ -45,7 +45,7 @@ import (
 type Relay struct {
 	cfg      config
 	pipeline *ingest.Pipeline
-	index    *tmpIndex
+	index    *pubsub.Index
 	mux      *http.ServeMux
 	upgrader websocket.Upgrader
 	log      *slog.Logger
@@ -57,14 +57,13 @@ type Relay struct {
 	bgCancel   context.CancelFunc
 	bgDone     chan struct{}
 
-	mu       sync.Mutex
-	conns    map[*conn]struct{}
-	shutdown bool
-	connWG   sync.WaitGroup
-	ownsVer  bool
-	closeErr error
-	closed   chan struct{} // closed once Shutdown has finished
-	once     sync.Once
+	mu         sync.Mutex
+	conns      map[*conn]struct{}
+	shutdown   bool
+	connWG     sync.WaitGroup
+	ownsVer    bool          // the verifier was created by New: Shutdown closes it
+	ownsBroker bool          // the broker was created by New: Shutdown closes it
+	closed     chan struct{} // closed once Shutdown has finished
 }
 
 // New returns a Relay configured by opts. WithStore and WithDirectory are
@@ -92,14 +91,19 @@ func New(opts ...Option) (*Relay, error) {
 	}
 	r := &Relay{
 		cfg:    cfg,
-		index:  tmpNewIndex(),
+		index:  pubsub.NewIndex(),
 		mux:    http.NewServeMux(),
 		log:    cfg.logger,
 		conns:  make(map[*conn]struct{}),
 		closed: make(chan struct{}),
 	}
 	if r.cfg.broker == nil {
-		r.cfg.broker = tmpNewLocal()
+		b, err := pubsub.NewLocal(pubsub.WithLocalLogger(cfg.logger))
+		if err != nil {
+			return nil, err
+		}
+		r.cfg.broker = b
+		r.ownsBroker = true
 	}
 	if r.cfg.verifier == nil {
 		v, err := nostr.NewVerifier()
@@ -235,7 +239,9 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 // queued and is closed with code 1012 "relay restarting"; the broker
 // listener and the expiry sweeper stop. If ctx ends first, the remaining
 // connections are closed at once and ctx's error is returned. Shutdown does
-// not close the store, the broker or the directory: their owner does.
+// not close the store, the directory or a broker given with WithBroker:
+// their owner does (the default broker and verifier, created by New, are
+// closed here).
 // It is idempotent; later calls wait for the first to finish.
 func (r *Relay) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
@@ -278,6 +284,9 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.stopListen()
 	r.bgCancel()
 	<-r.bgDone
+	if r.ownsBroker {
+		_ = r.cfg.broker.Close()
+	}
 	if r.ownsVer {
 		r.cfg.verifier.Close()
 	}
@@ -311,7 +320,7 @@ func (r *Relay) onMessage(msg pubsub.Message) {
 	if exp, ok := msg.Event.Expiration(); ok && exp <= r.cfg.now().Unix() {
 		return // NIP-40: never deliver an expired event
 	}
-	r.index.Match(msg.Community, msg.Event, func(s tmpSubscription) {
+	r.index.Match(msg.Community, msg.Event, func(s *pubsub.Subscription) {
 		if c, ok := s.Owner.(*conn); ok {
 			c.deliverLive(s.ID, msg)
 		}

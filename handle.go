@@ -142,7 +142,7 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	if old != nil {
 		old.cancel()
 	}
-	c.r.index.Add(c.tc.Community(), tmpSubscription{Owner: c, ID: subID, Filters: filters})
+	c.r.index.Add(c.tc.Community(), &pubsub.Subscription{Owner: c, ID: subID, Filters: filters})
 
 	if !c.acquireQuery() {
 		cancel()
