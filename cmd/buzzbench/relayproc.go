@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// target is one relay under test.
+type target struct {
+	Label string `json:"label"`
+	URL   string `json:"url"`
+	Start string `json:"start,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+
+	proc *relayProc
+}
+
+// rss returns the relay's resident memory in bytes: the sum over the
+// process group of a started relay, or the process given by -pid.
+func (t *target) rss() (int64, bool) {
+	switch {
+	case t.proc != nil:
+		return groupRSS(t.proc.pgid)
+	case t.PID > 0:
+		return pidRSS(t.PID)
+	}
+	return 0, false
+}
+
+// relayProc is a relay started by -start: "sh -c cmd" in its own process
+// group, so stopping it stops everything the command started.
+type relayProc struct {
+	cmd     *exec.Cmd
+	pgid    int
+	logPath string
+	exited  chan struct{}
+}
+
+// startRelay runs command and waits until url accepts WebSocket connections.
+func startRelay(ctx context.Context, command, url, logDir string) (*relayProc, error) {
+	logf, err := os.CreateTemp(logDir, "relay-*.log")
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %q: %w", command, err)
+	}
+	p := &relayProc{cmd: cmd, pgid: cmd.Process.Pid, logPath: logf.Name(), exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		c, err := dial(dctx, url, dialOptions{})
+		cancel()
+		if err == nil {
+			c.Close()
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("relay command %q exited before accepting connections (log: %s)", command, p.logPath)
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("relay at %s did not accept connections within 30s: %v (log: %s)", url, err, p.logPath)
+		}
+	}
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after 10 s.
+func (p *relayProc) stop() {
+	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		<-p.exited
+	}
+	// Children that outlived the shell.
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+}
+
+// pidRSS reads VmRSS of one process.
+func pidRSS(pid int) (int64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	return parseVmRSS(data)
+}
+
+// parseVmRSS extracts VmRSS (in bytes) from /proc/<pid>/status contents.
+func parseVmRSS(status []byte) (int64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "VmRSS:") {
+			continue
+		}
+		f := strings.Fields(line[len("VmRSS:"):])
+		if len(f) < 1 {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
+}
+
+// groupRSS sums VmRSS over the processes of a process group.
+func groupRSS(pgid int) (int64, bool) {
+	entries, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return 0, false
+	}
+	var total int64
+	found := false
+	for _, path := range entries {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		g, err := statPgrp(data)
+		if err != nil || g != pgid {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if v, ok := pidRSS(pid); ok {
+			total += v
+			found = true
+		}
+	}
+	return total, found
+}
+
+// statPgrp returns the process group field of /proc/<pid>/stat.
+func statPgrp(stat []byte) (int, error) {
+	// pid (comm) state ppid pgrp ...; comm may contain spaces and parens.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("malformed stat")
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 {
+		return 0, errors.New("malformed stat")
+	}
+	return strconv.Atoi(f[2])
+}
