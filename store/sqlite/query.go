@@ -1,0 +1,336 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"iter"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// inlineListMax is the longest ids/authors list bound as individual
+// parameters; longer lists travel as one JSON array read with json_each, so a
+// filter may name any number of ids.
+const inlineListMax = 256
+
+// Query implements store.EventStore. The returned sequence holds a read
+// connection until the consumer stops or the rows end; stopping early closes
+// the rows.
+func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[store.Record, error] {
+	return func(yield func(store.Record, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(store.Record{}, err)
+			return
+		}
+		if f.LimitSet && f.Limit <= 0 {
+			return
+		}
+		cseq, err := s.communitySeq(ctx, c)
+		if errors.Is(err, errNoSuchCommunity) {
+			return // an unknown community holds nothing
+		}
+		if err != nil {
+			yield(store.Record{}, err)
+			return
+		}
+		var q sqlBuilder
+		q.add(`SELECT e.id, e.created_at, e.raw FROM events e WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`,
+			cseq, time.Now().Unix())
+		ok, residual := q.filter(&f)
+		if !ok {
+			return
+		}
+		q.add(` ORDER BY e.created_at DESC, e.id ASC`)
+		if f.LimitSet && !residual {
+			q.add(` LIMIT ?`, f.Limit)
+		}
+		rows, err := s.rdb.QueryContext(ctx, q.sb.String(), q.args...)
+		if err != nil {
+			yield(store.Record{}, internal("query", err))
+			return
+		}
+		defer rows.Close()
+		sent := 0
+		for rows.Next() {
+			var (
+				id  []byte
+				rec store.Record
+			)
+			if err := rows.Scan(&id, &rec.CreatedAt, &rec.Raw); err != nil {
+				yield(store.Record{}, internal("query", err))
+				return
+			}
+			if residual {
+				ev, err := nostr.ParseEvent(rec.Raw)
+				if err != nil {
+					yield(store.Record{}, internal("query: stored event", err))
+					return
+				}
+				if !f.Matches(ev) {
+					continue
+				}
+			}
+			rec.ID = hex.EncodeToString(id)
+			if !yield(rec, nil) {
+				return
+			}
+			sent++
+			if f.LimitSet && sent >= f.Limit {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(store.Record{}, internal("query", err))
+		}
+	}
+}
+
+// Count implements store.EventStore: distinct live events matching any of
+// filters; limits are ignored.
+func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var q sqlBuilder
+	q.add(`SELECT COUNT(*) FROM events e WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?) AND (0`,
+		cseq, time.Now().Unix())
+	some := false
+	for i := range filters {
+		var sub sqlBuilder
+		ok, residual := sub.filter(&filters[i])
+		if residual {
+			return s.countSlow(ctx, c, filters)
+		}
+		if !ok {
+			continue
+		}
+		some = true
+		q.add(` OR (1`)
+		q.sb.WriteString(sub.sb.String())
+		q.args = append(q.args, sub.args...)
+		q.add(`)`)
+	}
+	if !some {
+		return 0, nil
+	}
+	q.add(`)`)
+	var n int64
+	if err := s.rdb.QueryRowContext(ctx, q.sb.String(), q.args...).Scan(&n); err != nil {
+		return 0, internal("count", err)
+	}
+	return n, nil
+}
+
+// countSlow counts by running each filter's query, for filters with tag
+// conditions the index does not serve.
+func (s *Store) countSlow(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
+	seen := make(map[string]struct{})
+	for _, f := range filters {
+		f.LimitSet, f.Limit = false, 0
+		for rec, err := range s.Query(ctx, c, f) {
+			if err != nil {
+				return 0, err
+			}
+			seen[rec.ID] = struct{}{}
+		}
+	}
+	return int64(len(seen)), nil
+}
+
+type sqlBuilder struct {
+	sb   strings.Builder
+	args []any
+}
+
+func (q *sqlBuilder) add(s string, args ...any) {
+	q.sb.WriteString(s)
+	q.args = append(q.args, args...)
+}
+
+// filter appends f's conditions, each as " AND …", against events aliased e.
+// ok is false when f can match nothing (an empty list, or ids that cannot be
+// event ids). residual is true when f has a tag condition the tags table does
+// not index (a name that is not exactly one byte); those
+// conditions are left out, and the caller must check each row with
+// f.Matches.
+func (q *sqlBuilder) filter(f *nostr.Filter) (ok, residual bool) {
+	if f.IDs != nil {
+		if !q.hexList("e.id", f.IDs) {
+			return false, false
+		}
+	}
+	if f.Authors != nil {
+		if !q.hexList("e.pubkey", f.Authors) {
+			return false, false
+		}
+	}
+	if f.Kinds != nil {
+		kinds := make([]int, 0, len(f.Kinds))
+		for _, k := range f.Kinds {
+			if k >= 0 && k <= nostr.MaxKind {
+				kinds = append(kinds, k)
+			}
+		}
+		slices.Sort(kinds)
+		kinds = slices.Compact(kinds)
+		if len(kinds) == 0 {
+			return false, false
+		}
+		if len(kinds) == 1 {
+			q.add(` AND e.kind = ?`, kinds[0])
+		} else {
+			q.sb.WriteString(` AND e.kind IN (`)
+			for i, k := range kinds {
+				if i > 0 {
+					q.sb.WriteString(`,`)
+				}
+				// Kinds are validated small integers: inline them, so a
+				// large list needs no parameters.
+				q.sb.WriteString(strconv.Itoa(k))
+			}
+			q.sb.WriteString(`)`)
+		}
+	}
+	if f.Since != nil {
+		q.add(` AND e.created_at >= ?`, *f.Since)
+	}
+	if f.Until != nil {
+		q.add(` AND e.created_at <= ?`, *f.Until)
+	}
+	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
+		return false, false
+	}
+	names := make([]string, 0, len(f.Tags))
+	for name := range f.Tags {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		vals := f.Tags[name]
+		if vals == nil {
+			continue // no constraint, as nostr.Filter.Matches has it
+		}
+		if len(name) != 1 {
+			residual = true
+			continue
+		}
+		if len(vals) == 0 {
+			return false, false
+		}
+		q.add(` AND e.seq IN (SELECT t.event_seq FROM tags t WHERE t.community = e.community AND t.name = ? AND t.value IN (`, name)
+		for i, v := range vals {
+			if i > 0 {
+				q.sb.WriteString(`,`)
+			}
+			q.add(`?`, v)
+		}
+		q.sb.WriteString(`))`)
+	}
+	return true, residual
+}
+
+// hexList appends "col IN (…)" for the valid 64-hex values of vals. It
+// returns false when none is valid (the condition matches nothing).
+func (q *sqlBuilder) hexList(col string, vals []string) bool {
+	valid := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if _, ok := decodeHex32(v); ok {
+			valid = append(valid, v)
+		}
+	}
+	slices.Sort(valid)
+	valid = slices.Compact(valid)
+	switch {
+	case len(valid) == 0:
+		return false
+	case len(valid) == 1:
+		b, _ := decodeHex32(valid[0])
+		q.add(` AND `+col+` = ?`, b)
+	case len(valid) <= inlineListMax:
+		q.sb.WriteString(` AND ` + col + ` IN (`)
+		for i, v := range valid {
+			if i > 0 {
+				q.sb.WriteString(`,`)
+			}
+			b, _ := decodeHex32(v)
+			q.add(`?`, b)
+		}
+		q.sb.WriteString(`)`)
+	default:
+		// Validated lowercase hex needs no JSON escaping.
+		var js strings.Builder
+		js.Grow(len(valid) * 67)
+		js.WriteByte('[')
+		for i, v := range valid {
+			if i > 0 {
+				js.WriteByte(',')
+			}
+			js.WriteByte('"')
+			js.WriteString(v)
+			js.WriteByte('"')
+		}
+		js.WriteByte(']')
+		q.add(` AND `+col+` IN (SELECT unhex(value) FROM json_each(?))`, js.String())
+	}
+	return true
+}
+
+// DeleteExpired implements store.EventStore: it removes, in every community,
+// the events whose NIP-40 expiration is at or before now, in batches that
+// interleave with other writes.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	const chunk = 500
+	var total int64
+	for {
+		var n int64
+		err := s.submit(ctx, func(w *writer) error {
+			rows, err := w.deleteExpired.QueryContext(w.ctx, now.Unix(), chunk)
+			if err != nil {
+				return internal("delete expired", err)
+			}
+			var seqs []int64
+			for rows.Next() {
+				var seq int64
+				if err := rows.Scan(&seq); err != nil {
+					rows.Close()
+					return internal("delete expired", err)
+				}
+				seqs = append(seqs, seq)
+			}
+			if err := rows.Err(); err != nil {
+				rows.Close()
+				return internal("delete expired", err)
+			}
+			rows.Close()
+			for _, seq := range seqs {
+				if _, err := w.deleteTags.ExecContext(w.ctx, seq); err != nil {
+					return internal("delete expired", err)
+				}
+			}
+			n = int64(len(seqs))
+			return nil
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < chunk {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+var errNoSuchCommunity = errors.New("sqlite: no such community")
+
+// prepared is an event ready for the writer: everything that can be computed
+// without the database is done on the caller's goroutine, keeping the single
+// writer's work to SQL.
+type prepared struct {
+	community int64
+	id        []byte
+	pubkey    []byte
+	createdAt int64
+	kind      int
+	raw       []byte
+
+	coordinate bool   // replaceable or addressable
+	d          string // "" for replaceable kinds
+
+	hasExpiry bool
+	expiresAt int64
+
+	tags []tagKV
+
+	delIDs    [][]byte // kind 5: ids named by "e" tags
+	delCoords []coord  // kind 5: the requester's own coordinates named by "a" tags
+}
+
+type tagKV struct{ name, value string }
+
+type coord struct {
+	kind int
+	d    string
+}
+
+// Save implements store.EventStore.
+func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if ev == nil {
+		return errors.New("sqlite: Save(nil)")
+	}
+	if nostr.IsEphemeral(ev.Kind) {
+		return fmt.Errorf("sqlite: ephemeral kind %d is never stored", ev.Kind)
+	}
+	p, err := prepare(ev)
+	if err != nil {
+		return err
+	}
+	p.community, err = s.communitySeq(ctx, c)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, func(w *writer) error { return w.save(p) })
+}
+
+func prepare(ev *nostr.Event) (*prepared, error) {
+	id, ok := decodeHex32(ev.ID)
+	if !ok {
+		return nil, errors.New("sqlite: event id is not 64 lowercase hex characters")
+	}
+	pk, ok := decodeHex32(ev.PubKey)
+	if !ok {
+		return nil, errors.New("sqlite: event pubkey is not 64 lowercase hex characters")
+	}
+	p := &prepared{
+		id:        id,
+		pubkey:    pk,
+		createdAt: ev.CreatedAt,
+		kind:      ev.Kind,
+		raw:       ev.AppendJSON(nil),
+	}
+	switch {
+	case nostr.IsReplaceable(ev.Kind):
+		p.coordinate = true
+	case nostr.IsAddressable(ev.Kind):
+		p.coordinate = true
+		p.d = ev.DTag()
+	}
+	p.expiresAt, p.hasExpiry = ev.Expiration()
+
+	// Index the first value of every single-letter tag, once per distinct pair.
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && len(t[0]) == 1 {
+			p.tags = append(p.tags, tagKV{t[0], t[1]})
+		}
+	}
+	if len(p.tags) > 1 {
+		sort.Slice(p.tags, func(i, j int) bool {
+			if p.tags[i].name != p.tags[j].name {
+				return p.tags[i].name < p.tags[j].name
+			}
+			return p.tags[i].value < p.tags[j].value
+		})
+		out := p.tags[:1]
+		for _, t := range p.tags[1:] {
+			if t != out[len(out)-1] {
+				out = append(out, t)
+			}
+		}
+		p.tags = out
+	}
+
+	if ev.Kind == nostr.KindDeletion {
+		for _, t := range ev.Tags {
+			if len(t) < 2 {
+				continue
+			}
+			switch t[0] {
+			case "e":
+				if tid, ok := decodeHex32(t[1]); ok {
+					p.delIDs = append(p.delIDs, tid)
+				}
+			case "a":
+				if c, ok := parseCoordinate(t[1], ev.PubKey); ok {
+					p.delCoords = append(p.delCoords, c)
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// parseCoordinate parses "kind:pubkey:d" and keeps it only when it names a
+// replaceable or addressable coordinate of author.
+func parseCoordinate(s, author string) (coord, bool) {
+	k, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return coord{}, false
+	}
+	pk, d, ok := strings.Cut(rest, ":")
+	if !ok || pk != author {
+		return coord{}, false
+	}
+	if k == "" || len(k) > 5 || (len(k) > 1 && k[0] == '0') {
+		return coord{}, false
+	}
+	kind, err := strconv.Atoi(k)
+	if err != nil || kind < 0 || kind > nostr.MaxKind {
+		return coord{}, false
+	}
+	if !nostr.IsReplaceable(kind) && !nostr.IsAddressable(kind) {
+		return coord{}, false
+	}
+	return coord{kind: kind, d: d}, true
+}
+
+// decodeHex32 decodes exactly 64 lowercase hex characters.
+func decodeHex32(s string) ([]byte, bool) {
+	if len(s) != 64 {
+		return nil, false
+	}
+	b := make([]byte, 32)
+	for i := 0; i < 32; i++ {
+		hi, ok1 := unhexLower(s[2*i])
+		lo, ok2 := unhexLower(s[2*i+1])
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		b[i] = hi<<4 | lo
+	}
+	return b, true
+}
+
+func unhexLower(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}

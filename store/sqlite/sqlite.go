@@ -1,0 +1,309 @@
+// Package sqlite is buzz's embedded default store: a durable store.Backend in
+// a single SQLite database file, through the pure-Go modernc.org/sqlite driver
+// (no cgo, no server).
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=FULL: a Save returns nil only
+// after the transaction holding the event is committed and the WAL is synced
+// to stable storage, so an acknowledged event survives a process crash
+// (kill -9) and a power loss. FULL costs one fsync per commit; group commit
+// (below) shares that fsync among every Save waiting at the time, which is why
+// the weaker synchronous=NORMAL (durable against process crashes only) is not
+// needed for throughput.
+//
+// # Group commit
+//
+// SQLite has a single writer. Every write (Save, EnsureCommunity,
+// DeleteExpired) is queued to one writer goroutine that owns the only write
+// connection. It takes whatever is queued (up to a batch limit), applies it in
+// one transaction, commits, and only then answers each caller with its own
+// result. Per-event outcomes such as ErrDuplicate never affect the other
+// events of a batch; an internal failure rolls the batch back and replays it
+// one transaction per request, so one failing write cannot fail its
+// neighbours.
+//
+// Reads (Query, Count, LookupHost) use a separate pool of read-only
+// connections, which WAL lets run concurrently with the writer.
+//
+// Several processes may open the same file: writes are serialized by SQLite's
+// own lock (BEGIN IMMEDIATE with a busy timeout), so replacement and deletion
+// stay atomic across processes.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	// Registers the "sqlite" database/sql driver.
+	_ "modernc.org/sqlite"
+
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// DefaultFileName is the database file created inside a directory passed to
+// Open.
+const DefaultFileName = "buzz.sqlite3"
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("sqlite: store is closed")
+
+// Store is the embedded backend. It implements store.Backend and is safe for
+// concurrent use.
+type Store struct {
+	path string
+	cfg  config
+
+	wdb *sql.DB // exactly one connection, owned by the writer goroutine
+	w   *writer
+	rdb *sql.DB // read-only pool
+
+	mu     sync.RWMutex // guards closed and sends on reqs
+	closed bool
+	reqs   chan *writeReq
+	done   chan struct{} // closed when the writer goroutine has drained and exited
+
+	commMu sync.RWMutex
+	comm   map[tenant.CommunityID]int64 // community id → communities.seq
+}
+
+var _ store.Backend = (*Store)(nil)
+
+type config struct {
+	maxBatch    int
+	queue       int
+	readConns   int
+	busyTimeout time.Duration
+	log         *slog.Logger
+}
+
+// Option configures Open.
+type Option func(*config) error
+
+// WithMaxBatch sets how many queued writes the writer applies in one
+// transaction at most (default 256).
+func WithMaxBatch(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 100_000 {
+			return fmt.Errorf("sqlite: WithMaxBatch(%d): want 1..100000", n)
+		}
+		c.maxBatch = n
+		return nil
+	}
+}
+
+// WithQueueSize sets how many writes may wait for the writer before Save
+// blocks (default 4096).
+func WithQueueSize(n int) Option {
+	return func(c *config) error {
+		if n < 0 || n > 1_000_000 {
+			return fmt.Errorf("sqlite: WithQueueSize(%d): want 0..1000000", n)
+		}
+		c.queue = n
+		return nil
+	}
+}
+
+// WithReadConnections sets the size of the read connection pool (default 4).
+func WithReadConnections(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("sqlite: WithReadConnections(%d): want 1..1024", n)
+		}
+		c.readConns = n
+		return nil
+	}
+}
+
+// WithBusyTimeout sets how long a connection waits for a lock held by
+// another process sharing the file (default 10s).
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 || d > time.Hour {
+			return fmt.Errorf("sqlite: WithBusyTimeout(%v): want 0..1h", d)
+		}
+		c.busyTimeout = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger for internal failures (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("sqlite: WithLogger(nil)")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// Open opens (creating if needed) the store at path and applies any pending
+// schema migrations.
+//
+// path names either a directory or a database file. If path is an existing
+// directory, or does not exist and has no file extension (for example
+// "./buzz-data"), it is a directory: it is created if needed (mode 0700) and
+// holds the database file DefaultFileName plus SQLite's -wal and -shm files.
+// Otherwise (for example "./relay.db") path is the database file itself.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, log: slog.Default()}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("sqlite: nil Option")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	file, err := resolvePath(path)
+	if err != nil {
+		return nil, err
+	}
+
+	s := &Store{
+		path: file,
+		cfg:  cfg,
+		reqs: make(chan *writeReq, cfg.queue),
+		done: make(chan struct{}),
+		comm: make(map[tenant.CommunityID]int64),
+	}
+	if err := s.open(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	go s.writeLoop()
+	return s, nil
+}
+
+func resolvePath(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("sqlite: empty path")
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return filepath.Join(path, DefaultFileName), nil
+	case err == nil:
+		return path, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("sqlite: %w", err)
+	case filepath.Ext(path) == "":
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			return "", fmt.Errorf("sqlite: %w", err)
+		}
+		return filepath.Join(path, DefaultFileName), nil
+	default:
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return "", fmt.Errorf("sqlite: %w", err)
+			}
+		}
+		return path, nil
+	}
+}
+
+// dsn builds the connection string. Pragmas are per connection, so they go
+// in the DSN and apply to every connection the pool opens.
+func (s *Store) dsn(readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(OFF)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "cache_size(-32000)") // 32 MiB page cache per connection
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Opaque: s.path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+func (s *Store) open(ctx context.Context) error {
+	var err error
+	s.wdb, err = sql.Open("sqlite", s.dsn(false))
+	if err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, s.wdb); err != nil {
+		return err
+	}
+	if s.w, err = newWriter(ctx, s.wdb); err != nil {
+		return err
+	}
+
+	s.rdb, err = sql.Open("sqlite", s.dsn(true))
+	if err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	s.rdb.SetMaxOpenConns(s.cfg.readConns)
+	s.rdb.SetMaxIdleConns(s.cfg.readConns)
+	s.rdb.SetConnMaxIdleTime(0)
+	s.rdb.SetConnMaxLifetime(0)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	return nil
+}
+
+// Close stops accepting writes, waits until every write already queued is
+// committed and answered, and closes the database. It is safe to call more
+// than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closed = true
+	close(s.reqs)
+	s.mu.Unlock()
+	<-s.done
+	return s.closeDBs()
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	if s.w != nil {
+		errs = append(errs, s.w.close())
+	}
+	if s.wdb != nil {
+		// PRAGMA optimize keeps the planner's statistics fresh; cheap at close.
+		_, _ = s.wdb.Exec("PRAGMA optimize")
+		errs = append(errs, s.wdb.Close())
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// internal wraps a driver failure. Callers map any error that is not one of
+// the store sentinels to "error: internal server error"; the wrapped text is
+// for logs only.
+func internal(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}

@@ -1,0 +1,399 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+)
+
+// writeReq is one queued write. fn runs on the writer goroutine inside the
+// batch transaction; it must either return nil, or return a store sentinel
+// error having written nothing, or return an internal error (after which the
+// batch is rolled back and replayed one request per transaction).
+type writeReq struct {
+	ctx  context.Context
+	fn   func(w *writer) error
+	err  error
+	done chan error
+}
+
+// isOutcome reports whether err is a per-request result that leaves the
+// transaction usable (nothing was written for that request).
+func isOutcome(err error) bool {
+	return err == nil || errors.Is(err, store.ErrDuplicate) ||
+		errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrDeleted) ||
+		errors.Is(err, errNoSuchCommunity)
+}
+
+// submit queues fn for the writer and waits for its committed result.
+// If ctx ends first, submit returns ctx.Err(); the write may still commit
+// later (its caller simply never learns of it, and a retry sees
+// ErrDuplicate).
+func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeLoop is the single writer: it batches queued requests into one
+// transaction each. It exits once reqs is closed and drained.
+func (s *Store) writeLoop() {
+	defer close(s.done)
+	batch := make([]*writeReq, 0, s.cfg.maxBatch)
+	for {
+		r, ok := <-s.reqs
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], r)
+		open := true
+	fill:
+		for len(batch) < s.cfg.maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					open = false
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(batch)
+		clear(batch)
+		if !open {
+			return
+		}
+	}
+}
+
+func (s *Store) runBatch(batch []*writeReq) {
+	w := s.w
+	ctx := context.Background() // a caller's cancellation must not interrupt a shared transaction
+	finish := func(err error) {
+		for _, r := range batch {
+			if err != nil && r.err == nil {
+				r.err = err
+			}
+			r.done <- r.err
+		}
+	}
+	if _, err := w.begin.ExecContext(ctx); err != nil {
+		s.cfg.log.Error("sqlite: begin write batch", "err", err)
+		finish(internal("begin", err))
+		return
+	}
+	failed := false
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		r.err = r.fn(w)
+		if !isOutcome(r.err) {
+			failed = true
+			break
+		}
+	}
+	if !failed {
+		if _, err := w.commit.ExecContext(ctx); err == nil {
+			finish(nil)
+			return
+		} else {
+			s.cfg.log.Error("sqlite: commit write batch", "err", err, "size", len(batch))
+		}
+	}
+	// Something failed: undo the batch and give each request its own
+	// transaction, so only the request that fails gets an error.
+	_, _ = w.rollback.ExecContext(ctx)
+	for _, r := range batch {
+		r.err = s.runOne(ctx, r)
+		r.done <- r.err
+	}
+}
+
+func (s *Store) runOne(ctx context.Context, r *writeReq) error {
+	w := s.w
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := w.begin.ExecContext(ctx); err != nil {
+		return internal("begin", err)
+	}
+	err := r.fn(w)
+	if isOutcome(err) {
+		if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
+			return err
+		} else {
+			err = internal("commit", cerr)
+		}
+	}
+	s.cfg.log.Error("sqlite: write failed", "err", err)
+	_, _ = w.rollback.ExecContext(ctx)
+	return err
+}
+
+// writer holds the write connection and its prepared statements. Only the
+// writer goroutine (and Open/Close) touch it.
+type writer struct {
+	conn *sql.Conn
+	ctx  context.Context
+
+	begin, commit, rollback *sql.Stmt
+
+	tombstone, exists, insert, watermark, head *sql.Stmt
+	deleteSeq, deleteTags                      *sql.Stmt
+	addTombstone, deleteByID                   *sql.Stmt
+	raiseWatermark, deleteCoord                *sql.Stmt
+	deleteExpired                              *sql.Stmt
+	insertCommunity, communityByHost           *sql.Stmt
+
+	tagStmts [maxTagRows + 1]*sql.Stmt // tagStmts[n] inserts n tag rows
+	all      []*sql.Stmt
+}
+
+// maxTagRows is how many tag rows one INSERT statement carries.
+const maxTagRows = 16
+
+func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: writer: %w", err)
+	}
+	w := &writer{conn: conn, ctx: context.Background()}
+	prep := func(dst **sql.Stmt, q string) {
+		if err != nil {
+			return
+		}
+		*dst, err = conn.PrepareContext(ctx, q)
+		if err != nil {
+			err = fmt.Errorf("sqlite: prepare %q: %w", q, err)
+			return
+		}
+		w.all = append(w.all, *dst)
+	}
+	prep(&w.begin, `BEGIN IMMEDIATE`)
+	prep(&w.commit, `COMMIT`)
+	prep(&w.rollback, `ROLLBACK`)
+	prep(&w.tombstone, `SELECT 1 FROM deleted_ids WHERE community = ? AND id = ? AND pubkey = ?`)
+	prep(&w.exists, `SELECT 1 FROM events WHERE community = ? AND id = ?`)
+	prep(&w.insert, `INSERT OR IGNORE INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
+	prep(&w.watermark, `SELECT deleted_up_to FROM coord_deletions WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
+	prep(&w.head, `SELECT seq, created_at, id FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
+	prep(&w.deleteSeq, `DELETE FROM events WHERE seq = ?`)
+	prep(&w.deleteTags, `DELETE FROM tags WHERE event_seq = ?`)
+	prep(&w.addTombstone, `INSERT OR IGNORE INTO deleted_ids (community, id, pubkey) VALUES (?, ?, ?)`)
+	prep(&w.deleteByID, `DELETE FROM events WHERE community = ? AND id = ? AND pubkey = ? AND kind <> 5 RETURNING seq`)
+	prep(&w.raiseWatermark, `INSERT INTO coord_deletions (community, kind, pubkey, d_tag, deleted_up_to) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (community, kind, pubkey, d_tag) DO UPDATE SET deleted_up_to = max(deleted_up_to, excluded.deleted_up_to)`)
+	prep(&w.deleteCoord, `DELETE FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ? AND created_at <= ? RETURNING seq`)
+	prep(&w.deleteExpired, `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE expires_at <= ? LIMIT ?) RETURNING seq`)
+	prep(&w.insertCommunity, `INSERT INTO communities (id, host, created_at) VALUES (?, ?, ?) ON CONFLICT (host) DO NOTHING RETURNING seq`)
+	prep(&w.communityByHost, `SELECT seq, id FROM communities WHERE host = ?`)
+	for n := 1; n <= maxTagRows; n++ {
+		q := `INSERT OR IGNORE INTO tags (community, name, value, created_at, event_seq) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?), `, n), ", ")
+		prep(&w.tagStmts[n], q)
+	}
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *writer) close() error {
+	var errs []error
+	for _, st := range w.all {
+		errs = append(errs, st.Close())
+	}
+	w.all = nil
+	if w.conn != nil {
+		errs = append(errs, w.conn.Close())
+		w.conn = nil
+	}
+	return errors.Join(errs...)
+}
+
+// save applies one event. Every check runs before the first write, so a
+// sentinel result has written nothing.
+func (w *writer) save(p *prepared) error {
+	ctx := w.ctx
+	var one int
+	if p.kind != nostr.KindDeletion { // a deletion aimed at a deletion request has no effect
+		err := w.tombstone.QueryRowContext(ctx, p.community, p.id, p.pubkey).Scan(&one)
+		switch {
+		case err == nil:
+			return store.ErrDeleted
+		case !errors.Is(err, sql.ErrNoRows):
+			return internal("save", err)
+		}
+	}
+	var dTag any // NULL for regular kinds
+	if p.coordinate {
+		dTag = p.d
+		err := w.exists.QueryRowContext(ctx, p.community, p.id).Scan(&one)
+		switch {
+		case err == nil:
+			return store.ErrDuplicate
+		case !errors.Is(err, sql.ErrNoRows):
+			return internal("save", err)
+		}
+		var upTo int64
+		err = w.watermark.QueryRowContext(ctx, p.community, p.kind, p.pubkey, p.d).Scan(&upTo)
+		switch {
+		case err == nil:
+			if p.createdAt <= upTo {
+				return store.ErrDeleted
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return internal("save", err)
+		}
+		var (
+			headSeq, headCreated int64
+			headID               []byte
+		)
+		err = w.head.QueryRowContext(ctx, p.community, p.kind, p.pubkey, p.d).Scan(&headSeq, &headCreated, &headID)
+		switch {
+		case err == nil:
+			if headCreated > p.createdAt || (headCreated == p.createdAt && bytes.Compare(headID, p.id) < 0) {
+				return store.ErrSuperseded
+			}
+			if err := w.removeSeq(headSeq); err != nil {
+				return err
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return internal("save", err)
+		}
+	}
+
+	var expires any
+	if p.hasExpiry {
+		expires = p.expiresAt
+	}
+	var seq int64
+	err := w.insert.QueryRowContext(ctx, p.community, p.id, p.pubkey, p.createdAt, p.kind, dTag, expires, p.raw).Scan(&seq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.ErrDuplicate
+	case err != nil:
+		return internal("save", err)
+	}
+	if err := w.insertTags(p, seq); err != nil {
+		return err
+	}
+	if p.kind == nostr.KindDeletion {
+		return w.applyDeletion(p)
+	}
+	return nil
+}
+
+func (w *writer) insertTags(p *prepared, seq int64) error {
+	args := make([]any, 0, 5*min(len(p.tags), maxTagRows))
+	for rest := p.tags; len(rest) > 0; {
+		n := min(len(rest), maxTagRows)
+		args = args[:0]
+		for _, t := range rest[:n] {
+			args = append(args, p.community, t.name, t.value, p.createdAt, seq)
+		}
+		if _, err := w.tagStmts[n].ExecContext(w.ctx, args...); err != nil {
+			return internal("save tags", err)
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// removeSeq deletes one stored event and its tag rows.
+func (w *writer) removeSeq(seq int64) error {
+	if _, err := w.deleteSeq.ExecContext(w.ctx, seq); err != nil {
+		return internal("delete", err)
+	}
+	if _, err := w.deleteTags.ExecContext(w.ctx, seq); err != nil {
+		return internal("delete tags", err)
+	}
+	return nil
+}
+
+// applyDeletion carries out a stored NIP-09 request: tombstones for the ids
+// it names (durable, so a later arrival is refused), removal of those ids
+// when they are the requester's own and not deletion requests themselves,
+// and coordinate watermarks with removal of the versions they cover.
+func (w *writer) applyDeletion(p *prepared) error {
+	ctx := w.ctx
+	for _, id := range p.delIDs {
+		if _, err := w.addTombstone.ExecContext(ctx, p.community, id, p.pubkey); err != nil {
+			return internal("delete", err)
+		}
+		if err := w.removeReturned(w.deleteByID, p.community, id, p.pubkey); err != nil {
+			return err
+		}
+	}
+	for _, c := range p.delCoords {
+		if _, err := w.raiseWatermark.ExecContext(ctx, p.community, c.kind, p.pubkey, c.d, p.createdAt); err != nil {
+			return internal("delete", err)
+		}
+		if err := w.removeReturned(w.deleteCoord, p.community, c.kind, p.pubkey, c.d, p.createdAt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeReturned runs a DELETE … RETURNING seq and removes the tag rows of
+// every deleted event.
+func (w *writer) removeReturned(st *sql.Stmt, args ...any) error {
+	rows, err := st.QueryContext(w.ctx, args...)
+	if err != nil {
+		return internal("delete", err)
+	}
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			rows.Close()
+			return internal("delete", err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return internal("delete", err)
+	}
+	if err := rows.Close(); err != nil {
+		return internal("delete", err)
+	}
+	for _, seq := range seqs {
+		if _, err := w.deleteTags.ExecContext(w.ctx, seq); err != nil {
+			return internal("delete tags", err)
+		}
+	}
+	return nil
+}
