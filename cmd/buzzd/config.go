@@ -128,7 +128,7 @@ func settings() []setting {
 		{env: "BUZZ_MAX_CONTENT_BYTES", flag: "max-content-bytes", def: strconv.Itoa(lim.MaxContentBytes),
 			usage: "largest event content accepted, in bytes",
 			apply: func(c *Config, v string) (err error) { c.Limits.MaxContentBytes, err = parsePositive(v); return err }},
-		{env: "BUZZ_MAX_FUTURE", flag: "max-future", def: lim.MaxFutureSkew.String(),
+		{env: "BUZZ_MAX_FUTURE", flag: "max-future", def: fmtDuration(lim.MaxFutureSkew),
 			usage: "how far ahead of the relay's clock an event's created_at may be (Go duration)",
 			apply: func(c *Config, v string) (err error) {
 				c.Limits.MaxFutureSkew, err = parsePositiveDuration(v)
@@ -158,6 +158,9 @@ func settings() []setting {
 		{env: "BUZZ_RELAY_CONTACT", flag: "relay-contact", def: "(empty)",
 			usage: "NIP-11 contact (a URI such as mailto:ops@example.com)",
 			apply: func(c *Config, v string) error { c.Info.Contact = v; return nil }},
+		{env: "BUZZ_RELAY_ICON", flag: "relay-icon", def: "(empty)",
+			usage: "NIP-11 icon URL",
+			apply: func(c *Config, v string) error { c.Info.Icon = v; return nil }},
 		{env: "BUZZ_LOG_LEVEL", flag: "log-level", def: "info",
 			usage: "debug, info, warn or error",
 			apply: func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
@@ -171,7 +174,7 @@ func settings() []setting {
 				}
 				return errors.New("want text or json")
 			}},
-		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: defaultShutdownTimeout.String(),
+		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
 			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
 	}
@@ -183,7 +186,7 @@ func defaultConfig() Config {
 		RelayURL:        defaultRelayURL,
 		DataDir:         defaultDataDir,
 		Limits:          buzz.DefaultLimits(),
-		Info:            buzz.Info{Name: "buzz"},
+		Info:            buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "text",
 		ShutdownTimeout: defaultShutdownTimeout,
@@ -337,6 +340,19 @@ func parsePositiveDuration(v string) (time.Duration, error) {
 		return 0, errors.New("want a positive Go duration such as 15m or 30s")
 	}
 	return d, nil
+}
+
+// fmtDuration writes d as Go's ParseDuration reads it, without zero
+// trailing units ("15m", not "15m0s").
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func isHex64(s string) bool {

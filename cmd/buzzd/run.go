@@ -151,7 +151,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("host directory: %w", err)
 	}
-	broker := pubsub.NewLocal()
+	broker, err := pubsub.NewLocal(pubsub.WithLocalLogger(logger))
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
 	defer func() {
 		if cerr := broker.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close broker: %w", cerr))
@@ -223,8 +226,9 @@ func redactDatabaseURL(v string) string {
 	return "(keyword/value DSN)"
 }
 
-// versionString names the build: module version, VCS revision and Go version.
-func versionString() string {
+// buildVersion is the module version and short VCS revision of this build,
+// e.g. "v0.1.0" or "(devel) 1a2b3c4d5e6f+dirty".
+func buildVersion() string {
 	version, rev, dirty := "(devel)", "", false
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {
@@ -239,15 +243,19 @@ func versionString() string {
 			}
 		}
 	}
-	out := "buzzd " + version
 	if rev != "" {
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
-		out += " " + rev
+		version += " " + rev
 		if dirty {
-			out += "+dirty"
+			version += "+dirty"
 		}
 	}
-	return out + " " + runtime.Version()
+	return version
+}
+
+// versionString names the build for "buzzd version" and the start log.
+func versionString() string {
+	return "buzzd " + buildVersion() + " " + runtime.Version()
 }
