@@ -187,11 +187,43 @@ func (c *rawClient) mustAccept(ev *nostr.Event) {
 	}
 }
 
-// req sends a REQ and collects events up to EOSE. It fails on CLOSED.
+// req sends a REQ, collects the stored events up to EOSE and CLOSEs the
+// subscription. It fails on CLOSED.
 func (c *rawClient) req(sub string, filters ...nostr.Filter) []*nostr.Event {
+	c.t.Helper()
+	evs := c.subscribe(sub, filters...)
+	c.sendRaw(nostr.AppendClose(nil, sub))
+	return evs
+}
+
+// subscribe is req without the CLOSE: the subscription stays open.
+func (c *rawClient) subscribe(sub string, filters ...nostr.Filter) []*nostr.Event {
 	c.t.Helper()
 	c.sendRaw(nostr.AppendReq(nil, sub, filters...))
 	return c.untilEOSE(sub)
+}
+
+// expectOKs reads one OK for each of evs, in any order.
+func (c *rawClient) expectOKs(evs []*nostr.Event) {
+	c.t.Helper()
+	want := make(map[string]bool, len(evs))
+	for _, e := range evs {
+		want[e.ID] = true
+	}
+	for len(want) > 0 {
+		m := c.next()
+		ok, isOK := m.(*nostr.OKMessage)
+		if !isOK {
+			c.t.Fatalf("got %#v, want OK", m)
+		}
+		if !want[ok.EventID] {
+			c.t.Fatalf("unexpected OK for %s", ok.EventID)
+		}
+		if !ok.OK {
+			c.t.Fatalf("event %s refused: %s", ok.EventID, ok.Message)
+		}
+		delete(want, ok.EventID)
+	}
 }
 
 func (c *rawClient) untilEOSE(sub string) []*nostr.Event {
