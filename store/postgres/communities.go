@@ -16,10 +16,10 @@ import (
 func (s *Store) LookupHost(ctx context.Context, normalizedHost string) (tenant.CommunityID, error) {
 	var id [16]byte
 	err := s.pool.QueryRow(ctx, `
-SELECT id FROM communities WHERE lower(host) = lower($1) AND archived_at IS NULL
+SELECT id FROM communities WHERE lower(host) = lower($1) AND host = $1 AND archived_at IS NULL
 UNION ALL
 SELECT c.id FROM community_host_aliases a JOIN communities c ON c.id = a.community_id
-WHERE lower(a.host) = lower($1) AND c.archived_at IS NULL
+WHERE lower(a.host) = lower($1) AND a.host = $1 AND c.archived_at IS NULL
 LIMIT 1`, normalizedHost).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tenant.CommunityID{}, tenant.ErrUnmappedHost

@@ -193,6 +193,7 @@ func saveResult(code int16) error {
 }
 
 type saveReq struct {
+	ctx  context.Context // the caller's: a request it cancelled is not written
 	args *saveArgs
 	done chan error // buffered: the committer never blocks on it
 }
@@ -210,7 +211,10 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	if err != nil {
 		return err
 	}
-	req := &saveReq{args: args, done: make(chan error, 1)}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &saveReq{ctx: ctx, args: args, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -283,6 +287,18 @@ func (s *Store) collect(batch []*saveReq) []*saveReq {
 func (s *Store) commitBatch(batch []*saveReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	batch = live
+	if len(batch) == 0 {
+		return
+	}
 	if len(batch) == 1 {
 		batch[0].done <- s.saveOne(ctx, batch[0].args)
 		return

@@ -313,7 +313,7 @@ END
 $$;
 -- +goose StatementEnd
 
-SELECT buzz_ensure_event_partitions('2026-01-01 00:00:00+00', 3);
+SELECT buzz_ensure_event_partitions(now() - interval '1 month', 3);
 
 -- Save: the whole per-event write path, atomic in the caller's transaction.
 -- Returns 0 stored, 1 duplicate, 2 superseded, 3 deleted.
@@ -350,20 +350,19 @@ BEGIN
               AND d_tag = p_d_tag AND deleted_until >= p_created_at) THEN
             RETURN 3;
         END IF;
-        IF EXISTS (
-            SELECT 1 FROM events
-            WHERE community_id = p_community AND created_at = p_created_at AND id = p_id) THEN
-            RETURN 1;
-        END IF;
         SELECT created_at, id INTO head_created, head_id
         FROM events
         WHERE community_id = p_community AND kind = p_kind AND pubkey = p_pubkey
           AND d_tag = p_d_tag AND deleted_at IS NULL
         ORDER BY created_at DESC, id ASC
         LIMIT 1;
-        IF FOUND AND (head_created > p_created_at
-                      OR (head_created = p_created_at AND head_id < p_id)) THEN
-            RETURN 2;
+        IF FOUND THEN
+            IF head_id = p_id THEN
+                RETURN 1;
+            END IF;
+            IF head_created > p_created_at OR (head_created = p_created_at AND head_id < p_id) THEN
+                RETURN 2; -- includes a replaced version coming back
+            END IF;
         END IF;
     END IF;
 
