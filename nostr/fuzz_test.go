@@ -1,0 +1,226 @@
+package nostr
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Seed inputs shared by the fuzz targets (the committed corpora under
+// testdata/fuzz/ add more).
+func fuzzEventSeeds() []string {
+	return []string{
+		validJSON(),
+		evJSON(`"`+hexA+`"`, `"`+hexB+`"`, "0", "65535", `[[],["a"],["b","\u00e9\ud83d\ude00"]]`, `"\n\t\r\b\f\u0000\u001f\"\\\/ \u2028"`, `"`+hexSig+`"`),
+		`{"id":"` + hexA + `","x":{"y":[1,-2.5e+3,true,false,null,"s"]}}`,
+		`{"content":"\ud800"}`,
+		`{"kind":1e2}`,
+		"{\"content\":\"\xff\"}",
+		`{"created_at":99999999999999999999}`,
+		`[` + validJSON() + `]`,
+		validJSON() + " ",
+		`{"tags":[["a",1]]}`,
+	}
+}
+
+// FuzzParseEvent checks that ParseEvent never panics, refuses with an
+// "invalid: " error, agrees with the encoding/json reference decoder, and
+// that what it accepts survives AppendJSON → ParseEvent byte for byte.
+func FuzzParseEvent(f *testing.F) {
+	for _, s := range fuzzEventSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ev, err := ParseEvent(data)
+		ref, refOK := refParseEvent(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "invalid: ") {
+				t.Fatalf("error without prefix: %v", err)
+			}
+			if refOK && !strings.Contains(err.Error(), "surrogate") && !strings.Contains(err.Error(), "nested too deeply") {
+				t.Fatalf("refused what encoding/json accepts: %v", err)
+			}
+			return
+		}
+		if !refOK {
+			t.Fatalf("accepted what the encoding/json reference refuses: %s", data)
+		}
+		if err := sameEvent(ev, ref); err != nil {
+			t.Fatalf("differs from encoding/json: %v", err)
+		}
+		raw := ev.AppendJSON(nil)
+		if !json.Valid(raw) {
+			t.Fatalf("AppendJSON wrote invalid JSON: %s", raw)
+		}
+		back, err := ParseEvent(raw)
+		if err != nil {
+			t.Fatalf("own output refused: %v\n%s", err, raw)
+		}
+		if err := sameEvent(back, ev); err != nil {
+			t.Fatalf("round trip: %v", err)
+		}
+		if again := back.AppendJSON(nil); !bytes.Equal(again, raw) {
+			t.Fatalf("not byte-for-byte:\n%s\n%s", raw, again)
+		}
+		canon := ev.AppendCanonical(nil)
+		var arr []any
+		if err := json.Unmarshal(canon, &arr); err != nil || len(arr) != 6 {
+			t.Fatalf("canonical form is not a 6-element JSON array: %s", canon)
+		}
+	})
+}
+
+// FuzzParseFilter checks that ParseFilter never panics, refuses with an
+// "invalid: " error, only accepts valid JSON whose members encoding/json
+// reads the same way, and round-trips through AppendJSON.
+func FuzzParseFilter(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"ids":["` + hexA + `"],"authors":[],"kinds":[0,65535],"#e":["x"],"#Z":[],"since":0,"until":1,"limit":0}`,
+		`{"search":"x"}`, `{"#ab":[]}`, `{"limit":99999999999999999999999}`, `{"kinds":[1.0]}`, `{"#e":["\ud800"]}`,
+		`{"kinds":[1],"kinds":[1]}`, ` {"until" : 5 } `, `{"#e":["a"],"#e":["b"]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		flt, err := ParseFilter(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "invalid: ") {
+				t.Fatalf("error without prefix: %v", err)
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON: %s", data)
+		}
+		members, ok := refObject(data)
+		if !ok {
+			t.Fatalf("accepted what encoding/json sees as a non-object or duplicate keys: %s", data)
+		}
+		out := flt.AppendJSON(nil)
+		outMembers, ok := refObject(out)
+		if !ok {
+			t.Fatalf("AppendJSON wrote bad JSON: %s", out)
+		}
+		if len(members) != len(outMembers) {
+			t.Fatalf("members differ: %s vs %s", data, out)
+		}
+		for k, in := range members {
+			if err := sameJSONValue(in, outMembers[k]); err != nil {
+				t.Fatalf("member %q: %v (%s vs %s)", k, err, in, outMembers[k])
+			}
+		}
+		back, err := ParseFilter(out)
+		if err != nil || !reflect.DeepEqual(back, flt) {
+			t.Fatalf("round trip: %v\n%s", err, out)
+		}
+	})
+}
+
+// sameJSONValue compares two JSON values as encoding/json decodes them,
+// except that integers beyond int64 are allowed to have been saturated.
+func sameJSONValue(a, b json.RawMessage) error {
+	var va, vb any
+	da := json.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
+		return errors.New("undecodable")
+	}
+	if na, ok := va.(json.Number); ok && len(na) > 18 {
+		return nil
+	}
+	if !reflect.DeepEqual(va, vb) {
+		return errors.New("values differ")
+	}
+	return nil
+}
+
+// FuzzParseClientMessage checks that ParseClientMessage never panics,
+// refuses with an "invalid: " error, only accepts valid JSON, agrees with
+// ParseEvent on the embedded event, and that the client writers reproduce
+// what it parsed.
+func FuzzParseClientMessage(f *testing.F) {
+	for _, s := range fuzzEventSeeds()[:3] {
+		f.Add([]byte(`["EVENT",` + s + `]`))
+		f.Add([]byte(`["AUTH",` + s + `]`))
+	}
+	for _, s := range []string{
+		`["REQ","s",{}]`, `["REQ","s",{"kinds":[1]},{"#e":["x"],"limit":5}]`, `["COUNT","c",{"authors":["` + hexB + `"]}]`,
+		`["CLOSE","s"]`, `["REQ",""]`, `["NOPE"]`, `[]`, `["EVENT",{"kind":-1,"id":"` + hexA + `"}]`, `["REQ","s",{"x":1}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseClientMessage(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "invalid: ") {
+				t.Fatalf("error without prefix: %v", err)
+			}
+			var ee *EnvelopeError
+			if errors.As(err, &ee) {
+				if ee.EventID != "" && !isLowerHex(ee.EventID, 64) {
+					t.Fatalf("EnvelopeError.EventID %q is not an id", ee.EventID)
+				}
+				if ee.Label == "" {
+					t.Fatal("EnvelopeError without label")
+				}
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON: %s", data)
+		}
+		var out []byte
+		switch m := m.(type) {
+		case *EventEnvelope:
+			checkEmbeddedEvent(t, data, m.Event)
+			out = AppendEventEnvelope(nil, m.Event.AppendJSON(nil))
+		case *AuthEnvelope:
+			checkEmbeddedEvent(t, data, m.Event)
+			out = AppendAuth(nil, m.Event.AppendJSON(nil))
+		case *ReqEnvelope:
+			if m.SubID == "" || len(m.Filters) == 0 {
+				t.Fatal("REQ without sub id or filters")
+			}
+			out = AppendReq(nil, m.SubID, m.Filters...)
+		case *CountEnvelope:
+			if m.SubID == "" || len(m.Filters) == 0 {
+				t.Fatal("COUNT without sub id or filters")
+			}
+			out = AppendCount(nil, m.SubID, m.Filters...)
+		case *CloseEnvelope:
+			out = AppendClose(nil, m.SubID)
+		default:
+			t.Fatalf("unexpected message type %T", m)
+		}
+		back, err := ParseClientMessage(out)
+		if err != nil || !reflect.DeepEqual(back, m) {
+			t.Fatalf("writer round trip: %v\n%s", err, out)
+		}
+	})
+}
+
+// checkEmbeddedEvent compares the event parsed from an envelope with
+// ParseEvent and the reference decoder applied to the array's element 1.
+func checkEmbeddedEvent(t *testing.T, data []byte, ev *Event) {
+	t.Helper()
+	var arr []json.RawMessage
+	if err := json.Unmarshal(data, &arr); err != nil || len(arr) != 2 {
+		t.Fatalf("accepted envelope is not a 2-element array: %s", data)
+	}
+	direct, err := ParseEvent(arr[1])
+	if err != nil {
+		t.Fatalf("envelope accepted an event ParseEvent refuses: %v", err)
+	}
+	if err := sameEvent(direct, ev); err != nil {
+		t.Fatalf("envelope event differs from ParseEvent: %v", err)
+	}
+	ref, ok := refParseEvent(arr[1])
+	if !ok || sameEvent(ref, ev) != nil {
+		t.Fatal("envelope event differs from the encoding/json reference")
+	}
+}
