@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -33,6 +34,11 @@ type Config struct {
 	DatabaseURL string
 	// AutoMigrate applies PostgreSQL migrations at start.
 	AutoMigrate bool
+	// DBMaxConns sizes the PostgreSQL pool (0 = the store's default).
+	DBMaxConns int
+	// DBRLSRole is the row-level-security role PostgreSQL connections
+	// switch to; "" connects as the URL's user unchanged.
+	DBRLSRole string
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
@@ -107,6 +113,29 @@ func settings() []setting {
 		{env: "BUZZ_AUTO_MIGRATE", flag: "auto-migrate", def: "false", isBool: true,
 			usage: "apply PostgreSQL migrations at start (the embedded store always migrates itself)",
 			apply: func(c *Config, v string) (err error) { c.AutoMigrate, err = parseBool(v); return err }},
+		{env: "BUZZ_DB_MAX_CONNS", flag: "db-max-conns", def: "16",
+			usage: "PostgreSQL connection pool size (2-1000)",
+			apply: func(c *Config, v string) error {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil || n < 2 || n > 1000 {
+					return errors.New("want an integer from 2 to 1000")
+				}
+				c.DBMaxConns = n
+				return nil
+			}},
+		{env: "BUZZ_DB_RLS_ROLE", flag: "db-rls-role", def: postgres.DefaultRLSRole,
+			usage: "role (without BYPASSRLS) every PostgreSQL connection switches to with SET ROLE; `none` when the DATABASE_URL user already is such a role",
+			apply: func(c *Config, v string) error {
+				if v == "none" {
+					c.DBRLSRole = ""
+					return nil
+				}
+				if !isRoleName(v) {
+					return errors.New("want a lowercase role name ([a-z_][a-z0-9_]*) or none")
+				}
+				c.DBRLSRole = v
+				return nil
+			}},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
 			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",
 			apply: func(c *Config, v string) (err error) { c.AuthRequired, err = parseBool(v); return err }},
@@ -185,6 +214,7 @@ func defaultConfig() Config {
 	return Config{
 		RelayURL:        defaultRelayURL,
 		DataDir:         defaultDataDir,
+		DBRLSRole:       postgres.DefaultRLSRole,
 		Limits:          buzz.DefaultLimits(),
 		Info:            buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:        slog.LevelInfo,
@@ -353,6 +383,19 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+func isRoleName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex64(s string) bool {

@@ -131,8 +131,22 @@ func TestParseConfigValues(t *testing.T) {
 		{"database url selects postgres",
 			map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/buzz"}, nil,
 			func(t *testing.T, c Config) {
-				if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/buzz" {
-					t.Errorf("database url %q", c.DatabaseURL)
+				if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/buzz" || c.DBRLSRole != "buzz_app" || c.DBMaxConns != 0 {
+					t.Errorf("database url %q role %q conns %d", c.DatabaseURL, c.DBRLSRole, c.DBMaxConns)
+				}
+			}},
+		{"postgres pool and role",
+			map[string]string{"BUZZ_DB_MAX_CONNS": "32", "BUZZ_DB_RLS_ROLE": "none"}, nil,
+			func(t *testing.T, c Config) {
+				if c.DBMaxConns != 32 || c.DBRLSRole != "" {
+					t.Errorf("conns %d role %q", c.DBMaxConns, c.DBRLSRole)
+				}
+			}},
+		{"keyword/value DSN",
+			map[string]string{"DATABASE_URL": "host=127.0.0.1 user=postgres dbname=buzz"}, []string{"-db-rls-role", "relay_rw"},
+			func(t *testing.T, c Config) {
+				if c.DatabaseURL == "" || c.DBRLSRole != "relay_rw" {
+					t.Errorf("dsn %q role %q", c.DatabaseURL, c.DBRLSRole)
 				}
 			}},
 	}
@@ -168,6 +182,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{name: "database url scheme hides secret", env: map[string]string{"DATABASE_URL": "mysql://u:hunter2@h/db"}, want: []string{"DATABASE_URL", "postgres"}, notWant: "hunter2"},
 		{name: "database url flag hides secret", args: []string{"-database-url", "mysql://u:hunter2@h/db"}, want: []string{"-database-url"}, notWant: "hunter2", wantUsage: true},
 		{name: "database url garbage", env: map[string]string{"DATABASE_URL": "hunter2"}, want: []string{"DATABASE_URL"}, notWant: "hunter2"},
+		{name: "db conns", env: map[string]string{"BUZZ_DB_MAX_CONNS": "1"}, want: []string{"BUZZ_DB_MAX_CONNS", "2 to 1000"}},
+		{name: "db role", env: map[string]string{"BUZZ_DB_RLS_ROLE": "Robert'); DROP"}, want: []string{"BUZZ_DB_RLS_ROLE", "role name"}},
 		{name: "bool", env: map[string]string{"BUZZ_AUTO_MIGRATE": "maybe"}, want: []string{"BUZZ_AUTO_MIGRATE", "yes/no"}},
 		{name: "bool flag", args: []string{"-auth-required=sometimes"}, want: []string{"-auth-required"}, wantUsage: true},
 		{name: "frame negative", env: map[string]string{"BUZZ_MAX_FRAME_BYTES": "-1"}, want: []string{"BUZZ_MAX_FRAME_BYTES", "positive"}},

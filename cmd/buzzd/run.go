@@ -106,7 +106,11 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Ba
 			}
 			logger.Info("migrations applied", "database", redactDatabaseURL(cfg.DatabaseURL))
 		}
-		st, err := postgres.Open(ctx, cfg.DatabaseURL)
+		opts := []postgres.Option{postgres.WithLogger(logger), postgres.WithRLSRole(cfg.DBRLSRole)}
+		if cfg.DBMaxConns > 0 {
+			opts = append(opts, postgres.WithMaxConns(cfg.DBMaxConns))
+		}
+		st, err := postgres.Open(ctx, cfg.DatabaseURL, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
