@@ -230,8 +230,8 @@ func (b *Broker) deliver(msg pubsub.Message) {
 	}
 }
 
-// Publish delivers msg to local listeners at once, then publishes it to the
-// topic of msg (see TopicOf) for the other pods. While Redis is unavailable
+// Publish delivers msg to local listeners at once, then publishes it on the
+// topic the router (WithTopicFunc) picks, for the other pods. While Redis is unavailable
 // it returns an error wrapping ErrUnavailable without waiting; a failed
 // PUBLISH returns its error. In both cases local delivery has happened.
 func (b *Broker) Publish(ctx context.Context, msg pubsub.Message) error {
@@ -251,7 +251,11 @@ func (b *Broker) Publish(ctx context.Context, msg pubsub.Message) error {
 	if !b.healthy.Load() {
 		return ErrUnavailable
 	}
-	ch := b.topicChannel(TopicOf(msg))
+	t := b.cfg.topicOf(msg)
+	if t.Community != msg.Community {
+		return errors.New("pubsub/redis: topic router changed the community")
+	}
+	ch := b.topicChannel(t)
 	key := echoKey(msg.Community, msg.Event.ID)
 	b.markEcho(key)
 	payload := appendEnvelope(make([]byte, 0, envOverhead+len(msg.Raw)), msg.Community, msg.Event.ID, msg.Raw)
@@ -265,12 +269,18 @@ func (b *Broker) Publish(ctx context.Context, msg pubsub.Message) error {
 	return nil
 }
 
-// TopicOf returns the topic a message is published on: its channel when the
-// event carries an "h" tag (the first one), else the community-wide topic.
-//
-// The relay resolves the channel before storing the event, so its "h" tag
-// names a channel of msg.Community.
-func TopicOf(msg pubsub.Message) pubsub.Topic {
+// CommunityTopic routes every message to its community-wide topic. It is the
+// default router: it matches a relay that retains one community-wide topic
+// per connection.
+func CommunityTopic(msg pubsub.Message) pubsub.Topic {
+	return pubsub.Topic{Community: msg.Community}
+}
+
+// HTagTopic routes a message to the channel named by its event's first "h"
+// tag, or to the community-wide topic when there is none. It suits a relay
+// that resolves "h" inside the bound community before storing the event and
+// retains a channel's topic for every subscription reading that channel.
+func HTagTopic(msg pubsub.Message) pubsub.Topic {
 	t := pubsub.Topic{Community: msg.Community}
 	if msg.Event != nil {
 		for _, tag := range msg.Event.Tags {

@@ -461,13 +461,38 @@ func TestPublishRejectsIncompleteMessages(t *testing.T) {
 	}
 }
 
-func TestTopicOf(t *testing.T) {
+func TestHTagTopic(t *testing.T) {
 	c := tenant.NewCommunityID()
 	ev := &nostr.Event{Tags: nostr.Tags{{"e", "x"}, {"h"}, {"h", "chan-1"}, {"h", "chan-2"}}}
-	if got := TopicOf(pubsub.Message{Community: c, Event: ev}); got != (pubsub.Topic{Community: c, Channel: "chan-1"}) {
-		t.Fatalf("TopicOf = %+v", got)
+	if got := HTagTopic(pubsub.Message{Community: c, Event: ev}); got != (pubsub.Topic{Community: c, Channel: "chan-1"}) {
+		t.Fatalf("HTagTopic = %+v", got)
 	}
-	if got := TopicOf(pubsub.Message{Community: c, Event: &nostr.Event{}}); got != (pubsub.Topic{Community: c}) {
-		t.Fatalf("TopicOf without h = %+v", got)
+	if got := HTagTopic(pubsub.Message{Community: c, Event: &nostr.Event{}}); got != (pubsub.Topic{Community: c}) {
+		t.Fatalf("HTagTopic without h = %+v", got)
+	}
+}
+
+func TestDefaultRouterIsCommunityWide(t *testing.T) {
+	needRedis(t)
+	t.Parallel()
+	ns := randomName("t")
+	comm := tenant.NewCommunityID()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a, err := New(ctx, "redis://"+testRedisAddr, WithNamespace(ns)) // default router
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := newPod(t, ns)
+	b.Retain(pubsub.Topic{Community: comm})
+	a.Retain(pubsub.Topic{Community: comm})
+	ev := newEvent(t, 9, "some-channel", "h-tagged, routed community-wide by default")
+	if err := a.Publish(context.Background(), msgOf(comm, ev)); err != nil {
+		t.Fatal(err)
+	}
+	b.got.waitTotal(t, 1)
+	if b.got.count(comm, ev.ID) != 1 {
+		t.Fatal("default router did not use the community-wide topic")
 	}
 }

@@ -12,6 +12,11 @@
 //	{ns}:{community}:control                control messages (package control)
 //	{ns}:{community}:presence:{pubkey}      presence status (SET … EX)
 //
+// Publish picks a message's topic with a router (WithTopicFunc):
+// CommunityTopic (the default) sends everything to the community-wide topic;
+// HTagTopic sends channel events to their channel's topic. Whatever the
+// router, pods must retain the topics it picks for their subscriptions.
+//
 // A pod SUBSCRIBEs (never PSUBSCRIBE) to exactly the topics it retains:
 // Retain and Release count local interest, the first Retain subscribes and
 // waits for Redis to confirm it, the last Release unsubscribes after a

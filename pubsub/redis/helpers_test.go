@@ -88,7 +88,7 @@ func newPodAt(tb testing.TB, url, ns string, opts ...Option) *pod {
 	logs := &logRecorder{}
 	all := append([]Option{
 		WithNamespace(ns), WithClientName(name), WithLogger(slog.New(logs)),
-		WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond),
+		WithReconnectBackoff(20*time.Millisecond, 200*time.Millisecond), WithTopicFunc(HTagTopic),
 	}, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

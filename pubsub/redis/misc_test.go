@@ -80,6 +80,7 @@ func TestOptionsValidated(t *testing.T) {
 		WithClientName("has space"),
 		WithClientName(""),
 		WithLogger(nil),
+		WithTopicFunc(nil),
 	}
 	for i, o := range bad {
 		if _, err := New(context.Background(), "redis://127.0.0.1:1", o); err == nil || strings.HasPrefix(err.Error(), "pubsub/redis: connect") {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/buzzrelay/buzz/pubsub"
 )
 
 // Defaults for the Options.
@@ -40,6 +42,7 @@ type config struct {
 	subscribeWait    time.Duration
 	clientName       string
 	logger           *slog.Logger
+	topicOf          func(pubsub.Message) pubsub.Topic
 }
 
 func defaultConfig() config {
@@ -54,6 +57,7 @@ func defaultConfig() config {
 		subscribeWait:    DefaultSubscribeWait,
 		clientName:       DefaultClientName,
 		logger:           slog.Default(),
+		topicOf:          CommunityTopic,
 	}
 }
 
@@ -174,6 +178,21 @@ func WithLogger(l *slog.Logger) Option {
 			return errors.New("pubsub/redis: nil logger")
 		}
 		c.logger = l
+		return nil
+	}
+}
+
+// WithTopicFunc sets the router that picks the topic a published message
+// travels on (default CommunityTopic). It must return a topic of the
+// message's own community, and pods must retain the topics it picks for
+// every subscription that can match the message; HTagTopic routes channel
+// events to per-channel topics.
+func WithTopicFunc(f func(pubsub.Message) pubsub.Topic) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("pubsub/redis: nil topic func")
+		}
+		c.topicOf = f
 		return nil
 	}
 }
