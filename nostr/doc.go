@@ -8,5 +8,45 @@
 // sent to a client in an OK or CLOSED message. Unknown extra fields of an
 // event object are ignored.
 //
+// # Decisions where NIP-01 leaves room
+//
+//   - Strings must be valid UTF-8, and a \u escape of a lone UTF-16
+//     surrogate (\ud800 without its low half) is refused. encoding/json would
+//     replace either with U+FFFD, silently changing the bytes the id is
+//     computed over; refusing keeps "what was signed" and "what is stored"
+//     the same.
+//   - Empty tags ([] inside "tags") are accepted: NIP-01 does not forbid
+//     them and they serialize unambiguously. Tag helpers skip them.
+//   - Numbers that must be integers (created_at, kind, since, until, limit,
+//     kinds) refuse fractions and exponents, even 1.0 and 1e3, and negative
+//     values including -0.
+//   - Duplicate known fields in an event or filter are refused: which copy
+//     wins differs between JSON libraries, so the id could be checked over
+//     one value and stored with another.
+//   - Filters refuse unknown fields, and "search" (NIP-50, not supported)
+//     with its own message, instead of ignoring a constraint and returning
+//     events the client did not ask for. Filter ids and authors must be full
+//     64-character ids (no prefixes).
+//   - REQ and COUNT need at least one filter. ParseClientMessage reports
+//     problems found after the label as an *EnvelopeError carrying the
+//     subscription id (REQ, COUNT, CLOSE) or the event id (EVENT, AUTH) when
+//     those could be read, so a relay can answer with CLOSED or OK.
+//
+// # Output
+//
+// All writers escape strings the way the NIP-01 id serialization does (see
+// AppendString): only '"', '\\' and control characters are escaped, never
+// HTML characters or non-ASCII text, so an event written by AppendJSON keeps
+// every byte the client signed, and an event received in that canonical
+// form is written back byte for byte. The Append* functions add to a caller
+// buffer and allocate only when it must grow.
+//
+// # Signatures
+//
+// Verifier checks ids and BIP-340 signatures and caches lifted public keys.
+// The default build is pure Go (btcec/v2); build with -tags libsecp256k1
+// (cgo, Debian package libsecp256k1-dev) to verify with libsecp256k1.
+// VerifyBackend names the backend compiled in.
+//
 // The package has no I/O and no package-level mutable state.
 package nostr
