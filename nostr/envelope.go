@@ -486,8 +486,10 @@ func ParseRelayMessage(data []byte) (RelayMessage, error) {
 	return msg, nil
 }
 
+var errCountShape = errors.New(`invalid: COUNT result must be an object with an integer "count"`)
+
 func (p *scanner) countObject(m *CountMessage) error {
-	shape := errors.New(`invalid: COUNT result must be an object with an integer "count"`)
+	shape := errCountShape
 	if !p.consume(',') || !p.consume('{') {
 		return shape
 	}

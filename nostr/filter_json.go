@@ -171,9 +171,11 @@ func (p *scanner) readTimestamp(field string) (int64, error) {
 }
 
 func (p *scanner) readHexArray(field string) ([]string, error) {
-	shape := errors.New("invalid: " + field + " must be an array of 64-character lowercase hex strings")
+	shape := func() error {
+		return errors.New("invalid: " + field + " must be an array of 64-character lowercase hex strings")
+	}
 	if !p.consume('[') {
-		return nil, shape
+		return nil, shape()
 	}
 	out := []string{}
 	if p.consume(']') {
@@ -182,7 +184,7 @@ func (p *scanner) readHexArray(field string) ([]string, error) {
 	for {
 		v, se := p.readString()
 		if se != strOK || !isLowerHex(v, 64) {
-			return nil, shape
+			return nil, shape()
 		}
 		out = append(out, v)
 		if p.consume(',') {
@@ -222,10 +224,11 @@ func (p *scanner) readStringArray(field string) ([]string, error) {
 	}
 }
 
+var errKindsShape = errors.New("invalid: kinds must be an array of integers between 0 and 65535")
+
 func (p *scanner) readKinds() ([]int, error) {
-	shape := errors.New("invalid: kinds must be an array of integers between 0 and 65535")
 	if !p.consume('[') {
-		return nil, shape
+		return nil, errKindsShape
 	}
 	out := []int{}
 	if p.consume(']') {
@@ -234,7 +237,7 @@ func (p *scanner) readKinds() ([]int, error) {
 	for {
 		v, ne := p.readUint(MaxKind)
 		if ne != numOK {
-			return nil, shape
+			return nil, errKindsShape
 		}
 		out = append(out, int(v))
 		if p.consume(',') {

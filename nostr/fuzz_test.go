@@ -224,3 +224,61 @@ func checkEmbeddedEvent(t *testing.T, data []byte, ev *Event) {
 		t.Fatal("envelope event differs from the encoding/json reference")
 	}
 }
+
+// FuzzParseRelayMessage checks that ParseRelayMessage never panics, refuses
+// with an "invalid: " error, only accepts valid JSON, and that the relay
+// writers reproduce what it parsed.
+func FuzzParseRelayMessage(f *testing.F) {
+	e, err := ParseEvent([]byte(validJSON()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range [][]byte{
+		AppendOK(nil, hexA, true, "duplicate: x"), AppendEOSE(nil, "s"), AppendClosed(nil, "s", "m"),
+		AppendNotice(nil, "n"), AppendAuthChallenge(nil, "c"), AppendCountResult(nil, "c", 3),
+		AppendEventMessage(nil, "s", e.AppendJSON(nil)), []byte(`["COUNT","c",{"count":1,"approximate":false}]`),
+		[]byte(`["OK","x",maybe,""]`),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseRelayMessage(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "invalid: ") {
+				t.Fatalf("error without prefix: %v", err)
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON: %s", data)
+		}
+		var out []byte
+		switch m := m.(type) {
+		case *EventMessage:
+			if _, err := ParseEvent(m.Raw); err != nil {
+				t.Fatalf("Raw is not the event: %v", err)
+			}
+			out = AppendEventMessage(nil, m.SubID, m.Event.AppendJSON(nil))
+			m.Raw = m.Event.AppendJSON(nil)
+		case *OKMessage:
+			out = AppendOK(nil, m.EventID, m.OK, m.Message)
+		case *EOSEMessage:
+			out = AppendEOSE(nil, m.SubID)
+		case *ClosedMessage:
+			out = AppendClosed(nil, m.SubID, m.Message)
+		case *NoticeMessage:
+			out = AppendNotice(nil, m.Message)
+		case *AuthChallengeMessage:
+			out = AppendAuthChallenge(nil, m.Challenge)
+		case *CountMessage:
+			out = AppendCountResult(nil, m.SubID, m.Count)
+			m.Approximate = false
+		default:
+			t.Fatalf("unexpected message type %T", m)
+		}
+		back, err := ParseRelayMessage(out)
+		if err != nil || !reflect.DeepEqual(back, m) {
+			t.Fatalf("writer round trip: %v\n%s", err, out)
+		}
+	})
+}
