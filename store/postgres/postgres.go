@@ -70,6 +70,11 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 			return nil, err
 		}
 	}
+	// Statements are prepared once per connection (pgx's statement cache);
+	// planning a query over every partition and index costs more than
+	// running it, so plan once per statement and prune partitions at run
+	// time instead of re-planning each execution.
+	pcfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	pcfg.MaxConns = cfg.maxConns
 	pcfg.MinConns = 0
 	pcfg.HealthCheckPeriod = 10 * time.Second

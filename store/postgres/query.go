@@ -124,13 +124,13 @@ func hexList(in []string) ([][]byte, error) {
 func (p *predicate) conds(skip string) sq.And {
 	var and sq.And
 	if p.ids != nil {
-		and = append(and, sq.Expr("e.id = ANY(?)", p.ids))
+		and = append(and, eqAny("e.id", p.ids))
 	}
 	if p.authors != nil && skip != "authors" {
-		and = append(and, sq.Expr("e.pubkey = ANY(?)", p.authors))
+		and = append(and, eqAny("e.pubkey", p.authors))
 	}
 	if p.kinds != nil && skip != "kinds" {
-		and = append(and, sq.Expr("e.kind = ANY(?)", p.kinds))
+		and = append(and, eqAny("e.kind", p.kinds))
 	}
 	if p.since != nil {
 		and = append(and, sq.Expr("e.created_at >= ?", *p.since))
@@ -143,13 +143,22 @@ func (p *predicate) conds(skip string) sq.And {
 			continue
 		}
 		and = append(and, sq.Expr(`EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = e.community_id
-  AND t.name = ? AND t.value = ANY(?) AND t.created_at = e.created_at AND t.event_id = e.id)`, t.name, t.keys))
+  AND t.name = ? AND ? AND t.created_at = e.created_at AND t.event_id = e.id)`, t.name, eqAny("t.value", t.keys)))
 	}
 	for _, t := range p.jsonTags {
 		and = append(and, sq.Expr(`EXISTS (SELECT 1 FROM jsonb_array_elements(e.tags) AS x(tag)
   WHERE jsonb_typeof(x.tag) = 'array' AND x.tag->>0 = ? AND x.tag->>1 = ANY(?))`, t.name, t.values))
 	}
 	return and
+}
+
+// eqAny is "col = ?" for one value (so the planner can read an index in
+// order) and "col = ANY(?)" for several.
+func eqAny[T any](col string, vals []T) sq.Sqlizer {
+	if len(vals) == 1 {
+		return sq.Expr(col+" = ?", vals[0])
+	}
+	return sq.Expr(col+" = ANY(?)", vals)
 }
 
 // live are the conditions every read carries: the community, not deleted,

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+)
+
+func runLoad(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	db, host := dbFlags(fs)
+	in := fs.String("in", "/tmp/buzzseed.jsonl", "events file written by gen")
+	mode := fs.String("mode", "copy", "copy (COPY in chunks) or save (Store.Save from -workers goroutines, group-committed)")
+	chunk := fs.Int("chunk", 20000, "events per COPY transaction")
+	workers := fs.Int("workers", 64, "concurrent Save callers (-mode save)")
+	limit := fs.Int("limit", 0, "load at most this many events (0 = all)")
+	_ = fs.Parse(args)
+
+	if err := createDatabase(ctx, *db); err != nil {
+		return err
+	}
+	if err := postgres.Migrate(ctx, *db); err != nil {
+		return err
+	}
+	s, err := postgres.Open(ctx, *db, postgres.WithMaxConns(16))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	c, _, err := s.EnsureCommunity(ctx, *host)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	next := func() (*nostr.Event, error) {
+		if !sc.Scan() {
+			if err := sc.Err(); err != nil {
+				return nil, err
+			}
+			return nil, nil
+		}
+		return nostr.ParseEvent(sc.Bytes())
+	}
+
+	start := time.Now()
+	var total int64
+	switch *mode {
+	case "copy":
+		batch := make([]*nostr.Event, 0, *chunk)
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			n, err := postgres.BulkLoad(ctx, *db, c, batch)
+			total += n
+			batch = batch[:0]
+			fmt.Fprintf(os.Stderr, "\r%d events, %.0f/s", total, float64(total)/time.Since(start).Seconds())
+			return err
+		}
+		for *limit == 0 || int(total)+len(batch) < *limit {
+			ev, err := next()
+			if err != nil {
+				return err
+			}
+			if ev == nil {
+				break
+			}
+			batch = append(batch, ev)
+			if len(batch) == *chunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	case "save":
+		ch := make(chan *nostr.Event, 4096)
+		var saved, dup, failed atomic.Int64
+		var wg sync.WaitGroup
+		for range *workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ev := range ch {
+					switch err := s.Save(ctx, c, ev); {
+					case err == nil:
+						saved.Add(1)
+					case errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded):
+						dup.Add(1)
+					default:
+						if failed.Add(1) < 5 {
+							fmt.Fprintln(os.Stderr, "save:", err)
+						}
+					}
+				}
+			}()
+		}
+		read := 0
+		for *limit == 0 || read < *limit {
+			ev, err := next()
+			if err != nil {
+				close(ch)
+				return err
+			}
+			if ev == nil {
+				break
+			}
+			ch <- ev
+			read++
+		}
+		close(ch)
+		wg.Wait()
+		total = saved.Load()
+		fmt.Fprintf(os.Stderr, "saved %d, duplicate/superseded %d, failed %d\n", saved.Load(), dup.Load(), failed.Load())
+	default:
+		return fmt.Errorf("unknown -mode %q", *mode)
+	}
+	el := time.Since(start)
+	fmt.Fprintf(os.Stderr, "\nloaded %d events in %v: %.0f events/s (%s)\n", total, el.Round(time.Millisecond), float64(total)/el.Seconds(), *mode)
+	conn, err := pgx.Connect(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for _, t := range []string{"events", "event_tags"} {
+		if _, err := conn.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createDatabase creates the URL's database if it does not exist, through
+// the server's "postgres" database.
+func createDatabase(ctx context.Context, dbURL string) error {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if name == "" {
+		return nil
+	}
+	u.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return err
+}
