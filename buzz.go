@@ -52,6 +52,7 @@ type Relay struct {
 	nip11    []byte // the NIP-11 document, encoded once
 
 	querySem chan struct{} // relay-wide bound on concurrent queries
+	inflight *inflight     // EVENTs being ingested (see inflight)
 
 	stopListen func()
 	bgCancel   context.CancelFunc
@@ -90,12 +91,13 @@ func New(opts ...Option) (*Relay, error) {
 		return nil, errors.New("buzz: WithDirectory is required")
 	}
 	r := &Relay{
-		cfg:    cfg,
-		index:  pubsub.NewIndex(),
-		mux:    http.NewServeMux(),
-		log:    cfg.logger,
-		conns:  make(map[*conn]struct{}),
-		closed: make(chan struct{}),
+		cfg:      cfg,
+		index:    pubsub.NewIndex(),
+		mux:      http.NewServeMux(),
+		log:      cfg.logger,
+		conns:    make(map[*conn]struct{}),
+		closed:   make(chan struct{}),
+		inflight: newInflight(),
 	}
 	if r.cfg.broker == nil {
 		b, err := pubsub.NewLocal(pubsub.WithLocalLogger(cfg.logger))

@@ -82,7 +82,9 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			<-c.eventSem
 			c.tasks.Done()
 		}()
+		ticket := c.r.inflight.begin()
 		out := c.r.pipeline.Ingest(c.ctx, ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs})
+		c.r.inflight.end(ticket)
 		if out.RequestAuth {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 		}
@@ -212,6 +214,12 @@ func (c *conn) replay(ctx context.Context, sub *subscription) {
 		}
 	}
 	if !c.replyCtx(ctx, nostr.AppendEOSE(nil, sub.id)) {
+		return
+	}
+	// Events the query returned may still be on their way to the broker;
+	// once every ingest begun before now has published, each of them is in
+	// pending (or was never going to be delivered live here). See inflight.
+	if c.r.inflight.waitBegun(ctx) != nil {
 		return
 	}
 	// Flush the live events that arrived during the replay, skipping those

@@ -43,6 +43,13 @@ func quietLogger() *slog.Logger {
 
 func newTestRelay(t testing.TB, opts ...Option) *testRelay {
 	t.Helper()
+	return newTestRelayWith(t, nil, opts...)
+}
+
+// newTestRelayWith is newTestRelay with a hook that may adjust the server
+// before it starts.
+func newTestRelayWith(t testing.TB, prepare func(*httptest.Server), opts ...Option) *testRelay {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, t.TempDir())
 	if err != nil {
@@ -52,7 +59,11 @@ func newTestRelay(t testing.TB, opts ...Option) *testRelay {
 	// The server starts before the relay exists so its host can be mapped;
 	// the handler is installed right after.
 	var h http.Handler
-	tr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	tr.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	if prepare != nil {
+		prepare(tr.srv)
+	}
+	tr.srv.Start()
 	tr.url = "ws" + strings.TrimPrefix(tr.srv.URL, "http")
 	tr.host, err = tenant.NormalizeHost(strings.TrimPrefix(tr.srv.URL, "http://"))
 	if err != nil {
@@ -94,7 +105,12 @@ type rawClient struct {
 
 func (tr *testRelay) dial(t testing.TB) *rawClient {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(tr.url, nil)
+	return tr.dialWith(t, websocket.DefaultDialer)
+}
+
+func (tr *testRelay) dialWith(t testing.TB, d *websocket.Dialer) *rawClient {
+	t.Helper()
+	ws, _, err := d.Dial(tr.url, nil)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
