@@ -101,7 +101,13 @@ type shard struct {
 	dead    bool // removed from Index.shards; Add must retry
 	subs    map[ownerKey]*entry
 	byOwner map[any]map[string]*entry
-	buckets map[postKey][]*posting
+	// The inverted indexes, one typed map per dimension so a lookup hashes
+	// only what it needs; tags are keyed by name first so an event's tags
+	// whose name no filter uses cost one short-string lookup.
+	ids     map[string][]*posting
+	authors map[string][]*posting
+	tags    map[string]map[string][]*posting
+	kinds   map[int][]*posting
 	scan    []*posting
 }
 
@@ -109,7 +115,10 @@ func newShard() *shard {
 	return &shard{
 		subs:    make(map[ownerKey]*entry),
 		byOwner: make(map[any]map[string]*entry),
-		buckets: make(map[postKey][]*posting),
+		ids:     make(map[string][]*posting),
+		authors: make(map[string][]*posting),
+		tags:    make(map[string]map[string][]*posting),
+		kinds:   make(map[int][]*posting),
 	}
 }
 
@@ -211,74 +220,85 @@ func (x *Index) Match(c tenant.CommunityID, ev *nostr.Event, fn func(*Subscripti
 	if sh == nil {
 		return
 	}
-	m := matcher{ev: ev}
-	m.matched = m.buf[:0]
+	var buf [linearDedupMax]*entry
+	m := matches{list: buf[:0]}
 
 	sh.mu.RLock()
-	m.scanBucket(sh.buckets[postKey{dim: dimID, val: ev.ID}])
-	m.scanBucket(sh.buckets[postKey{dim: dimAuthor, val: ev.PubKey}])
-	for _, t := range ev.Tags {
-		if len(t) >= 2 {
-			m.scanBucket(sh.buckets[postKey{dim: dimTag, name: t[0], val: t[1]}])
+	if len(sh.ids) > 0 {
+		m = m.scan(ev, sh.ids[ev.ID])
+	}
+	if len(sh.authors) > 0 {
+		m = m.scan(ev, sh.authors[ev.PubKey])
+	}
+	if len(sh.tags) > 0 {
+		for _, t := range ev.Tags {
+			if len(t) >= 2 {
+				if byVal := sh.tags[t[0]]; byVal != nil {
+					m = m.scan(ev, byVal[t[1]])
+				}
+			}
 		}
 	}
-	m.scanBucket(sh.buckets[postKey{dim: dimKind, kind: ev.Kind}])
-	m.scanBucket(sh.scan)
+	if len(sh.kinds) > 0 {
+		m = m.scan(ev, sh.kinds[ev.Kind])
+	}
+	m = m.scan(ev, sh.scan)
 	sh.mu.RUnlock()
 
-	for _, e := range m.matched {
+	for _, e := range m.list {
 		fn(e.sub)
 	}
 }
 
-// matcher collects the entries one event matches, each once.
-type matcher struct {
-	ev      *nostr.Event
-	matched []*entry
-	seen    map[*entry]struct{} // built once matched outgrows a linear search
-	buf     [16]*entry
+// linearDedupMax is how many matches Match dedups by linear search (in a
+// stack buffer) before switching to a map.
+const linearDedupMax = 16
+
+// matches collects the entries one event matches, each once. It is a value
+// threaded through scan so that its first buffer can live on Match's stack.
+type matches struct {
+	list []*entry
+	seen map[*entry]struct{} // built once list outgrows a linear search
 }
 
-func (m *matcher) scanBucket(b []*posting) {
+// scan checks the filters of bucket b against ev and records the entries
+// that match and were not recorded yet.
+func (m matches) scan(ev *nostr.Event, b []*posting) matches {
 	for _, p := range b {
 		e := p.f.e
 		if e.dedup && m.has(e) {
 			continue
 		}
-		if !p.f.f.Matches(m.ev) {
+		if !p.f.f.Matches(ev) {
 			continue
 		}
-		m.add(e)
+		m.list = append(m.list, e)
+		switch {
+		case m.seen != nil:
+			m.seen[e] = struct{}{}
+		case len(m.list) > linearDedupMax:
+			m.seen = make(map[*entry]struct{}, 2*len(m.list))
+			for _, x := range m.list {
+				if x.dedup {
+					m.seen[x] = struct{}{}
+				}
+			}
+		}
 	}
+	return m
 }
 
-func (m *matcher) has(e *entry) bool {
+func (m *matches) has(e *entry) bool {
 	if m.seen != nil {
 		_, ok := m.seen[e]
 		return ok
 	}
-	for _, x := range m.matched {
+	for _, x := range m.list {
 		if x == e {
 			return true
 		}
 	}
 	return false
-}
-
-func (m *matcher) add(e *entry) {
-	m.matched = append(m.matched, e)
-	if m.seen != nil {
-		m.seen[e] = struct{}{}
-		return
-	}
-	if len(m.matched) > len(m.buf) {
-		m.seen = make(map[*entry]struct{}, 2*len(m.matched))
-		for _, x := range m.matched {
-			if x.dedup {
-				m.seen[x] = struct{}{}
-			}
-		}
-	}
 }
 
 // shardFor returns community c's shard, creating it if create is set.
@@ -421,14 +441,23 @@ func uniqueStrings(vs []string) []string {
 func (sh *shard) post(e *entry) {
 	for _, fr := range e.filters {
 		for _, p := range fr.posts {
-			if p.key.dim == 0 {
-				p.pos = len(sh.scan)
-				sh.scan = append(sh.scan, p)
-				continue
+			switch k := p.key; k.dim {
+			case dimID:
+				sh.ids[k.val] = appendPosting(sh.ids[k.val], p)
+			case dimAuthor:
+				sh.authors[k.val] = appendPosting(sh.authors[k.val], p)
+			case dimTag:
+				byVal := sh.tags[k.name]
+				if byVal == nil {
+					byVal = make(map[string][]*posting)
+					sh.tags[k.name] = byVal
+				}
+				byVal[k.val] = appendPosting(byVal[k.val], p)
+			case dimKind:
+				sh.kinds[k.kind] = appendPosting(sh.kinds[k.kind], p)
+			default:
+				sh.scan = appendPosting(sh.scan, p)
 			}
-			b := sh.buckets[p.key]
-			p.pos = len(b)
-			sh.buckets[p.key] = append(b, p)
 		}
 	}
 }
@@ -437,17 +466,37 @@ func (sh *shard) post(e *entry) {
 func (sh *shard) unpost(e *entry) {
 	for _, fr := range e.filters {
 		for _, p := range fr.posts {
-			if p.key.dim == 0 {
+			switch k := p.key; k.dim {
+			case dimID:
+				removeFrom(sh.ids, k.val, p)
+			case dimAuthor:
+				removeFrom(sh.authors, k.val, p)
+			case dimTag:
+				byVal := sh.tags[k.name]
+				removeFrom(byVal, k.val, p)
+				if len(byVal) == 0 {
+					delete(sh.tags, k.name)
+				}
+			case dimKind:
+				removeFrom(sh.kinds, k.kind, p)
+			default:
 				sh.scan = removePosting(sh.scan, p)
-				continue
-			}
-			b := removePosting(sh.buckets[p.key], p)
-			if len(b) == 0 {
-				delete(sh.buckets, p.key)
-			} else {
-				sh.buckets[p.key] = b
 			}
 		}
+	}
+}
+
+func appendPosting(b []*posting, p *posting) []*posting {
+	p.pos = len(b)
+	return append(b, p)
+}
+
+// removeFrom removes p from bucket m[k], deleting the bucket once empty.
+func removeFrom[K comparable](m map[K][]*posting, k K, p *posting) {
+	if b := removePosting(m[k], p); len(b) == 0 {
+		delete(m, k)
+	} else {
+		m[k] = b
 	}
 }
 
