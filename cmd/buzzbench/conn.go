@@ -46,13 +46,13 @@ type conn struct {
 	wmu  sync.Mutex
 	wbuf []byte
 
-	mu        sync.Mutex
-	oks       map[string]func(okResult)
-	subs      map[string]*subHandler
-	challenge string
-	authKey   *nostr.SecretKey
-	authed    string // pubkey accepted by the relay, "" if none
-	authWait  []chan struct{}
+	mu            sync.Mutex
+	oks           map[string]func(okResult)
+	subs          map[string]*subHandler
+	challenge     string
+	challenged    chan struct{} // closed at the first AUTH challenge
+	challengeOnce sync.Once
+	authed        map[string]bool // pubkeys the relay accepted in AUTH
 
 	notices  atomic.Int64
 	done     chan struct{}
@@ -63,10 +63,9 @@ type conn struct {
 }
 
 type dialOptions struct {
-	authKey  *nostr.SecretKey // AUTH as this key when challenged; nil: only on demand
-	noRead   bool             // never read (slow reader)
-	rcvBuf   int              // SO_RCVBUF, 0 for the default
-	deadline time.Duration    // per-write deadline
+	authKey *nostr.SecretKey // AUTH as this key when challenged on connect; nil: only on demand
+	noRead  bool             // never read (slow reader)
+	rcvBuf  int              // SO_RCVBUF, 0 for the default
 }
 
 // dial opens a connection. It does not wait for an AUTH challenge.
@@ -100,14 +99,33 @@ func dial(ctx context.Context, url string, o dialOptions) (*conn, error) {
 	ws.SetReadLimit(64 << 20)
 	c := &conn{
 		ws: ws, url: url, oks: map[string]func(okResult){}, subs: map[string]*subHandler{},
-		authKey: o.authKey, done: make(chan struct{}), stopRead: o.noRead,
+		done: make(chan struct{}), challenged: make(chan struct{}), stopRead: o.noRead,
+		authed: map[string]bool{},
 	}
 	if o.noRead {
 		return c, nil
 	}
 	go c.readLoop()
+	if o.authKey != nil {
+		// Relays that challenge do so on connect: answer before any work
+		// so that no EVENT or REQ meets "auth-required:".
+		select {
+		case <-c.challenged:
+			if err := c.authenticate(ctx, *o.authKey); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("NIP-42 AUTH: %w", err)
+			}
+		case <-time.After(challengeWait):
+		case <-ctx.Done():
+			c.Close()
+			return nil, ctx.Err()
+		}
+	}
 	return c, nil
 }
+
+// challengeWait is how long dial waits for an AUTH challenge.
+const challengeWait = 300 * time.Millisecond
 
 // Close closes the socket and waits for the reader to stop.
 func (c *conn) Close() {
@@ -166,15 +184,33 @@ func (c *conn) publish(ctx context.Context, id string, raw []byte, key func(stri
 			c.forget(id)
 			return okResult{}, sent, ctx.Err()
 		}
-		if !r.OK && strings.HasPrefix(r.Msg, "auth-required:") && attempt == 0 && key != nil {
-			if sk, ok := key(pubkey); ok {
-				if err := c.authenticate(ctx, sk); err == nil {
-					continue
-				}
-			}
+		if attempt == 0 && c.authRetry(ctx, r, key, pubkey) {
+			continue
 		}
 		return r, sent, nil
 	}
+}
+
+// authRetry handles a refusal that authentication as the event's author
+// may cure: "auth-required:", or "restricted:" from a relay that wants the
+// author itself authenticated. If the author's key is known and the
+// connection has not authenticated as it yet, it does so (NIP-42 allows
+// several identities per connection) and reports that a retry is due.
+func (c *conn) authRetry(ctx context.Context, r okResult, key func(string) (nostr.SecretKey, bool), pubkey string) bool {
+	if r.OK || key == nil || !(strings.HasPrefix(r.Msg, "auth-required:") || strings.HasPrefix(r.Msg, "restricted:")) {
+		return false
+	}
+	c.mu.Lock()
+	done := c.authed[pubkey]
+	c.mu.Unlock()
+	if done {
+		return false
+	}
+	sk, ok := key(pubkey)
+	if !ok {
+		return false
+	}
+	return c.authenticate(ctx, sk) == nil
 }
 
 func (c *conn) forget(id string) {
@@ -228,7 +264,7 @@ func (c *conn) sendAuth(ctx context.Context, sk nostr.SecretKey, challenge strin
 			return fmt.Errorf("AUTH refused: %s", r.Msg)
 		}
 		c.mu.Lock()
-		c.authed = ev.PubKey
+		c.authed[ev.PubKey] = true
 		c.mu.Unlock()
 		return nil
 	case <-time.After(10 * time.Second):
@@ -463,11 +499,8 @@ func (c *conn) route(data []byte, at time.Time) {
 	case *nostr.AuthChallengeMessage:
 		c.mu.Lock()
 		c.challenge = m.Challenge
-		key := c.authKey
 		c.mu.Unlock()
-		if key != nil {
-			go c.sendAuth(context.Background(), *key, m.Challenge) //nolint:errcheck // best effort; failures surface as auth-required OKs
-		}
+		c.challengeOnce.Do(func() { close(c.challenged) })
 	}
 }
 

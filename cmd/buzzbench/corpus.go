@@ -24,7 +24,7 @@ import (
 
 // corpusVersion changes whenever generation changes, so that a cached corpus
 // of an older generator is never reused.
-const corpusVersion = 1
+const corpusVersion = 4
 
 // corpusEvent is one signed event of the corpus.
 type corpusEvent struct {
@@ -64,7 +64,7 @@ type corpus struct {
 // corpusShape gives the size of each part for a main corpus of size events.
 func corpusShape(size int) (authors, extras int) {
 	authors = max(10, size/100)
-	extras = 2000 + size/10
+	extras = max(50, size/5)
 	return
 }
 
@@ -222,7 +222,12 @@ func buildCorpus(seed uint64, size int) (*corpus, error) {
 	}
 	// Events that reference a root: replies, reactions and reposts, a few
 	// hours to a day after it.
-	target := func() nostr.Event { return evs[rootIdx[skewed(r, len(rootIdx))]] }
+	referenced := map[int]bool{}
+	target := func() nostr.Event {
+		i := rootIdx[skewed(r, len(rootIdx))]
+		referenced[i] = true
+		return evs[i]
+	}
 	later := func(t int64) int64 { return t + 60 + r.Int64N(86400) }
 	for i := 0; i < nReplies; i++ {
 		t := target()
@@ -255,7 +260,7 @@ func buildCorpus(seed uint64, size int) (*corpus, error) {
 		maxTS = max(maxTS, evs[i].CreatedAt)
 	}
 	seen := map[int]bool{}
-	for _, i := range rootIdx {
+	for i := range referenced {
 		seen[pos[i]] = true
 	}
 	for p := range c.Events {

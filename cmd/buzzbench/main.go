@@ -181,9 +181,9 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		info = stderr
 	}
 	rep := &report{Machine: machine(), Config: cfg, Started: time.Now()}
-	targets := []*targetOut{{target: cfg.A}}
+	targets := []*targetOut{{target: cfg.A, Relay: cfg.A}}
 	if cfg.B != nil {
-		targets = append(targets, &targetOut{target: cfg.B})
+		targets = append(targets, &targetOut{target: cfg.B, Relay: cfg.B})
 	}
 	rep.Targets = targets
 	logDir, err := os.MkdirTemp("", "buzzbench-")

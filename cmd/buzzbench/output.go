@@ -111,7 +111,8 @@ type corpusInfo struct {
 }
 
 type targetOut struct {
-	*target
+	*target `json:"-"`
+	Relay   *target      `json:"relay"`
 	Runs    [][]result   `json:"runs"`
 	Summary []summaryRow `json:"summary"`
 	Notes   []string     `json:"notes,omitempty"`
