@@ -44,7 +44,7 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 		var q sqlBuilder
 		q.add(`SELECT e.id, e.created_at, e.raw FROM events e WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`,
 			cseq, time.Now().Unix())
-		ok, residual := q.filter(&f)
+		ok, residual := q.filter(cseq, &f)
 		if !ok {
 			return
 		}
@@ -112,7 +112,7 @@ func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr
 	some := false
 	for i := range filters {
 		var sub sqlBuilder
-		ok, residual := sub.filter(&filters[i])
+		ok, residual := sub.filter(cseq, &filters[i])
 		if residual {
 			return s.countSlow(ctx, c, filters)
 		}
@@ -168,7 +168,7 @@ func (q *sqlBuilder) add(s string, args ...any) {
 // not index (a name that is not exactly one byte); those
 // conditions are left out, and the caller must check each row with
 // f.Matches.
-func (q *sqlBuilder) filter(f *nostr.Filter) (ok, residual bool) {
+func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool) {
 	if f.IDs != nil {
 		if !q.hexList("e.id", f.IDs) {
 			return false, false
@@ -232,7 +232,9 @@ func (q *sqlBuilder) filter(f *nostr.Filter) (ok, residual bool) {
 		if len(vals) == 0 {
 			return false, false
 		}
-		q.add(` AND e.seq IN (SELECT t.event_seq FROM tags t WHERE t.community = e.community AND t.name = ? AND t.value IN (`, name)
+		// Not correlated with e: the subquery runs once and its result
+		// probes events by rowid.
+		q.add(` AND e.seq IN (SELECT t.event_seq FROM tags t WHERE t.community = ? AND t.name = ? AND t.value IN (`, community, name)
 		for i, v := range vals {
 			if i > 0 {
 				q.sb.WriteString(`,`)

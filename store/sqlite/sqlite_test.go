@@ -26,3 +26,8 @@ func openTemp(tb testing.TB, opts ...sqlite.Option) *sqlite.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Backend { return openTemp(t) })
 }
+
+var (
+	errDeleted   = store.ErrDeleted
+	errDuplicate = store.ErrDuplicate
+)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/buzzrelay/buzz/nostr"
@@ -60,6 +61,10 @@ func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
 	}
 }
 
+// maxSpins bounds how many times the writer yields to let callers join a
+// batch before committing it.
+const maxSpins = 4
+
 // writeLoop is the single writer: it batches queued requests into one
 // transaction each. It exits once reqs is closed and drained.
 func (s *Store) writeLoop() {
@@ -72,18 +77,26 @@ func (s *Store) writeLoop() {
 		}
 		batch = append(batch[:0], r)
 		open := true
-	fill:
-		for len(batch) < s.cfg.maxBatch {
+		// Collect what is queued. Callers answered by the previous commit
+		// are usually runnable but not yet running (few cores): yield a
+		// few times while that still brings in more, so they join this
+		// batch instead of each paying for its own fsync.
+		for spins := 0; open && len(batch) < s.cfg.maxBatch; {
 			select {
 			case r, ok := <-s.reqs:
 				if !ok {
 					open = false
-					break fill
+					continue
 				}
 				batch = append(batch, r)
+				continue
 			default:
-				break fill
 			}
+			if spins == maxSpins {
+				break
+			}
+			spins++
+			runtime.Gosched()
 		}
 		s.runBatch(batch)
 		clear(batch)

@@ -106,6 +106,30 @@ func MustSave(tb testing.TB, s store.EventStore, c tenant.CommunityID, ev *nostr
 	}
 }
 
+// SaveAll saves evs concurrently (so a group-committing backend batches
+// them) and fails the test unless every Save returns nil.
+func SaveAll(tb testing.TB, s store.EventStore, c tenant.CommunityID, evs []*nostr.Event) {
+	tb.Helper()
+	errs := make([]error, len(evs))
+	var wg sync.WaitGroup
+	const workers = 16
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(evs); i += workers {
+				if err := s.Save(context.Background(), c, evs[i]); err != nil {
+					errs[i] = fmt.Errorf("Save(kind %d, id %.8s): %w", evs[i].Kind, evs[i].ID, err)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // SaveIs saves ev and fails the test unless errors.Is(err, want) (want nil
 // means success).
 func SaveIs(tb testing.TB, s store.EventStore, c tenant.CommunityID, ev *nostr.Event, want error) {

@@ -1,0 +1,194 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/storetest"
+)
+
+// TestRestart: everything saved before Close is there after reopening, and
+// the community registry survives too.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := storetest.Community(t, s, "restart.example")
+	alice := storetest.NewAuthor(t)
+	var drafts []storetest.Draft
+	for i := 0; i < 200; i++ {
+		drafts = append(drafts, storetest.Draft{Author: alice, Event: nostr.Event{Kind: 1, CreatedAt: 1_700_000_000 + int64(i), Content: fmt.Sprint(i), Tags: nostr.Tags{{"t", "restart"}}}})
+	}
+	evs := storetest.SignAll(t, drafts)
+	storetest.SaveAll(t, s, c, evs)
+	del := alice.Deletion(t, 1_700_001_000, []string{evs[0].ID}, []string{storetest.Coordinate(30023, alice.PubKey, "gone")})
+	storetest.MustSave(t, s, c, del)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, c, alice.Event(t, 1, 1, "after close")); err == nil {
+		t.Fatal("Save after Close succeeded")
+	}
+
+	s2, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	c2, err := s2.LookupHost(ctx, "restart.example")
+	if err != nil || c2 != c {
+		t.Fatalf("LookupHost after restart = %v, %v; want %v", c2, err, c)
+	}
+	f := nostr.Filter{Tags: map[string][]string{"t": {"restart"}}}
+	if got, want := storetest.QueryIDs(t, s2, c, f), storetest.Expected(evs[1:], f); !equal(got, want) {
+		t.Fatalf("after restart: %d events, want %d", len(got), len(want))
+	}
+	// Tombstones and watermarks are durable.
+	storetest.SaveIs(t, s2, c, evs[0], errDeleted)
+	storetest.SaveIs(t, s2, c, alice.Event(t, 30023, 1_700_000_999, "old", nostr.Tag{"d", "gone"}), errDeleted)
+	storetest.SaveIs(t, s2, c, evs[1], errDuplicate)
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+const (
+	childEnvDir  = "BUZZ_SQLITE_KILL_CHILD_DIR"
+	childEnvHost = "kill.example"
+)
+
+// TestKillDurability re-executes the test binary as a child that saves
+// events from many goroutines and prints each id once Save returned nil.
+// The parent SIGKILLs it mid-stream, reopens the database and checks that
+// every acknowledged id is there.
+func TestKillDurability(t *testing.T) {
+	if os.Getenv(childEnvDir) != "" {
+		t.Skip("running as the child")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnvDir+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	var acked []string
+	sc := bufio.NewScanner(out)
+	deadline := time.Now().Add(2 * time.Minute)
+	for sc.Scan() {
+		line := sc.Text()
+		if id, ok := strings.CutPrefix(line, "ACK "); ok {
+			acked = append(acked, id)
+		}
+		if len(acked) == 300 {
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("child too slow")
+		}
+	}
+	// Drain what the child printed before it died: those were acknowledged too.
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
+			acked = append(acked, id)
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("child exited before it was killed, after %d acks", len(acked))
+	}
+
+	s, err := sqlite.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("reopen after kill -9: %v", err)
+	}
+	defer s.Close()
+	c, err := s.LookupHost(context.Background(), childEnvHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, id := range storetest.QueryIDs(t, s, c, nostr.Filter{IDs: acked}) {
+		got[id] = true
+	}
+	missing := 0
+	for _, id := range acked {
+		if !got[id] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged events lost after kill -9", missing, len(acked))
+	}
+	t.Logf("%d acknowledged events all present after kill -9", len(acked))
+}
+
+// TestKillChild is the child side of TestKillDurability; it does nothing in
+// a normal run.
+func TestKillChild(t *testing.T) {
+	dir := os.Getenv(childEnvDir)
+	if dir == "" {
+		t.Skip("only runs as TestKillDurability's child")
+	}
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := storetest.Community(t, s, childEnvHost)
+	authors := storetest.NewAuthors(t, 8)
+	acks := make(chan string, 1024)
+	for w := 0; w < 8; w++ {
+		go func(w int) {
+			for i := 0; ; i++ {
+				ev := authors[w].Unsigned(1, time.Now().Unix(), fmt.Sprintf("worker %d event %d", w, i), nostr.Tag{"t", "kill"})
+				if err := s.Save(ctx, c, ev); err != nil {
+					fmt.Fprintln(os.Stderr, "child save:", err)
+					return
+				}
+				acks <- ev.ID
+			}
+		}(w)
+	}
+	// One printer, so lines never interleave; each line is written (an
+	// unbuffered write to the pipe) only after its Save returned nil.
+	for id := range acks {
+		fmt.Fprintf(os.Stdout, "ACK %s\n", id)
+	}
+}
