@@ -198,9 +198,7 @@ func acceptsNIP11(req *http.Request) bool {
 func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	tc, err := tenant.Bind(req.Context(), r.cfg.directory, req.Host)
 	if err != nil {
-		if !errors.Is(err, tenant.ErrUnmappedHost) || errors.Unwrap(err) != nil {
-			r.log.DebugContext(req.Context(), "buzz: host not bound", "err", err)
-		}
+		r.log.DebugContext(req.Context(), "buzz: upgrade refused: host not bound", "err", err)
 		http.Error(w, tenant.ErrUnmappedHost.Error(), http.StatusNotFound)
 		return
 	}
@@ -279,7 +277,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 		r.mu.Lock()
 		for c := range r.conns {
-			c.closeNow(websocket.CloseServiceRestart, "relay restarting")
+			go c.closeNow(websocket.CloseServiceRestart, "relay restarting")
 		}
 		r.mu.Unlock()
 	}

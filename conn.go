@@ -48,6 +48,7 @@ type conn struct {
 	closeCode  int
 	closeText  string
 	killOnce   sync.Once
+	slow       atomic.Bool // cut off for not keeping up
 
 	tasks    sync.WaitGroup // EVENT handlers and queries in flight
 	eventSem chan struct{}
@@ -296,6 +297,15 @@ func (c *conn) tryQueue(m []byte) {
 	select {
 	case c.send <- m:
 	default:
+		c.cutOff()
+	}
+}
+
+// cutOff disconnects a client that does not keep up (close 1008), once,
+// without blocking the caller.
+func (c *conn) cutOff() {
+	if c.slow.CompareAndSwap(false, true) {
+		c.log.Info("buzz: disconnecting a slow reader")
 		go c.closeNow(websocket.ClosePolicyViolation, "relay: connection too slow")
 	}
 }

@@ -277,7 +277,7 @@ func (c *conn) deliverLive(subID string, m pubsub.Message) {
 	}
 	if sub.replaying {
 		if len(sub.pending) >= c.limits.SendQueue {
-			go c.closeNow(1008, "relay: connection too slow")
+			c.cutOff()
 			return
 		}
 		sub.pending = append(sub.pending, m)
