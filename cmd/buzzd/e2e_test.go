@@ -623,3 +623,53 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("no 'shutdown complete' in the log:\n%s", p.out.String())
 	}
 }
+
+// TestE2EAuthRequired checks the BUZZ_AUTH_REQUIRED wiring end to end: REQ
+// is refused until NIP-42 AUTH with a relay tag naming RELAY_URL, then served.
+func TestE2EAuthRequired(t *testing.T) {
+	p := startBuzzd(t, freePort(t), map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_AUTH_REQUIRED": "true", "BUZZ_LOG_LEVEL": "warn"})
+	c := connect(t, p.url)
+
+	var challenge string
+	for challenge == "" {
+		env, err := c.next()
+		if err != nil {
+			t.Fatalf("waiting for the AUTH challenge: %v", err)
+		}
+		if a, ok := env.(*gonostr.AuthEnvelope); ok && a.Challenge != nil {
+			challenge = *a.Challenge
+		}
+	}
+	if _, err := c.query(gonostr.Filter{Kinds: []int{1}}); err == nil || !strings.Contains(err.Error(), "auth-required:") {
+		t.Fatalf("REQ before AUTH: %v, want CLOSED auth-required:", err)
+	}
+
+	sk, pk := newKey(t)
+	auth := signed(t, sk, 22242, time.Now().Unix(), "", gonostr.Tags{{"relay", p.url}, {"challenge", challenge}})
+	if err := c.send(&gonostr.AuthEnvelope{Event: auth}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		env, err := c.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, isOK := env.(*gonostr.OKEnvelope); isOK && ok.EventID == auth.ID {
+			if !ok.OK {
+				t.Fatalf("AUTH refused: %s", ok.Reason)
+			}
+			break
+		}
+	}
+	note := signed(t, sk, 1, time.Now().Unix(), "after auth", nil)
+	if err := c.publish(note); err != nil {
+		t.Fatalf("publish after AUTH: %v", err)
+	}
+	got, err := c.query(gonostr.Filter{Authors: []string{pk}})
+	if err != nil {
+		t.Fatalf("REQ after AUTH: %v", err)
+	}
+	if len(got) != 1 || got[0].ID != note.ID {
+		t.Errorf("REQ after AUTH returned %d events", len(got))
+	}
+}
