@@ -224,7 +224,8 @@ func defaultConfig() Config {
 }
 
 // parseConfig builds the configuration from the environment (read through
-// lookupEnv), then the flags in args, which override it. Every value is
+// lookupEnv; an empty variable counts as unset), then the flags in args,
+// which override it. Every value is
 // validated; an error names the variable or flag at fault. A request for
 // help returns flag.ErrHelp.
 func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool), usage io.Writer) (Config, error) {
@@ -234,8 +235,8 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 
 	for _, s := range set {
 		v, ok := lookupEnv(s.env)
-		if !ok {
-			continue
+		if !ok || v == "" {
+			continue // an empty variable counts as unset
 		}
 		if err := s.apply(&cfg, v); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", describe(s.env, v, s.secret), err)
@@ -276,7 +277,7 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 
 	host, bindPort, err := parseRelayURL(cfg.RelayURL)
 	if err != nil {
-		return Config{}, fmt.Errorf("RELAY_URL %q: %w", cfg.RelayURL, err)
+		return Config{}, fmt.Errorf("RELAY_URL (-relay-url) %q: %w", cfg.RelayURL, err)
 	}
 	cfg.RelayHost = host
 	if !bindSet {
@@ -446,8 +447,8 @@ Usage:
   buzzd version           print the version and exit
   buzzd help              print this help
 
-Every setting is read from its environment variable; a flag overrides it.
-Booleans accept true/1/yes/on and false/0/no/off.
+Every setting is read from its environment variable (an empty one counts
+as unset); a flag overrides it. Booleans accept true/1/yes/on and false/0/no/off.
 
 Settings:
 `)

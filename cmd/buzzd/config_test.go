@@ -128,6 +128,13 @@ func TestParseConfigValues(t *testing.T) {
 					t.Errorf("log %v %q %v", c.LogLevel, c.LogFormat, c.ShutdownTimeout)
 				}
 			}},
+		{"empty variables count as unset",
+			map[string]string{"RELAY_URL": "", "BUZZ_BIND_ADDR": "", "DATABASE_URL": "", "BUZZ_DB_RLS_ROLE": ""}, nil,
+			func(t *testing.T, c Config) {
+				if c.RelayHost != "localhost:3000" || c.BindAddr != "0.0.0.0:3000" || c.DatabaseURL != "" || c.DBRLSRole != "buzz_app" {
+					t.Errorf("host %q bind %q db %q role %q", c.RelayHost, c.BindAddr, c.DatabaseURL, c.DBRLSRole)
+				}
+			}},
 		{"database url selects postgres",
 			map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/buzz"}, nil,
 			func(t *testing.T, c Config) {
