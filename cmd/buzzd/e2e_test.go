@@ -458,14 +458,22 @@ func TestE2EPostgresAutoMigrate(t *testing.T) {
 // the middle of the stream, restarts it on the same data directory, and
 // requires every event that was acknowledged with OK true to be there.
 func TestRestartAfterKill(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		restartAfterKill(t, map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "warn"})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		restartAfterKill(t, map[string]string{"DATABASE_URL": freshDatabase(t), "BUZZ_AUTO_MIGRATE": "true",
+			"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "warn"})
+	})
+}
+
+func restartAfterKill(t *testing.T, settings map[string]string) {
 	const (
 		publishers  = 8
 		perConn     = 100
 		killAfterOK = 250
 	)
-	dir := t.TempDir()
 	port := freePort(t)
-	settings := map[string]string{"BUZZ_DATA_DIR": dir, "BUZZ_LOG_LEVEL": "warn"}
 	p := startBuzzd(t, port, settings)
 
 	// Sign everything before the clock starts.
