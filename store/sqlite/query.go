@@ -42,8 +42,9 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 			return
 		}
 		var q sqlBuilder
-		q.add(`SELECT e.id, e.created_at, e.raw FROM events e WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`,
-			cseq, time.Now().Unix())
+		q.add(`SELECT e.id, e.created_at, e.raw FROM `)
+		q.from(cseq, &f)
+		q.add(` WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`, cseq, time.Now().Unix())
 		ok, residual := q.filter(cseq, &f)
 		if !ok {
 			return
@@ -160,6 +161,48 @@ type sqlBuilder struct {
 func (q *sqlBuilder) add(s string, args ...any) {
 	q.sb.WriteString(s)
 	q.args = append(q.args, args...)
+}
+
+// from appends the FROM clause of a query for f, choosing the access path
+// by rule rather than leaving it to the planner, which has no statistics and
+// otherwise tends to walk a timeline index to avoid a sort, testing every
+// row. The most selective constraint drives: ids, then a tag (the matching
+// tag rows, deduplicated, probe events by rowid), then authors, then kinds,
+// else the community timeline.
+func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
+	switch {
+	case len(f.IDs) > 0:
+		q.add(`events e INDEXED BY events_id`)
+		return
+	}
+	names := make([]string, 0, len(f.Tags))
+	for name, vals := range f.Tags {
+		if len(name) == 1 && len(vals) > 0 {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		sort.Strings(names)
+		name, vals := names[0], f.Tags[names[0]]
+		q.add(`(SELECT DISTINCT t.event_seq AS seq FROM tags t WHERE t.community = ? AND t.name = ? AND t.value IN (`, community, name)
+		for i, v := range vals {
+			if i > 0 {
+				q.sb.WriteString(`,`)
+			}
+			q.add(`?`, v)
+		}
+		// CROSS JOIN makes SQLite keep the tag rows as the outer loop.
+		q.add(`)) AS m CROSS JOIN events e ON e.seq = m.seq`)
+		return
+	}
+	switch {
+	case len(f.Authors) > 0:
+		q.add(`events e INDEXED BY events_author`)
+	case len(f.Kinds) > 0:
+		q.add(`events e INDEXED BY events_kind`)
+	default:
+		q.add(`events e INDEXED BY events_time`)
+	}
 }
 
 // filter appends f's conditions, each as " AND …", against events aliased e.

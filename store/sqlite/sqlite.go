@@ -222,6 +222,12 @@ func (s *Store) dsn(readOnly bool) string {
 	q.Add("_pragma", "foreign_keys(OFF)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Add("_pragma", "cache_size(-32000)") // 32 MiB page cache per connection
+	if !readOnly {
+		// Checkpoint every ~32 MiB of WAL instead of 4 MiB: pages rewritten
+		// by many batches are copied to the database file once, which cut
+		// writer CPU per event by ~15% in BenchmarkStore/InsertConcurrent64.
+		q.Add("_pragma", "wal_autocheckpoint(8000)")
+	}
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {

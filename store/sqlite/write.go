@@ -28,8 +28,7 @@ type writeReq struct {
 // transaction usable (nothing was written for that request).
 func isOutcome(err error) bool {
 	return err == nil || errors.Is(err, store.ErrDuplicate) ||
-		errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrDeleted) ||
-		errors.Is(err, errNoSuchCommunity)
+		errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrDeleted)
 }
 
 // submit queues fn for the writer and waits for its committed result.
