@@ -81,9 +81,9 @@ func Actions() []string {
 
 // Violation is one finding.
 type Violation struct {
-	Verdict Verdict
-	Line    int // 1-based line of the step; 0 for a finding about the whole trace
-	Detail  string
+	Verdict Verdict `json:"verdict"`
+	Line    int     `json:"line"` // 1-based line of the step; 0 for a finding about the whole trace
+	Detail  string  `json:"detail"`
 }
 
 func (v Violation) String() string {
