@@ -149,9 +149,27 @@ func TestGuard(t *testing.T) {
 		}
 	}
 
-	// A nil tracer is the no-op one.
-	Arm(nil, st, "x").Release(ctx)
-	Arm(Noop{}, st, "x").Release(ctx)
+	// A nil or no-op tracer gives a nil Guard that does nothing.
+	for _, tr := range []Tracer{nil, Noop{}} {
+		g := Arm(tr, st, "x")
+		if g != nil {
+			t.Fatalf("Arm(%T) = %v, want nil", tr, g)
+		}
+		for _, emit := range emitters {
+			emit(g)
+		}
+		g.Release(ctx)
+		if g.Emitted() {
+			t.Fatal("nil guard reports an emission")
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		g := Arm(Noop{}, st, "x")
+		g.AcceptEphemeral(ctx, st)
+		g.Release(ctx)
+	}); n != 0 {
+		t.Fatalf("armed no-op seam allocates %v times", n)
+	}
 }
 
 func TestRecorder(t *testing.T) {
