@@ -48,6 +48,8 @@ type Config struct {
 	// LogLevel and LogFormat ("text" or "json") configure the logger.
 	LogLevel  slog.Level
 	LogFormat string
+	// DebugAddr, when set, serves net/http/pprof on its own listener.
+	DebugAddr string
 	// ShutdownTimeout bounds the graceful shutdown after SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration
 }
@@ -202,6 +204,15 @@ func settings() []setting {
 					return nil
 				}
 				return errors.New("want text or json")
+			}},
+		{env: "BUZZ_DEBUG_ADDR", flag: "debug-addr", def: "(unset)",
+			usage: "host:port of a separate listener serving Go profiles at /debug/pprof/ (keep it on loopback)",
+			apply: func(c *Config, v string) error {
+				if err := validateBindAddr(v); err != nil {
+					return err
+				}
+				c.DebugAddr = v
+				return nil
 			}},
 		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",

@@ -201,6 +201,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{name: "pubkey", env: map[string]string{"BUZZ_RELAY_PUBKEY": strings.Repeat("AB", 32)}, want: []string{"BUZZ_RELAY_PUBKEY", "hex"}},
 		{name: "log level", env: map[string]string{"BUZZ_LOG_LEVEL": "loud"}, want: []string{"BUZZ_LOG_LEVEL"}},
 		{name: "log format", env: map[string]string{"BUZZ_LOG_FORMAT": "xml"}, want: []string{"BUZZ_LOG_FORMAT", "text or json"}},
+		{name: "debug addr", env: map[string]string{"BUZZ_DEBUG_ADDR": "localhost"}, want: []string{"BUZZ_DEBUG_ADDR", "host:port"}},
 		{name: "shutdown timeout", env: map[string]string{"BUZZ_SHUTDOWN_TIMEOUT": "-3s"}, want: []string{"BUZZ_SHUTDOWN_TIMEOUT"}},
 		{name: "unknown flag", args: []string{"-nope"}, want: []string{"nope"}, wantUsage: true},
 		{name: "extra argument", args: []string{"stray"}, want: []string{"unexpected argument"}, wantUsage: true},

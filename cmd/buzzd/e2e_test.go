@@ -584,7 +584,24 @@ func restartAfterKill(t *testing.T, settings map[string]string) {
 // TestGracefulShutdown sends SIGTERM while a client holds a subscription:
 // the client gets close code 1012 and buzzd exits 0.
 func TestGracefulShutdown(t *testing.T) {
-	p := startBuzzd(t, freePort(t), map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "info"})
+	debugAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	p := startBuzzd(t, freePort(t), map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "info",
+		"BUZZ_DEBUG_ADDR": debugAddr})
+
+	// The profiler answers on its own listener, and not on the relay's.
+	for url, want := range map[string]int{
+		"http://" + debugAddr + "/debug/pprof/":                      http.StatusOK,
+		"http://127.0.0.1:" + strconv.Itoa(p.port) + "/debug/pprof/": http.StatusNotFound,
+	} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", url, resp.StatusCode, want)
+		}
+	}
 
 	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
 	ws, _, err := d.Dial(p.url, nil)

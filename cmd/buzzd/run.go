@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"runtime"
@@ -194,6 +195,16 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+
+	if cfg.DebugAddr != "" {
+		dbg, err := startDebugServer(cfg.DebugAddr, logger)
+		if err != nil {
+			_ = srv.Close()
+			<-served
+			return err
+		}
+		defer dbg.Close()
+	}
 	logger.Info("buzzd listening", "addr", ln.Addr().String(), "relay_url", cfg.RelayURL,
 		"auth_required", cfg.AuthRequired, "version", versionString())
 
@@ -220,6 +231,28 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		logger.Info("shutdown complete")
 	}
 	return errors.Join(errs...)
+}
+
+// startDebugServer serves the Go profiler on its own listener, never on the
+// relay's address.
+func startDebugServer(addr string, logger *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on BUZZ_DEBUG_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
+		logger.Warn("the profiler is reachable beyond loopback", "addr", ln.Addr().String())
+	}
+	logger.Info("profiler listening", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return srv, nil
 }
 
 // redactDatabaseURL returns the URL with any password replaced, for logs.
