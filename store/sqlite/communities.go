@@ -10,15 +10,21 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// LookupHost implements tenant.Directory. An unmapped host returns
-// tenant.ErrUnmappedHost; a failed lookup returns an error wrapping it too,
-// so callers fail closed either way.
+// LookupHost implements tenant.Directory: the community whose host, or one of
+// whose aliases, is normalizedHost. An unmapped host, and the host of an
+// archived community, return tenant.ErrUnmappedHost; a failed lookup returns
+// an error wrapping it too, so callers fail closed either way.
 func (s *Store) LookupHost(ctx context.Context, normalizedHost string) (tenant.CommunityID, error) {
 	var (
 		seq int64
 		raw []byte
 	)
-	err := s.rdb.QueryRowContext(ctx, `SELECT seq, id FROM communities WHERE host = ?`, normalizedHost).Scan(&seq, &raw)
+	err := s.rdb.QueryRowContext(ctx, `
+SELECT seq, id FROM communities WHERE host = ?1 AND archived_at IS NULL
+UNION ALL
+SELECT c.seq, c.id FROM community_host_aliases a JOIN communities c ON c.seq = a.community
+WHERE a.host = ?1 AND c.archived_at IS NULL
+LIMIT 1`, normalizedHost).Scan(&seq, &raw)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return tenant.CommunityID{}, tenant.ErrUnmappedHost

@@ -13,8 +13,9 @@ import (
 )
 
 // migrations holds the schema, one file per version: NNNN_name.sql. A
-// migration is applied exactly once, in order, inside one transaction that
-// also records its version in schema_migrations. Shipped migrations are never
+// migration is applied exactly once, in version order, inside one
+// transaction that also records its version in schema_migrations. Versions
+// need not be contiguous. Shipped migrations are never
 // edited; a schema change is a new file.
 //
 //go:embed migrations/*.sql
@@ -49,9 +50,9 @@ func loadMigrations() ([]migration, error) {
 		out = append(out, migration{version: v, name: name, sql: string(body)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("sqlite: migration %q: versions must be 1..n without gaps", m.name)
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("sqlite: migrations %q and %q share a version", out[i-1].name, out[i].name)
 		}
 	}
 	return out, nil
@@ -83,14 +84,26 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	)`); err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
-	var current int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
+		return err
 	}
-	if current > len(ms) {
-		return fmt.Errorf("sqlite: database schema version %d is newer than this build knows (%d)", current, len(ms))
+	known := make(map[int]bool, len(ms))
+	for _, m := range ms {
+		known[m.version] = true
 	}
-	for _, m := range ms[current:] {
+	for v := range applied {
+		if !known[v] {
+			return fmt.Errorf("sqlite: database has schema version %d, which this build does not know (it is newer)", v)
+		}
+	}
+	// Versions may have gaps (numbers reserved for work not merged yet), and
+	// a version lower than one already applied may arrive later: every
+	// migration not yet recorded is applied, in version order.
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
 		}
@@ -103,4 +116,24 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	return nil
+}
+
+func appliedVersions(ctx context.Context, tx *sql.Tx) (map[int]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[int]bool)
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("sqlite: migrate: %w", err)
+		}
+		out[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return out, nil
 }
