@@ -18,6 +18,10 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
+// tagText turns an event_tags.value back into the tag value (see the
+// event_tags comment in the schema; hashed long values are not sampled).
+const tagText = `CASE WHEN get_byte(value, 0) = 254 THEN encode(substr(value, 2), 'hex') ELSE convert_from(value, 'UTF8') END`
+
 // samples are real values drawn from the loaded data.
 type samples struct {
 	ids, authors, hashtags, roots, mentioned []string
@@ -57,13 +61,13 @@ func loadSamples(ctx context.Context, db string, c tenant.CommunityID) (*samples
 	if s.authors, err = hexes(`SELECT pubkey FROM events WHERE community_id = $1 AND kind = 0`, cid); err != nil {
 		return nil, err
 	}
-	if s.hashtags, err = texts(`SELECT DISTINCT convert_from(value, 'UTF8') FROM event_tags WHERE community_id = $1 AND name = 't'`, cid); err != nil {
+	if s.hashtags, err = texts(`SELECT DISTINCT `+tagText+` FROM event_tags WHERE community_id = $1 AND name = 't'`, cid); err != nil {
 		return nil, err
 	}
-	if s.roots, err = texts(`SELECT convert_from(value, 'UTF8') FROM event_tags TABLESAMPLE SYSTEM (2) WHERE community_id = $1 AND name = 'e' LIMIT 2000`, cid); err != nil {
+	if s.roots, err = texts(`SELECT `+tagText+` FROM event_tags TABLESAMPLE SYSTEM (2) WHERE community_id = $1 AND name = 'e' LIMIT 2000`, cid); err != nil {
 		return nil, err
 	}
-	if s.mentioned, err = texts(`SELECT convert_from(value, 'UTF8') FROM event_tags TABLESAMPLE SYSTEM (2) WHERE community_id = $1 AND name = 'p' LIMIT 2000`, cid); err != nil {
+	if s.mentioned, err = texts(`SELECT `+tagText+` FROM event_tags TABLESAMPLE SYSTEM (2) WHERE community_id = $1 AND name = 'p' LIMIT 2000`, cid); err != nil {
 		return nil, err
 	}
 	if err := conn.QueryRow(ctx, `SELECT min(created_at), max(created_at) FROM events WHERE community_id = $1 AND created_at > 1767225600`, cid).Scan(&s.minTS, &s.maxTS); err != nil {

@@ -13,24 +13,26 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/postgres"
 )
 
-// runTagCompare times the same tag filters under both designs, as raw SQL
-// on one connection of the URL's user (no RLS: under RLS jsonb @> is not
-// leakproof and cannot use the GIN index at all).
+// runTagCompare times the same tag filters under both designs on the same
+// data: JSONB containment with a GIN index (raw SQL) and the event_tags
+// table (Store.Query). Both run as the URL's user without RLS, because
+// under RLS jsonb @> is not leakproof and could not use the GIN index at all.
 func runTagCompare(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tag-compare", flag.ExitOnError)
 	db, host := dbFlags(fs)
 	n := fs.Int("n", 500, "measured queries per shape and design")
 	keep := fs.Bool("keep-gin", false, "keep the GIN index afterwards")
 	_ = fs.Parse(args)
-	st, err := postgres.Open(ctx, *db, postgres.WithMaxConns(2), postgres.WithCommitters(1))
+	st, err := postgres.Open(ctx, *db, postgres.WithMaxConns(2), postgres.WithCommitters(1), postgres.WithRLSRole(""))
 	if err != nil {
 		return err
 	}
+	defer st.Close()
 	c, err := st.LookupHost(ctx, *host)
-	st.Close()
 	if err != nil {
 		return err
 	}
@@ -48,31 +50,32 @@ func runTagCompare(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("GIN (jsonb_path_ops) index on events.tags ready in %v\n", time.Since(t0).Round(time.Millisecond))
-	var ginSize, tagTableSize string
-	_ = conn.QueryRow(ctx, `SELECT pg_size_pretty(sum(pg_relation_size(i.indexrelid))) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE '%tags_idx%' OR c.relname LIKE 'events%tags%gin%'`).Scan(&ginSize)
-	_ = conn.QueryRow(ctx, `SELECT pg_size_pretty(pg_total_relation_size('event_tags'))`).Scan(&tagTableSize)
-	fmt.Printf("sizes: GIN indexes %s; event_tags table+index %s\n\n", ginSize, tagTableSize)
 	if !*keep {
 		defer conn.Exec(context.WithoutCancel(ctx), `DROP INDEX IF EXISTS events_tags_gin`)
 	}
+	var ginSize, tagTableSize string
+	if err := conn.QueryRow(ctx, `SELECT pg_size_pretty(sum(pg_relation_size(i.indexrelid)))
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+WHERE a.amname = 'gin' AND i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)`).Scan(&ginSize); err != nil {
+		return err
+	}
+	if err := conn.QueryRow(ctx, `SELECT pg_size_pretty(pg_total_relation_size('event_tags'))`).Scan(&tagTableSize); err != nil {
+		return err
+	}
+	fmt.Printf("sizes: GIN index %s; event_tags table + index %s\n\n", ginSize, tagTableSize)
 	now := time.Now().Unix()
 	const jsonbSQL = `SELECT e.id, e.created_at, e.raw FROM events e
 WHERE e.community_id = $1 AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $2)
   AND e.tags @> $3::jsonb AND ($5::int[] IS NULL OR e.kind = ANY($5))
 ORDER BY e.created_at DESC, e.id LIMIT $4`
-	const tableSQL = `SELECT e.id, e.created_at, e.raw FROM event_tags t
-JOIN events e ON e.community_id = t.community_id AND e.created_at = t.created_at AND e.id = t.event_id
-WHERE t.community_id = $1 AND t.name = $3 AND t.value = convert_to($6, 'UTF8')
-  AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $2) AND ($5::int[] IS NULL OR e.kind = ANY($5))
-ORDER BY t.created_at DESC, t.event_id LIMIT $4`
 	type tshape struct {
 		name  string
 		tag   string
 		vals  []string
 		limit int
-		kinds []int32
+		kinds []int
 	}
-	popular := smp.hashtags[:0:0]
+	var popular []string
 	for _, h := range smp.hashtags {
 		if h == "tag1" || h == "tag2" || h == "tag3" {
 			popular = append(popular, h)
@@ -81,7 +84,7 @@ ORDER BY t.created_at DESC, t.event_id LIMIT $4`
 	tshapes := []tshape{
 		{"#t limit 20 (any hashtag)", "t", smp.hashtags, 20, nil},
 		{"#t limit 20 (top-3 hashtags)", "t", popular, 20, nil},
-		{"#e thread limit 100", "e", smp.roots, 100, []int32{1, 7}},
+		{"#e thread limit 100", "e", smp.roots, 100, []int{1, 7}},
 		{"#p mentions limit 50", "p", smp.mentioned, 50, nil},
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -95,26 +98,34 @@ ORDER BY t.created_at DESC, t.event_id LIMIT $4`
 			lat := make([]time.Duration, 0, *n)
 			for i := range *n + *n/10 {
 				v := sh.vals[r.IntN(len(sh.vals))]
-				var kinds any
-				if sh.kinds != nil {
-					kinds = sh.kinds
-				}
 				t0 := time.Now()
-				var rows pgx.Rows
 				if design[0] == 'j' {
+					var kinds any
+					if sh.kinds != nil {
+						k32 := make([]int32, len(sh.kinds))
+						for j, k := range sh.kinds {
+							k32[j] = int32(k)
+						}
+						kinds = k32
+					}
 					js, _ := json.Marshal([][]string{{sh.tag, v}})
-					rows, err = conn.Query(ctx, jsonbSQL, c.UUID(), now, string(js), sh.limit, kinds)
+					rows, err := conn.Query(ctx, jsonbSQL, c.UUID(), now, string(js), sh.limit, kinds)
+					if err != nil {
+						return err
+					}
+					for rows.Next() {
+					}
+					rows.Close()
+					if err := rows.Err(); err != nil {
+						return err
+					}
 				} else {
-					rows, err = conn.Query(ctx, tableSQL, c.UUID(), now, sh.tag, sh.limit, kinds, v)
-				}
-				if err != nil {
-					return err
-				}
-				for rows.Next() {
-				}
-				rows.Close()
-				if err := rows.Err(); err != nil {
-					return err
+					f := nostr.Filter{Kinds: sh.kinds, Tags: map[string][]string{sh.tag: {v}}, Limit: sh.limit, LimitSet: true}
+					for _, err := range st.Query(ctx, c, f) {
+						if err != nil {
+							return err
+						}
+					}
 				}
 				if i >= *n/10 {
 					lat = append(lat, time.Since(t0))

@@ -27,11 +27,17 @@ func sqlText(s string) string {
 	return strings.ReplaceAll(s, "\x00", "")
 }
 
-// tagKey is the event_tags.value for a tag value. Writes and filters both
-// use it, so a filter value matches exactly the values that are equal after
-// sqlText.
+// tagKey is the event_tags.value for a tag value: 0xfe || the 32 bytes of a
+// 64-character lowercase hex value (event ids and pubkeys, most of the
+// table), 0xff || sha256(value) for a value longer than maxTagValueBytes,
+// and the UTF-8 bytes otherwise (neither 0xfe nor 0xff occurs in UTF-8).
+// Writes and filters both use it, so a filter value matches exactly the
+// values that are equal after sqlText. DeleteExpired repeats it in SQL.
 func tagKey(v string) []byte {
 	v = sqlText(v)
+	if b, ok := decodeHex32(v); ok {
+		return append([]byte{0xfe}, b...)
+	}
 	if len(v) <= maxTagValueBytes {
 		return []byte(v)
 	}

@@ -392,7 +392,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
     DELETE FROM event_tags t USING tagrows r
     WHERE t.community_id = r.community_id AND t.name = r.name AND t.created_at = r.created_at
       AND t.event_id = r.id
-      AND t.value = CASE WHEN octet_length(r.value) > $3 THEN '\xff'::bytea || sha256(convert_to(r.value, 'UTF8'))
+      AND t.value = CASE WHEN r.value ~ '^[0-9a-f]{64}$' THEN '\xfe'::bytea || decode(r.value, 'hex')
+                         WHEN octet_length(r.value) > $3 THEN '\xff'::bytea || sha256(convert_to(r.value, 'UTF8'))
                          ELSE convert_to(r.value, 'UTF8') END)
 SELECT count(*) FROM gone`, c.UUID(), now.Unix(), maxTagValueBytes)
 		var n int64

@@ -247,13 +247,29 @@ func (s *Store) committer() {
 	}
 }
 
+// collect adds whatever is already queued to batch. If that found company
+// (the store is under concurrent load) and a linger is configured, it waits
+// up to the linger for the batch to fill; a lone Save is never delayed.
 func (s *Store) collect(batch []*saveReq) []*saveReq {
-	var timer <-chan time.Time
-	if s.cfg.linger > 0 {
-		t := time.NewTimer(s.cfg.linger)
-		defer t.Stop()
-		timer = t.C
+	drain := func() bool {
+		for len(batch) < s.cfg.batchSize {
+			select {
+			case r, ok := <-s.queue:
+				if !ok {
+					return false
+				}
+				batch = append(batch, r)
+			default:
+				return true
+			}
+		}
+		return false
 	}
+	if !drain() || len(batch) < 2 || s.cfg.linger <= 0 {
+		return batch
+	}
+	t := time.NewTimer(s.cfg.linger)
+	defer t.Stop()
 	for len(batch) < s.cfg.batchSize {
 		select {
 		case r, ok := <-s.queue:
@@ -261,19 +277,7 @@ func (s *Store) collect(batch []*saveReq) []*saveReq {
 				return batch
 			}
 			batch = append(batch, r)
-			continue
-		default:
-		}
-		if timer == nil {
-			return batch
-		}
-		select {
-		case r, ok := <-s.queue:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, r)
-		case <-timer:
+		case <-t.C:
 			return batch
 		}
 	}
@@ -324,7 +328,131 @@ func (s *Store) saveOne(ctx context.Context, a *saveArgs) error {
 	return saveResult(code)
 }
 
+// plainSQL inserts a set of plain events (neither replaceable, addressable
+// nor deletion requests) of one community in one statement: the same
+// checks as buzz_save_event (tombstone, then idempotent insert), set-based.
+// It returns (ord, code) for every input row; ids must be distinct.
+const plainSQL = `WITH input AS (
+    SELECT * FROM unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::integer[], $6::text[], $7::text[],
+                         $8::bytea[], $9::bytea[], $10::bigint[], $11::integer[])
+        AS t(id, pubkey, created_at, kind, tags, content, sig, raw, expires_at, ord)),
+  allowed AS (
+    SELECT i.* FROM input i
+    WHERE NOT EXISTS (SELECT 1 FROM event_tombstones d
+                      WHERE d.community_id = $1 AND d.event_id = i.id AND d.pubkey = i.pubkey)),
+  ins AS (
+    INSERT INTO events (community_id, created_at, id, pubkey, kind, tags, content, sig, raw, expires_at)
+    SELECT $1, a.created_at, a.id, a.pubkey, a.kind, a.tags::jsonb, a.content, a.sig, a.raw, a.expires_at
+    FROM allowed a
+    ON CONFLICT DO NOTHING
+    RETURNING id, created_at),
+  tagged AS (
+    INSERT INTO event_tags (community_id, name, value, created_at, event_id)
+    SELECT $1, tn.name, tn.value, ins.created_at, ins.id
+    FROM ins JOIN unnest($12::bytea[], $13::text[], $14::bytea[]) AS tn(event_id, name, value) ON tn.event_id = ins.id
+    ON CONFLICT DO NOTHING)
+SELECT i.ord, CASE WHEN ins.id IS NOT NULL THEN 0 WHEN a.id IS NULL THEN 3 ELSE 1 END::smallint
+FROM input i LEFT JOIN ins ON ins.id = i.id LEFT JOIN allowed a ON a.id = i.id`
+
+// isPlain reports whether an event takes the set-based path.
+func (a *saveArgs) isPlain() bool { return a.lock == nil && a.kind != nostr.KindDeletion }
+
+// plainGroup is the plain events of one community in a run of the batch.
+type plainGroup struct {
+	community [16]byte
+	idx       []int // positions in the batch, distinct ids
+}
+
+// queuePlain adds one set-based insert to b.
+func queuePlain(b *pgx.Batch, batch []*saveReq, g *plainGroup) {
+	n := len(g.idx)
+	var (
+		ids, pubkeys, sigs, raws [][]byte
+		createdAts, expires      = make([]int64, 0, n), make([]*int64, 0, n)
+		kinds, ords              = make([]int32, 0, n), make([]int32, 0, n)
+		tags, contents           = make([]string, 0, n), make([]string, 0, n)
+		tagIDs, tagValues        [][]byte
+		tagNames                 []string
+	)
+	for _, i := range g.idx {
+		a := batch[i].args
+		ids = append(ids, a.id)
+		pubkeys = append(pubkeys, a.pubkey)
+		createdAts = append(createdAts, a.createdAt)
+		kinds = append(kinds, a.kind)
+		tags = append(tags, a.tags)
+		contents = append(contents, a.content)
+		sigs = append(sigs, a.sig)
+		raws = append(raws, a.raw)
+		expires = append(expires, a.expiresAt)
+		ords = append(ords, int32(i))
+		for j := range a.tagNames {
+			tagIDs = append(tagIDs, a.id)
+			tagNames = append(tagNames, a.tagNames[j])
+			tagValues = append(tagValues, a.tagValues[j])
+		}
+	}
+	b.Queue(setCommunitySQL, tenant.FromUUID(g.community).String())
+	b.Queue(plainSQL, g.community, ids, pubkeys, createdAts, kinds, tags, contents, sigs, raws, expires, ords,
+		tagIDs, tagNames, tagValues)
+}
+
+// saveMany writes a batch in one transaction, pipelined in one round trip.
+// Runs of plain events are inserted set-based, one statement per
+// community; every other event goes through buzz_save_event in arrival
+// order, so a deletion or replacement sees exactly the events before it.
+// An event repeated within the batch gets the verdict a second Save would.
 func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, err error) {
+	type step struct {
+		group *plainGroup // nil: a buzz_save_event call for batch[single]
+		single int
+	}
+	var (
+		b       pgx.Batch
+		steps   []step
+		run     []*plainGroup
+		dupOf   = map[int]int{}
+		firstOf = map[[48]byte]int{}
+	)
+	flush := func() {
+		for _, g := range run {
+			queuePlain(&b, batch, g)
+			steps = append(steps, step{group: g})
+		}
+		run = run[:0]
+		clear(firstOf)
+	}
+	for i, r := range batch {
+		a := r.args
+		if !a.isPlain() {
+			flush()
+			b.Queue(saveSQL, a.values()...)
+			steps = append(steps, step{single: i})
+			continue
+		}
+		var key [48]byte
+		copy(key[:16], a.community[:])
+		copy(key[16:], a.id)
+		if j, ok := firstOf[key]; ok {
+			dupOf[i] = j
+			continue
+		}
+		firstOf[key] = i
+		var g *plainGroup
+		for _, x := range run {
+			if x.community == a.community {
+				g = x
+				break
+			}
+		}
+		if g == nil {
+			g = &plainGroup{community: a.community}
+			run = append(run, g)
+		}
+		g.idx = append(g.idx, i)
+	}
+	flush()
+
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: save: begin: %w", err)
@@ -334,23 +462,52 @@ func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, 
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	var b pgx.Batch
-	for _, r := range batch {
-		b.Queue(saveSQL, r.args.values()...)
-	}
 	br := tx.SendBatch(ctx, &b)
 	codes = make([]int16, len(batch))
-	for i := range batch {
-		if err := br.QueryRow().Scan(&codes[i]); err != nil {
-			_ = br.Close()
-			return nil, fmt.Errorf("postgres: save: %w", err)
+	readAll := func() error {
+		for _, st := range steps {
+			if st.group == nil {
+				if err := br.QueryRow().Scan(&codes[st.single]); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := br.Exec(); err != nil { // set_config
+				return err
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			var ord int32
+			var code int16
+			_, err = pgx.ForEachRow(rows, []any{&ord, &code}, func() error {
+				codes[ord] = code
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if err := readAll(); err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("postgres: save: %w", err)
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("postgres: save: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: save: commit: %w", err)
+	}
+	for i, j := range dupOf {
+		switch codes[j] {
+		case 0:
+			codes[i] = 1
+		default:
+			codes[i] = codes[j]
+		}
 	}
 	return codes, nil
 }
