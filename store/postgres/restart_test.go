@@ -177,5 +177,3 @@ func missingIDs(t *testing.T, s store.EventStore, c tenant.CommunityID, ids []st
 	}
 	return missing
 }
-
-

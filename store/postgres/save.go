@@ -404,7 +404,7 @@ func queuePlain(b *pgx.Batch, batch []*saveReq, g *plainGroup) {
 // An event repeated within the batch gets the verdict a second Save would.
 func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, err error) {
 	type step struct {
-		group *plainGroup // nil: a buzz_save_event call for batch[single]
+		group  *plainGroup // nil: a buzz_save_event call for batch[single]
 		single int
 	}
 	var (
