@@ -21,7 +21,7 @@ import (
 
 // startRelay serves an in-process buzz relay on store/sqlite over a real
 // loopback HTTP server and returns its ws:// URL.
-func startTestRelay(t *testing.T, opts ...buzz.Option) string {
+func startTestRelay(t testing.TB, opts ...buzz.Option) string {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, t.TempDir())

@@ -60,13 +60,14 @@ type config struct {
 	Timeout       time.Duration `json:"scenario_timeout"`
 	CacheDir      string        `json:"-"`
 	JSON          bool          `json:"-"`
+	JSONOut       string        `json:"-"`
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("buzzbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := &config{A: &target{Label: "A"}}
-	var bURL, bStart, scen string
+	var bURL, bStart, bName, aName, scen string
 	var bPID int
 	cacheDefault := ""
 	if d, err := os.UserCacheDir(); err == nil {
@@ -78,6 +79,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&bURL, "b", "", "WebSocket URL of a second relay to measure in the same run")
 	fs.StringVar(&bStart, "b-start", "", "shell command that starts the second relay")
 	fs.IntVar(&bPID, "b-pid", 0, "pid of the second relay")
+	fs.StringVar(&aName, "name", "", "label of the relay under test in the report (default: its host)")
+	fs.StringVar(&bName, "b-name", "", "label of the second relay (default: its host)")
 	fs.StringVar(&scen, "scenario", defaultScenarios, "comma-separated scenarios, or \"all\": "+strings.Join(scenarioNames, ","))
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "corpus seed")
 	fs.IntVar(&cfg.Events, "events", 20000, "main corpus size (events)")
@@ -95,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "upper bound on each scenario")
 	fs.StringVar(&cfg.CacheDir, "cache", cacheDefault, "directory of the signed-corpus cache (\"\" disables it)")
 	fs.BoolVar(&cfg.JSON, "json", false, "print JSON instead of a table")
+	fs.StringVar(&cfg.JSONOut, "json-out", "", "also write the JSON report to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: buzzbench [flags] [scenario,...]\n\nscenarios: %s, all (default %s)\n\n", strings.Join(scenarioNames, ", "), defaultScenarios)
 		fs.PrintDefaults()
@@ -134,6 +138,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("relay URL %q must be ws:// or wss://", t.URL)
 		}
 		t.Label = u.Host
+	}
+	if aName != "" {
+		cfg.A.Label = aName
+	}
+	if bName != "" && cfg.B != nil {
+		cfg.B.Label = bName
 	}
 	if cfg.B != nil && cfg.B.Label == cfg.A.Label {
 		cfg.A.Label, cfg.B.Label = "A:"+cfg.A.Label, "B:"+cfg.B.Label
@@ -248,10 +258,22 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		t.Summary = summarizeRuns(t.Runs)
 	}
 	rep.Finished = time.Now()
+	rep.Machine.LoadAfter = loadAvg()
+	if cfg.JSONOut != "" {
+		f, err := os.Create(cfg.JSONOut)
+		if err != nil {
+			return err
+		}
+		werr := writeJSON(f, rep)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("write %s: %w", cfg.JSONOut, err)
+		}
+	}
 	if cfg.JSON {
 		return writeJSON(stdout, rep)
 	}
-	fmt.Fprintf(stdout, "\nmachine: %d CPUs, %s, %s; corpus fingerprint %s\n\n", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.GoVersion, rep.Corpus.Fingerprint)
+	fmt.Fprintf(stdout, "\nmachine: %d CPUs, %s, %s; load average before %s, after %s\ncorpus fingerprint %s\n\n",
+		rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.GoVersion, rep.Machine.LoadBefore, rep.Machine.LoadAfter, rep.Corpus.Fingerprint)
 	writeTable(stdout, rep)
 	return nil
 }
@@ -329,7 +351,7 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 }
 
 func machine() machineInfo {
-	m := machineInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	m := machineInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, LoadBefore: loadAvg()}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -339,4 +361,17 @@ func machine() machineInfo {
 		}
 	}
 	return m
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages, or "".
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

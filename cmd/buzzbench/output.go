@@ -123,6 +123,10 @@ type machineInfo struct {
 	CPUModel  string `json:"cpu_model"`
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
+	// LoadBefore and LoadAfter are /proc/loadavg at the start and end: on
+	// a shared machine they say how much else was running.
+	LoadBefore string `json:"load_before,omitempty"`
+	LoadAfter  string `json:"load_after,omitempty"`
 }
 
 func fmtVal(v float64) string {

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+)
+
+// These benchmarks drive an in-process relay (store/sqlite) over real
+// loopback WebSockets with the scenarios of the command, so that
+// `go test -bench Relay -cpuprofile` shows where the relay spends its time
+// on ingest, REQ and fan-out (client and relay share the profile; focus on
+// the relay's packages).
+
+var benchCorpus = sync.OnceValues(func() (*corpus, error) {
+	c, _, err := loadCorpus(context.Background(), "", 99, 4000)
+	return c, err
+})
+
+// BenchmarkRelayIngest publishes the corpus over 16 connections, one event
+// in flight per connection, into a fresh relay per iteration.
+func BenchmarkRelayIngest(b *testing.B) {
+	c, err := benchCorpus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	var n int
+	for b.Loop() {
+		b.StopTimer()
+		url := startTestRelay(b)
+		e := &env{cfg: &config{Conns: 16}, c: c, target: &target{URL: url}}
+		conns, err := e.dialMany(context.Background(), 16, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var o outcomes
+		var done atomic.Int64
+		b.StartTimer()
+		lats, elapsed, missing := publishAll(context.Background(), conns, c.Events, 1, c.keyFor, &o, &done)
+		b.StopTimer()
+		closeAll(conns)
+		if missing > 0 || o.refusedTotal() > 0 {
+			b.Fatalf("ingest: %d unanswered, refused %v", missing, o.refused)
+		}
+		total += elapsed
+		n += len(lats)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)/total.Seconds(), "events/s")
+}
+
+// BenchmarkRelayReq runs the planned REQ shapes sequentially on one
+// connection against a relay holding the corpus.
+func BenchmarkRelayReq(b *testing.B) {
+	c, err := benchCorpus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := startTestRelay(b)
+	e := &env{cfg: &config{Conns: 16}, c: c, target: &target{URL: url}, queries: c.planQueries(0, 64)}
+	ctx := context.Background()
+	if err := ensureLoaded(ctx, e); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := e.dial(ctx, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	rc := newReqChecker()
+	i := 0
+	for b.Loop() {
+		q := e.queryAt(i)
+		r, err := conn.query(ctx, q.Filters)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc.record(q, r)
+		i++
+	}
+	for shape, n := range rc.mismatches {
+		b.Errorf("%s: %d wrong answers", shape, n)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkRelayFanout publishes one event at a time to 200 subscribers
+// and waits until every subscriber has it.
+func BenchmarkRelayFanout(b *testing.B) {
+	c, err := benchCorpus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := startTestRelay(b)
+	e := &env{cfg: &config{}, c: c, target: &target{URL: url}}
+	ctx := context.Background()
+	const m = 200
+	subs, err := e.dialMany(ctx, m, func(int) dialOptions { return dialOptions{} })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeAll(subs)
+	var got atomic.Int64
+	eose := make(chan struct{}, m)
+	f := nostr.Filter{Kinds: []int{1}, Tags: map[string][]string{"t": {c.LiveTopic}}, Limit: 0, LimitSet: true}
+	for _, s := range subs {
+		if err := s.subscribe("f", []nostr.Filter{f}, false, &subHandler{
+			event: func(string, time.Time) { got.Add(1) },
+			eose:  func(time.Time) { eose <- struct{}{} },
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range subs {
+		<-eose
+	}
+	pub, err := e.dial(ctx, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pub.Close()
+	i := 0
+	for b.Loop() {
+		if i >= len(c.Extras) {
+			b.Fatal("live event pool exhausted; lower -benchtime")
+		}
+		ev := &c.Extras[i]
+		i++
+		want := int64(i) * m
+		r, _, err := pub.publish(ctx, ev.Ev.ID, ev.Raw, c.keyFor, ev.Ev.PubKey)
+		if err != nil || !r.OK {
+			b.Fatalf("publish: %v %+v", err, r)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for got.Load() < want {
+			if time.Now().After(deadline) {
+				b.Fatalf("only %d of %d deliveries", got.Load(), want)
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
