@@ -170,8 +170,7 @@ func (h *Handler) authenticate(r *http.Request, body []byte) (string, *apiError)
 		default:
 			code = CodeAuthInvalid
 		}
-		w := errorf(status, code, err.Error()) // nip98 texts are fixed and safe to show
-		return "", w
+		return "", errorf(status, code, err.Error()) // nip98 texts are fixed and safe to show
 	}
 	if !h.operators[pubkey] {
 		return "", errorf(http.StatusForbidden, CodeNotOperator, "actor not authorized: not a relay operator")
