@@ -58,7 +58,9 @@ type env struct {
 	bootID   tenant.CommunityID
 }
 
-func openSQLite(t *testing.T) backend {
+func openSQLite(t *testing.T) backend { return openSQLiteB(t) }
+
+func openSQLiteB(t testing.TB) backend {
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "buzz.db"))
 	if err != nil {
 		t.Fatal(err)
