@@ -52,6 +52,8 @@ type Config struct {
 	DebugAddr string
 	// ShutdownTimeout bounds the graceful shutdown after SIGINT/SIGTERM.
 	ShutdownTimeout time.Duration
+	// Operator configures the operator API (see operator.go).
+	Operator OperatorConfig
 }
 
 // Defaults that are buzzd's own (the relay's limits default to
@@ -81,7 +83,7 @@ type setting struct {
 // settings returns the full configuration table, in documentation order.
 func settings() []setting {
 	lim := buzz.DefaultLimits()
-	return []setting{
+	return append([]setting{
 		{env: "RELAY_URL", flag: "relay-url", def: defaultRelayURL,
 			usage: "public ws:// or wss:// URL of this relay; its host is mapped to a community at start and is the NIP-42 relay tag",
 			apply: func(c *Config, v string) error { c.RelayURL = v; return nil }},
@@ -217,7 +219,7 @@ func settings() []setting {
 		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
 			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
-	}
+	}, operatorSettings()...)
 }
 
 // defaultConfig returns the configuration used when nothing is set.
@@ -291,6 +293,9 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 		return Config{}, fmt.Errorf("RELAY_URL (-relay-url) %q: %w", cfg.RelayURL, err)
 	}
 	cfg.RelayHost = host
+	if err := cfg.Operator.validate(); err != nil {
+		return Config{}, err
+	}
 	if !bindSet {
 		cfg.BindAddr = net.JoinHostPort(defaultBindHost, bindPort)
 	}

@@ -183,13 +183,18 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
+	handler, err := withOperatorAPI(cfg, backend, dir, relay, id, relay, logger)
+	if err != nil {
+		_ = relay.Shutdown(ctx)
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.BindAddr)
 	if err != nil {
 		return fmt.Errorf("listen on BUZZ_BIND_ADDR %s: %w", cfg.BindAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           relay,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
