@@ -28,6 +28,7 @@ func runLoad(ctx context.Context, args []string) error {
 	chunk := fs.Int("chunk", 20000, "events per COPY transaction")
 	workers := fs.Int("workers", 64, "concurrent Save callers (-mode save)")
 	limit := fs.Int("limit", 0, "load at most this many events (0 = all)")
+	skip := fs.Int("skip", 0, "skip this many events of the file first (to resume an interrupted load)")
 	_ = fs.Parse(args)
 
 	if err := createDatabase(ctx, *db); err != nil {
@@ -62,6 +63,11 @@ func runLoad(ctx context.Context, args []string) error {
 		return nostr.ParseEvent(sc.Bytes())
 	}
 
+	for range *skip {
+		if !sc.Scan() {
+			return fmt.Errorf("-skip %d: file has fewer events", *skip)
+		}
+	}
 	start := time.Now()
 	var total int64
 	switch *mode {

@@ -56,7 +56,7 @@ func usage() {
 	os.Exit(2)
 }
 
-const defaultDB = "postgres://postgres@127.0.0.1:5432/buzzbench?sslmode=disable"
+const defaultDB = "postgres://postgres@127.0.0.1:5432/buzzseed?sslmode=disable"
 
 func dbFlags(fs *flag.FlagSet) (db, host *string) {
 	return fs.String("db", defaultDB, "PostgreSQL URL (migrated with buzzd migrate or postgres.Migrate)"),

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -194,18 +195,23 @@ func buildQuery(c tenant.CommunityID, f *nostr.Filter, now int64) (string, []any
 		}
 		q = b
 	case len(p.authors) > 1:
-		sub := sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.pubkey = k.v")).
-			Where(p.conds("authors")).OrderBy(order).Limit(limit)
-		q = merge("?::bytea[]", p.authors, sub, limit, false)
+		q = fanOut(len(p.authors), func(v any) sq.Sqlizer {
+			return sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.pubkey = ?", v)).
+				Where(p.conds("authors")).OrderBy(order).Limit(limit)
+		}, func(i int) any { return p.authors[i] }, "?::bytea[]", p.authors, limit, false)
 	case p.authors == nil && len(p.tags) > 0 && len(p.tags[0].keys) == 1:
 		t := p.tags[0]
 		q = tagDriven(c, now, p, sq.Expr("t.value = ?", t.keys[0]), limit)
 	case p.authors == nil && len(p.tags) > 0:
-		q = merge("?::bytea[]", p.tags[0].keys, tagDriven(c, now, p, sq.Expr("t.value = k.v"), limit), limit, true)
+		keys := p.tags[0].keys
+		q = fanOut(len(keys), func(v any) sq.Sqlizer {
+			return tagDriven(c, now, p, sq.Expr("t.value = ?", v), limit)
+		}, func(i int) any { return keys[i] }, "?::bytea[]", keys, limit, true)
 	case p.authors == nil && len(p.kinds) > 1:
-		sub := sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.kind = k.v")).
-			Where(p.conds("kinds")).OrderBy(order).Limit(limit)
-		q = merge("?::integer[]", p.kinds, sub, limit, false)
+		q = fanOut(len(p.kinds), func(v any) sq.Sqlizer {
+			return sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.kind = ?", v)).
+				Where(p.conds("kinds")).OrderBy(order).Limit(limit)
+		}, func(i int) any { return p.kinds[i] }, "?::integer[]", p.kinds, limit, false)
 	default:
 		q = sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order).Limit(limit)
 	}
@@ -231,15 +237,33 @@ func tagDriven(c tenant.CommunityID, now int64, p *predicate, value sq.Sqlizer, 
 		OrderBy("t.created_at DESC, t.event_id").Limit(limit)
 }
 
-// merge runs sub once per element of list (bound as k.v) and merges the
-// branches; distinct drops an event reached through two elements.
-func merge(listType string, list any, sub sq.Sqlizer, limit uint64, distinct bool) sq.Sqlizer {
+// maxUnionBranches bounds the UNION ALL form of fanOut; longer lists use a
+// LATERAL join over the array.
+const maxUnionBranches = 16
+
+// fanOut runs one branch per list element (each reading its index in
+// order, at most limit rows) and merges them newest first; distinct drops
+// an event reached through two elements. Up to maxUnionBranches elements it
+// is a UNION ALL, which PostgreSQL merges lazily (Merge Append): about
+// limit rows are fetched in all, not limit per branch. Beyond, it is a
+// LATERAL join over the array (one statement shape for any length).
+func fanOut(n int, branch func(v any) sq.Sqlizer, elem func(i int) any, listType string, list any, limit uint64, distinct bool) sq.Sqlizer {
 	sel := "x.id, x.created_at, x.raw"
 	if distinct {
 		sel = "DISTINCT ON (x.created_at, x.id) " + sel
 	}
+	if n <= maxUnionBranches {
+		parts := make([]string, n)
+		args := make([]any, 0, n+1)
+		for i := range n {
+			parts[i] = "(?)"
+			args = append(args, branch(elem(i)))
+		}
+		args = append(args, limit)
+		return sq.Expr("SELECT "+sel+" FROM ("+strings.Join(parts, " UNION ALL ")+") AS x ORDER BY x.created_at DESC, x.id LIMIT ?", args...)
+	}
 	return sq.Expr("SELECT "+sel+" FROM unnest("+listType+") AS k(v) CROSS JOIN LATERAL (?) AS x ORDER BY x.created_at DESC, x.id LIMIT ?",
-		list, sub, limit)
+		list, branch(sq.Expr("k.v")), limit)
 }
 
 // timeOn repeats since/until on the event_tags alias, so the tag index

@@ -151,7 +151,10 @@ CREATE TABLE events_p_past PARTITION OF events FOR VALUES FROM (MINVALUE) TO (17
 CREATE TABLE events_p_future PARTITION OF events DEFAULT;
 
 CREATE INDEX events_id_idx ON events (community_id, id);
-CREATE INDEX events_author_idx ON events (community_id, pubkey, created_at DESC, id);
+-- Covering and live-only, so counting an author's events is an index-only
+-- scan on settled (all-visible) pages.
+CREATE INDEX events_author_idx ON events (community_id, pubkey, created_at DESC, id)
+    INCLUDE (kind, expires_at) WHERE deleted_at IS NULL;
 CREATE INDEX events_author_kind_idx ON events (community_id, pubkey, kind, created_at DESC, id);
 CREATE INDEX events_kind_idx ON events (community_id, kind, created_at DESC, id);
 CREATE INDEX events_timeline_idx ON events (community_id, created_at DESC, id);
