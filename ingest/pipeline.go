@@ -20,6 +20,7 @@ import (
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/ratelimit"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -48,6 +49,10 @@ type Config struct {
 	EventPolicies []EventPolicy
 	OnStored      []OnStored
 	Logger        *slog.Logger
+	// RateLimiter, when set, admits each event's author (step 8, class
+	// ratelimit.ClassEvent); RateLimitTier picks the author's tier.
+	RateLimiter   ratelimit.Limiter
+	RateLimitTier TierFunc
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -171,7 +176,15 @@ func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
 		return Outcome{Message: fmt.Sprintf(msgContentTooLong, p.cfg.MaxContentBytes)}
 	}
 
-	// 8. Embedder policy hooks, in the order they were configured.
+	// 8. Rate limit per (community, author), shared by every process when
+	// the limiter is: after the cheap checks and the signature (so forged
+	// events cost nobody's quota), before policies and storage. A limiter
+	// that cannot decide refuses (see admit).
+	if reason := p.admit(ctx, s); reason != "" {
+		return Outcome{Message: reason}
+	}
+
+	// 8b. Embedder policy hooks, in the order they were configured.
 	for _, fn := range p.cfg.EventPolicies {
 		if err := fn(ctx, s.Tenant, ev); err != nil {
 			return Outcome{Message: Reason(err, "blocked: ")}

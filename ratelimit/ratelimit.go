@@ -26,6 +26,9 @@ const (
 	ClassMessage Class = "msg" // EVENTs published
 	ClassAPI     Class = "api" // HTTP API calls
 	ClassWS      Class = "ws"  // WebSocket frames (admission)
+	// ClassEvent counts EVENT messages received over WebSocket, stored or
+	// ephemeral: the relay's admission limit per (community, pubkey).
+	ClassEvent Class = "ws_event"
 )
 
 // Tier is an actor's service level; it selects the rules applied.
@@ -60,14 +63,15 @@ type Tiers map[Tier]map[Class]Rule
 
 // DefaultTiers returns the reference limits: messages 60/120/300/600 per
 // minute for human/agent/agent_elevated/platform, API calls 300/600/600/600
-// per minute, WebSocket frames 50 per 5 s for everyone.
+// per minute, WebSocket frames and WebSocket EVENTs 50 per 5 s (10/s) for
+// everyone.
 func DefaultTiers() Tiers {
 	ws := Rule{Limit: 50, Window: 5 * time.Second}
 	return Tiers{
-		TierHuman:         {ClassMessage: {60, time.Minute}, ClassAPI: {300, time.Minute}, ClassWS: ws},
-		TierAgent:         {ClassMessage: {120, time.Minute}, ClassAPI: {600, time.Minute}, ClassWS: ws},
-		TierAgentElevated: {ClassMessage: {300, time.Minute}, ClassAPI: {600, time.Minute}, ClassWS: ws},
-		TierPlatform:      {ClassMessage: {600, time.Minute}, ClassAPI: {600, time.Minute}, ClassWS: ws},
+		TierHuman:         {ClassMessage: {60, time.Minute}, ClassAPI: {300, time.Minute}, ClassWS: ws, ClassEvent: ws},
+		TierAgent:         {ClassMessage: {120, time.Minute}, ClassAPI: {600, time.Minute}, ClassWS: ws, ClassEvent: ws},
+		TierAgentElevated: {ClassMessage: {300, time.Minute}, ClassAPI: {600, time.Minute}, ClassWS: ws, ClassEvent: ws},
+		TierPlatform:      {ClassMessage: {600, time.Minute}, ClassAPI: {600, time.Minute}, ClassWS: ws, ClassEvent: ws},
 	}
 }
 
