@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/gorilla/websocket"
 )
 
 // These benchmarks drive an in-process relay (store/sqlite) over real
@@ -144,4 +148,52 @@ func BenchmarkRelayFanout(b *testing.B) {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
+}
+
+// BenchmarkRelayIdleConn opens 1000 idle connections to an in-process relay
+// per iteration and reports the relay process's memory growth per
+// connection (heap and goroutine stacks). The client side holds no read
+// goroutine and 1 KiB buffers, so nearly all of the growth is the relay's.
+// With BUZZBENCH_HEAPPROFILE=file it writes a heap profile while the
+// connections are open.
+func BenchmarkRelayIdleConn(b *testing.B) {
+	const n = 1000
+	url := startTestRelay(b)
+	var heap, stack, gor float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		conns := make([]*websocket.Conn, 0, n)
+		d := websocket.Dialer{ReadBufferSize: 1024, WriteBufferSize: 1024}
+		for range n {
+			ws, _, err := d.Dial(url, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, ws)
+		}
+		time.Sleep(500 * time.Millisecond) // let the relay finish the handshakes
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap += float64(after.HeapInuse) - float64(before.HeapInuse)
+		stack += float64(after.StackInuse) - float64(before.StackInuse)
+		gor += float64(runtime.NumGoroutine() - g0)
+		if path := os.Getenv("BUZZBENCH_HEAPPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+		for _, ws := range conns {
+			ws.Close()
+		}
+	}
+	total := float64(b.N) * n
+	b.ReportMetric(heap/total, "heap-B/conn")
+	b.ReportMetric(stack/total, "stack-B/conn")
+	b.ReportMetric(gor/total, "goroutines/conn")
 }
