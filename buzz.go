@@ -64,6 +64,7 @@ type Relay struct {
 	connWG     sync.WaitGroup
 	ownsVer    bool          // the verifier was created by New: Shutdown closes it
 	ownsBroker bool          // the broker was created by New: Shutdown closes it
+	cl         *clusterState // control bus, presence (cluster.go)
 	closed     chan struct{} // closed once Shutdown has finished
 }
 
@@ -134,6 +135,8 @@ func New(opts ...Option) (*Relay, error) {
 		EventPolicies:   policies,
 		OnStored:        hooks,
 		Logger:          cfg.logger,
+		RateLimiter:     cfg.cluster.limiter,
+		RateLimitTier:   cfg.cluster.tier,
 	})
 	if err != nil {
 		return nil, err
@@ -153,6 +156,7 @@ func New(opts ...Option) (*Relay, error) {
 	}
 
 	r.stopListen = r.cfg.broker.Listen(r.onMessage)
+	r.startCluster()
 	bg, cancel := context.WithCancel(context.Background())
 	r.bgCancel = cancel
 	r.bgDone = make(chan struct{})
@@ -231,6 +235,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	delete(r.conns, c)
 	r.mu.Unlock()
+	r.connClosed(c)
 }
 
 // Shutdown stops the relay gracefully: new upgrades get HTTP 503; every
@@ -282,6 +287,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	r.stopListen()
+	r.stopCluster()
 	r.bgCancel()
 	<-r.bgDone
 	if r.ownsBroker {

@@ -85,6 +85,7 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 		ticket := c.r.inflight.begin()
 		out := c.r.pipeline.Ingest(c.ctx, ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs})
 		c.r.inflight.end(ticket)
+		c.r.afterIngest(c, ev, out)
 		if out.RequestAuth {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 		}

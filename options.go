@@ -64,6 +64,7 @@ type config struct {
 	filterPolicy  []FilterPolicy
 	onStored      []OnStored
 	now           func() time.Time
+	cluster       clusterConfig // multi-process options (cluster.go)
 }
 
 // WithStore sets the event store. Required.

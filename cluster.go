@@ -1,0 +1,349 @@
+package buzz
+
+// Running several relay processes ("pods") as one relay: the shared rate
+// limiter, the control bus that carries per-community state changes to
+// every pod, and presence (kind 20001) kept where every pod can read it.
+// A single process needs none of this configured: the defaults are an
+// in-process control bus, no rate limit and no presence store.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/ratelimit"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// KindPresence is the ephemeral kind a client announces its presence with
+// (content "online", "away", "offline", or JSON {"status": …}).
+const KindPresence = 20001
+
+// Presence records the presence statuses of a community's pubkeys where
+// every relay process can read them. *redis.Broker (package pubsub/redis)
+// implements it.
+type Presence interface {
+	// SetPresence records status for pubkey in community for ttl (<= 0: the
+	// implementation's default); status "offline" clears it.
+	SetPresence(ctx context.Context, community tenant.CommunityID, pubkey, status string, ttl time.Duration) error
+	// ClearPresence forgets pubkey's status in community.
+	ClearPresence(ctx context.Context, community tenant.CommunityID, pubkey string) error
+}
+
+// RateLimitTierFunc picks the rate-limit tier of an event's author.
+type RateLimitTierFunc = ingest.TierFunc
+
+// AccessChangeHook is told that access in a community changed: a
+// control.MembershipChanged or control.VisibilityChanged, published by any
+// process (this one included). It runs on the control bus's delivering
+// goroutine and must not block.
+type AccessChangeHook = func(community tenant.CommunityID, m control.Message)
+
+// clusterConfig is the multi-process part of config.
+type clusterConfig struct {
+	limiter     ratelimit.Limiter
+	tier        RateLimitTierFunc
+	bus         control.Bus
+	presence    Presence
+	noPresence  bool
+	accessHooks []AccessChangeHook
+}
+
+// WithRateLimiter admits every EVENT (stored or ephemeral) through l, per
+// community and author, class ratelimit.ClassEvent, after its signature
+// was verified and before it is stored or published. Over quota the client
+// gets OK false "rate-limited: …"; when l cannot decide (for example Redis
+// is unreachable) the event is refused with l's "rate-limited: shared
+// admission unavailable", never let through. Default: no limit.
+func WithRateLimiter(l ratelimit.Limiter) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("buzz: WithRateLimiter: nil limiter")
+		}
+		c.cluster.limiter = l
+		return nil
+	}
+}
+
+// WithRateLimitTier sets how an author's tier is chosen (default: everyone
+// is ratelimit.TierHuman). It has no effect without WithRateLimiter.
+func WithRateLimitTier(fn RateLimitTierFunc) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("buzz: WithRateLimitTier: nil func")
+		}
+		c.cluster.tier = fn
+		return nil
+	}
+}
+
+// WithControlBus sets the bus that carries control messages between relay
+// processes (see Relay.PublishControl). Default: the broker when it is a
+// control.Bus (as the Redis broker is), else an in-process control.Local.
+func WithControlBus(b control.Bus) Option {
+	return func(c *config) error {
+		if b == nil {
+			return errors.New("buzz: WithControlBus: nil bus")
+		}
+		c.cluster.bus = b
+		return nil
+	}
+}
+
+// WithPresence sets where presence (kind 20001) is recorded. An accepted
+// presence event sets its author's status; when the last connection of
+// this process on which a pubkey announced presence closes, the status is
+// cleared. Default: the broker when it implements Presence (the Redis
+// broker does), else presence is not recorded (kind 20001 events are still
+// delivered live). A nil p turns recording off.
+func WithPresence(p Presence) Option {
+	return func(c *config) error {
+		c.cluster.presence = p
+		c.cluster.noPresence = p == nil
+		return nil
+	}
+}
+
+// WithAccessChangeHook adds a hook called for every control.MembershipChanged
+// and control.VisibilityChanged of any community, whichever process
+// published it: the place to drop cached access decisions and close
+// subscriptions a pubkey may no longer read. Hooks run in order.
+func WithAccessChangeHook(fn AccessChangeHook) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("buzz: WithAccessChangeHook: nil func")
+		}
+		c.cluster.accessHooks = append(c.cluster.accessHooks, fn)
+		return nil
+	}
+}
+
+// presenceTTL is how long a recorded presence lasts without a new
+// announcement; presenceOpTimeout bounds each presence write.
+const (
+	presenceTTL       = 180 * time.Second
+	presenceOpTimeout = 2 * time.Second
+)
+
+// clusterState is the Relay's multi-process state.
+type clusterState struct {
+	bus      control.Bus
+	presence Presence
+	hooks    []AccessChangeHook
+	stopCtrl func()
+
+	ctx    context.Context // ends when the relay shuts down
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // control actions in flight
+
+	mu     sync.Mutex
+	counts map[presenceKey]int           // connections per announced pubkey
+	byConn map[*conn]map[string]struct{} // pubkeys announced per connection
+}
+
+type presenceKey struct {
+	community tenant.CommunityID
+	pubkey    string
+}
+
+// startCluster wires the control bus, presence and the health endpoints.
+// New calls it once the broker listener runs.
+func (r *Relay) startCluster() {
+	cc := r.cfg.cluster
+	cs := &clusterState{
+		bus:    cc.bus,
+		hooks:  cc.accessHooks,
+		counts: make(map[presenceKey]int),
+		byConn: make(map[*conn]map[string]struct{}),
+	}
+	if cs.bus == nil {
+		if b, ok := r.cfg.broker.(control.Bus); ok {
+			cs.bus = b
+		} else {
+			cs.bus = &control.Local{}
+		}
+	}
+	switch {
+	case cc.presence != nil:
+		cs.presence = cc.presence
+	case !cc.noPresence:
+		cs.presence, _ = r.cfg.broker.(Presence)
+	}
+	cs.ctx, cs.cancel = context.WithCancel(context.Background())
+	r.cl = cs
+	cs.stopCtrl = cs.bus.ListenControl(r.onControl)
+	r.registerHealth()
+}
+
+// stopCluster stops listening to control messages and waits for the
+// actions they started. Shutdown calls it.
+func (r *Relay) stopCluster() {
+	r.cl.stopCtrl()
+	r.cl.cancel()
+	r.cl.wg.Wait()
+}
+
+// PublishControl sends m to every relay process serving community,
+// this one included (its handlers run before PublishControl returns). Use
+// it after changing state other processes act on: control.DisconnectCommunity
+// after archiving, control.DisconnectPubkey after a ban,
+// control.MembershipChanged / control.VisibilityChanged after an access
+// change. An error means other processes may not have been told (this one
+// has been).
+func (r *Relay) PublishControl(ctx context.Context, community tenant.CommunityID, m control.Message) error {
+	return r.cl.bus.PublishControl(ctx, community, m)
+}
+
+// onControl acts on one control message, from this process or another. It
+// never blocks: disconnects run on their own goroutines.
+func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
+	switch m := m.(type) {
+	case control.DisconnectCommunity:
+		r.cl.goAction(func(ctx context.Context) {
+			if err := r.DisconnectCommunity(ctx, community); err != nil && ctx.Err() == nil {
+				r.log.Warn("buzz: control: disconnect community", "community", community.String(), "err", err)
+			}
+		})
+	case control.DisconnectPubkey:
+		r.disconnectPubkey(community, m.PubKey, closeReason(m.Reason))
+	case control.MembershipChanged, control.VisibilityChanged:
+		r.accessChanged(community, m)
+	}
+}
+
+// accessChanged is the single entry point for membership and visibility
+// changes: it runs the WithAccessChangeHook hooks. Channel scoping plugs its
+// cache invalidation and revoked-subscription closing in here.
+func (r *Relay) accessChanged(community tenant.CommunityID, m control.Message) {
+	for _, h := range r.cl.hooks {
+		h(community, m)
+	}
+}
+
+func (cs *clusterState) goAction(fn func(ctx context.Context)) {
+	cs.wg.Add(1)
+	go func() {
+		defer cs.wg.Done()
+		fn(cs.ctx)
+	}()
+}
+
+// DefaultDisconnectPubkeyReason is the close reason sent for a
+// control.DisconnectPubkey without one.
+const DefaultDisconnectPubkeyReason = "relay: disconnected by the operator"
+
+// closeReason bounds a close frame's reason (at most 123 bytes, valid UTF-8).
+func closeReason(s string) string {
+	if s == "" {
+		return DefaultDisconnectPubkeyReason
+	}
+	if len(s) > 123 {
+		s = strings.ToValidUTF8(s[:123], "")
+	}
+	return s
+}
+
+// disconnectPubkey closes, gracefully, every connection of community on
+// this process that authenticated as pubkey or announced its presence.
+func (r *Relay) disconnectPubkey(community tenant.CommunityID, pubkey, reason string) {
+	if pubkey == "" {
+		return
+	}
+	for _, c := range r.connsOf(community, nil) {
+		if c.isAuthed(pubkey) || r.cl.announced(c, pubkey) {
+			c.beginClose(websocket.ClosePolicyViolation, reason)
+		}
+	}
+}
+
+func (cs *clusterState) announced(c *conn, pubkey string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	_, ok := cs.byConn[c][pubkey]
+	return ok
+}
+
+// afterIngest runs the relay's side effects of an accepted event before its
+// OK is sent: presence announcements are recorded.
+func (r *Relay) afterIngest(c *conn, ev *nostr.Event, out ingest.Outcome) {
+	if !out.OK || ev.Kind != KindPresence || r.cl.presence == nil {
+		return
+	}
+	status, ok := presenceStatus(ev.Content)
+	if !ok {
+		return
+	}
+	key := presenceKey{community: c.tc.Community(), pubkey: ev.PubKey}
+	r.cl.mu.Lock()
+	pks := r.cl.byConn[c]
+	if pks == nil {
+		pks = make(map[string]struct{})
+		r.cl.byConn[c] = pks
+	}
+	if _, seen := pks[ev.PubKey]; !seen {
+		pks[ev.PubKey] = struct{}{}
+		r.cl.counts[key]++
+	}
+	r.cl.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.ctx, presenceOpTimeout)
+	defer cancel()
+	if err := r.cl.presence.SetPresence(ctx, key.community, key.pubkey, status, presenceTTL); err != nil {
+		c.log.Warn("buzz: record presence", "err", err)
+	}
+}
+
+// connClosed forgets a closed connection: a pubkey whose last announcing
+// connection on this process it was has its presence cleared.
+func (r *Relay) connClosed(c *conn) {
+	r.cl.mu.Lock()
+	pks := r.cl.byConn[c]
+	delete(r.cl.byConn, c)
+	var clear []string
+	for pk := range pks {
+		key := presenceKey{community: c.tc.Community(), pubkey: pk}
+		if r.cl.counts[key]--; r.cl.counts[key] <= 0 {
+			delete(r.cl.counts, key)
+			clear = append(clear, pk)
+		}
+	}
+	r.cl.mu.Unlock()
+	for _, pk := range clear {
+		ctx, cancel := context.WithTimeout(context.Background(), presenceOpTimeout)
+		if err := r.cl.presence.ClearPresence(ctx, c.tc.Community(), pk); err != nil {
+			c.log.Warn("buzz: clear presence", "err", err)
+		}
+		cancel()
+	}
+}
+
+// presenceStatus reads a kind 20001 content: a bare status or JSON
+// {"status": "…"}; 1-64 printable bytes.
+func presenceStatus(content string) (string, bool) {
+	s := strings.TrimSpace(content)
+	if strings.HasPrefix(s, "{") {
+		var v struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal([]byte(s), &v) != nil {
+			return "", false
+		}
+		s = v.Status
+	}
+	if s == "" || len(s) > 64 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return "", false
+		}
+	}
+	return s, true
+}
