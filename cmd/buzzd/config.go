@@ -54,6 +54,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Operator configures the operator API (see operator.go).
 	Operator OperatorConfig
+	// Cluster configures Redis and shared limits (see cluster.go).
+	Cluster ClusterConfig
 }
 
 // Defaults that are buzzd's own (the relay's limits default to
@@ -219,7 +221,7 @@ func settings() []setting {
 		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
 			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
-	}, operatorSettings()...)
+	}, append(operatorSettings(), clusterSettings()...)...)
 }
 
 // defaultConfig returns the configuration used when nothing is set.

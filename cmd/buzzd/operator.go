@@ -92,9 +92,10 @@ func (o OperatorConfig) validate() error {
 // withOperatorAPI returns relay wrapped with the operator API when operators
 // are configured, else relay itself. bootID is the community of RELAY_URL,
 // which cannot be archived; dir's cache is invalidated on every mapping
-// change; archive disconnects through d.
+// change; archive disconnects through d. replay is the NIP-98 replay guard
+// (nil: the verifier's in-process one).
 func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirectory, d operator.Disconnector,
-	bootID tenant.CommunityID, relay http.Handler, logger *slog.Logger) (http.Handler, error) {
+	bootID tenant.CommunityID, relay http.Handler, logger *slog.Logger, replay nip98.ReplayGuard) (http.Handler, error) {
 	if len(cfg.Operator.PubKeys) == 0 {
 		return relay, nil
 	}
@@ -102,10 +103,13 @@ func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirec
 	if !ok {
 		return nil, errors.New("operator API: the store does not implement the operator registry")
 	}
-	// The replay guard is in-process: a deployment running several buzzd
-	// processes behind one API origin needs a shared (Redis) guard,
-	// nip98.NewRedisGuard, once buzzd is given a Redis connection.
-	v, err := nip98.NewVerifier()
+	// replay is the shared Redis guard when REDIS_URL is set; nil leaves
+	// the verifier's in-process guard, sound for one buzzd only.
+	var vopts []nip98.Option
+	if replay != nil {
+		vopts = append(vopts, nip98.WithReplayGuard(replay))
+	}
+	v, err := nip98.NewVerifier(vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("operator API: %w", err)
 	}

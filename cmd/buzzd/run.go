@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -156,12 +155,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("host directory: %w", err)
 	}
-	broker, err := pubsub.NewLocal(pubsub.WithLocalLogger(logger))
+	cl, err := openCluster(ctx, cfg.Cluster, logger)
 	if err != nil {
-		return fmt.Errorf("broker: %w", err)
+		return err
 	}
 	defer func() {
-		if cerr := broker.Close(); cerr != nil {
+		if cerr := cl.close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close broker: %w", cerr))
 		}
 	}()
@@ -170,20 +169,19 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if cfg.AuthRequired {
 		auth = buzz.AuthRequired
 	}
-	relay, err := buzz.New(
+	relay, err := buzz.New(append([]buzz.Option{
 		buzz.WithStore(backend),
 		buzz.WithDirectory(dir),
-		buzz.WithBroker(broker),
 		buzz.WithRelayURL(cfg.RelayURL),
 		buzz.WithAuth(auth),
 		buzz.WithLimits(cfg.Limits),
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
-	)
+	}, cl.relayOptions...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
-	handler, err := withOperatorAPI(cfg, backend, dir, relay, id, relay, logger)
+	handler, err := withOperatorAPI(cfg, backend, dir, clusterDisconnector{relay}, id, relay, logger, cl.replayGuard)
 	if err != nil {
 		_ = relay.Shutdown(ctx)
 		return err
