@@ -38,6 +38,10 @@ type Record struct {
 	// Raw is the event's JSON object exactly as nostr.Event.AppendJSON wrote
 	// it at ingest: content and tags come back byte-for-byte.
 	Raw []byte
+	// Community is the community the row belongs to. Backends return rows
+	// of the queried community only and set it to that community; the
+	// relay labels what it sends with it (isolation tracing).
+	Community tenant.CommunityID
 }
 
 // EventStore is the storage contract of a relay.
@@ -64,6 +68,14 @@ type Record struct {
 //     honours every Filter field exactly as nostr.Filter.Matches does.
 //   - Count returns the number of distinct live events matching any of the
 //     filters (limits are ignored).
+//   - Query and Count see every event of the community, channel events
+//     included: they are for trusted callers (tools, tests). A relay serving
+//     clients reads through ChannelStore.QueryScoped and CountScoped, which
+//     return community-wide events plus only the channels of a Scope.
+//   - Save records the channel an event names with its "h" tag
+//     (EventChannel); an event whose h tags are malformed is refused with
+//     ErrInvalidChannelTag. Save does not check that the channel exists:
+//     callers admitting client events resolve it first.
 type EventStore interface {
 	Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error
 	Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[Record, error]

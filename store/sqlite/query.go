@@ -25,6 +25,12 @@ const inlineListMax = 256
 // connection until the consumer stops or the rows end; stopping early closes
 // the rows.
 func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[store.Record, error] {
+	return s.QueryScoped(ctx, c, f, store.AllChannels())
+}
+
+// QueryScoped implements store.ChannelStore: Query restricted to the
+// community-wide events and the channels of scope, in SQL.
+func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
 	return func(yield func(store.Record, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(store.Record{}, err)
@@ -49,6 +55,7 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 		if !ok {
 			return
 		}
+		q.scope(scope)
 		q.add(` ORDER BY e.created_at DESC, e.id ASC`)
 		if f.LimitSet && !residual {
 			q.add(` LIMIT ?`, f.Limit)
@@ -80,6 +87,7 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 				}
 			}
 			rec.ID = hex.EncodeToString(id)
+			rec.Community = c
 			if !yield(rec, nil) {
 				return
 			}
@@ -97,6 +105,12 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 // Count implements store.EventStore: distinct live events matching any of
 // filters; limits are ignored.
 func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
+	return s.CountScoped(ctx, c, filters, store.AllChannels())
+}
+
+// CountScoped implements store.ChannelStore: Count restricted to the
+// community-wide events and the channels of scope.
+func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, scope store.Scope) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -115,7 +129,7 @@ func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr
 		var sub sqlBuilder
 		ok, residual := sub.filter(cseq, &filters[i])
 		if residual {
-			return s.countSlow(ctx, c, filters)
+			return s.countSlow(ctx, c, filters, scope)
 		}
 		if !ok {
 			continue
@@ -130,6 +144,7 @@ func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr
 		return 0, nil
 	}
 	q.add(`)`)
+	q.scope(scope)
 	var n int64
 	if err := s.rdb.QueryRowContext(ctx, q.sb.String(), q.args...).Scan(&n); err != nil {
 		return 0, internal("count", err)
@@ -139,11 +154,11 @@ func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr
 
 // countSlow counts by running each filter's query, for filters with tag
 // conditions the index does not serve.
-func (s *Store) countSlow(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
+func (s *Store) countSlow(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, scope store.Scope) (int64, error) {
 	seen := make(map[string]struct{})
 	for _, f := range filters {
 		f.LimitSet, f.Limit = false, 0
-		for rec, err := range s.Query(ctx, c, f) {
+		for rec, err := range s.QueryScoped(ctx, c, f, scope) {
 			if err != nil {
 				return 0, err
 			}
@@ -161,6 +176,42 @@ type sqlBuilder struct {
 func (q *sqlBuilder) add(s string, args ...any) {
 	q.sb.WriteString(s)
 	q.args = append(q.args, args...)
+}
+
+// scope appends the access condition of sc: community-wide events
+// (channel NULL) plus the events of sc's channels; nothing for AllChannels.
+func (q *sqlBuilder) scope(sc store.Scope) {
+	if sc.All() {
+		return
+	}
+	ids := sc.Channels()
+	switch {
+	case len(ids) == 0:
+		q.sb.WriteString(` AND e.channel IS NULL`)
+	case len(ids) <= inlineListMax:
+		q.sb.WriteString(` AND (e.channel IS NULL OR e.channel IN (`)
+		for i := range ids {
+			if i > 0 {
+				q.sb.WriteString(`,`)
+			}
+			q.add(`?`, ids[i][:])
+		}
+		q.sb.WriteString(`))`)
+	default:
+		var js strings.Builder
+		js.Grow(len(ids) * 35)
+		js.WriteByte('[')
+		for i := range ids {
+			if i > 0 {
+				js.WriteByte(',')
+			}
+			js.WriteByte('"')
+			js.WriteString(hex.EncodeToString(ids[i][:]))
+			js.WriteByte('"')
+		}
+		js.WriteByte(']')
+		q.add(` AND (e.channel IS NULL OR e.channel IN (SELECT unhex(value) FROM json_each(?)))`, js.String())
+	}
 }
 
 // from appends the FROM clause of a query for f, choosing the access path

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -24,6 +25,7 @@ type prepared struct {
 	createdAt int64
 	kind      int
 	raw       []byte
+	channel   any // the h tag's channel as a 16-byte BLOB, or nil (NULL)
 
 	coordinate bool   // replaceable or addressable
 	d          string // "" for replaceable kinds
@@ -78,6 +80,13 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 		createdAt: ev.CreatedAt,
 		kind:      ev.Kind,
 		raw:       ev.AppendJSON(nil),
+	}
+	ch, ok, err := store.EventChannel(ev)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		p.channel = ch[:]
 	}
 	switch {
 	case nostr.IsReplaceable(ev.Kind):

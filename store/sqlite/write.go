@@ -215,8 +215,8 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 	prep(&w.rollback, `ROLLBACK`)
 	prep(&w.tombstone, `SELECT 1 FROM deleted_ids WHERE community = ? AND id = ? AND pubkey = ?`)
 	prep(&w.exists, `SELECT 1 FROM events WHERE community = ? AND id = ?`)
-	prep(&w.insert, `INSERT OR IGNORE INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
+	prep(&w.insert, `INSERT OR IGNORE INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw, channel)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
 	prep(&w.watermark, `SELECT deleted_up_to FROM coord_deletions WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
 	prep(&w.head, `SELECT seq, created_at, id FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
 	prep(&w.deleteSeq, `DELETE FROM events WHERE seq = ?`)
@@ -311,7 +311,7 @@ func (w *writer) save(p *prepared) error {
 		expires = p.expiresAt
 	}
 	var seq int64
-	err := w.insert.QueryRowContext(ctx, p.community, p.id, p.pubkey, p.createdAt, p.kind, dTag, expires, p.raw).Scan(&seq)
+	err := w.insert.QueryRowContext(ctx, p.community, p.id, p.pubkey, p.createdAt, p.kind, dTag, expires, p.raw, p.channel).Scan(&seq)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return store.ErrDuplicate

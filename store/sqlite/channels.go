@@ -1,0 +1,536 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Channels and community access (store.ChannelStore). Reads use the
+// read-only pool; every command runs on the single writer inside its
+// BEGIN IMMEDIATE transaction, so its authorization, its effect and the
+// storage of its event are one atomic step, serialized with every other
+// write (also across processes sharing the file). A verdict (not permitted,
+// no channel, …) is reported through a captured variable with a nil return,
+// so it never fails the writer's batch; each run of the closure starts by
+// resetting it, because a failed batch replays its requests.
+
+var _ store.ChannelStore = (*Store)(nil)
+
+const channelCols = `id, name, about, picture, visibility, channel_type, created_by, created_at, deleted_at`
+
+func scanChannel(r rowScanner) (store.Channel, error) {
+	var (
+		ch        store.Channel
+		id, by    []byte
+		vis, typ  string
+		deletedAt sql.NullInt64
+	)
+	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &deletedAt); err != nil {
+		return store.Channel{}, err
+	}
+	if len(id) != 16 || len(by) != 32 {
+		return store.Channel{}, errors.New("sqlite: corrupt channel row")
+	}
+	copy(ch.ID[:], id)
+	ch.Visibility = store.Visibility(vis)
+	ch.Type = store.ChannelType(typ)
+	ch.CreatedBy = hex.EncodeToString(by)
+	ch.Deleted = deletedAt.Valid
+	return ch, nil
+}
+
+// Channel implements store.ChannelStore.
+func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id store.ChannelID) (store.Channel, error) {
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return store.Channel{}, store.ErrNoChannel
+	}
+	if err != nil {
+		return store.Channel{}, err
+	}
+	ch, err := scanChannel(s.rdb.QueryRowContext(ctx,
+		`SELECT `+channelCols+` FROM channels WHERE community = ? AND id = ? AND deleted_at IS NULL`, cseq, id[:]))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.Channel{}, store.ErrNoChannel
+	case err != nil:
+		return store.Channel{}, internal("channel", err)
+	}
+	return ch, nil
+}
+
+// ChannelRole implements store.ChannelStore.
+func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id store.ChannelID, pubkey string) (store.Role, bool, error) {
+	pk, ok := decodeHex32(pubkey)
+	if !ok {
+		return "", false, nil
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	var role string
+	err = s.rdb.QueryRowContext(ctx, `SELECT role FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`,
+		cseq, id[:], pk).Scan(&role)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, internal("channel role", err)
+	}
+	return store.Role(role), true, nil
+}
+
+// ChannelMembers implements store.ChannelStore.
+func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id store.ChannelID) ([]store.Member, error) {
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT pubkey, role FROM channel_members WHERE community = ? AND channel = ? ORDER BY pubkey`,
+		cseq, id[:])
+	if err != nil {
+		return nil, internal("channel members", err)
+	}
+	defer rows.Close()
+	var out []store.Member
+	for rows.Next() {
+		var (
+			pk   []byte
+			role string
+		)
+		if err := rows.Scan(&pk, &role); err != nil {
+			return nil, internal("channel members", err)
+		}
+		out = append(out, store.Member{PubKey: hex.EncodeToString(pk), Role: store.Role(role)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal("channel members", err)
+	}
+	return out, nil
+}
+
+// ReadableChannels implements store.ChannelStore.
+func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubkeys []string) ([]store.ChannelID, error) {
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var q sqlBuilder
+	q.add(`SELECT id FROM channels WHERE community = ? AND deleted_at IS NULL AND (visibility = 'open'`, cseq)
+	var pks [][]byte
+	for _, p := range pubkeys {
+		if b, ok := decodeHex32(p); ok {
+			pks = append(pks, b)
+		}
+	}
+	if len(pks) > 0 {
+		q.add(` OR id IN (SELECT channel FROM channel_members WHERE community = ? AND pubkey IN (`, cseq)
+		for i, b := range pks {
+			if i > 0 {
+				q.sb.WriteString(`,`)
+			}
+			q.add(`?`, b)
+		}
+		q.sb.WriteString(`))`)
+	}
+	q.sb.WriteString(`) ORDER BY id`)
+	rows, err := s.rdb.QueryContext(ctx, q.sb.String(), q.args...)
+	if err != nil {
+		return nil, internal("readable channels", err)
+	}
+	defer rows.Close()
+	var out []store.ChannelID
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, internal("readable channels", err)
+		}
+		var id store.ChannelID
+		if len(b) != len(id) {
+			return nil, errors.New("sqlite: corrupt channel id")
+		}
+		copy(id[:], b)
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal("readable channels", err)
+	}
+	return out, nil
+}
+
+// ApplyChannelCommand implements store.ChannelStore.
+func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, cmd store.ChannelCommand, ev *nostr.Event) (store.ChannelChange, error) {
+	if err := cmd.Validate(); err != nil {
+		return store.ChannelChange{}, err
+	}
+	if ev == nil || ev.Kind != cmd.Kind || ev.PubKey != cmd.Actor {
+		return store.ChannelChange{}, store.ErrInvalidCommand
+	}
+	if id, ok, err := store.EventChannel(ev); err != nil || !ok || id != cmd.Channel {
+		return store.ChannelChange{}, store.ErrInvalidCommand
+	}
+	p, err := prepare(ev)
+	if err != nil {
+		return store.ChannelChange{}, err
+	}
+	p.community, err = s.communitySeq(ctx, c)
+	if err != nil {
+		return store.ChannelChange{}, err
+	}
+	var (
+		change  store.ChannelChange
+		verdict error
+	)
+	err = s.submit(ctx, func(w *writer) error {
+		change, verdict = store.ChannelChange{}, nil
+		ch, v, err := w.applyCommand(p, &cmd)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			verdict = v
+			return nil
+		}
+		ch.Channel, err = w.channelRow(p.community, cmd.Channel)
+		if err != nil {
+			return err
+		}
+		change = ch
+		return nil
+	})
+	if err != nil {
+		return store.ChannelChange{}, err
+	}
+	if verdict != nil {
+		return store.ChannelChange{}, verdict
+	}
+	return change, nil
+}
+
+func (w *writer) channelRow(community int64, id store.ChannelID) (store.Channel, error) {
+	ch, err := scanChannel(w.conn.QueryRowContext(w.ctx,
+		`SELECT `+channelCols+` FROM channels WHERE community = ? AND id = ?`, community, id[:]))
+	if err != nil {
+		return store.Channel{}, internal("channel", err)
+	}
+	return ch, nil
+}
+
+// applyCommand runs on the writer inside the transaction. It returns the
+// change, or a verdict (having written nothing), or an internal error.
+func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.ChannelChange, error, error) {
+	ctx, conn := w.ctx, w.conn
+	var none store.ChannelChange
+	// The event first: a repeat changes nothing.
+	var one int
+	err := w.exists.QueryRowContext(ctx, p.community, p.id).Scan(&one)
+	switch {
+	case err == nil:
+		return none, store.ErrDuplicate, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return none, nil, internal("channel command", err)
+	}
+	err = w.tombstone.QueryRowContext(ctx, p.community, p.id, p.pubkey).Scan(&one)
+	switch {
+	case err == nil:
+		return none, store.ErrDeleted, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return none, nil, internal("channel command", err)
+	}
+
+	chID := cmd.Channel[:]
+	now := time.Now().Unix()
+	var change store.ChannelChange
+	if cmd.Kind == store.KindCreateChannel {
+		vis, typ := cmd.Visibility, cmd.Type
+		if vis == "" {
+			vis = store.VisibilityOpen
+		}
+		if typ == "" {
+			typ = store.TypeStream
+		}
+		res, err := conn.ExecContext(ctx, `INSERT INTO channels (community, id, name, about, picture, visibility, channel_type, created_by, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (community, id) DO NOTHING`,
+			p.community, chID, *cmd.Name, deref(cmd.About), deref(cmd.Picture), string(vis), string(typ), p.pubkey, p.createdAt)
+		if err != nil {
+			return none, nil, internal("create channel", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return none, nil, internal("create channel", err)
+		} else if n == 0 {
+			return none, store.ErrChannelExists, nil
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO channel_members (community, channel, pubkey, role, joined_at, added_by) VALUES (?, ?, ?, 'owner', ?, ?)`,
+			p.community, chID, p.pubkey, now, p.pubkey); err != nil {
+			return none, nil, internal("create channel", err)
+		}
+		change.Metadata, change.Members = true, true
+		return change, nil, w.saveCommandEvent(p)
+	}
+
+	ch, err := w.channelRow(p.community, cmd.Channel)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return none, store.ErrNoChannel, nil
+		}
+		return none, nil, err
+	}
+	st := store.CommandState{Channel: ch}
+	role := func(pk []byte) (store.Role, error) {
+		var r string
+		err := conn.QueryRowContext(ctx, `SELECT role FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`,
+			p.community, chID, pk).Scan(&r)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
+		}
+		if err != nil {
+			return "", internal("channel role", err)
+		}
+		return store.Role(r), nil
+	}
+	if st.ActorRole, err = role(p.pubkey); err != nil {
+		return none, nil, err
+	}
+	var target []byte
+	if cmd.Target != "" {
+		target, _ = decodeHex32(cmd.Target)
+		if st.TargetRole, err = role(target); err != nil {
+			return none, nil, err
+		}
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM channel_members WHERE community = ? AND channel = ? AND role = 'owner'`,
+		p.community, chID).Scan(&st.Owners); err != nil {
+		return none, nil, internal("channel owners", err)
+	}
+	if v := store.Authorize(cmd, st); v != nil {
+		return none, v, nil
+	}
+	// 9005 needs its target before anything is written.
+	var victimSeq int64
+	var victimAuthor []byte
+	if cmd.Kind == store.KindDeleteEvent {
+		eid, _ := decodeHex32(cmd.EventID)
+		err := conn.QueryRowContext(ctx, `SELECT seq, pubkey FROM events WHERE community = ? AND id = ? AND channel = ?`,
+			p.community, eid, chID).Scan(&victimSeq, &victimAuthor)
+		if errors.Is(err, sql.ErrNoRows) {
+			return none, store.ErrNoEvent, nil
+		}
+		if err != nil {
+			return none, nil, internal("delete event", err)
+		}
+	}
+
+	exec := func(q string, args ...any) error {
+		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+			return internal("channel command", err)
+		}
+		return nil
+	}
+	switch cmd.Kind {
+	case store.KindJoinRequest:
+		if st.ActorRole == "" {
+			if err := exec(`INSERT INTO channel_members (community, channel, pubkey, role, joined_at) VALUES (?, ?, ?, 'member', ?)`,
+				p.community, chID, p.pubkey, now); err != nil {
+				return none, nil, err
+			}
+			change.Members = true
+		}
+	case store.KindLeaveRequest:
+		if err := exec(`DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`, p.community, chID, p.pubkey); err != nil {
+			return none, nil, err
+		}
+		change.Members, change.Revoked = true, []string{cmd.Actor}
+	case store.KindPutUser:
+		r := cmd.Role
+		if r == "" {
+			r = store.RoleMember
+		}
+		if err := exec(`INSERT INTO channel_members (community, channel, pubkey, role, joined_at, added_by) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (community, channel, pubkey) DO UPDATE SET role = excluded.role`,
+			p.community, chID, target, string(r), now, p.pubkey); err != nil {
+			return none, nil, err
+		}
+		change.Members = true
+	case store.KindRemoveUser:
+		if err := exec(`DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`, p.community, chID, target); err != nil {
+			return none, nil, err
+		}
+		change.Members, change.Revoked = true, []string{cmd.Target}
+	case store.KindEditMetadata:
+		var sets []string
+		var args []any
+		for _, f := range []struct {
+			col string
+			v   *string
+		}{{"name", cmd.Name}, {"about", cmd.About}, {"picture", cmd.Picture}} {
+			if f.v != nil {
+				sets = append(sets, f.col+" = ?")
+				args = append(args, *f.v)
+			}
+		}
+		if cmd.Visibility != "" {
+			sets = append(sets, "visibility = ?")
+			args = append(args, string(cmd.Visibility))
+			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && cmd.Visibility == store.VisibilityPrivate
+		}
+		if len(sets) > 0 {
+			args = append(args, p.community, chID)
+			if err := exec(`UPDATE channels SET `+strings.Join(sets, ", ")+` WHERE community = ? AND id = ?`, args...); err != nil {
+				return none, nil, err
+			}
+			change.Metadata = true
+		}
+	case store.KindDeleteEvent:
+		if err := w.removeSeq(victimSeq); err != nil {
+			return none, nil, err
+		}
+		eid, _ := decodeHex32(cmd.EventID)
+		if _, err := w.addTombstone.ExecContext(ctx, p.community, eid, victimAuthor); err != nil {
+			return none, nil, internal("delete event", err)
+		}
+		change.DeletedEvent = cmd.EventID
+	case store.KindDeleteChannel:
+		if err := exec(`UPDATE channels SET deleted_at = ? WHERE community = ? AND id = ?`, now, p.community, chID); err != nil {
+			return none, nil, err
+		}
+		change.Deleted, change.Metadata = true, true
+	default:
+		return none, store.ErrInvalidCommand, nil
+	}
+	return change, nil, w.saveCommandEvent(p)
+}
+
+// saveCommandEvent stores the command event after its effect. The checks
+// that could refuse it ran before the effect, so any refusal here is an
+// internal error (rolling the effect back).
+func (w *writer) saveCommandEvent(p *prepared) error {
+	err := w.save(p)
+	if err != nil && isOutcome(err) {
+		return fmt.Errorf("sqlite: channel command event refused after its checks: %w", err)
+	}
+	return err
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// CommunityAccess implements store.ChannelStore.
+func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error) {
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	var p string
+	if err := s.rdb.QueryRowContext(ctx, `SELECT access_policy FROM communities WHERE seq = ?`, cseq).Scan(&p); err != nil {
+		return "", internal("community access", err)
+	}
+	return store.AccessPolicy(p), nil
+}
+
+// SetCommunityAccess implements store.ChannelStore.
+func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p store.AccessPolicy) error {
+	if !p.Valid() {
+		return fmt.Errorf("sqlite: unknown access policy %q", p)
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, func(w *writer) error {
+		if _, err := w.conn.ExecContext(w.ctx, `UPDATE communities SET access_policy = ? WHERE seq = ?`, string(p), cseq); err != nil {
+			return internal("set community access", err)
+		}
+		return nil
+	})
+}
+
+// CommunityRole implements store.ChannelStore.
+func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error) {
+	pk, ok := decodeHex32(pubkey)
+	if !ok {
+		return "", false, nil
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	var role string
+	err = s.rdb.QueryRowContext(ctx, `
+SELECT 'owner' FROM communities WHERE seq = ?1 AND owner_pubkey = ?2
+UNION ALL
+SELECT role FROM community_members WHERE community = ?1 AND pubkey = ?2
+LIMIT 1`, cseq, pk).Scan(&role)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, internal("community role", err)
+	}
+	return store.Role(role), true, nil
+}
+
+// PutCommunityMember implements store.ChannelStore.
+func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role store.Role) error {
+	pk, ok := decodeHex32(pubkey)
+	if !ok {
+		return errors.New("sqlite: member key must be 64 lowercase hex characters")
+	}
+	if role != store.RoleAdmin && role != store.RoleMember {
+		return fmt.Errorf("sqlite: community role must be admin or member, not %q", role)
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, func(w *writer) error {
+		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO community_members (community, pubkey, role, added_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (community, pubkey) DO UPDATE SET role = excluded.role`, cseq, pk, string(role), time.Now().Unix()); err != nil {
+			return internal("put community member", err)
+		}
+		return nil
+	})
+}
+
+// RemoveCommunityMember implements store.ChannelStore.
+func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string) error {
+	pk, ok := decodeHex32(pubkey)
+	if !ok {
+		return nil
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, func(w *writer) error {
+		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM community_members WHERE community = ? AND pubkey = ?`, cseq, pk); err != nil {
+			return internal("remove community member", err)
+		}
+		return nil
+	})
+}

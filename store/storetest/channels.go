@@ -1,0 +1,690 @@
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// ChannelBackend is a backend with channel and access state.
+type ChannelBackend interface {
+	store.Backend
+	store.ChannelStore
+}
+
+// RunChannels runs the channel conformance suite (store.ChannelStore and
+// channel-scoped reads) against fresh backends from open, one per subtest.
+func RunChannels(t *testing.T, open func(t *testing.T) ChannelBackend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b ChannelBackend)
+	}{
+		{"CreateAndLookup", testChannelCreate},
+		{"SameUUIDInTwoCommunities", testChannelSameUUID},
+		{"ForeignChannelNeverReadable", testChannelForeign},
+		{"ScopeWithLimits", testChannelScope},
+		{"LargeScope", testChannelLargeScope},
+		{"MalformedH", testChannelMalformedH},
+		{"JoinLeave", testChannelJoinLeave},
+		{"PutRemoveRoles", testChannelRoles},
+		{"EditMetadata", testChannelEdit},
+		{"DeleteEvent", testChannelDeleteEvent},
+		{"DeleteChannel", testChannelDelete},
+		{"ConcurrentCommands", testChannelConcurrent},
+		{"CommunityAccess", testCommunityAccess},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, open(t))
+		})
+	}
+}
+
+// NewChannelID returns a random (version 4) channel id.
+func NewChannelID() store.ChannelID {
+	var id store.ChannelID
+	_, _ = rand.Read(id[:])
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+var cmdSeq atomic.Int64
+
+// Command signs a command event for cmd (its Actor is set from a) and
+// returns both; extra tags are added to the ones derived from cmd.
+func (a Author) Command(tb testing.TB, cmd store.ChannelCommand, extra ...nostr.Tag) (store.ChannelCommand, *nostr.Event) {
+	tb.Helper()
+	cmd.Actor = a.PubKey
+	tags := []nostr.Tag{{"h", cmd.Channel.String()}}
+	if cmd.Name != nil {
+		tags = append(tags, nostr.Tag{"name", *cmd.Name})
+	}
+	if cmd.Visibility != "" {
+		tags = append(tags, nostr.Tag{"visibility", string(cmd.Visibility)})
+	}
+	if cmd.Target != "" {
+		t := nostr.Tag{"p", cmd.Target}
+		if cmd.Role != "" {
+			t = append(t, string(cmd.Role))
+		}
+		tags = append(tags, t)
+	}
+	if cmd.EventID != "" {
+		tags = append(tags, nostr.Tag{"e", cmd.EventID})
+	}
+	tags = append(tags, extra...)
+	// Distinct created_at per call so two identical commands are two events.
+	return cmd, a.Event(tb, cmd.Kind, base+cmdSeq.Add(1), "", tags...)
+}
+
+// Apply runs a command and returns its change and error.
+func Apply(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, cmd store.ChannelCommand, extra ...nostr.Tag) (store.ChannelChange, error) {
+	tb.Helper()
+	cmd, ev := a.Command(tb, cmd, extra...)
+	return b.ApplyChannelCommand(context.Background(), c, cmd, ev)
+}
+
+// MustApply runs a command and fails the test unless it succeeds.
+func MustApply(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, cmd store.ChannelCommand) store.ChannelChange {
+	tb.Helper()
+	ch, err := Apply(tb, b, c, a, cmd)
+	if err != nil {
+		tb.Fatalf("command %d on %s by %.8s: %v", cmd.Kind, cmd.Channel, a.PubKey, err)
+	}
+	return ch
+}
+
+// CreateChannel creates a channel owned by a and returns its id.
+func CreateChannel(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, name string, vis store.Visibility) store.ChannelID {
+	tb.Helper()
+	id := NewChannelID()
+	MustApply(tb, b, c, a, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name, Visibility: vis})
+	return id
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: err = %v, want %v", what, err, want)
+	}
+}
+
+func scoped(t *testing.T, b ChannelBackend, c tenant.CommunityID, f nostr.Filter, sc store.Scope) []string {
+	t.Helper()
+	var ids []string
+	for rec, err := range b.QueryScoped(ctxb(), c, f, sc) {
+		if err != nil {
+			t.Fatalf("QueryScoped: %v", err)
+		}
+		if rec.Community != c {
+			t.Fatalf("QueryScoped: row labelled %v, want %v", rec.Community, c)
+		}
+		ids = append(ids, rec.ID)
+	}
+	return ids
+}
+
+func hTag(id store.ChannelID) nostr.Tag { return nostr.Tag{"h", id.String()} }
+
+func testChannelCreate(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, other := NewAuthor(t), NewAuthor(t)
+	id := NewChannelID()
+	name, about := "general", "talk"
+	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name, About: &about,
+		Visibility: store.VisibilityPrivate, Type: store.TypeForum})
+	ch, err := b.ApplyChannelCommand(ctxb(), c, cmd, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.Channel{ID: id, Name: name, About: about, Visibility: store.VisibilityPrivate, Type: store.TypeForum,
+		CreatedBy: owner.PubKey, CreatedAt: ev.CreatedAt}
+	if ch.Channel != want || !ch.Metadata || !ch.Members {
+		t.Fatalf("change = %+v, want channel %+v", ch, want)
+	}
+	got, err := b.Channel(ctxb(), c, id)
+	if err != nil || got != want {
+		t.Fatalf("Channel = %+v, %v; want %+v", got, err, want)
+	}
+	if role, ok, err := b.ChannelRole(ctxb(), c, id, owner.PubKey); err != nil || !ok || role != store.RoleOwner {
+		t.Fatalf("creator role = %q %v %v", role, ok, err)
+	}
+	// The command event is stored in its channel.
+	wantIDs(t, "command event", scoped(t, b, c, nostr.Filter{IDs: []string{ev.ID}}, store.ChannelsScope(id)), ev.ID)
+	wantIDs(t, "command event, out of scope", scoped(t, b, c, nostr.Filter{IDs: []string{ev.ID}}, store.Scope{}))
+	// A repeat is a duplicate; another create of the id is refused.
+	_, err = b.ApplyChannelCommand(ctxb(), c, cmd, ev)
+	wantErr(t, "repeat", err, store.ErrDuplicate)
+	_, err = Apply(t, b, c, other, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name})
+	wantErr(t, "second create", err, store.ErrChannelExists)
+	if role, _, _ := b.ChannelRole(ctxb(), c, id, other.PubKey); role != "" {
+		t.Fatalf("refused creator got role %q", role)
+	}
+	// Defaults: open stream.
+	id2 := CreateChannel(t, b, c, owner, "x", "")
+	if ch, _ := b.Channel(ctxb(), c, id2); ch.Visibility != store.VisibilityOpen || ch.Type != store.TypeStream {
+		t.Fatalf("defaults = %+v", ch)
+	}
+	// Unknown channel.
+	_, err = b.Channel(ctxb(), c, NewChannelID())
+	wantErr(t, "unknown channel", err, store.ErrNoChannel)
+	// Malformed commands change nothing.
+	empty := ""
+	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), Name: &empty})
+	wantErr(t, "create without name", err, store.ErrInvalidCommand)
+	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), Name: &name, Visibility: "secret"})
+	wantErr(t, "bad visibility", err, store.ErrInvalidCommand)
+	// The event's h must be the command's channel.
+	cmd, ev = owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), Name: &name})
+	cmd.Channel = NewChannelID()
+	_, err = b.ApplyChannelCommand(ctxb(), c, cmd, ev)
+	wantErr(t, "h mismatch", err, store.ErrInvalidCommand)
+}
+
+func testChannelSameUUID(t *testing.T, b ChannelBackend) {
+	ca, cb := Community(t, b, "a.example"), Community(t, b, "b.example")
+	alice, bob := NewAuthor(t), NewAuthor(t)
+	id := NewChannelID()
+	na, nb := "alpha", "beta"
+	MustApply(t, b, ca, alice, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &na, Visibility: store.VisibilityPrivate})
+	MustApply(t, b, cb, bob, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &nb, Visibility: store.VisibilityOpen})
+	gotA, errA := b.Channel(ctxb(), ca, id)
+	gotB, errB := b.Channel(ctxb(), cb, id)
+	if errA != nil || errB != nil || gotA.Name != na || gotB.Name != nb || gotA.CreatedBy != alice.PubKey || gotB.Visibility != store.VisibilityOpen {
+		t.Fatalf("A = %+v %v, B = %+v %v", gotA, errA, gotB, errB)
+	}
+	if _, ok, _ := b.ChannelRole(ctxb(), cb, id, alice.PubKey); ok {
+		t.Fatal("alice is a member in B")
+	}
+	ma, _ := b.ChannelMembers(ctxb(), ca, id)
+	if len(ma) != 1 || ma[0].PubKey != alice.PubKey {
+		t.Fatalf("members in A = %+v", ma)
+	}
+	msgA := alice.Event(t, store.KindChatMessage, base+1, "in A", hTag(id))
+	msgB := bob.Event(t, store.KindChatMessage, base+1, "in B", hTag(id))
+	MustSave(t, b, ca, msgA)
+	MustSave(t, b, cb, msgB)
+	f := nostr.Filter{Kinds: []int{store.KindChatMessage}}
+	wantIDs(t, "A's channel", scoped(t, b, ca, f, store.ChannelsScope(id)), msgA.ID)
+	wantIDs(t, "B's channel", scoped(t, b, cb, f, store.ChannelsScope(id)), msgB.ID)
+	// Deleting A's channel leaves B's.
+	MustApply(t, b, ca, alice, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: id})
+	if _, err := b.Channel(ctxb(), cb, id); err != nil {
+		t.Fatalf("B's channel after A deleted its own: %v", err)
+	}
+	// B's member may join B's channel; A's deletion does not block it.
+	MustApply(t, b, cb, alice, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+}
+
+func testChannelForeign(t *testing.T, b ChannelBackend) {
+	ca, cb := Community(t, b, "a.example"), Community(t, b, "b.example")
+	alice, mallory := NewAuthor(t), NewAuthor(t)
+	id := CreateChannel(t, b, ca, alice, "secret", store.VisibilityPrivate)
+	open := CreateChannel(t, b, ca, alice, "lobby", store.VisibilityOpen)
+	msg := alice.Event(t, store.KindChatMessage, base+5, "hi", hTag(id))
+	MustSave(t, b, ca, msg)
+	for _, x := range []store.ChannelID{id, open} {
+		if _, err := b.Channel(ctxb(), cb, x); !errors.Is(err, store.ErrNoChannel) {
+			t.Fatalf("Channel in B = %v", err)
+		}
+		if _, ok, _ := b.ChannelRole(ctxb(), cb, x, alice.PubKey); ok {
+			t.Fatal("role found in B")
+		}
+		if m, _ := b.ChannelMembers(ctxb(), cb, x); len(m) != 0 {
+			t.Fatalf("members in B = %v", m)
+		}
+		_, err := Apply(t, b, cb, mallory, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: x})
+		wantErr(t, "join foreign", err, store.ErrNoChannel)
+	}
+	if ids, _ := b.ReadableChannels(ctxb(), cb, []string{alice.PubKey, mallory.PubKey}); len(ids) != 0 {
+		t.Fatalf("readable in B = %v", ids)
+	}
+	for _, sc := range []store.Scope{store.AllChannels(), store.ChannelsScope(id), {}} {
+		if got := scoped(t, b, cb, nostr.Filter{IDs: []string{msg.ID}}, sc); len(got) != 0 {
+			t.Fatalf("foreign event read in B: %v", got)
+		}
+		if got := scoped(t, b, cb, nostr.Filter{Tags: map[string][]string{"h": {id.String()}}}, sc); len(got) != 0 {
+			t.Fatalf("foreign #h read in B: %v", got)
+		}
+		if n, err := b.CountScoped(ctxb(), cb, []nostr.Filter{{IDs: []string{msg.ID}}}, sc); err != nil || n != 0 {
+			t.Fatalf("foreign count in B = %d, %v", n, err)
+		}
+	}
+}
+
+func testChannelScope(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	a := NewAuthor(t)
+	x := CreateChannel(t, b, c, a, "x", store.VisibilityOpen)
+	y := CreateChannel(t, b, c, a, "y", store.VisibilityPrivate)
+	// Newest first: y events are the newest, then x, then global.
+	var global, inX, inY []string
+	var evs []*nostr.Event
+	for i := 0; i < 6; i++ {
+		g := a.Event(t, 1, base+100+int64(i), "g")
+		ex := a.Event(t, store.KindChatMessage, base+200+int64(i), "x", hTag(x))
+		ey := a.Event(t, store.KindChatMessage, base+300+int64(i), "y", hTag(y))
+		evs = append(evs, g, ex, ey)
+		global, inX, inY = append(global, g.ID), append(inX, ex.ID), append(inY, ey.ID)
+	}
+	SaveAll(t, b, c, evs)
+	rev := func(s []string) []string { s = slices.Clone(s); slices.Reverse(s); return s }
+	f := nostr.Filter{Kinds: []int{1, store.KindChatMessage}, Limit: 4, LimitSet: true}
+	wantIDs(t, "zero scope, limit 4", scoped(t, b, c, f, store.Scope{}), rev(global)[:4]...)
+	wantIDs(t, "scope x, limit 4", scoped(t, b, c, f, store.ChannelsScope(x)), rev(inX)[:4]...)
+	wantIDs(t, "scope all, limit 4", scoped(t, b, c, f, store.AllChannels()), rev(inY)[:4]...)
+	f.Limit = 9
+	wantIDs(t, "scope x, limit 9", scoped(t, b, c, f, store.ChannelsScope(x)), append(rev(inX), rev(global)[:3]...)...)
+	// Tag-driven and author-driven shapes honour the scope too.
+	fh := nostr.Filter{Tags: map[string][]string{"h": {x.String(), y.String()}}, Limit: 3, LimitSet: true}
+	wantIDs(t, "#h both, scope x", scoped(t, b, c, fh, store.ChannelsScope(x)), rev(inX)[:3]...)
+	fa := nostr.Filter{Authors: []string{a.PubKey, NewAuthor(t).PubKey}, Kinds: []int{store.KindChatMessage}, Limit: 2, LimitSet: true}
+	wantIDs(t, "authors, zero scope", scoped(t, b, c, fa, store.Scope{}))
+	wantIDs(t, "authors, scope y", scoped(t, b, c, fa, store.ChannelsScope(y)), rev(inY)[:2]...)
+	// The plain Query sees everything (trusted callers).
+	if got := CollectIDs(t, b, c, nostr.Filter{Kinds: []int{1, store.KindChatMessage}}); len(got) != 18 {
+		t.Fatalf("Query = %d events, want 18", len(got))
+	}
+	for _, tc := range []struct {
+		sc   store.Scope
+		want int64
+	}{{store.Scope{}, 6}, {store.ChannelsScope(x), 12}, {store.ChannelsScope(x, y), 18}, {store.AllChannels(), 18}} {
+		n, err := b.CountScoped(ctxb(), c, []nostr.Filter{{Kinds: []int{1}}, {Kinds: []int{store.KindChatMessage}}}, tc.sc)
+		if err != nil || n != tc.want {
+			t.Fatalf("CountScoped(%v) = %d, %v; want %d", tc.sc.Channels(), n, err, tc.want)
+		}
+	}
+	// Readable sets.
+	outsider, member := NewAuthor(t), NewAuthor(t)
+	MustApply(t, b, c, a, store.ChannelCommand{Kind: store.KindPutUser, Channel: y, Target: member.PubKey})
+	for _, tc := range []struct {
+		who  []string
+		want []store.ChannelID
+	}{{nil, []store.ChannelID{x}}, {[]string{outsider.PubKey}, []store.ChannelID{x}},
+		{[]string{outsider.PubKey, member.PubKey}, []store.ChannelID{x, y}}, {[]string{a.PubKey}, []store.ChannelID{x, y}}} {
+		got, err := b.ReadableChannels(ctxb(), c, tc.who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameChannels(got, tc.want) {
+			t.Fatalf("ReadableChannels(%d keys) = %v, want %v", len(tc.who), got, tc.want)
+		}
+	}
+}
+
+func sameChannels(a, b []store.ChannelID) bool {
+	return slices.Equal(store.ChannelsScope(a...).Channels(), store.ChannelsScope(b...).Channels())
+}
+
+// CollectIDs returns the ids Query returns for f.
+func CollectIDs(tb testing.TB, s store.EventStore, c tenant.CommunityID, f nostr.Filter) []string {
+	tb.Helper()
+	var ids []string
+	for _, r := range Collect(tb, s.Query(context.Background(), c, f)) {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func testChannelLargeScope(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	a := NewAuthor(t)
+	target := NewChannelID()
+	ev := a.Event(t, store.KindChatMessage, base, "deep", hTag(target))
+	MustSave(t, b, c, ev)
+	ids := []store.ChannelID{target}
+	for i := 0; i < 600; i++ {
+		ids = append(ids, NewChannelID())
+	}
+	wantIDs(t, "large scope", scoped(t, b, c, nostr.Filter{}, store.ChannelsScope(ids...)), ev.ID)
+	wantIDs(t, "large scope without it", scoped(t, b, c, nostr.Filter{}, store.ChannelsScope(ids[1:]...)))
+	n, err := b.CountScoped(ctxb(), c, []nostr.Filter{{}}, store.ChannelsScope(ids...))
+	if err != nil || n != 1 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+}
+
+func testChannelMalformedH(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	a := NewAuthor(t)
+	id := NewChannelID()
+	for i, tags := range [][]nostr.Tag{
+		{{"h", "general"}},
+		{{"h", "0000000-0000-0000-0000-000000000000"}},
+		{{"h", "00000000-0000-0000-0000-000000000000"}},
+		{{"h", "ABCDEF00-0000-4000-8000-000000000000"}},
+		{{"h"}},
+		{hTag(id), hTag(NewChannelID())},
+	} {
+		ev := a.Event(t, store.KindChatMessage, base+int64(i), "x", tags...)
+		if err := b.Save(ctxb(), c, ev); !errors.Is(err, store.ErrInvalidChannelTag) {
+			t.Fatalf("tags %v: Save = %v, want ErrInvalidChannelTag", tags, err)
+		}
+	}
+	ev := a.Event(t, store.KindChatMessage, base+10, "x", hTag(id), hTag(id))
+	MustSave(t, b, c, ev)
+	wantIDs(t, "repeated equal h", scoped(t, b, c, nostr.Filter{}, store.ChannelsScope(id)), ev.ID)
+}
+
+func testChannelJoinLeave(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, u := NewAuthor(t), NewAuthor(t)
+	open := CreateChannel(t, b, c, owner, "open", store.VisibilityOpen)
+	priv := CreateChannel(t, b, c, owner, "private", store.VisibilityPrivate)
+	ch := MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: open})
+	if !ch.Members {
+		t.Fatalf("join change = %+v", ch)
+	}
+	if r, ok, _ := b.ChannelRole(ctxb(), c, open, u.PubKey); !ok || r != store.RoleMember {
+		t.Fatalf("role after join = %q", r)
+	}
+	if ch := MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: open}); ch.Members {
+		t.Fatal("a repeated join changed the members")
+	}
+	_, err := Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: priv})
+	wantErr(t, "join private", err, store.ErrNotPermitted)
+	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: priv})
+	wantErr(t, "leave as non-member", err, store.ErrNotMember)
+	ch = MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: open})
+	if !slices.Equal(ch.Revoked, []string{u.PubKey}) {
+		t.Fatalf("leave revoked %v", ch.Revoked)
+	}
+	if _, ok, _ := b.ChannelRole(ctxb(), c, open, u.PubKey); ok {
+		t.Fatal("still a member after leaving")
+	}
+	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: open})
+	wantErr(t, "last owner leaves", err, store.ErrNotPermitted)
+	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: NewChannelID()})
+	wantErr(t, "join unknown", err, store.ErrNoChannel)
+}
+
+func testChannelRoles(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, admin, member, guest, x, y := NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t)
+	id := CreateChannel(t, b, c, owner, "team", store.VisibilityPrivate)
+	put := func(by Author, who Author, role store.Role) error {
+		_, err := Apply(t, b, c, by, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: who.PubKey, Role: role})
+		return err
+	}
+	remove := func(by Author, who Author) (store.ChannelChange, error) {
+		return Apply(t, b, c, by, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: who.PubKey})
+	}
+	for _, step := range []struct {
+		what string
+		err  error
+		want error
+	}{
+		{"member cannot put", put(member, x, ""), store.ErrNotPermitted},
+		{"owner puts admin", put(owner, admin, store.RoleAdmin), nil},
+		{"admin puts member", put(admin, member, ""), nil},
+		{"admin puts guest", put(admin, guest, store.RoleGuest), nil},
+		{"admin cannot grant admin", put(admin, x, store.RoleAdmin), store.ErrNotPermitted},
+		{"admin cannot grant owner", put(admin, x, store.RoleOwner), store.ErrNotPermitted},
+		{"admin cannot change a role", put(admin, member, store.RoleBot), store.ErrNotPermitted},
+		{"member cannot put", put(member, x, store.RoleMember), store.ErrNotPermitted},
+		{"guest cannot put", put(guest, x, store.RoleMember), store.ErrNotPermitted},
+		{"owner changes a role", put(owner, member, store.RoleBot), nil},
+		{"owner cannot demote the last owner", put(owner, owner, store.RoleMember), store.ErrNotPermitted},
+		{"owner adds a co-owner", put(owner, y, store.RoleOwner), nil},
+		{"owner demotes a co-owner", put(owner, y, store.RoleMember), nil},
+	} {
+		if !errors.Is(step.err, step.want) && !(step.err == nil && step.want == nil) {
+			t.Fatalf("%s: err = %v, want %v", step.what, step.err, step.want)
+		}
+	}
+	members, err := b.ChannelMembers(ctxb(), c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]store.Role{}
+	for _, m := range members {
+		roles[m.PubKey] = m.Role
+	}
+	want := map[string]store.Role{owner.PubKey: store.RoleOwner, admin.PubKey: store.RoleAdmin, member.PubKey: store.RoleBot,
+		guest.PubKey: store.RoleGuest, y.PubKey: store.RoleMember}
+	if fmt.Sprint(roles) != fmt.Sprint(want) {
+		t.Fatalf("roles = %v, want %v", roles, want)
+	}
+	if !slices.IsSortedFunc(members, func(a, b store.Member) int {
+		if a.PubKey < b.PubKey {
+			return -1
+		}
+		return 1
+	}) {
+		t.Fatal("members not sorted by pubkey")
+	}
+	if _, err := remove(admin, owner); !errors.Is(err, store.ErrNotPermitted) {
+		t.Fatalf("admin removes owner: %v", err)
+	}
+	if _, err := remove(member, guest); !errors.Is(err, store.ErrNotPermitted) {
+		t.Fatalf("bot removes guest: %v", err)
+	}
+	if _, err := remove(admin, x); !errors.Is(err, store.ErrNotMember) {
+		t.Fatalf("remove non-member: %v", err)
+	}
+	if _, err := remove(owner, owner); !errors.Is(err, store.ErrNotPermitted) {
+		t.Fatalf("last owner removes self: %v", err)
+	}
+	ch, err := remove(admin, guest)
+	if err != nil || !slices.Equal(ch.Revoked, []string{guest.PubKey}) || !ch.Members {
+		t.Fatalf("admin removes guest: %+v, %v", ch, err)
+	}
+	if _, err := remove(admin, admin); err != nil {
+		t.Fatalf("admin removes self: %v", err)
+	}
+	if _, err := remove(owner, y); err != nil {
+		t.Fatalf("owner removes member: %v", err)
+	}
+	if _, ok, _ := b.ChannelRole(ctxb(), c, id, guest.PubKey); ok {
+		t.Fatal("removed guest still a member")
+	}
+}
+
+func testChannelEdit(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, admin, member := NewAuthor(t), NewAuthor(t), NewAuthor(t)
+	id := CreateChannel(t, b, c, owner, "old", store.VisibilityOpen)
+	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: admin.PubKey, Role: store.RoleAdmin})
+	MustApply(t, b, c, member, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+	name, pic := "new", "https://img.example/x.png"
+	_, err := Apply(t, b, c, member, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Name: &name})
+	wantErr(t, "member edits", err, store.ErrNotPermitted)
+	ch := MustApply(t, b, c, admin, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Name: &name, Picture: &pic})
+	if !ch.Metadata || ch.BecamePrivate || ch.Channel.Name != name || ch.Channel.Picture != pic || ch.Channel.Visibility != store.VisibilityOpen {
+		t.Fatalf("edit = %+v", ch)
+	}
+	ch = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityPrivate})
+	if !ch.BecamePrivate || ch.Channel.Name != name || ch.Channel.Visibility != store.VisibilityPrivate {
+		t.Fatalf("to private = %+v", ch)
+	}
+	if ids, _ := b.ReadableChannels(ctxb(), c, []string{NewAuthor(t).PubKey}); len(ids) != 0 {
+		t.Fatalf("outsider reads a private channel: %v", ids)
+	}
+	if ids, _ := b.ReadableChannels(ctxb(), c, []string{member.PubKey}); len(ids) != 1 {
+		t.Fatalf("member lost access: %v", ids)
+	}
+	ch = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityPrivate})
+	if ch.BecamePrivate {
+		t.Fatal("private → private reported as becoming private")
+	}
+}
+
+func testChannelDeleteEvent(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, member := NewAuthor(t), NewAuthor(t)
+	id := CreateChannel(t, b, c, owner, "x", store.VisibilityOpen)
+	other := CreateChannel(t, b, c, owner, "y", store.VisibilityOpen)
+	MustApply(t, b, c, member, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+	msg := member.Event(t, store.KindChatMessage, base+50, "spam", hTag(id))
+	elsewhere := member.Event(t, store.KindChatMessage, base+51, "ok", hTag(other))
+	global := member.Event(t, 1, base+52, "global")
+	MustSave(t, b, c, msg)
+	MustSave(t, b, c, elsewhere)
+	MustSave(t, b, c, global)
+	_, err := Apply(t, b, c, member, store.ChannelCommand{Kind: store.KindDeleteEvent, Channel: id, EventID: msg.ID})
+	wantErr(t, "member deletes", err, store.ErrNotPermitted)
+	for _, target := range []string{elsewhere.ID, global.ID, NewAuthor(t).PubKey} {
+		_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindDeleteEvent, Channel: id, EventID: target})
+		wantErr(t, "delete outside the channel", err, store.ErrNoEvent)
+	}
+	ch := MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindDeleteEvent, Channel: id, EventID: msg.ID})
+	if ch.DeletedEvent != msg.ID {
+		t.Fatalf("change = %+v", ch)
+	}
+	wantIDs(t, "deleted event", CollectIDs(t, b, c, nostr.Filter{IDs: []string{msg.ID, elsewhere.ID, global.ID}}), global.ID, elsewhere.ID)
+	if err := b.Save(ctxb(), c, msg); !errors.Is(err, store.ErrDeleted) {
+		t.Fatalf("re-save of a deleted event = %v", err)
+	}
+}
+
+func testChannelDelete(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, admin := NewAuthor(t), NewAuthor(t)
+	id := CreateChannel(t, b, c, owner, "doomed", store.VisibilityOpen)
+	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: admin.PubKey, Role: store.RoleAdmin})
+	_, err := Apply(t, b, c, admin, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: id})
+	wantErr(t, "admin deletes channel", err, store.ErrNotPermitted)
+	ch := MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: id})
+	if !ch.Deleted || !ch.Channel.Deleted {
+		t.Fatalf("change = %+v", ch)
+	}
+	_, err = b.Channel(ctxb(), c, id)
+	wantErr(t, "lookup of deleted", err, store.ErrNoChannel)
+	if ids, _ := b.ReadableChannels(ctxb(), c, []string{owner.PubKey}); len(ids) != 0 {
+		t.Fatalf("deleted channel readable: %v", ids)
+	}
+	name := "again"
+	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name})
+	wantErr(t, "reuse of a deleted id", err, store.ErrChannelExists)
+	_, err = Apply(t, b, c, admin, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+	wantErr(t, "join deleted", err, store.ErrNoChannel)
+}
+
+func testChannelConcurrent(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner := NewAuthor(t)
+	id := CreateChannel(t, b, c, owner, "busy", store.VisibilityOpen)
+	users := NewAuthors(t, 24)
+	var wg sync.WaitGroup
+	errs := make([]error, len(users))
+	for i, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+	}
+	if m, _ := b.ChannelMembers(ctxb(), c, id); len(m) != len(users)+1 {
+		t.Fatalf("members = %d, want %d", len(m), len(users)+1)
+	}
+	// Concurrent creates of one id: exactly one wins.
+	contested := NewChannelID()
+	var wins atomic.Int32
+	for i, u := range users[:8] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("c", i)
+			_, err := Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: contested, Name: &name})
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, store.ErrChannelExists):
+				t.Errorf("create %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d concurrent creates won", wins.Load())
+	}
+	if m, _ := b.ChannelMembers(ctxb(), c, contested); len(m) != 1 || m[0].Role != store.RoleOwner {
+		t.Fatalf("contested members = %+v", m)
+	}
+	// Two owners demoting each other at once: one must remain.
+	o2 := users[0]
+	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: o2.PubKey, Role: store.RoleOwner})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_, _ = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: o2.PubKey})
+	}()
+	go func() {
+		defer wg.Done()
+		_, _ = Apply(t, b, c, o2, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: owner.PubKey})
+	}()
+	wg.Wait()
+	owners := 0
+	m, _ := b.ChannelMembers(ctxb(), c, id)
+	for _, x := range m {
+		if x.Role == store.RoleOwner {
+			owners++
+		}
+	}
+	if owners != 1 {
+		t.Fatalf("owners after mutual removal = %d, want 1", owners)
+	}
+}
+
+func testCommunityAccess(t *testing.T, b ChannelBackend) {
+	ca, cb := Community(t, b, "a.example"), Community(t, b, "b.example")
+	u, v := NewAuthor(t), NewAuthor(t)
+	if p, err := b.CommunityAccess(ctxb(), ca); err != nil || p != store.AccessOpen {
+		t.Fatalf("default policy = %q, %v", p, err)
+	}
+	if err := b.SetCommunityAccess(ctxb(), ca, store.AccessMembers); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := b.CommunityAccess(ctxb(), ca); p != store.AccessMembers {
+		t.Fatalf("policy = %q", p)
+	}
+	if p, _ := b.CommunityAccess(ctxb(), cb); p != store.AccessOpen {
+		t.Fatalf("B's policy changed to %q", p)
+	}
+	if err := b.SetCommunityAccess(ctxb(), ca, "closed"); err == nil {
+		t.Fatal("unknown policy accepted")
+	}
+	if _, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); ok {
+		t.Fatal("stranger is a member")
+	}
+	if err := b.PutCommunityMember(ctxb(), ca, u.PubKey, store.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutCommunityMember(ctxb(), ca, v.PubKey, store.RoleOwner); err == nil {
+		t.Fatal("owner role accepted for a community member")
+	}
+	if r, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); !ok || r != store.RoleMember {
+		t.Fatalf("role = %q %v", r, ok)
+	}
+	if _, ok, _ := b.CommunityRole(ctxb(), cb, u.PubKey); ok {
+		t.Fatal("membership leaked into B")
+	}
+	if err := b.PutCommunityMember(ctxb(), ca, u.PubKey, store.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := b.CommunityRole(ctxb(), ca, u.PubKey); r != store.RoleAdmin {
+		t.Fatalf("role after change = %q", r)
+	}
+	if err := b.RemoveCommunityMember(ctxb(), ca, u.PubKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); ok {
+		t.Fatal("removed member still a member")
+	}
+}
