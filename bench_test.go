@@ -206,13 +206,29 @@ func BenchmarkIngest(b *testing.B) { benchIngest(b, 16, 1) }
 // unanswered per connection (the default EventConcurrency).
 func BenchmarkIngestPipelined(b *testing.B) { benchIngest(b, 16, 8) }
 
-// BenchmarkReq measures one REQ (limit 100 of 1,000 stored, by kind and
-// tag) → 100 events → EOSE on one connection, one REQ at a time, and
-// reports REQs/s.
+// BenchmarkReq measures one REQ → stored events → EOSE on one connection,
+// one REQ at a time, over 1,000 stored events of 16 authors, and reports
+// REQs/s, for three filter shapes: kind (limit 100), kind+tag (all events
+// carry the tag; limit 100) and one author (limit 50).
 func BenchmarkReq(b *testing.B) {
+	evs := presigned(b, 1000)
+	shapes := []struct {
+		name string
+		f    nostr.Filter
+		want int
+	}{
+		{"kind", nostr.Filter{Kinds: []int{1}, Limit: 100, LimitSet: true}, 100},
+		{"tag", nostr.Filter{Kinds: []int{1}, Tags: map[string][]string{"t": {"bench"}}, Limit: 100, LimitSet: true}, 100},
+		{"author", nostr.Filter{Authors: []string{evs[0].ev.PubKey}, Limit: 50, LimitSet: true}, 50},
+	}
+	for _, sh := range shapes {
+		b.Run(sh.name, func(b *testing.B) { benchReq(b, evs, sh.f, sh.want) })
+	}
+}
+
+func benchReq(b *testing.B, evs []benchEvent, f nostr.Filter, want int) {
 	tr := newTestRelay(b)
 	c := tr.dial(b)
-	evs := presigned(b, 1000)
 	for _, e := range evs {
 		c.sendRaw(e.frame)
 	}
@@ -222,7 +238,6 @@ func BenchmarkReq(b *testing.B) {
 			b.Fatalf("store: %s %v", m, err)
 		}
 	}
-	f := nostr.Filter{Kinds: []int{1}, Tags: map[string][]string{"t": {"bench"}}, Limit: 100, LimitSet: true}
 	reqs := make([][]byte, 8)
 	eoses := make([][]byte, 8)
 	closes := make([][]byte, 8)
@@ -255,8 +270,8 @@ func BenchmarkReq(b *testing.B) {
 			}
 			break
 		}
-		if got != 100 {
-			b.Fatalf("got %d events, want 100", got)
+		if got != want {
+			b.Fatalf("got %d events, want %d", got, want)
 		}
 		c.sendRaw(closes[k])
 	}

@@ -216,11 +216,12 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	defer r.connWG.Done()
 
-	ws, err := r.upgrader.Upgrade(w, req, nil)
+	hc := &hijackCapture{ResponseWriter: w}
+	ws, err := r.upgrader.Upgrade(hc, req, nil)
 	if err != nil {
 		return // the upgrader has answered the request
 	}
-	c := newConn(r, ws, tc)
+	c := newConn(r, ws, hc.conn, tc)
 	r.mu.Lock()
 	if r.shutdown {
 		r.mu.Unlock()

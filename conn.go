@@ -25,12 +25,16 @@ import (
 // Goroutines: the reader (serve's caller) reads and dispatches messages; the
 // writer owns every data write; EVENT handlers and REQ/COUNT queries run on
 // their own goroutines, bounded per connection (eventSem, querySem) and, for
-// queries, relay-wide. Everything a connection sends goes through send, a
-// bounded queue: replies block on it (backpressure on the client's own
-// requests), live fan-out never does (a full queue disconnects).
+// queries, relay-wide. Everything a connection sends goes through its
+// outbound queue (out), bounded by Limits.SendQueue: replies block on it
+// (backpressure on the client's own requests), live fan-out never does (a
+// full queue disconnects). The writer takes every queued message at once
+// and writes them with one syscall (see batchConn); the queue holds no
+// memory while empty.
 type conn struct {
 	r         *Relay
 	ws        *websocket.Conn
+	raw       *batchConn // nil when the upgrade did not go through hijackCapture
 	tc        tenant.TenantContext
 	challenge string
 	log       *slog.Logger
@@ -39,8 +43,13 @@ type conn struct {
 	ctx    context.Context // cancelled when the connection is torn down
 	cancel context.CancelFunc
 
-	send       chan []byte
-	finish     chan struct{} // closed: the writer drains send, sends the close frame, exits
+	outMu   sync.Mutex
+	out     [][]byte      // queued messages, oldest first
+	writing int           // messages taken by the writer and not yet written
+	room    chan struct{} // closed when the queue has room again; nil unless someone waits
+	wake    chan struct{} // (cap 1) the writer has messages to write
+
+	finish     chan struct{} // closed: the writer drains the queue, sends the close frame, exits
 	writerDone chan struct{} // closed when the writer has exited
 
 	closing    atomic.Bool // stop reading new messages
@@ -70,7 +79,7 @@ type subscription struct {
 	pending   []pubsub.Message // live events that arrived during the replay
 }
 
-func newConn(r *Relay, ws *websocket.Conn, tc tenant.TenantContext) *conn {
+func newConn(r *Relay, ws *websocket.Conn, raw *batchConn, tc tenant.TenantContext) *conn {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,13 +87,14 @@ func newConn(r *Relay, ws *websocket.Conn, tc tenant.TenantContext) *conn {
 	return &conn{
 		r:          r,
 		ws:         ws,
+		raw:        raw,
 		tc:         tc,
 		challenge:  hex.EncodeToString(b[:]),
 		log:        r.log.With("community", tc.Community().String()),
 		limits:     l,
 		ctx:        ctx,
 		cancel:     cancel,
-		send:       make(chan []byte, l.SendQueue),
+		wake:       make(chan struct{}, 1),
 		finish:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		eventSem:   make(chan struct{}, l.EventConcurrency),
@@ -136,6 +146,11 @@ func (c *conn) closeNow(code int, text string) {
 	c.killOnce.Do(func() {
 		c.setReason(code, text)
 		c.closing.Store(true)
+		if c.raw != nil {
+			// A flush blocked on this peer holds the socket: make it give up
+			// within the second the close frame may take.
+			c.raw.interrupt(time.Now().Add(time.Second))
+		}
 		_ = c.ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
 		_ = c.ws.Close()
@@ -220,8 +235,8 @@ func (c *conn) writeLoop() {
 	defer ping.Stop()
 	for {
 		select {
-		case m := <-c.send:
-			if !c.write(m) {
+		case <-c.wake:
+			if !c.writeQueued() {
 				return
 			}
 		case <-ping.C:
@@ -230,15 +245,15 @@ func (c *conn) writeLoop() {
 				return
 			}
 		case <-c.finish:
-		drain:
 			for {
-				select {
-				case m := <-c.send:
-					if !c.write(m) {
-						return
-					}
-				default:
-					break drain
+				c.outMu.Lock()
+				empty := len(c.out) == 0
+				c.outMu.Unlock()
+				if empty {
+					break
+				}
+				if !c.writeQueued() {
+					return
 				}
 			}
 			code, text := websocket.CloseNormalClosure, ""
@@ -253,50 +268,122 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// write sends one text message; on failure it closes the socket (ending the
-// reader) and reports false.
-func (c *conn) write(m []byte) bool {
-	_ = c.ws.SetWriteDeadline(time.Now().Add(c.limits.WriteTimeout))
-	if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
+// writeQueued writes every queued message, as text frames sent together;
+// on failure it closes the socket (ending the reader) and reports false.
+// The messages stay counted against SendQueue until they are written.
+func (c *conn) writeQueued() bool {
+	c.outMu.Lock()
+	batch := c.out
+	c.out = nil
+	c.writing = len(batch)
+	c.outMu.Unlock()
+	ok := c.writeBatch(batch)
+	clear(batch)
+	c.outMu.Lock()
+	c.writing = 0
+	if c.out == nil && cap(batch) <= 64 {
+		c.out = batch[:0] // reuse a small queue; a large one goes back to the GC
+	}
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+	c.outMu.Unlock()
+	return ok
+}
+
+func (c *conn) writeBatch(batch [][]byte) bool {
+	if len(batch) == 0 {
+		return true
+	}
+	deadline := time.Now().Add(c.limits.WriteTimeout)
+	_ = c.ws.SetWriteDeadline(deadline)
+	if c.raw == nil || len(batch) == 1 {
+		for _, m := range batch {
+			if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
+				_ = c.ws.Close()
+				return false
+			}
+		}
+		return true
+	}
+	c.raw.gather()
+	for _, m := range batch {
+		if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
+			_ = c.raw.flush(deadline)
+			_ = c.ws.Close()
+			return false
+		}
+	}
+	if err := c.raw.flush(deadline); err != nil {
 		_ = c.ws.Close()
 		return false
 	}
 	return true
 }
 
+// enqueue adds m to the outbound queue when it has room and wakes the
+// writer. When full, it returns the channel closed once there is room.
+func (c *conn) enqueue(m []byte) (queued bool, room <-chan struct{}) {
+	c.outMu.Lock()
+	if len(c.out)+c.writing >= c.limits.SendQueue {
+		if c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room = c.room
+		c.outMu.Unlock()
+		return false, room
+	}
+	c.out = append(c.out, m)
+	c.outMu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // the writer is already due to look at the queue
+	}
+	return true, nil
+}
+
 // reply queues a message the client asked for (OK, CLOSED, EOSE, NOTICE,
 // COUNT, stored events). It waits for room in the queue — backpressure on
 // the client's own requests — and gives up only when the writer is gone.
 func (c *conn) reply(m []byte) bool {
-	select {
-	case c.send <- m:
-		return true
-	case <-c.writerDone:
-		return false
+	for {
+		queued, room := c.enqueue(m)
+		if queued {
+			return true
+		}
+		select {
+		case <-room:
+		case <-c.writerDone:
+			return false
+		}
 	}
 }
 
 // replyCtx is reply that also gives up when ctx ends.
 func (c *conn) replyCtx(ctx context.Context, m []byte) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	select {
-	case c.send <- m:
-		return true
-	case <-c.writerDone:
-		return false
-	case <-ctx.Done():
-		return false
+	for {
+		if ctx.Err() != nil {
+			return false
+		}
+		queued, room := c.enqueue(m)
+		if queued {
+			return true
+		}
+		select {
+		case <-room:
+		case <-c.writerDone:
+			return false
+		case <-ctx.Done():
+			return false
+		}
 	}
 }
 
 // tryQueue queues a live message without blocking; a full queue means the
 // client does not keep up, and it is disconnected (close 1008).
 func (c *conn) tryQueue(m []byte) {
-	select {
-	case c.send <- m:
-	default:
+	if queued, _ := c.enqueue(m); !queued {
 		c.cutOff()
 	}
 }
