@@ -34,8 +34,12 @@ func Migrate(ctx context.Context, databaseURL string) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
+	// Versions may have gaps (numbers reserved for work not merged yet),
+	// and such a lower version may arrive after higher ones were applied:
+	// it is applied then, instead of failing as "missing".
 	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true),
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}

@@ -1,0 +1,490 @@
+package postgres
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Channels and community access (store.ChannelStore).
+//
+// A command runs in one transaction with the community set for RLS: the
+// channel row is locked (SELECT … FOR UPDATE; a create arbitrates on the
+// primary key), so every command of one channel is serialized across
+// processes; its authorization (store.Authorize) reads the member rows
+// inside the lock; the effect and buzz_save_event (with the channel) commit
+// together or not at all. Removed members keep their row with removed_at
+// set (active = removed_at IS NULL).
+
+// (asserted in scoped.go once QueryScoped lands)
+
+const pgChannelCols = `id, name, description, picture, visibility::text, channel_type::text, created_by,
+    extract(epoch FROM created_at)::bigint, deleted_at IS NOT NULL`
+
+func scanPGChannel(r pgx.Row) (store.Channel, error) {
+	var (
+		ch       store.Channel
+		id       [16]byte
+		by       []byte
+		vis, typ string
+	)
+	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &ch.Deleted); err != nil {
+		return store.Channel{}, err
+	}
+	ch.ID = store.ChannelID(id)
+	ch.Visibility = store.Visibility(vis)
+	ch.Type = store.ChannelType(typ)
+	ch.CreatedBy = hex.EncodeToString(by)
+	return ch, nil
+}
+
+// Channel implements store.ChannelStore.
+func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id store.ChannelID) (store.Channel, error) {
+	if c.IsZero() {
+		return store.Channel{}, store.ErrNoChannel
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL`,
+		c.UUID(), [16]byte(id))
+	var ch store.Channel
+	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+		var err error
+		ch, err = scanPGChannel(br.QueryRow())
+		return err
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.Channel{}, store.ErrNoChannel
+	case err != nil:
+		return store.Channel{}, fmt.Errorf("postgres: channel: %w", err)
+	}
+	return ch, nil
+}
+
+// ChannelRole implements store.ChannelStore.
+func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id store.ChannelID, pubkey string) (store.Role, bool, error) {
+	pk, ok := decodeHex32(pubkey)
+	if !ok || c.IsZero() {
+		return "", false, nil
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT role::text FROM channel_members
+WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL`, c.UUID(), [16]byte(id), pk)
+	var role string
+	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&role) })
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("postgres: channel role: %w", err)
+	}
+	return store.Role(role), true, nil
+}
+
+// ChannelMembers implements store.ChannelStore.
+func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id store.ChannelID) ([]store.Member, error) {
+	if c.IsZero() {
+		return nil, nil
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT pubkey, role::text FROM channel_members
+WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL ORDER BY pubkey`, c.UUID(), [16]byte(id))
+	var out []store.Member
+	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var (
+			pk   []byte
+			role string
+		)
+		_, err = pgx.ForEachRow(rows, []any{&pk, &role}, func() error {
+			out = append(out, store.Member{PubKey: hex.EncodeToString(pk), Role: store.Role(role)})
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: channel members: %w", err)
+	}
+	return out, nil
+}
+
+// ReadableChannels implements store.ChannelStore.
+func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubkeys []string) ([]store.ChannelID, error) {
+	if c.IsZero() {
+		return nil, nil
+	}
+	pks := make([][]byte, 0, len(pubkeys))
+	for _, p := range pubkeys {
+		if b, ok := decodeHex32(p); ok {
+			pks = append(pks, b)
+		}
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT id FROM channels ch
+WHERE ch.community_id = $1 AND ch.deleted_at IS NULL
+  AND (ch.visibility = 'open' OR EXISTS (
+       SELECT 1 FROM channel_members m
+       WHERE m.community_id = $1 AND m.channel_id = ch.id AND m.pubkey = ANY($2) AND m.removed_at IS NULL))
+ORDER BY id`, c.UUID(), pks)
+	var out []store.ChannelID
+	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var id [16]byte
+		_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+			out = append(out, store.ChannelID(id))
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: readable channels: %w", err)
+	}
+	return out, nil
+}
+
+// inCommunityTx runs fn in a transaction bound to community c (RLS), committing when
+// fn returns nil and rolling back otherwise.
+func (s *Store) inCommunityTx(ctx context.Context, c tenant.CommunityID, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, setCommunitySQL, c.String()); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// verdictError carries a command verdict out of inTx (rolling back).
+type verdictError struct{ err error }
+
+func (v verdictError) Error() string { return v.err.Error() }
+
+// ApplyChannelCommand implements store.ChannelStore.
+func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, cmd store.ChannelCommand, ev *nostr.Event) (store.ChannelChange, error) {
+	if err := cmd.Validate(); err != nil {
+		return store.ChannelChange{}, err
+	}
+	if c.IsZero() || ev == nil || ev.Kind != cmd.Kind || ev.PubKey != cmd.Actor {
+		return store.ChannelChange{}, store.ErrInvalidCommand
+	}
+	if id, ok, err := store.EventChannel(ev); err != nil || !ok || id != cmd.Channel {
+		return store.ChannelChange{}, store.ErrInvalidCommand
+	}
+	args, err := encodeEvent(c, ev)
+	if err != nil {
+		return store.ChannelChange{}, err
+	}
+	var change store.ChannelChange
+	err = s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		change = store.ChannelChange{}
+		v, err := applyCommand(ctx, tx, c, &cmd, args, &change)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			return verdictError{v}
+		}
+		change.Channel, err = scanPGChannel(tx.QueryRow(ctx,
+			`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2`, c.UUID(), [16]byte(cmd.Channel)))
+		return err
+	})
+	var v verdictError
+	if errors.As(err, &v) {
+		return store.ChannelChange{}, v.err
+	}
+	if err != nil {
+		return store.ChannelChange{}, fmt.Errorf("postgres: channel command: %w", err)
+	}
+	return change, nil
+}
+
+// applyCommand authorizes and applies cmd and stores its event inside tx.
+// It returns a verdict (the caller rolls back) or an internal error.
+func applyCommand(ctx context.Context, tx pgx.Tx, c tenant.CommunityID, cmd *store.ChannelCommand, a *saveArgs, change *store.ChannelChange) (verdict, err error) {
+	cu, chID := c.UUID(), [16]byte(cmd.Channel)
+	var tomb, dup bool
+	if err := tx.QueryRow(ctx, `SELECT
+    EXISTS (SELECT 1 FROM event_tombstones WHERE community_id = $1 AND event_id = $2 AND pubkey = $3),
+    EXISTS (SELECT 1 FROM events WHERE community_id = $1 AND created_at = $4 AND id = $2)`,
+		cu, a.id, a.pubkey, a.createdAt).Scan(&tomb, &dup); err != nil {
+		return nil, err
+	}
+	switch {
+	case dup:
+		return store.ErrDuplicate, nil
+	case tomb:
+		return store.ErrDeleted, nil
+	}
+
+	if cmd.Kind == store.KindCreateChannel {
+		vis, typ := cmd.Visibility, cmd.Type
+		if vis == "" {
+			vis = store.VisibilityOpen
+		}
+		if typ == "" {
+			typ = store.TypeStream
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO channels (community_id, id, name, description, picture, visibility, channel_type, created_by, created_at)
+VALUES ($1, $2, $3, $4, $5, $6::channel_visibility, $7::channel_type, $8, to_timestamp($9))
+ON CONFLICT (community_id, id) DO NOTHING`,
+			cu, chID, sqlText(*cmd.Name), sqlText(deref(cmd.About)), sqlText(deref(cmd.Picture)), string(vis), string(typ), a.pubkey, a.createdAt)
+		if err != nil {
+			return nil, err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrChannelExists, nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO channel_members (community_id, channel_id, pubkey, role, invited_by)
+VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
+			return nil, err
+		}
+		change.Metadata, change.Members = true, true
+		return saveCommandEvent(ctx, tx, a, chID)
+	}
+
+	ch, err := scanPGChannel(tx.QueryRow(ctx,
+		`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2 FOR UPDATE`, cu, chID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNoChannel, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := store.CommandState{Channel: ch}
+	var target []byte
+	if cmd.Target != "" {
+		target, _ = decodeHex32(cmd.Target)
+	}
+	var actorRole, targetRole *string
+	if err := tx.QueryRow(ctx, `SELECT
+    (SELECT role::text FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL),
+    (SELECT role::text FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND pubkey = $4 AND removed_at IS NULL),
+    (SELECT count(*) FROM channel_members WHERE community_id = $1 AND channel_id = $2 AND role = 'owner' AND removed_at IS NULL)`,
+		cu, chID, a.pubkey, target).Scan(&actorRole, &targetRole, &st.Owners); err != nil {
+		return nil, err
+	}
+	if actorRole != nil {
+		st.ActorRole = store.Role(*actorRole)
+	}
+	if targetRole != nil && target != nil {
+		st.TargetRole = store.Role(*targetRole)
+	}
+	if v := store.Authorize(cmd, st); v != nil {
+		return v, nil
+	}
+
+	switch cmd.Kind {
+	case store.KindJoinRequest:
+		if st.ActorRole == "" {
+			if err := putMember(ctx, tx, cu, chID, a.pubkey, store.RoleMember, a.pubkey); err != nil {
+				return nil, err
+			}
+			change.Members = true
+		}
+	case store.KindLeaveRequest:
+		if err := removeMember(ctx, tx, cu, chID, a.pubkey, a.pubkey); err != nil {
+			return nil, err
+		}
+		change.Members, change.Revoked = true, []string{cmd.Actor}
+	case store.KindPutUser:
+		r := cmd.Role
+		if r == "" {
+			r = store.RoleMember
+		}
+		if err := putMember(ctx, tx, cu, chID, target, r, a.pubkey); err != nil {
+			return nil, err
+		}
+		change.Members = true
+	case store.KindRemoveUser:
+		if err := removeMember(ctx, tx, cu, chID, target, a.pubkey); err != nil {
+			return nil, err
+		}
+		change.Members, change.Revoked = true, []string{cmd.Target}
+	case store.KindEditMetadata:
+		sets := []string{}
+		args := []any{cu, chID}
+		for _, f := range []struct {
+			col string
+			v   *string
+		}{{"name", cmd.Name}, {"description", cmd.About}, {"picture", cmd.Picture}} {
+			if f.v != nil {
+				args = append(args, sqlText(*f.v))
+				sets = append(sets, fmt.Sprintf("%s = $%d", f.col, len(args)))
+			}
+		}
+		if cmd.Visibility != "" {
+			args = append(args, string(cmd.Visibility))
+			sets = append(sets, fmt.Sprintf("visibility = $%d::channel_visibility", len(args)))
+			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && cmd.Visibility == store.VisibilityPrivate
+		}
+		if len(sets) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE channels SET `+strings.Join(sets, ", ")+` WHERE community_id = $1 AND id = $2`, args...); err != nil {
+				return nil, err
+			}
+			change.Metadata = true
+		}
+	case store.KindDeleteEvent:
+		eid, _ := decodeHex32(cmd.EventID)
+		var author []byte
+		err := tx.QueryRow(ctx, `UPDATE events SET deleted_at = now()
+WHERE community_id = $1 AND id = $2 AND channel_id = $3 AND deleted_at IS NULL RETURNING pubkey`, cu, eid, chID).Scan(&author)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNoEvent, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO event_tombstones (community_id, event_id, pubkey, deleted_by)
+VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, cu, eid, author, a.id); err != nil {
+			return nil, err
+		}
+		change.DeletedEvent = cmd.EventID
+	case store.KindDeleteChannel:
+		if _, err := tx.Exec(ctx, `UPDATE channels SET deleted_at = now() WHERE community_id = $1 AND id = $2`, cu, chID); err != nil {
+			return nil, err
+		}
+		change.Deleted, change.Metadata = true, true
+	default:
+		return store.ErrInvalidCommand, nil
+	}
+	return saveCommandEvent(ctx, tx, a, chID)
+}
+
+func putMember(ctx context.Context, tx pgx.Tx, cu, chID [16]byte, pk []byte, role store.Role, by []byte) error {
+	_, err := tx.Exec(ctx, `INSERT INTO channel_members (community_id, channel_id, pubkey, role, invited_by)
+VALUES ($1, $2, $3, $4::member_role, $5)
+ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role,
+    joined_at = CASE WHEN channel_members.removed_at IS NULL THEN channel_members.joined_at ELSE now() END,
+    invited_by = CASE WHEN channel_members.removed_at IS NULL THEN channel_members.invited_by ELSE EXCLUDED.invited_by END,
+    removed_at = NULL, removed_by = NULL`, cu, chID, pk, string(role), by)
+	return err
+}
+
+func removeMember(ctx context.Context, tx pgx.Tx, cu, chID [16]byte, pk, by []byte) error {
+	_, err := tx.Exec(ctx, `UPDATE channel_members SET removed_at = now(), removed_by = $4
+WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NULL`, cu, chID, pk, by)
+	return err
+}
+
+// saveCommandEvent stores the command event in its channel. A duplicate or
+// tombstone that appeared since the checks (a concurrent twin) is a verdict
+// that rolls the effect back.
+func saveCommandEvent(ctx context.Context, tx pgx.Tx, a *saveArgs, chID [16]byte) (error, error) {
+	vals := a.values()
+	vals[9] = chID
+	var code int16
+	if err := tx.QueryRow(ctx, saveSQL, vals...).Scan(&code); err != nil {
+		return nil, err
+	}
+	switch err := saveResult(code); {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, store.ErrDuplicate), errors.Is(err, store.ErrDeleted):
+		return err, nil
+	default:
+		return nil, fmt.Errorf("command event refused after its checks: %w", err)
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// CommunityAccess implements store.ChannelStore.
+func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error) {
+	var p string
+	if err := s.pool.QueryRow(ctx, `SELECT access_policy FROM communities WHERE id = $1`, c.UUID()).Scan(&p); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", store.ErrNoCommunity
+		}
+		return "", fmt.Errorf("postgres: community access: %w", err)
+	}
+	return store.AccessPolicy(p), nil
+}
+
+// SetCommunityAccess implements store.ChannelStore.
+func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p store.AccessPolicy) error {
+	if !p.Valid() {
+		return fmt.Errorf("postgres: unknown access policy %q", p)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE communities SET access_policy = $2 WHERE id = $1`, c.UUID(), string(p))
+	if err != nil {
+		return fmt.Errorf("postgres: set community access: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNoCommunity
+	}
+	return nil
+}
+
+// CommunityRole implements store.ChannelStore.
+func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error) {
+	pk, ok := decodeHex32(pubkey)
+	if !ok || c.IsZero() {
+		return "", false, nil
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT 'owner' FROM communities WHERE id = $1 AND owner_pubkey = $2
+UNION ALL
+SELECT role FROM community_members WHERE community_id = $1 AND pubkey = $2
+LIMIT 1`, c.UUID(), pk)
+	var role string
+	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&role) })
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("postgres: community role: %w", err)
+	}
+	return store.Role(role), true, nil
+}
+
+// PutCommunityMember implements store.ChannelStore.
+func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role store.Role) error {
+	pk, ok := decodeHex32(pubkey)
+	if !ok {
+		return errors.New("postgres: member key must be 64 lowercase hex characters")
+	}
+	if role != store.RoleAdmin && role != store.RoleMember {
+		return fmt.Errorf("postgres: community role must be admin or member, not %q", role)
+	}
+	return s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO community_members (community_id, pubkey, role) VALUES ($1, $2, $3)
+ON CONFLICT (community_id, pubkey) DO UPDATE SET role = EXCLUDED.role`, c.UUID(), pk, string(role))
+		return err
+	})
+}
+
+// RemoveCommunityMember implements store.ChannelStore.
+func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string) error {
+	pk, ok := decodeHex32(pubkey)
+	if !ok {
+		return nil
+	}
+	return s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2`, c.UUID(), pk)
+		return err
+	})
+}
