@@ -383,8 +383,7 @@ BEGIN
     IF cardinality(p_tag_names) > 0 THEN
         INSERT INTO event_tags (community_id, name, value, created_at, event_id)
         SELECT p_community, t.name, t.value, p_created_at, p_id
-        FROM unnest(p_tag_names, p_tag_values) AS t(name, value)
-        ON CONFLICT DO NOTHING;
+        FROM unnest(p_tag_names, p_tag_values) AS t(name, value); -- new event: no conflict possible
     END IF;
 
     IF p_lock IS NOT NULL THEN
