@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -335,7 +337,7 @@ func BenchmarkIdleConn(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range b.N {
-		before := inUse()
+		beforeHeap, beforeStack := inUse()
 		socks := make([]net.Conn, 0, n)
 		for range n {
 			socks = append(socks, rawUpgrade(b, u.Host))
@@ -343,8 +345,13 @@ func BenchmarkIdleConn(b *testing.B) {
 		// Every connection is served once it has sent its challenge, but let
 		// the writers park.
 		time.Sleep(100 * time.Millisecond)
-		after := inUse()
-		b.ReportMetric(float64(after-before)/n, "B/conn")
+		afterHeap, afterStack := inUse()
+		b.ReportMetric(float64(afterHeap+afterStack-beforeHeap-beforeStack)/n, "B/conn")
+		b.ReportMetric(float64(afterHeap-beforeHeap)/n, "heap-B/conn")
+		b.ReportMetric(float64(afterStack-beforeStack)/n, "stack-B/conn")
+		if path := os.Getenv("BUZZ_IDLE_HEAPPROFILE"); path != "" {
+			writeHeapProfile(b, path)
+		}
 		for _, s := range socks {
 			_ = s.Close()
 		}
@@ -355,12 +362,26 @@ func BenchmarkIdleConn(b *testing.B) {
 	}
 }
 
-func inUse() int64 {
+// inUse returns the heap and stack bytes in use after a full GC.
+func inUse() (heap, stack int64) {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapInuse + ms.StackInuse)
+	return int64(ms.HeapInuse), int64(ms.StackInuse)
+}
+
+// writeHeapProfile writes the live heap to path (for BenchmarkIdleConn
+// with BUZZ_IDLE_HEAPPROFILE set, while the connections are open).
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // rawUpgrade performs a WebSocket handshake on a bare TCP connection and

@@ -52,6 +52,7 @@ type Relay struct {
 	nip11    []byte // the NIP-11 document, encoded once
 
 	querySem chan struct{} // relay-wide bound on concurrent queries
+	readBufs sync.Pool     // *[]byte: a connection's buffer for one inbound message
 	inflight *inflight     // EVENTs being ingested (see inflight)
 
 	stopListen func()
@@ -147,9 +148,13 @@ func New(opts ...Option) (*Relay, error) {
 		return nil, err
 	}
 	r.querySem = make(chan struct{}, cfg.limits.RelayQueryConcurrency)
+	// Idle connections are cheap: the read buffer is small (a larger
+	// message is read straight into the message buffer) and write buffers
+	// are only held while a message is being written.
 	r.upgrader = websocket.Upgrader{
-		ReadBufferSize:  4096,
+		ReadBufferSize:  1024,
 		WriteBufferSize: 4096,
+		WriteBufferPool: &sync.Pool{},
 		// Nostr clients connect from any origin (browsers included); the
 		// protocol carries no ambient credentials.
 		CheckOrigin: func(*http.Request) bool { return true },
@@ -214,11 +219,11 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	}
 	r.connWG.Add(1)
 	r.mu.Unlock()
-	defer r.connWG.Done()
 
 	hc := &hijackCapture{ResponseWriter: w}
 	ws, err := r.upgrader.Upgrade(hc, req, nil)
 	if err != nil {
+		r.connWG.Done()
 		return // the upgrader has answered the request
 	}
 	c := newConn(r, ws, hc.conn, tc)
@@ -226,17 +231,23 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	if r.shutdown {
 		r.mu.Unlock()
 		c.closeNow(websocket.CloseServiceRestart, "relay restarting")
+		r.connWG.Done()
 		return
 	}
 	r.conns[c] = struct{}{}
 	r.mu.Unlock()
 
-	c.serve()
-
-	r.mu.Lock()
-	delete(r.conns, c)
-	r.mu.Unlock()
-	r.connClosed(c)
+	// The connection is served on its own goroutine and ServeHTTP returns,
+	// so the HTTP server's per-connection state (its buffers, the request)
+	// is released instead of being held for the life of the socket.
+	go func() {
+		defer r.connWG.Done()
+		c.serve()
+		r.mu.Lock()
+		delete(r.conns, c)
+		r.mu.Unlock()
+		r.connClosed(c)
+	}()
 }
 
 // Shutdown stops the relay gracefully: new upgrades get HTTP 503; every

@@ -167,42 +167,60 @@ func (c *conn) extendReadDeadline() {
 }
 
 func (c *conn) readLoop() {
-	max := c.limits.MaxFrameBytes
 	c.ws.SetPongHandler(func(string) error {
 		c.extendReadDeadline()
 		return nil
 	})
 	c.extendReadDeadline()
-	buf := make([]byte, 0, 4096)
 	for !c.closing.Load() {
 		mt, rd, err := c.ws.NextReader()
 		if err != nil {
 			return
 		}
 		c.extendReadDeadline()
-		buf, err = readLimited(rd, buf[:0], max)
-		if errors.Is(err, errFrameTooLarge) {
-			c.reply(nostr.AppendNotice(nil, "error: frame too large (limit "+strconv.Itoa(max)+" bytes)"))
-			c.setReason(websocket.CloseMessageTooBig, "frame too large")
-			// Read (a bounded amount of) the rest of the message so that
-			// closing the socket does not reset it before the NOTICE and the
-			// close frame reach the client.
-			_ = c.ws.SetReadDeadline(time.Now().Add(2 * time.Second))
-			_, _ = io.CopyN(io.Discard, rd, int64(4*max))
+		// The message buffer is borrowed for one message at a time, so an
+		// idle connection holds none.
+		bp, _ := c.r.readBufs.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
+		}
+		*bp, err = readLimited(rd, (*bp)[:0], c.limits.MaxFrameBytes)
+		stop := c.handleRead(mt, rd, *bp, err)
+		if cap(*bp) <= 64<<10 {
+			c.r.readBufs.Put(bp)
+		}
+		if stop {
 			return
 		}
-		if err != nil {
-			return
-		}
-		if c.closing.Load() {
-			return // read after Shutdown began: not handled, not acknowledged
-		}
-		if mt == websocket.BinaryMessage && !utf8.Valid(buf) {
-			c.reply(nostr.AppendNotice(nil, "invalid: binary frame is not valid UTF-8"))
-			continue
-		}
-		c.handle(buf)
 	}
+}
+
+// handleRead handles one message read by readLoop (buf, read error err) and
+// reports whether reading must stop. buf is not used after it returns.
+func (c *conn) handleRead(mt int, rd io.Reader, buf []byte, err error) (stop bool) {
+	max := c.limits.MaxFrameBytes
+	if errors.Is(err, errFrameTooLarge) {
+		c.reply(nostr.AppendNotice(nil, "error: frame too large (limit "+strconv.Itoa(max)+" bytes)"))
+		c.setReason(websocket.CloseMessageTooBig, "frame too large")
+		// Read (a bounded amount of) the rest of the message so that
+		// closing the socket does not reset it before the NOTICE and the
+		// close frame reach the client.
+		_ = c.ws.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, _ = io.CopyN(io.Discard, rd, int64(4*max))
+		return true
+	}
+	if err != nil {
+		return true
+	}
+	if c.closing.Load() {
+		return true // read after Shutdown began: not handled, not acknowledged
+	}
+	if mt == websocket.BinaryMessage && !utf8.Valid(buf) {
+		c.reply(nostr.AppendNotice(nil, "invalid: binary frame is not valid UTF-8"))
+		return false
+	}
+	c.handle(buf)
+	return false
 }
 
 var errFrameTooLarge = errors.New("frame too large")
