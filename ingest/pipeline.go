@@ -16,8 +16,10 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/ratelimit"
@@ -53,11 +55,18 @@ type Config struct {
 	// ratelimit.ClassEvent); RateLimitTier picks the author's tier.
 	RateLimiter   ratelimit.Limiter
 	RateLimitTier TierFunc
+	// Channels enables channels and community access policies (see
+	// Channels); nil refuses every event that names a channel.
+	Channels *Channels
 }
 
 // Pipeline admits events. It is safe for concurrent use.
 type Pipeline struct {
-	cfg Config
+	cfg   Config
+	chans channelState // admission cache (channels, roles, policies)
+
+	clockMu sync.Mutex
+	clock   map[any]int64 // last created_at of each relay-signed state event
 }
 
 // New validates cfg and returns a Pipeline.
@@ -82,7 +91,19 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	cfg.EventPolicies = slices.Clone(cfg.EventPolicies)
 	cfg.OnStored = slices.Clone(cfg.OnStored)
-	return &Pipeline{cfg: cfg}, nil
+	ttl := 2 * time.Second
+	if cfg.Channels != nil {
+		if cfg.Channels.Store == nil {
+			return nil, errors.New("ingest: Config.Channels.Store is required")
+		}
+		if cfg.Channels.CacheTTL < 0 {
+			return nil, errors.New("ingest: Config.Channels.CacheTTL must not be negative")
+		}
+		if cfg.Channels.CacheTTL > 0 {
+			ttl = cfg.Channels.CacheTTL
+		}
+	}
+	return &Pipeline{cfg: cfg, chans: channelState{ttl: ttl, m: make(map[any]cacheEntry)}}, nil
 }
 
 // Submission is one EVENT from one connection.
@@ -94,6 +115,11 @@ type Submission struct {
 	// AuthedAs reports whether the connection has authenticated (NIP-42) as
 	// pubkey; nil means it has not authenticated at all.
 	AuthedAs func(pubkey string) bool
+	// Tracer, when set, receives the isolation conformance steps of this
+	// event (see conformance/trace); Actor is the connection's first
+	// authenticated pubkey ("" before AUTH), recorded with each step.
+	Tracer trace.Tracer
+	Actor  string
 }
 
 // Outcome is the answer to one Submission: the OK message to send.
@@ -127,7 +153,26 @@ const (
 // Ingest runs ev through the admission steps, in this order, and returns the
 // first refusal or the acceptance. It never panics on client input and every
 // path returns exactly one Outcome.
+//
+// With a Tracer, the event is one armed seam ("ingest"): an accepted event
+// records its write (insert, global insert, duplicate or ephemeral accept),
+// a refused one its sanitized error, a channel decision its auth check; an
+// acceptance that records nothing is reported as a coverage breach.
 func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
+	if s.Tracer == nil {
+		return p.ingest(ctx, s, trace.Noop{}, trace.State{})
+	}
+	st := trace.State{Tenant: s.Tenant, Actor: s.Actor}
+	g := trace.Arm(s.Tracer, st, "ingest")
+	defer g.Release(ctx)
+	out := p.ingest(ctx, s, g, st)
+	if !out.OK {
+		g.SanitizedError(ctx, st, sanitize(out.Message))
+	}
+	return out
+}
+
+func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st trace.State) Outcome {
 	ev := s.Event
 
 	// 1. Structure: done by the caller (nostr.ParseEvent decodes strictly).
@@ -191,6 +236,28 @@ func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
 		}
 	}
 
+	// 8c. Relay-signed channel state (39000–39003) never comes from clients.
+	if store.IsChannelState(ev.Kind) {
+		return Outcome{Message: MsgRelaySigned}
+	}
+
+	// 8d. Community access policy (members-only communities).
+	if msg, reqAuth, err := p.communityAdmits(ctx, s); err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: community access",
+			"community", s.Tenant.Community().String(), "err", err)
+		return Outcome{Message: MsgInternal}
+	} else if msg != "" {
+		return Outcome{Message: msg, RequestAuth: reqAuth}
+	}
+
+	// 8e. Channel: h resolved inside the bound community only, then
+	// membership. Before any storage read of the event itself, so a repeat
+	// of an event naming a foreign channel is refused like any other.
+	dec, refusal := p.admitChannel(ctx, s, g, st)
+	if refusal != "" {
+		return Outcome{Message: refusal}
+	}
+
 	// 9. Per-kind validators.
 	if err := validateKind(ev); err != nil {
 		return Outcome{Message: err.Error()}
@@ -206,22 +273,18 @@ func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
 				"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
 			return Outcome{Message: MsgInternal}
 		}
+		g.AcceptEphemeral(ctx, st)
 		return Outcome{OK: true}
 	}
 
-	// 11. Durable write. OK true is only ever returned after Save returned.
-	switch err := p.cfg.Store.Save(ctx, s.Tenant.Community(), ev); {
-	case err == nil:
-	case errors.Is(err, store.ErrDuplicate):
-		return Outcome{OK: true, Message: MsgDuplicate}
-	case errors.Is(err, store.ErrSuperseded):
-		return Outcome{Message: MsgSuperseded}
-	case errors.Is(err, store.ErrDeleted):
-		return Outcome{Message: MsgDeleted}
-	default:
-		p.cfg.Logger.ErrorContext(ctx, "ingest: save event",
-			"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
-		return Outcome{Message: MsgInternal}
+	// 11. Durable write (a channel command is applied atomically with its
+	// event). OK true is only ever returned after the write returned.
+	out, change := p.storeEvent(ctx, s, dec, g, st)
+	if !out.Stored {
+		return out
+	}
+	if change != nil && p.cfg.Channels.OnChange != nil {
+		p.cfg.Channels.OnChange(ctx, s.Tenant, *change)
 	}
 
 	// 12. Fan-out. The event is stored and will be acknowledged: a broker
@@ -230,6 +293,9 @@ func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
 	if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: publish stored event",
 			"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
+	}
+	if change != nil {
+		p.publishState(ctx, s.Tenant, change)
 	}
 
 	// 13. Embedder hooks on stored events.

@@ -24,7 +24,7 @@ import (
 // together or not at all. Removed members keep their row with removed_at
 // set (active = removed_at IS NULL).
 
-// (asserted in scoped.go once QueryScoped lands)
+var _ store.ChannelStore = (*Store)(nil)
 
 const pgChannelCols = `id, name, description, picture, visibility::text, channel_type::text, created_by,
     extract(epoch FROM created_at)::bigint, deleted_at IS NOT NULL`

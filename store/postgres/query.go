@@ -35,6 +35,21 @@ type predicate struct {
 	until    *int64
 	tags     []tagCond // indexed names, sorted by name
 	jsonTags []tagCond // other names (never produced by ParseFilter)
+	// channels, unless nil, restricts rows to community-wide events plus
+	// these channels (store.Scope; AllChannels leaves it nil).
+	channels *[][16]byte
+}
+
+// withScope restricts p to the access scope sc.
+func (p *predicate) withScope(sc store.Scope) {
+	if sc.All() {
+		return
+	}
+	ids := make([][16]byte, len(sc.Channels()))
+	for i, id := range sc.Channels() {
+		ids[i] = id
+	}
+	p.channels = &ids
 }
 
 type tagCond struct {
@@ -124,6 +139,13 @@ func hexList(in []string) ([][]byte, error) {
 // dimension skip ("authors", "kinds", a tag name, or "").
 func (p *predicate) conds(skip string) sq.And {
 	var and sq.And
+	if p.channels != nil {
+		if len(*p.channels) == 0 {
+			and = append(and, sq.Expr("e.channel_id IS NULL"))
+		} else {
+			and = append(and, sq.Expr("(e.channel_id IS NULL OR e.channel_id = ANY(?::uuid[]))", *p.channels))
+		}
+	}
 	if p.ids != nil {
 		and = append(and, eqAny("e.id", p.ids))
 	}
@@ -181,10 +203,18 @@ const cols = "e.id, e.created_at, e.raw"
 // instead of collecting and sorting every matching row; a single tag value
 // drives the query from the event_tags index.
 func buildQuery(c tenant.CommunityID, f *nostr.Filter, now int64) (string, []any, error) {
+	return buildScopedQuery(c, f, now, store.AllChannels())
+}
+
+// buildScopedQuery is buildQuery restricted to the access scope sc: the
+// scope is one more condition of every branch, so limits count only rows
+// in scope.
+func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc store.Scope) (string, []any, error) {
 	p, err := compileFilter(f)
 	if err != nil {
 		return "", nil, err
 	}
+	p.withScope(sc)
 	limit := uint64(f.Limit)
 	var q sq.Sqlizer
 	switch {
@@ -306,6 +336,12 @@ func (s *Store) inCommunity(ctx context.Context, c tenant.CommunityID, b *pgx.Ba
 // Query yields the live events of community c matching f, newest first
 // (created_at DESC, id ASC), at most f.Limit when f.LimitSet.
 func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[store.Record, error] {
+	return s.QueryScoped(ctx, c, f, store.AllChannels())
+}
+
+// QueryScoped implements store.ChannelStore: Query restricted to the
+// community-wide events and the channels of sc, in SQL.
+func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc store.Scope) iter.Seq2[store.Record, error] {
 	return func(yield func(store.Record, error) bool) {
 		if c.IsZero() {
 			yield(store.Record{}, errors.New("postgres: query: zero community"))
@@ -314,7 +350,7 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 		if f.LimitSet && f.Limit <= 0 {
 			return
 		}
-		sqlStr, args, err := buildQuery(c, &f, time.Now().Unix())
+		sqlStr, args, err := buildScopedQuery(c, &f, time.Now().Unix(), sc)
 		if errors.Is(err, errNothing) {
 			return
 		}
@@ -332,7 +368,7 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 			}
 			defer rows.Close()
 			var id []byte
-			var rec store.Record
+			rec := store.Record{Community: c}
 			for rows.Next() {
 				var raw []byte
 				if err := rows.Scan(&id, &rec.CreatedAt, &raw); err != nil {
@@ -355,6 +391,12 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 
 // Count returns the number of distinct live events of c matching any filter.
 func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
+	return s.CountScoped(ctx, c, filters, store.AllChannels())
+}
+
+// CountScoped implements store.ChannelStore: Count restricted to the
+// community-wide events and the channels of sc.
+func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, sc store.Scope) (int64, error) {
 	if c.IsZero() {
 		return 0, errors.New("postgres: count: zero community")
 	}
@@ -368,6 +410,7 @@ func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr
 		if err != nil {
 			return 0, err
 		}
+		p.withScope(sc)
 		or = append(or, p.conds(""))
 	}
 	if len(or) == 0 {

@@ -1,0 +1,565 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Channels configures channel admission (Config.Channels).
+//
+// The h tag is adversarial input. It is resolved only inside the community
+// the connection is bound to: a channel of another community is, here,
+// simply a channel that does not exist, and gets exactly the refusal an
+// unknown channel gets (MsgChannelDenied) — on every path, the duplicate
+// path included, because the channel is checked before the store is asked
+// whether it already holds the event. Events without h are community-wide.
+//
+// Without Channels (nil), every event naming a channel is refused as naming
+// an unknown one.
+type Channels struct {
+	// Store holds channels, members and the community access policy.
+	Store store.ChannelStore
+	// StateKey returns the key that signs a community's relay-signed state
+	// events (39000–39003). Nil: no state events are published.
+	StateKey func(tenant.CommunityID) nostr.SecretKey
+	// OnChange is called after a channel command committed, before its
+	// event and the new state events are published (the relay recomputes
+	// access and evicts subscriptions that lost it). It must not block for
+	// long.
+	OnChange func(ctx context.Context, tc tenant.TenantContext, change store.ChannelChange)
+	// CacheTTL bounds how long a channel, role or community policy looked up
+	// for admission is reused (default 2s). Commands through this pipeline
+	// invalidate the entries they change at once; a change made by another
+	// process is seen after at most CacheTTL.
+	CacheTTL time.Duration
+}
+
+// Messages of channel admission.
+const (
+	// MsgChannelDenied answers every refused channel write that is not a
+	// command verdict: unknown channel, another community's channel, a
+	// private channel of which the author is no member, a guest posting.
+	MsgChannelDenied   = "restricted: not a channel member"
+	MsgRelaySigned     = "restricted: relay-signed kinds cannot be published"
+	MsgBadChannelTag   = "invalid: h tag must name exactly one channel UUID"
+	msgMissingChannel  = "invalid: kind %d requires an h tag naming its channel"
+	MsgMembersOnly     = "restricted: this community is open to its members only"
+	MsgMembersOnlyAuth = "auth-required: this community is open to its members only; authenticate (NIP-42)"
+	MsgNotPermitted    = "restricted: your channel role does not allow this"
+	MsgChannelExists   = "restricted: a channel with this id already exists"
+	MsgNoSuchEvent     = "invalid: the channel holds no such event"
+	MsgBadCommand      = "invalid: malformed channel command"
+)
+
+// RequiresChannel reports whether events of kind must name a channel: chat
+// messages (9) and the channel commands.
+func RequiresChannel(kind int) bool {
+	return kind == store.KindChatMessage || store.IsChannelCommand(kind)
+}
+
+// channelDecision is what channel admission decided for one event.
+type channelDecision struct {
+	inChannel bool
+	channel   store.ChannelID
+	cmd       *store.ChannelCommand
+}
+
+// channelState caches admission lookups with a short TTL.
+type channelState struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[any]cacheEntry
+}
+
+type cacheEntry struct {
+	val any
+	exp time.Time
+}
+
+type (
+	policyKey struct{ c tenant.CommunityID }
+	commKey   struct {
+		c  tenant.CommunityID
+		pk string
+	}
+	channelKey struct {
+		c  tenant.CommunityID
+		id store.ChannelID
+	}
+	roleKey struct {
+		c  tenant.CommunityID
+		id store.ChannelID
+		pk string
+	}
+	roleVal struct {
+		role store.Role
+		ok   bool
+	}
+)
+
+const maxCacheEntries = 100_000
+
+func (s *channelState) get(k any, now time.Time) (any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[k]
+	if !ok || now.After(e.exp) {
+		return nil, false
+	}
+	return e.val, true
+}
+
+func (s *channelState) put(k, v any, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= maxCacheEntries {
+		clear(s.m) // crude bound; entries are cheap to look up again
+	}
+	s.m[k] = cacheEntry{val: v, exp: now.Add(s.ttl)}
+}
+
+// forgetChannel drops every cached entry of one channel.
+func (s *channelState) forgetChannel(c tenant.CommunityID, id store.ChannelID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.m {
+		switch k := k.(type) {
+		case channelKey:
+			if k.c == c && k.id == id {
+				delete(s.m, k)
+			}
+		case roleKey:
+			if k.c == c && k.id == id {
+				delete(s.m, k)
+			}
+		}
+	}
+}
+
+func (p *Pipeline) lookupChannel(ctx context.Context, c tenant.CommunityID, id store.ChannelID) (store.Channel, error) {
+	now := time.Now()
+	k := channelKey{c, id}
+	if v, ok := p.chans.get(k, now); ok {
+		if v == nil {
+			return store.Channel{}, store.ErrNoChannel
+		}
+		return v.(store.Channel), nil
+	}
+	ch, err := p.cfg.Channels.Store.Channel(ctx, c, id)
+	switch {
+	case errors.Is(err, store.ErrNoChannel):
+		p.chans.put(k, nil, now)
+	case err == nil:
+		p.chans.put(k, ch, now)
+	}
+	return ch, err
+}
+
+func (p *Pipeline) lookupRole(ctx context.Context, c tenant.CommunityID, id store.ChannelID, pk string) (store.Role, bool, error) {
+	now := time.Now()
+	k := roleKey{c, id, pk}
+	if v, ok := p.chans.get(k, now); ok {
+		r := v.(roleVal)
+		return r.role, r.ok, nil
+	}
+	role, ok, err := p.cfg.Channels.Store.ChannelRole(ctx, c, id, pk)
+	if err == nil {
+		p.chans.put(k, roleVal{role, ok}, now)
+	}
+	return role, ok, err
+}
+
+// communityAdmits reports whether the author may write in the community
+// under its access policy; "" when it may, else the refusal.
+func (p *Pipeline) communityAdmits(ctx context.Context, s Submission) (msg string, requestAuth bool, err error) {
+	if p.cfg.Channels == nil {
+		return "", false, nil
+	}
+	c, now := s.Tenant.Community(), time.Now()
+	var pol store.AccessPolicy
+	if v, ok := p.chans.get(policyKey{c}, now); ok {
+		pol = v.(store.AccessPolicy)
+	} else {
+		pol, err = p.cfg.Channels.Store.CommunityAccess(ctx, c)
+		if err != nil {
+			return "", false, err
+		}
+		p.chans.put(policyKey{c}, pol, now)
+	}
+	if pol != store.AccessMembers {
+		return "", false, nil
+	}
+	if s.AuthedAs == nil {
+		return MsgMembersOnlyAuth, true, nil
+	}
+	if !s.AuthedAs(s.Event.PubKey) {
+		return MsgNotAuthor, false, nil
+	}
+	ok, err := p.isCommunityMember(ctx, c, s.Event.PubKey)
+	if err != nil {
+		return "", false, err
+	}
+	if !ok {
+		return MsgMembersOnly, false, nil
+	}
+	return "", false, nil
+}
+
+func (p *Pipeline) isCommunityMember(ctx context.Context, c tenant.CommunityID, pk string) (bool, error) {
+	now := time.Now()
+	if v, ok := p.chans.get(commKey{c, pk}, now); ok {
+		return v.(bool), nil
+	}
+	_, ok, err := p.cfg.Channels.Store.CommunityRole(ctx, c, pk)
+	if err != nil {
+		return false, err
+	}
+	p.chans.put(commKey{c, pk}, ok, now)
+	return ok, nil
+}
+
+// admitChannel resolves the event's h tag inside the bound community and
+// checks that the author may post there (commands are authorized by the
+// store, atomically). It returns the decision, or a refusal message.
+func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Tracer, st trace.State) (channelDecision, string) {
+	ev := s.Event
+	id, has, err := store.EventChannel(ev)
+	if err != nil {
+		return channelDecision{}, MsgBadChannelTag
+	}
+	if !has {
+		if RequiresChannel(ev.Kind) {
+			return channelDecision{}, fmt.Sprintf(msgMissingChannel, ev.Kind)
+		}
+		return channelDecision{}, ""
+	}
+	c := s.Tenant.Community()
+	deny := func() (channelDecision, string) {
+		// The claim is recorded as resolved: nothing, whatever community
+		// may hold a channel with this id.
+		g.AuthCheck(ctx, st, id.String(), tenant.CommunityID{}, false)
+		return channelDecision{}, MsgChannelDenied
+	}
+	if p.cfg.Channels == nil {
+		return deny()
+	}
+	d := channelDecision{inChannel: true, channel: id}
+	if store.IsChannelCommand(ev.Kind) {
+		cmd, err := ParseChannelCommand(ev, id)
+		if err != nil {
+			return channelDecision{}, MsgBadCommand
+		}
+		d.cmd = &cmd
+		if ev.Kind != store.KindCreateChannel {
+			if _, err := p.lookupChannel(ctx, c, id); errors.Is(err, store.ErrNoChannel) {
+				return deny()
+			} else if err != nil {
+				p.cfg.Logger.ErrorContext(ctx, "ingest: channel lookup", "community", c.String(), "err", err)
+				return channelDecision{}, MsgInternal
+			}
+		}
+		// A create claims an id in the bound community; every other command
+		// names a channel found there. Roles are judged by the store.
+		g.AuthCheck(ctx, st, id.String(), c, true)
+		return d, ""
+	}
+	ch, err := p.lookupChannel(ctx, c, id)
+	if errors.Is(err, store.ErrNoChannel) {
+		return deny()
+	}
+	if err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: channel lookup", "community", c.String(), "err", err)
+		return channelDecision{}, MsgInternal
+	}
+	role, member, err := p.lookupRole(ctx, c, id, ev.PubKey)
+	if err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: channel role", "community", c.String(), "err", err)
+		return channelDecision{}, MsgInternal
+	}
+	if !store.MayPost(ch, role, member) {
+		return deny()
+	}
+	g.AuthCheck(ctx, st, id.String(), c, true)
+	return d, ""
+}
+
+// ParseChannelCommand reads a command event of channel id into a
+// store.ChannelCommand. Tags: 9007 and 9002 "name", "about", "picture",
+// "visibility" (open|private), 9007 "channel_type"; 9000 "p" = [p, pubkey,
+// role?]; 9001 "p"; 9005 "e". A tag given twice, a missing required tag or
+// an unknown value is an error.
+func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelCommand, error) {
+	cmd := store.ChannelCommand{Kind: ev.Kind, Actor: ev.PubKey, Channel: id}
+	bad := errors.New("malformed channel command")
+	seen := map[string]bool{}
+	one := func(t nostr.Tag) (string, error) {
+		if seen[t[0]] || len(t) < 2 {
+			return "", bad
+		}
+		seen[t[0]] = true
+		return t[1], nil
+	}
+	for _, t := range ev.Tags {
+		if len(t) == 0 {
+			continue
+		}
+		meta := ev.Kind == store.KindCreateChannel || ev.Kind == store.KindEditMetadata
+		switch {
+		case meta && (t[0] == "name" || t[0] == "about" || t[0] == "picture"):
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			switch t[0] {
+			case "name":
+				cmd.Name = &v
+			case "about":
+				cmd.About = &v
+			case "picture":
+				cmd.Picture = &v
+			}
+		case meta && t[0] == "visibility":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Visibility = store.Visibility(v)
+		case ev.Kind == store.KindCreateChannel && t[0] == "channel_type":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Type = store.ChannelType(v)
+		case (ev.Kind == store.KindPutUser || ev.Kind == store.KindRemoveUser) && t[0] == "p":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Target = v
+			if ev.Kind == store.KindPutUser && len(t) >= 3 && t[2] != "" {
+				cmd.Role = store.Role(t[2])
+			}
+		case ev.Kind == store.KindDeleteEvent && t[0] == "e":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.EventID = v
+		}
+	}
+	if err := cmd.Validate(); err != nil {
+		return cmd, bad
+	}
+	return cmd, nil
+}
+
+// commandMessage maps a command verdict to its OK message.
+func commandMessage(err error) (msg string, ok bool) {
+	switch {
+	case errors.Is(err, store.ErrDuplicate):
+		return MsgDuplicate, true
+	case errors.Is(err, store.ErrDeleted):
+		return MsgDeleted, false
+	case errors.Is(err, store.ErrNoChannel), errors.Is(err, store.ErrNotMember):
+		return MsgChannelDenied, false
+	case errors.Is(err, store.ErrNotPermitted):
+		return MsgNotPermitted, false
+	case errors.Is(err, store.ErrChannelExists):
+		return MsgChannelExists, false
+	case errors.Is(err, store.ErrNoEvent):
+		return MsgNoSuchEvent, false
+	case errors.Is(err, store.ErrInvalidCommand):
+		return MsgBadCommand, false
+	}
+	return "", false
+}
+
+// storeEvent is step 11 (durable write) with channel awareness: commands go
+// through ApplyChannelCommand, other events through Save. It traces the
+// write and returns the outcome, and the change of a command.
+func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecision, g trace.Tracer, st trace.State) (Outcome, *store.ChannelChange) {
+	ev, c := s.Event, s.Tenant.Community()
+	var err error
+	var change *store.ChannelChange
+	if d.cmd != nil {
+		var ch store.ChannelChange
+		ch, err = p.cfg.Channels.Store.ApplyChannelCommand(ctx, c, *d.cmd, ev)
+		if err == nil {
+			change = &ch
+			p.chans.forgetChannel(c, d.channel)
+		} else if msg, ok := commandMessage(err); msg != "" {
+			if ok {
+				g.WriteDuplicate(ctx, st, ev.ID)
+			}
+			return Outcome{OK: ok, Message: msg}, nil
+		}
+	} else {
+		err = p.cfg.Store.Save(ctx, c, ev)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrDuplicate):
+		g.WriteDuplicate(ctx, st, ev.ID)
+		return Outcome{OK: true, Message: MsgDuplicate}, nil
+	case errors.Is(err, store.ErrSuperseded):
+		return Outcome{Message: MsgSuperseded}, nil
+	case errors.Is(err, store.ErrDeleted):
+		return Outcome{Message: MsgDeleted}, nil
+	case errors.Is(err, store.ErrInvalidChannelTag):
+		return Outcome{Message: MsgBadChannelTag}, nil
+	default:
+		p.cfg.Logger.ErrorContext(ctx, "ingest: save event",
+			"community", c.String(), "event", ev.ID, "err", err)
+		return Outcome{Message: MsgInternal}, nil
+	}
+	if d.inChannel {
+		g.WriteInsert(ctx, st, ev.ID, d.channel.String(), c)
+	} else {
+		g.WriteInsertGlobal(ctx, st, ev.ID)
+	}
+	return Outcome{OK: true, Stored: true}, change
+}
+
+// publishState stores and publishes the channel's relay-signed state
+// events after a command. Failures are logged: the command itself
+// committed, and the next change republishes the whole state.
+func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, change *store.ChannelChange) {
+	cs := p.cfg.Channels
+	if cs.StateKey == nil || change.Deleted {
+		return
+	}
+	var members []store.Member
+	if change.Members {
+		var err error
+		members, err = cs.Store.ChannelMembers(ctx, tc.Community(), change.Channel.ID)
+		if err != nil {
+			p.cfg.Logger.ErrorContext(ctx, "ingest: channel members for state events", "err", err)
+			return
+		}
+	}
+	for _, ev := range p.stateEvents(tc.Community(), change, members) {
+		if err := p.cfg.Store.Save(ctx, tc.Community(), ev); err != nil && !errors.Is(err, store.ErrDuplicate) {
+			p.cfg.Logger.ErrorContext(ctx, "ingest: save channel state event", "kind", ev.Kind, "err", err)
+			continue
+		}
+		msg := pubsub.Message{Community: tc.Community(), Event: ev, Raw: ev.AppendJSON(nil)}
+		if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
+			p.cfg.Logger.ErrorContext(ctx, "ingest: publish channel state event", "kind", ev.Kind, "err", err)
+		}
+	}
+}
+
+// roleDescriptions is the content of 39003.
+var roleDescriptions = []struct {
+	role store.Role
+	desc string
+}{
+	{store.RoleOwner, "everything, including role changes and deleting the channel"},
+	{store.RoleAdmin, "add and remove members, edit metadata, delete messages"},
+	{store.RoleMember, "read and post"},
+	{store.RoleBot, "read and post (automation)"},
+	{store.RoleGuest, "read only"},
+}
+
+// stateEvents builds the relay-signed NIP-29 state events a change calls
+// for: 39000 on metadata changes; 39001, 39002 and 39003 on membership
+// changes. Every one carries d = h = the channel id, so it is stored in the
+// channel and read under the channel's access rules.
+func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange, members []store.Member) []*nostr.Event {
+	key := p.cfg.Channels.StateKey(c)
+	ch := change.Channel
+	id := ch.ID.String()
+	base := nostr.Tags{{"d", id}, {"h", id}}
+	var evs []*nostr.Event
+	add := func(kind int, tags nostr.Tags) {
+		ev := &nostr.Event{Kind: kind, CreatedAt: p.stateClock(c, ch.ID, kind), Tags: tags, Content: ""}
+		if err := ev.Sign(key); err != nil {
+			p.cfg.Logger.Error("ingest: sign channel state event", "kind", kind, "err", err)
+			return
+		}
+		evs = append(evs, ev)
+	}
+	if change.Metadata {
+		tags := append(nostr.Tags{}, base...)
+		tags = append(tags, nostr.Tag{"name", ch.Name})
+		if ch.About != "" {
+			tags = append(tags, nostr.Tag{"about", ch.About})
+		}
+		if ch.Picture != "" {
+			tags = append(tags, nostr.Tag{"picture", ch.Picture})
+		}
+		if ch.Visibility == store.VisibilityPrivate {
+			tags = append(tags, nostr.Tag{"private"}, nostr.Tag{"closed"})
+		} else {
+			tags = append(tags, nostr.Tag{"public"}, nostr.Tag{"open"})
+		}
+		tags = append(tags, nostr.Tag{"visibility", string(ch.Visibility)}, nostr.Tag{"channel_type", string(ch.Type)})
+		add(store.KindChannelMetadata, tags)
+	}
+	if change.Members {
+		admins := append(nostr.Tags{}, base...)
+		all := append(nostr.Tags{}, base...)
+		for _, m := range members {
+			if m.Role == store.RoleOwner || m.Role == store.RoleAdmin {
+				admins = append(admins, nostr.Tag{"p", m.PubKey, string(m.Role)})
+			}
+			all = append(all, nostr.Tag{"p", m.PubKey, string(m.Role)})
+		}
+		add(store.KindChannelAdmins, admins)
+		add(store.KindChannelMembers, all)
+		roles := append(nostr.Tags{}, base...)
+		for _, r := range roleDescriptions {
+			roles = append(roles, nostr.Tag{"role", string(r.role), r.desc})
+		}
+		add(store.KindChannelRoles, roles)
+	}
+	return evs
+}
+
+// stateClock returns a created_at for a state event of (c, channel, kind)
+// that is now, or one second after the previous one this pipeline signed,
+// so a newer state always replaces the older (addressable kinds keep the
+// newest created_at).
+func (p *Pipeline) stateClock(c tenant.CommunityID, id store.ChannelID, kind int) int64 {
+	type k struct {
+		c    tenant.CommunityID
+		id   store.ChannelID
+		kind int
+	}
+	now := p.cfg.Now().Unix()
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	if p.clock == nil {
+		p.clock = make(map[any]int64)
+	}
+	key := k{c, id, kind}
+	if last := p.clock[key]; now <= last {
+		now = last + 1
+	}
+	if len(p.clock) >= maxCacheEntries {
+		clear(p.clock)
+	}
+	p.clock[key] = now
+	return now
+}
+
+// sanitize reduces an OK message to the conformance error alphabet.
+func sanitize(msg string) trace.Reason {
+	switch {
+	case strings.HasPrefix(msg, "error:"):
+		return trace.ReasonServerError
+	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
+		return trace.ReasonInvalid
+	}
+	return trace.ReasonRestricted
+}

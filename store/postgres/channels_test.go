@@ -1,0 +1,13 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/buzzrelay/buzz/store/storetest"
+)
+
+// TestChannels runs the channel conformance suite, each subtest on its own
+// database.
+func TestChannels(t *testing.T) {
+	storetest.RunChannels(t, func(t *testing.T) storetest.ChannelBackend { return openStore(t) })
+}
