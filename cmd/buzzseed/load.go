@@ -28,6 +28,9 @@ func runLoad(ctx context.Context, args []string) error {
 	chunk := fs.Int("chunk", 20000, "events per COPY transaction")
 	workers := fs.Int("workers", 64, "concurrent Save callers (-mode save)")
 	limit := fs.Int("limit", 0, "load at most this many events (0 = all)")
+	committers := fs.Int("committers", 4, "group-commit transactions in flight (-mode save)")
+	batch := fs.Int("batch", 256, "group-commit batch size (-mode save)")
+	linger := fs.Duration("linger", 0, "group-commit linger under load (-mode save)")
 	skip := fs.Int("skip", 0, "skip this many events of the file first (to resume an interrupted load)")
 	_ = fs.Parse(args)
 
@@ -37,7 +40,8 @@ func runLoad(ctx context.Context, args []string) error {
 	if err := postgres.Migrate(ctx, *db); err != nil {
 		return err
 	}
-	s, err := postgres.Open(ctx, *db, postgres.WithMaxConns(16))
+	s, err := postgres.Open(ctx, *db, postgres.WithMaxConns(16), postgres.WithCommitters(*committers),
+		postgres.WithGroupCommit(*batch, *linger))
 	if err != nil {
 		return err
 	}
@@ -72,7 +76,7 @@ func runLoad(ctx context.Context, args []string) error {
 	var total int64
 	switch *mode {
 	case "copy":
-		batch := make([]*nostr.Event, 0, *chunk)
+		batch := make([]*nostr.Event, 0, *chunk) //nolint:predeclared
 		flush := func() error {
 			if len(batch) == 0 {
 				return nil

@@ -59,7 +59,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		}
 	}
 	if int32(cfg.committers) >= cfg.maxConns {
-		return nil, fmt.Errorf("postgres: committers (%d) must be fewer than pool connections (%d)", cfg.committers, cfg.maxConns)
+		return nil, fmt.Errorf("postgres: committers (%d) must be fewer than the pool size (%d)", cfg.committers, cfg.maxConns)
 	}
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {

@@ -59,20 +59,38 @@ func NewDatabase(t testing.TB) string {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tpl}.Sanitize()); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c, err := pgx.Connect(ctx, AdminURL())
-		if err != nil {
-			t.Logf("pgtest: drop %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Logf("pgtest: drop %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { dropDatabase(t, name) })
 	return DatabaseURL(name)
+}
+
+// NewEmptyDatabase creates a fresh database without the schema (for
+// migration tests) and returns its URL; it is dropped when the test ends.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := connectAdmin(ctx, t)
+	defer admin.Close(context.Background())
+	name := "buzz_test_" + randomSuffix()
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() { dropDatabase(t, name) })
+	return DatabaseURL(name)
+}
+
+func dropDatabase(t testing.TB, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Logf("pgtest: drop %s: %v", name, err)
+		return
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		t.Logf("pgtest: drop %s: %v", name, err)
+	}
 }
 
 // DatabaseURL returns the admin URL with its database replaced by name.
