@@ -29,7 +29,7 @@ func runLoad(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 64, "concurrent Save callers (-mode save)")
 	limit := fs.Int("limit", 0, "load at most this many events (0 = all)")
 	committers := fs.Int("committers", 4, "group-commit transactions in flight (-mode save)")
-	batch := fs.Int("batch", 256, "group-commit batch size (-mode save)")
+	batchSize := fs.Int("batch", 256, "group-commit batch size (-mode save)")
 	linger := fs.Duration("linger", 0, "group-commit linger under load (-mode save)")
 	skip := fs.Int("skip", 0, "skip this many events of the file first (to resume an interrupted load)")
 	_ = fs.Parse(args)
@@ -41,7 +41,7 @@ func runLoad(ctx context.Context, args []string) error {
 		return err
 	}
 	s, err := postgres.Open(ctx, *db, postgres.WithMaxConns(16), postgres.WithCommitters(*committers),
-		postgres.WithGroupCommit(*batch, *linger))
+		postgres.WithGroupCommit(*batchSize, *linger))
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func runLoad(ctx context.Context, args []string) error {
 	var total int64
 	switch *mode {
 	case "copy":
-		batch := make([]*nostr.Event, 0, *chunk) //nolint:predeclared
+		batch := make([]*nostr.Event, 0, *chunk)
 		flush := func() error {
 			if len(batch) == 0 {
 				return nil
