@@ -267,9 +267,9 @@ func (c *conn) failSub(sub *subscription, reason string) {
 	c.reply(nostr.AppendClosed(nil, sub.id, reason))
 }
 
-// deliverLive queues a live event for subscription subID. Called by the
-// broker listener: it never blocks.
-func (c *conn) deliverLive(subID string, m pubsub.Message) {
+// deliverLive queues a live event for subscription subID, its frame taken
+// from frames. Called by the broker listener: it never blocks.
+func (c *conn) deliverLive(subID string, m pubsub.Message, frames *liveFrames) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sub := c.subs[subID]
@@ -284,7 +284,7 @@ func (c *conn) deliverLive(subID string, m pubsub.Message) {
 		sub.pending = append(sub.pending, m)
 		return
 	}
-	c.tryQueue(nostr.AppendEventMessage(nil, subID, m.Raw))
+	c.tryQueue(frames.frame(subID))
 }
 
 func matchesAny(filters []nostr.Filter, ev *nostr.Event) bool {
