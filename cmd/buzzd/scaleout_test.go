@@ -5,10 +5,12 @@ package main
 // CI=true a missing one fails the test instead of skipping it.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -32,6 +34,7 @@ import (
 const (
 	hostAlpha = "alpha.scaleout.test"
 	hostBeta  = "beta.scaleout.test"
+	hostOps   = "ops.scaleout.test" // the operator API's origin host
 )
 
 // requireRedis checks that a Redis answers at addr: otherwise the test
@@ -214,6 +217,52 @@ func (p *pod) waitReady(t *testing.T, timeout time.Duration) {
 	}
 }
 
+// operatorCall signs a NIP-98 request to the operator API on this pod.
+func (p *pod) operatorCall(t *testing.T, sk, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	return p.operatorRaw(t, method, path, raw, nip98Header(t, sk, "http://"+hostOps+path, method, raw))
+}
+
+func (p *pod) operatorRaw(t *testing.T, method, path string, raw []byte, auth string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://127.0.0.1:"+strconv.Itoa(p.port)+path, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = hostOps
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("%s %s: not JSON: %v", method, path, err)
+	}
+	return resp.StatusCode, m
+}
+
+// waitHost waits until the pod serves host (its negative host cache may
+// remember it as unmapped for a moment after it was provisioned).
+func (p *pod) waitHost(t *testing.T, host string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+		ws, _, err := d.Dial("ws://127.0.0.1:"+strconv.Itoa(p.port), http.Header{"Host": {host}})
+		if err == nil {
+			ws.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not serve %s: %v", p.name, host, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // dial opens a client on the pod naming host in the Host header.
 func (p *pod) dial(t *testing.T, host string) *client {
 	t.Helper()
@@ -350,7 +399,11 @@ func queryIDs(t *testing.T, c *client, ids []string) map[string]bool {
 func TestScaleOut(t *testing.T) {
 	requireRedis(t, "127.0.0.1:6379")
 	dbURL := freshDatabase(t)
-	d := startDeployment(t, 3, dbURL, "redis://127.0.0.1:6379", nil)
+	opSK, opPK := newKey(t)
+	d := startDeployment(t, 3, dbURL, "redis://127.0.0.1:6379", map[string]string{
+		"RELAY_OPERATOR_PUBKEYS":    opPK,
+		"RELAY_OPERATOR_API_ORIGIN": "http://" + hostOps,
+	})
 
 	// Subscribers: two of alpha and one of beta on every pod.
 	const perPub = 20
@@ -460,6 +513,46 @@ func TestScaleOut(t *testing.T) {
 		}
 	})
 
+	// The operator API on one pod archives a community: its sockets on
+	// every pod close; a NIP-98 header used on one pod is refused as a
+	// replay on another (the guard is shared in Redis).
+	t.Run("archive and replay across pods", func(t *testing.T) {
+		const host = "gamma.scaleout.test"
+		_, owner := newKey(t)
+		st, body := d.pods[0].operatorCall(t, opSK, "POST", "/operator/communities", map[string]any{"host": host, "initial_owner_pubkey": owner})
+		if st != http.StatusCreated {
+			t.Fatalf("create: %d %v", st, body)
+		}
+		var socks []*client
+		for _, p := range d.pods {
+			p.waitHost(t, host)
+			socks = append(socks, p.dial(t, host))
+		}
+		path := "/operator/communities/archive"
+		raw, _ := json.Marshal(map[string]any{"host": host, "owner_pubkey": owner})
+		auth := nip98Header(t, opSK, "http://"+hostOps+path, "POST", raw)
+		if st, body := d.pods[1].operatorRaw(t, "POST", path, raw, auth); st != http.StatusOK || body["status"] != "archived" {
+			t.Fatalf("archive: %d %v", st, body)
+		}
+		for i, c := range socks {
+			_ = c.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for {
+				_, _, err := c.ws.ReadMessage()
+				if err == nil {
+					continue
+				}
+				var ce *websocket.CloseError
+				if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation {
+					t.Errorf("pod %d: archived community's socket ended with %v, want close 1008", i, err)
+				}
+				break
+			}
+		}
+		if st, body := d.pods[2].operatorRaw(t, "POST", path, raw, auth); st != http.StatusUnauthorized {
+			t.Fatalf("replayed NIP-98 header on another pod: %d %v", st, body)
+		}
+	})
+
 	// Kill one pod mid-load: the others keep serving, nothing acknowledged
 	// is lost.
 	t.Run("kill one pod", func(t *testing.T) {
@@ -472,11 +565,22 @@ func TestScaleOut(t *testing.T) {
 			once   sync.Once
 		)
 		victim := d.pods[2]
+		type publisher struct {
+			i   int
+			p   *pod
+			c   *client
+			evs []gonostr.Event
+		}
+		var pubs []publisher // all connected before the load starts
 		for i, p := range d.pods {
 			for range 2 {
 				sk, _ := newKey(t)
-				evs := signEvents(t, sk, 60, 1, "kill")
-				c := p.dial(t, hostAlpha)
+				pubs = append(pubs, publisher{i, p, p.dial(t, hostAlpha), signEvents(t, sk, 60, 1, "kill")})
+			}
+		}
+		for _, pb := range pubs {
+			i, p, c, evs := pb.i, pb.p, pb.c, pb.evs
+			{
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
