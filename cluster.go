@@ -5,6 +5,17 @@ package buzz
 // every pod, and presence (kind 20001) kept where every pod can read it.
 // A single process needs none of this configured: the defaults are an
 // in-process control bus, no rate limit and no presence store.
+//
+// A process receives a community's control messages while it has interest
+// in the community: every connection retains its community's broker topic
+// for its whole life, and the Redis broker subscribes a community's control
+// topic while any of its topics is retained, so no separate
+// RetainCommunity is needed.
+//
+// Presence is counted per process: the status is cleared when the last
+// connection of this process on which the pubkey announced presence
+// closes, even if the pubkey is still connected to another process; its
+// clients re-announce (the status also expires after 180 s).
 
 import (
 	"context"
