@@ -13,8 +13,14 @@
 DO $$
 BEGIN
     CREATE ROLE buzz_app NOLOGIN NOBYPASSRLS;
-EXCEPTION WHEN duplicate_object OR unique_violation THEN
-    NULL; -- created by another database of this cluster, or concurrently
+EXCEPTION
+    WHEN duplicate_object OR unique_violation THEN
+        NULL; -- created by another database of this cluster, or concurrently
+    WHEN insufficient_privilege THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'buzz_app') THEN
+            RAISE EXCEPTION 'role buzz_app is missing and % may not create it', current_user
+                USING HINT = 'As a superuser: CREATE ROLE buzz_app NOLOGIN NOBYPASSRLS; GRANT buzz_app TO ' || current_user || ';';
+        END IF;
 END
 $$;
 -- +goose StatementEnd
