@@ -1,0 +1,179 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// internalStore opens a store on a fresh, migrated database. (pgtest cannot
+// be used here: it imports this package.)
+func internalStore(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	admin := os.Getenv("BUZZ_TEST_POSTGRES")
+	if admin == "" {
+		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL unreachable (CI=true): %v", err)
+		}
+		t.Skipf("PostgreSQL unreachable, skipping: %v", err)
+	}
+	defer conn.Close(ctx)
+	name := "buzz_test_internal_" + tenant.NewCommunityID().String()[:8]
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			c.Close(context.Background())
+		}
+	})
+	u, _ := url.Parse(admin)
+	u.Path = "/" + name
+	s, err := Open(ctx, u.String(), WithAutoMigrate(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func signedEvent(t *testing.T, sk nostr.SecretKey, kind int, at int64, content string, tags ...nostr.Tag) *nostr.Event {
+	t.Helper()
+	ev := &nostr.Event{Kind: kind, CreatedAt: at, Content: content, Tags: nostr.Tags(tags)}
+	if ev.Tags == nil {
+		ev.Tags = nostr.Tags{}
+	}
+	if err := ev.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// TestGroupCommitMatchesSequential is a differential test of the batch
+// path: one batch mixing plain events, repeats, replaceable and addressable
+// versions and a deletion request (whose target arrives again afterwards)
+// must give every event the verdict, and leave the state, that saving the
+// same events one by one gives.
+func TestGroupCommitMatchesSequential(t *testing.T) {
+	ctx := context.Background()
+	s := internalStore(t)
+	batched, _, err := s.EnsureCommunity(ctx, "batched.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sequential, _, err := s.EnsureCommunity(ctx, "sequential.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, _ := nostr.GenerateSecretKey()
+	other, _ := nostr.GenerateSecretKey()
+	pk := sk.PublicKey()
+	now := time.Now().Unix() - 1000
+	e1 := signedEvent(t, sk, 1, now, "one", nostr.Tag{"t", "x"}, nostr.Tag{"p", other.PublicKey()})
+	e2 := signedEvent(t, sk, 1, now+1, "two", nostr.Tag{"t", "x"})
+	e3 := signedEvent(t, other, 1, now+2, "three")
+	r1 := signedEvent(t, sk, 10002, now+100, "r1")
+	r0 := signedEvent(t, sk, 10002, now+50, "r0")
+	r2 := signedEvent(t, sk, 10002, now+200, "r2")
+	a1 := signedEvent(t, sk, 30023, now+10, "a1", nostr.Tag{"d", "x"})
+	del := signedEvent(t, sk, 5, now+20, "", nostr.Tag{"e", e2.ID}, nostr.Tag{"e", e3.ID}, nostr.Tag{"a", "30023:" + pk + ":x"})
+	a2 := signedEvent(t, sk, 30023, now+30, "a2", nostr.Tag{"d", "x"})
+	order := []*nostr.Event{e1, e1, e2, r1, r0, r2, a1, e3, del, e2, a1, a2, r1, e1}
+
+	var batch []*saveReq
+	for _, ev := range order {
+		a, err := encodeEvent(batched, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, &saveReq{ctx: ctx, args: a, done: make(chan error, 1)})
+	}
+	codes, err := s.saveMany(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []error
+	for i, ev := range order {
+		a, _ := encodeEvent(sequential, ev)
+		want = append(want, s.saveOne(ctx, a))
+		got = append(got, saveResult(codes[i]))
+	}
+	for i := range order {
+		if !errors.Is(got[i], want[i]) && !(got[i] == nil && want[i] == nil) {
+			t.Errorf("event %d (kind %d): batch %v, one by one %v", i, order[i].Kind, got[i], want[i])
+		}
+	}
+	// Sanity of the sequential reference itself.
+	if want[1] != store.ErrDuplicate || want[4] != store.ErrSuperseded || want[9] != store.ErrDeleted || want[10] != store.ErrDeleted {
+		t.Errorf("unexpected reference verdicts: %v", want)
+	}
+	ids := func(c tenant.CommunityID) []string {
+		var out []string
+		for r, err := range s.Query(ctx, c, nostr.Filter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if b, q := ids(batched), ids(sequential); !slices.Equal(b, q) {
+		t.Errorf("live events differ:\nbatch      %v\none by one %v", b, q)
+	}
+}
+
+// TestGroupCommitIsolatesAFailingEvent: an event the database rejects makes
+// its batch fall back to one transaction per event, so only that event
+// fails.
+func TestGroupCommitIsolatesAFailingEvent(t *testing.T) {
+	ctx := context.Background()
+	s := internalStore(t)
+	c, _, err := s.EnsureCommunity(ctx, "a.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, _ := nostr.GenerateSecretKey()
+	now := time.Now().Unix()
+	var batch []*saveReq
+	var evs []*nostr.Event
+	for i := range 5 {
+		ev := signedEvent(t, sk, 1, now+int64(i), "x")
+		a, err := encodeEvent(c, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			a.sig = a.sig[:10] // violates the sig length CHECK
+		}
+		evs = append(evs, ev)
+		batch = append(batch, &saveReq{ctx: ctx, args: a, done: make(chan error, 1)})
+	}
+	s.commitBatch(slices.Clone(batch))
+	for i, r := range batch {
+		err := <-r.done
+		if (i == 2) != (err != nil) {
+			t.Errorf("event %d: %v", i, err)
+		}
+	}
+	n, err := s.Count(ctx, c, []nostr.Filter{{}})
+	if err != nil || n != 4 {
+		t.Fatalf("count = %d, %v; want the 4 good events", n, err)
+	}
+}
