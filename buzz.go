@@ -28,6 +28,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -242,12 +243,26 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	// is released instead of being held for the life of the socket.
 	go func() {
 		defer r.connWG.Done()
-		c.serve()
+		r.runConn(c)
+	}()
+}
+
+// runConn serves c until it is closed, then forgets it. A panic while
+// serving (which net/http recovered when connections were served on its
+// goroutine) is recovered and logged, and closes only that connection.
+func (r *Relay) runConn(c *conn) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("buzz: panic serving a connection", "panic", p, "stack", string(debug.Stack()))
+			c.cancel()
+			c.closeNow(websocket.CloseInternalServerErr, "")
+		}
 		r.mu.Lock()
 		delete(r.conns, c)
 		r.mu.Unlock()
 		r.connClosed(c)
 	}()
+	c.serve()
 }
 
 // Shutdown stops the relay gracefully: new upgrades get HTTP 503; every

@@ -1,0 +1,44 @@
+package buzz
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// A panic while serving one connection (here in an embedder's filter
+// policy, which runs on the reader) closes that connection with 1011 and
+// leaves the relay serving the others.
+func TestPanicClosesOnlyThatConnection(t *testing.T) {
+	tr := newTestRelay(t, WithFilterPolicy(func(_ context.Context, _ tenant.TenantContext, f nostr.Filter) error {
+		if f.LimitSet && f.Limit == 7 {
+			panic("filter policy exploded")
+		}
+		return nil
+	}))
+	bad := tr.dial(t)
+	good := tr.dial(t)
+	bad.sendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
+	_ = bad.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err := bad.ws.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
+		t.Fatalf("read after panic: %v, want close 1011", err)
+	}
+	s := newSigner(t)
+	good.mustAccept(s.event(1, now(), "still serving"))
+	if got := good.req("s", nostr.Filter{Authors: []string{s.pub()}}); len(got) != 1 {
+		t.Fatalf("got %d events, want 1", len(got))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for tr.relay.connCount() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	eq(t, "connections being served", tr.relay.connCount(), 1)
+}
