@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -320,12 +321,45 @@ func (s *Store) commitBatch(batch []*saveReq) {
 	}
 }
 
+// saveOne writes one event in its own transaction. A deadlock victim (its
+// transaction was rolled back whole) is retried.
 func (s *Store) saveOne(ctx context.Context, a *saveArgs) error {
 	var code int16
-	if err := s.pool.QueryRow(ctx, saveSQL, a.values()...).Scan(&code); err != nil {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		err = s.pool.QueryRow(ctx, saveSQL, a.values()...).Scan(&code)
+		if !isDeadlock(err) {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("postgres: save: %w", err)
 	}
 	return saveResult(code)
+}
+
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// lockAllSQL takes a batch's coordinate locks up front, in ascending order
+// (unnest keeps the array's order), so two batches never wait for each
+// other's locks in opposite orders; buzz_save_event re-takes them
+// (advisory locks are re-entrant).
+const lockAllSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS k`
+
+// batchLocks returns the sorted, distinct coordinate locks of a batch.
+func batchLocks(batch []*saveReq) []int64 {
+	var locks []int64
+	for _, r := range batch {
+		if r.args.lock != nil {
+			locks = append(locks, *r.args.lock)
+		}
+		locks = append(locks, r.args.delLocks...)
+	}
+	slices.Sort(locks)
+	return slices.Compact(locks)
 }
 
 // plainSQL inserts a set of plain events (neither replaceable, addressable
@@ -454,6 +488,10 @@ func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, 
 		g.idx = append(g.idx, i)
 	}
 	flush()
+	locks := batchLocks(batch)
+	if len(locks) > 0 {
+		b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: lockAllSQL, Arguments: []any{locks}}}, b.QueuedQueries...)
+	}
 
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -467,6 +505,11 @@ func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, 
 	br := tx.SendBatch(ctx, &b)
 	codes = make([]int16, len(batch))
 	readAll := func() error {
+		if len(locks) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
 		for _, st := range steps {
 			if st.group == nil {
 				if err := br.QueryRow().Scan(&codes[st.single]); err != nil {
