@@ -58,6 +58,11 @@ type RateLimitTierFunc = ingest.TierFunc
 // goroutine and must not block.
 type AccessChangeHook = func(community tenant.CommunityID, m control.Message)
 
+// ControlHook sees every control message of any community, whichever
+// process published it (this one included), before the relay acts on it.
+// It runs on the control bus's delivering goroutine and must not block.
+type ControlHook = func(community tenant.CommunityID, m control.Message)
+
 // clusterConfig is the multi-process part of config.
 type clusterConfig struct {
 	limiter     ratelimit.Limiter
@@ -66,6 +71,7 @@ type clusterConfig struct {
 	presence    Presence
 	noPresence  bool
 	accessHooks []AccessChangeHook
+	ctrlHooks   []ControlHook
 }
 
 // WithRateLimiter admits every EVENT (stored or ephemeral) through l, per
@@ -137,6 +143,19 @@ func WithAccessChangeHook(fn AccessChangeHook) Option {
 	}
 }
 
+// WithControlHook adds a hook called for every control message (see
+// ControlHook), for example to drop an archived community from an
+// embedder's own caches. Hooks run in order.
+func WithControlHook(fn ControlHook) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("buzz: WithControlHook: nil func")
+		}
+		c.cluster.ctrlHooks = append(c.cluster.ctrlHooks, fn)
+		return nil
+	}
+}
+
 // presenceTTL is how long a recorded presence lasts without a new
 // announcement; presenceOpTimeout bounds each presence write.
 const (
@@ -149,6 +168,7 @@ type clusterState struct {
 	bus      control.Bus
 	presence Presence
 	hooks    []AccessChangeHook
+	ctrl     []ControlHook
 	stopCtrl func()
 
 	ctx    context.Context // ends when the relay shuts down
@@ -172,6 +192,7 @@ func (r *Relay) startCluster() {
 	cs := &clusterState{
 		bus:    cc.bus,
 		hooks:  cc.accessHooks,
+		ctrl:   cc.ctrlHooks,
 		counts: make(map[presenceKey]int),
 		byConn: make(map[*conn]map[string]struct{}),
 	}
@@ -216,6 +237,9 @@ func (r *Relay) PublishControl(ctx context.Context, community tenant.CommunityID
 // onControl acts on one control message, from this process or another. It
 // never blocks: disconnects run on their own goroutines.
 func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
+	for _, h := range r.cl.ctrl {
+		h(community, m)
+	}
 	switch m := m.(type) {
 	case control.DisconnectCommunity:
 		r.cl.goAction(func(ctx context.Context) {

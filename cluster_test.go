@@ -128,7 +128,13 @@ func TestControlMessages(t *testing.T) {
 		seen = append(seen, c.String()+" "+m.Type())
 		mu.Unlock()
 	}
-	tr := newTestRelay(t, WithPresence(&memPresence{}), WithAccessChangeHook(hook))
+	var all []string
+	tr := newTestRelay(t, WithPresence(&memPresence{}), WithAccessChangeHook(hook),
+		WithControlHook(func(_ tenant.CommunityID, m control.Message) {
+			mu.Lock()
+			all = append(all, m.Type())
+			mu.Unlock()
+		}))
 	ctx := context.Background()
 	const other = "other.example"
 	if _, _, err := tr.store.EnsureCommunity(ctx, other); err != nil {
@@ -191,6 +197,12 @@ func TestControlMessages(t *testing.T) {
 		t.Fatalf("community connection closed with %d, want %d", code, CloseCommunityGone)
 	}
 	bystander.mustAccept(newSigner(t).event(1, now(), "still unaffected"))
+	mu.Lock()
+	gotAll := strings.Join(all, ",")
+	mu.Unlock()
+	if wantAll := "membership_changed,visibility_changed,disconnect_pubkey,disconnect_pubkey,disconnect_community"; gotAll != wantAll {
+		t.Fatalf("control hook saw %q, want %q", gotAll, wantAll)
+	}
 }
 
 // flakyBroker is the in-process broker with an injectable readiness.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/buzzrelay/buzz"
@@ -262,4 +263,57 @@ func (d clusterDisconnector) DisconnectCommunity(ctx context.Context, c tenant.C
 		return fmt.Errorf("broadcast disconnect: %w", err)
 	}
 	return nil
+}
+
+// archiveFence is the relay's directory: the host cache, except that a
+// community archived on any pod (control.DisconnectCommunity) is refused
+// here for as long as the cache may still map its host, so no pod binds a
+// new connection to it from a stale cache entry. Unarchiving the same
+// community takes effect once the fence lapses.
+type archiveFence struct {
+	next tenant.Directory
+	ttl  time.Duration
+	now  func() time.Time
+
+	mu     sync.Mutex
+	fenced map[tenant.CommunityID]time.Time // community → fence end
+}
+
+func newArchiveFence(next tenant.Directory, ttl time.Duration) *archiveFence {
+	return &archiveFence{next: next, ttl: ttl, now: time.Now, fenced: make(map[tenant.CommunityID]time.Time)}
+}
+
+// LookupHost resolves through the cache and refuses fenced communities.
+func (f *archiveFence) LookupHost(ctx context.Context, host string) (tenant.CommunityID, error) {
+	id, err := f.next.LookupHost(ctx, host)
+	if err != nil {
+		return id, err
+	}
+	f.mu.Lock()
+	until, ok := f.fenced[id]
+	if ok && !f.now().Before(until) {
+		delete(f.fenced, id)
+		ok = false
+	}
+	f.mu.Unlock()
+	if ok {
+		return tenant.CommunityID{}, fmt.Errorf("%w: community archived", tenant.ErrUnmappedHost)
+	}
+	return id, nil
+}
+
+// onControl fences communities being disconnected (archived).
+func (f *archiveFence) onControl(c tenant.CommunityID, m control.Message) {
+	if _, ok := m.(control.DisconnectCommunity); !ok {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	for id, until := range f.fenced { // keep the map small
+		if !now.Before(until) {
+			delete(f.fenced, id)
+		}
+	}
+	f.fenced[c] = now.Add(f.ttl)
 }

@@ -155,6 +155,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("host directory: %w", err)
 	}
+	// Archived on any pod → refused here while dir may still cache it.
+	fence := newArchiveFence(dir, tenant.DefaultCacheTTL+time.Second)
 	cl, err := openCluster(ctx, cfg.Cluster, logger)
 	if err != nil {
 		return err
@@ -171,7 +173,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	}
 	relay, err := buzz.New(append([]buzz.Option{
 		buzz.WithStore(backend),
-		buzz.WithDirectory(dir),
+		buzz.WithDirectory(fence),
+		buzz.WithControlHook(fence.onControl),
 		buzz.WithRelayURL(cfg.RelayURL),
 		buzz.WithAuth(auth),
 		buzz.WithLimits(cfg.Limits),

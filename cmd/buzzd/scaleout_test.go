@@ -548,6 +548,17 @@ func TestScaleOut(t *testing.T) {
 				break
 			}
 		}
+		// No pod binds the archived host again, though each had it cached.
+		for _, p := range d.pods {
+			dl := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+			ws, resp, err := dl.Dial("ws://127.0.0.1:"+strconv.Itoa(p.port), http.Header{"Host": {host}})
+			if err == nil {
+				ws.Close()
+				t.Errorf("%s still serves the archived community", p.name)
+			} else if resp == nil || resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s: dial archived community: %v", p.name, err)
+			}
+		}
 		if st, body := d.pods[2].operatorRaw(t, "POST", path, raw, auth); st != http.StatusUnauthorized {
 			t.Fatalf("replayed NIP-98 header on another pod: %d %v", st, body)
 		}
