@@ -75,6 +75,10 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	// running it, so plan once per statement and prune partitions at run
 	// time instead of re-planning each execution.
 	pcfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		// A server that drops packets must fail calls, not hang them.
+		pcfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
 	pcfg.MaxConns = cfg.maxConns
 	pcfg.MinConns = 0
 	pcfg.HealthCheckPeriod = 10 * time.Second
