@@ -60,7 +60,12 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 		if f.LimitSet && !residual {
 			q.add(` LIMIT ?`, f.Limit)
 		}
-		rows, err := s.rdb.QueryContext(ctx, q.sb.String(), q.args...)
+		st, err := s.rstmts.get(ctx, q.sb.String())
+		if err != nil {
+			yield(store.Record{}, internal("query", err))
+			return
+		}
+		rows, err := st.QueryContext(ctx, q.args...)
 		if err != nil {
 			yield(store.Record{}, internal("query", err))
 			return
@@ -145,8 +150,12 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	}
 	q.add(`)`)
 	q.scope(scope)
+	st, err := s.rstmts.get(ctx, q.sb.String())
+	if err != nil {
+		return 0, internal("count", err)
+	}
 	var n int64
-	if err := s.rdb.QueryRowContext(ctx, q.sb.String(), q.args...).Scan(&n); err != nil {
+	if err := st.QueryRowContext(ctx, q.args...).Scan(&n); err != nil {
 		return 0, internal("count", err)
 	}
 	return n, nil
@@ -178,6 +187,24 @@ func (q *sqlBuilder) add(s string, args ...any) {
 	q.args = append(q.args, args...)
 }
 
+// inList appends "?, ?, …" binding vals, padded with NULLs to padTo(len)
+// so that lists of similar length share one cached statement (NULL equals
+// nothing, so the padding selects nothing).
+func inList[T any](q *sqlBuilder, vals []T) {
+	n := padTo(len(vals))
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			q.sb.WriteString(`,`)
+		}
+		q.sb.WriteString(`?`)
+		if i < len(vals) {
+			q.args = append(q.args, vals[i])
+		} else {
+			q.args = append(q.args, nil)
+		}
+	}
+}
+
 // scope appends the access condition of sc: community-wide events
 // (channel NULL) plus the events of sc's channels; nothing for AllChannels.
 func (q *sqlBuilder) scope(sc store.Scope) {
@@ -190,12 +217,11 @@ func (q *sqlBuilder) scope(sc store.Scope) {
 		q.sb.WriteString(` AND e.channel IS NULL`)
 	case len(ids) <= inlineListMax:
 		q.sb.WriteString(` AND (e.channel IS NULL OR e.channel IN (`)
+		vals := make([][]byte, len(ids))
 		for i := range ids {
-			if i > 0 {
-				q.sb.WriteString(`,`)
-			}
-			q.add(`?`, ids[i][:])
+			vals[i] = ids[i][:]
 		}
+		inList(q, vals)
 		q.sb.WriteString(`))`)
 	default:
 		var js strings.Builder
@@ -236,12 +262,7 @@ func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
 		sort.Strings(names)
 		name, vals := names[0], f.Tags[names[0]]
 		q.add(`(SELECT DISTINCT t.event_seq AS seq FROM tags t WHERE t.community = ? AND t.name = ? AND t.value IN (`, community, name)
-		for i, v := range vals {
-			if i > 0 {
-				q.sb.WriteString(`,`)
-			}
-			q.add(`?`, v)
-		}
+		inList(q, vals)
 		// CROSS JOIN makes SQLite keep the tag rows as the outer loop.
 		q.add(`)) AS m CROSS JOIN events e ON e.seq = m.seq`)
 		return
@@ -329,12 +350,7 @@ func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool
 		// Not correlated with e: the subquery runs once and its result
 		// probes events by rowid.
 		q.add(` AND e.seq IN (SELECT t.event_seq FROM tags t WHERE t.community = ? AND t.name = ? AND t.value IN (`, community, name)
-		for i, v := range vals {
-			if i > 0 {
-				q.sb.WriteString(`,`)
-			}
-			q.add(`?`, v)
-		}
+		inList(q, vals)
 		q.sb.WriteString(`))`)
 	}
 	return true, residual
@@ -359,13 +375,11 @@ func (q *sqlBuilder) hexList(col string, vals []string) bool {
 		q.add(` AND `+col+` = ?`, b)
 	case len(valid) <= inlineListMax:
 		q.sb.WriteString(` AND ` + col + ` IN (`)
+		bs := make([][]byte, len(valid))
 		for i, v := range valid {
-			if i > 0 {
-				q.sb.WriteString(`,`)
-			}
-			b, _ := decodeHex32(v)
-			q.add(`?`, b)
+			bs[i], _ = decodeHex32(v)
 		}
+		inList(q, bs)
 		q.sb.WriteString(`)`)
 	default:
 		// Validated lowercase hex needs no JSON escaping.

@@ -63,9 +63,10 @@ type Store struct {
 	path string
 	cfg  config
 
-	wdb *sql.DB // exactly one connection, owned by the writer goroutine
-	w   *writer
-	rdb *sql.DB // read-only pool
+	wdb    *sql.DB // exactly one connection, owned by the writer goroutine
+	w      *writer
+	rdb    *sql.DB    // read-only pool
+	rstmts *stmtCache // prepared read statements of rdb, by SQL text
 
 	mu     sync.RWMutex // guards closed and sends on reqs
 	closed bool
@@ -265,6 +266,7 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
+	s.rstmts = newStmtCache(s.rdb)
 	return nil
 }
 
@@ -294,6 +296,9 @@ func (s *Store) closeDBs() error {
 		// PRAGMA optimize keeps the planner's statistics fresh; cheap at close.
 		_, _ = s.wdb.Exec("PRAGMA optimize")
 		errs = append(errs, s.wdb.Close())
+	}
+	if s.rstmts != nil {
+		errs = append(errs, s.rstmts.close())
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
