@@ -1,0 +1,91 @@
+package ingest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+)
+
+var testChannel, _ = store.ParseChannelID("0b6f6d9e-2d1c-4c7e-9a55-0123456789ab")
+
+func TestParseChannelCommand(t *testing.T) {
+	pk := strings.Repeat("a", 64)
+	target := strings.Repeat("b", 64)
+	ev := func(kind int, tags ...nostr.Tag) *nostr.Event {
+		return &nostr.Event{Kind: kind, PubKey: pk, Tags: append(nostr.Tags{{"h", testChannel.String()}}, tags...)}
+	}
+	cmd, err := ParseChannelCommand(ev(store.KindCreateChannel, nostr.Tag{"name", "general"}, nostr.Tag{"visibility", "private"},
+		nostr.Tag{"channel_type", "forum"}, nostr.Tag{"about", "a"}), testChannel)
+	if err != nil || *cmd.Name != "general" || cmd.Visibility != store.VisibilityPrivate || cmd.Type != store.TypeForum || *cmd.About != "a" || cmd.Actor != pk {
+		t.Fatalf("create = %+v, %v", cmd, err)
+	}
+	cmd, err = ParseChannelCommand(ev(store.KindPutUser, nostr.Tag{"p", target, "admin"}), testChannel)
+	if err != nil || cmd.Target != target || cmd.Role != store.RoleAdmin {
+		t.Fatalf("put = %+v, %v", cmd, err)
+	}
+	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"picture", "https://x"}), testChannel)
+	if err != nil || cmd.Name != nil || *cmd.Picture != "https://x" {
+		t.Fatalf("edit = %+v, %v", cmd, err)
+	}
+	for i, bad := range []*nostr.Event{
+		ev(store.KindCreateChannel),
+		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"name", "b"}),
+		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"visibility", "secret"}),
+		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"channel_type", "voice"}),
+		ev(store.KindPutUser),
+		ev(store.KindPutUser, nostr.Tag{"p", "nothex"}),
+		ev(store.KindPutUser, nostr.Tag{"p", target, "king"}),
+		ev(store.KindPutUser, nostr.Tag{"p", target}, nostr.Tag{"p", pk}),
+		ev(store.KindRemoveUser),
+		ev(store.KindDeleteEvent),
+		ev(store.KindDeleteEvent, nostr.Tag{"e", "short"}),
+		ev(store.KindEditMetadata, nostr.Tag{"name", ""}),
+		ev(store.KindEditMetadata, nostr.Tag{"visibility"}),
+	} {
+		if _, err := ParseChannelCommand(bad, testChannel); err == nil {
+			t.Errorf("case %d: %v accepted", i, bad.Tags)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for msg, want := range map[string]trace.Reason{
+		MsgInternal: trace.ReasonServerError, MsgBadChannelTag: trace.ReasonInvalid, MsgChannelDenied: trace.ReasonRestricted,
+		MsgMembersOnlyAuth: trace.ReasonRestricted, MsgDeleted: trace.ReasonRestricted, "pow: difficulty 20": trace.ReasonInvalid,
+		"rate-limited: slow down": trace.ReasonRestricted,
+	} {
+		if got := sanitize(msg); got != want {
+			t.Errorf("sanitize(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// FuzzParseChannelCommand: whatever the tags, a parsed command is valid and
+// describes the event it came from.
+func FuzzParseChannelCommand(f *testing.F) {
+	f.Add(store.KindCreateChannel, `[["name","general"],["visibility","open"]]`)
+	f.Add(store.KindPutUser, `[["p","`+strings.Repeat("b", 64)+`","guest"]]`)
+	f.Add(store.KindDeleteEvent, `[["e","`+strings.Repeat("c", 64)+`"],["e","x"]]`)
+	f.Add(store.KindEditMetadata, `[["about"],["picture","p"],[]]`)
+	f.Fuzz(func(t *testing.T, kind int, tagsJSON string) {
+		var tags nostr.Tags
+		if json.Unmarshal([]byte(tagsJSON), &tags) != nil {
+			return
+		}
+		ev := &nostr.Event{Kind: kind, PubKey: strings.Repeat("a", 64), Tags: tags}
+		cmd, err := ParseChannelCommand(ev, testChannel)
+		if err != nil {
+			return
+		}
+		if cmd.Kind != kind || cmd.Channel != testChannel || cmd.Actor != ev.PubKey {
+			t.Fatalf("command %+v does not describe its event", cmd)
+		}
+		if err := cmd.Validate(); err != nil {
+			t.Fatalf("parsed an invalid command: %+v", cmd)
+		}
+	})
+}
