@@ -56,7 +56,14 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 			return
 		}
 		q.scope(scope)
-		q.add(` ORDER BY e.created_at DESC, e.id ASC`)
+		if q.tagDriven {
+			// Tag rows carry their event's created_at and come out of the
+			// primary key in that order: SQLite sorts only ties on id and
+			// stops at the limit instead of sorting every match.
+			q.add(` ORDER BY t.created_at DESC, e.id ASC`)
+		} else {
+			q.add(` ORDER BY e.created_at DESC, e.id ASC`)
+		}
 		if f.LimitSet && !residual {
 			q.add(` LIMIT ?`, f.Limit)
 		}
@@ -180,6 +187,12 @@ func (s *Store) countSlow(ctx context.Context, c tenant.CommunityID, filters []n
 type sqlBuilder struct {
 	sb   strings.Builder
 	args []any
+
+	// tagDriven is set by from when the query walks the tag rows of a
+	// single (name, value) as its outer loop, joined as t; skipTag is that
+	// tag name, whose condition filter then leaves out.
+	tagDriven bool
+	skipTag   string
 }
 
 func (q *sqlBuilder) add(s string, args ...any) {
@@ -261,6 +274,14 @@ func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
 	if len(names) > 0 {
 		sort.Strings(names)
 		name, vals := names[0], f.Tags[names[0]]
+		if len(slices.Compact(slices.Sorted(slices.Values(vals)))) == 1 {
+			// One value: each event has at most one row for it (Save
+			// indexes distinct pairs), so no DISTINCT is needed and the
+			// rows are already in timeline order.
+			q.add(`tags t CROSS JOIN events e ON e.seq = t.event_seq AND t.community = ? AND t.name = ? AND t.value = ?`, community, name, vals[0])
+			q.tagDriven, q.skipTag = true, name
+			return
+		}
 		q.add(`(SELECT DISTINCT t.event_seq AS seq FROM tags t WHERE t.community = ? AND t.name = ? AND t.value IN (`, community, name)
 		inList(q, vals)
 		// CROSS JOIN makes SQLite keep the tag rows as the outer loop.
@@ -346,6 +367,9 @@ func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool
 		}
 		if len(vals) == 0 {
 			return false, false
+		}
+		if name == q.skipTag {
+			continue // the join in from already applies it
 		}
 		// Not correlated with e: the subquery runs once and its result
 		// probes events by rowid.
