@@ -34,7 +34,7 @@ func BulkLoad(ctx context.Context, databaseURL string, c tenant.CommunityID, eve
 		if err != nil {
 			return 0, fmt.Errorf("postgres: bulk load: %w", err)
 		}
-		rows = append(rows, []any{a.community, a.createdAt, a.id, a.pubkey, a.kind, json.RawMessage(a.tags), a.content, a.sig, a.raw, a.dTag, a.expiresAt})
+		rows = append(rows, []any{a.community, a.createdAt, a.id, a.pubkey, a.kind, json.RawMessage(a.tags), a.content, a.sig, a.raw, a.dTag, a.expiresAt, a.channelArg()})
 		for i := range a.tagNames {
 			tagRows = append(tagRows, []any{a.community, a.tagNames[i], a.tagValues[i], a.createdAt, a.id})
 		}
@@ -45,7 +45,7 @@ func BulkLoad(ctx context.Context, databaseURL string, c tenant.CommunityID, eve
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	n, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
-		[]string{"community_id", "created_at", "id", "pubkey", "kind", "tags", "content", "sig", "raw", "d_tag", "expires_at"},
+		[]string{"community_id", "created_at", "id", "pubkey", "kind", "tags", "content", "sig", "raw", "d_tag", "expires_at", "channel_id"},
 		pgx.CopyFromRows(rows))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: bulk load: copy events: %w", err)

@@ -95,7 +95,8 @@ func TestGroupCommitMatchesSequential(t *testing.T) {
 	a1 := signedEvent(t, sk, 30023, now+10, "a1", nostr.Tag{"d", "x"})
 	del := signedEvent(t, sk, 5, now+20, "", nostr.Tag{"e", e2.ID}, nostr.Tag{"e", e3.ID}, nostr.Tag{"a", "30023:" + pk + ":x"})
 	a2 := signedEvent(t, sk, 30023, now+30, "a2", nostr.Tag{"d", "x"})
-	order := []*nostr.Event{e1, e1, e2, r1, r0, r2, a1, e3, del, e2, a1, a2, r1, e1}
+	inChannel := signedEvent(t, sk, 9, now+3, "in a channel", nostr.Tag{"h", "0b7c2a4e-8d6f-4c1a-9e3b-5f2d7a1c9e40"})
+	order := []*nostr.Event{e1, e1, e2, r1, r0, inChannel, r2, a1, e3, del, e2, a1, a2, r1, e1, inChannel}
 
 	var batch []*saveReq
 	for _, ev := range order {
@@ -121,12 +122,12 @@ func TestGroupCommitMatchesSequential(t *testing.T) {
 		}
 	}
 	// Sanity of the sequential reference itself.
-	if want[1] != store.ErrDuplicate || want[4] != store.ErrSuperseded || want[9] != store.ErrDeleted || want[10] != store.ErrDeleted {
+	if want[1] != store.ErrDuplicate || want[4] != store.ErrSuperseded || want[10] != store.ErrDeleted || want[11] != store.ErrDeleted || want[15] != store.ErrDuplicate {
 		t.Errorf("unexpected reference verdicts: %v", want)
 	}
-	ids := func(c tenant.CommunityID) []string {
+	ids := func(c tenant.CommunityID, sc store.Scope) []string {
 		var out []string
-		for r, err := range s.Query(ctx, c, nostr.Filter{}) {
+		for r, err := range s.QueryScoped(ctx, c, nostr.Filter{}, sc) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,8 +135,13 @@ func TestGroupCommitMatchesSequential(t *testing.T) {
 		}
 		return out
 	}
-	if b, q := ids(batched), ids(sequential); !slices.Equal(b, q) {
-		t.Errorf("live events differ:\nbatch      %v\none by one %v", b, q)
+	for _, sc := range []store.Scope{store.AllChannels(), store.ChannelsScope()} {
+		if b, q := ids(batched, sc), ids(sequential, sc); !slices.Equal(b, q) {
+			t.Errorf("live events differ (scope all=%v):\nbatch      %v\none by one %v", sc.All(), b, q)
+		}
+	}
+	if all, wide := ids(batched, store.AllChannels()), ids(batched, store.ChannelsScope()); !slices.Contains(all, inChannel.ID) || slices.Contains(wide, inChannel.ID) {
+		t.Errorf("the channel event was not stored in its channel")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -34,6 +35,7 @@ type saveArgs struct {
 	content   string
 	sig       []byte
 	raw       []byte
+	channel   *[16]byte // the "h" tag's channel; nil = community-wide
 	dTag      *string
 	expiresAt *int64
 	lock      *int64
@@ -47,12 +49,21 @@ type saveArgs struct {
 
 func (a *saveArgs) values() []any {
 	return []any{a.community, a.id, a.pubkey, a.createdAt, a.kind, a.tags, a.content, a.sig, a.raw,
-		nil, a.dTag, a.expiresAt, a.lock, a.tagNames, a.tagValues,
+		a.channelArg(), a.dTag, a.expiresAt, a.lock, a.tagNames, a.tagValues,
 		a.delIDs, a.delKinds, a.delDTags, a.delLocks}
 }
 
-// encodeEvent prepares an event for buzz_save_event. It fails only on an
-// event that is not structurally valid (bad hex fields).
+// channelArg is the channel as a bind parameter (NULL when none).
+func (a *saveArgs) channelArg() any {
+	if a.channel == nil {
+		return nil
+	}
+	return *a.channel
+}
+
+// encodeEvent prepares an event for buzz_save_event. It fails on an event
+// that is not structurally valid (bad hex fields), and with
+// store.ErrInvalidChannelTag when its "h" tags do not name one channel.
 func encodeEvent(c tenant.CommunityID, ev *nostr.Event) (*saveArgs, error) {
 	a := &saveArgs{community: c.UUID(), createdAt: ev.CreatedAt, kind: int32(ev.Kind)}
 	var ok bool
@@ -67,6 +78,14 @@ func encodeEvent(c tenant.CommunityID, ev *nostr.Event) (*saveArgs, error) {
 	}
 	if ev.Kind < 0 || ev.Kind > nostr.MaxKind {
 		return nil, errors.New("postgres: invalid: event kind out of range")
+	}
+	ch, inChannel, err := store.EventChannel(ev)
+	if err != nil {
+		return nil, err
+	}
+	if inChannel {
+		u := [16]byte(ch)
+		a.channel = &u
 	}
 	a.raw = ev.AppendJSON(nil)
 	tags := make([][]string, len(ev.Tags))
@@ -371,15 +390,15 @@ func batchLocks(batch []*saveReq) []int64 {
 // insert).
 const plainSQL = `WITH input AS (
     SELECT * FROM unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::integer[], $6::text[], $7::text[],
-                         $8::bytea[], $9::bytea[], $10::bigint[], $11::integer[])
-        AS t(id, pubkey, created_at, kind, tags, content, sig, raw, expires_at, ord)),
+                         $8::bytea[], $9::bytea[], $10::bigint[], $11::integer[], $15::uuid[])
+        AS t(id, pubkey, created_at, kind, tags, content, sig, raw, expires_at, ord, channel_id)),
   allowed AS (
     SELECT i.* FROM input i
     WHERE NOT EXISTS (SELECT 1 FROM event_tombstones d
                       WHERE d.community_id = $1 AND d.event_id = i.id AND d.pubkey = i.pubkey)),
   ins AS (
-    INSERT INTO events (community_id, created_at, id, pubkey, kind, tags, content, sig, raw, expires_at)
-    SELECT $1, a.created_at, a.id, a.pubkey, a.kind, a.tags::jsonb, a.content, a.sig, a.raw, a.expires_at
+    INSERT INTO events (community_id, created_at, id, pubkey, kind, tags, content, sig, raw, expires_at, channel_id)
+    SELECT $1, a.created_at, a.id, a.pubkey, a.kind, a.tags::jsonb, a.content, a.sig, a.raw, a.expires_at, a.channel_id
     FROM allowed a
     ON CONFLICT DO NOTHING
     RETURNING id, created_at),
@@ -406,6 +425,7 @@ func queuePlain(b *pgx.Batch, batch []*saveReq, g *plainGroup) {
 		ids, pubkeys, sigs, raws [][]byte
 		createdAts, expires      = make([]int64, 0, n), make([]*int64, 0, n)
 		kinds, ords              = make([]int32, 0, n), make([]int32, 0, n)
+		channels                 = make([]pgtype.UUID, 0, n)
 		tags, contents           = make([]string, 0, n), make([]string, 0, n)
 		tagIDs, tagValues        [][]byte
 		tagNames                 []string
@@ -422,6 +442,11 @@ func queuePlain(b *pgx.Batch, batch []*saveReq, g *plainGroup) {
 		raws = append(raws, a.raw)
 		expires = append(expires, a.expiresAt)
 		ords = append(ords, int32(i))
+		if a.channel != nil {
+			channels = append(channels, pgtype.UUID{Bytes: *a.channel, Valid: true})
+		} else {
+			channels = append(channels, pgtype.UUID{})
+		}
 		for j := range a.tagNames {
 			tagIDs = append(tagIDs, a.id)
 			tagNames = append(tagNames, a.tagNames[j])
@@ -430,7 +455,7 @@ func queuePlain(b *pgx.Batch, batch []*saveReq, g *plainGroup) {
 	}
 	b.Queue(setCommunitySQL, tenant.FromUUID(g.community).String())
 	b.Queue(plainSQL, g.community, ids, pubkeys, createdAts, kinds, tags, contents, sigs, raws, expires, ords,
-		tagIDs, tagNames, tagValues)
+		tagIDs, tagNames, tagValues, channels)
 }
 
 // saveMany writes a batch in one transaction, pipelined in one round trip.
