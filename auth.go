@@ -13,6 +13,9 @@ import (
 // stored or published.
 func (c *conn) handleAuth(ev *nostr.Event) {
 	if reason := c.checkAuth(ev); reason != "" {
+		if c.tracer != nil {
+			c.tracer.SanitizedError(c.ctx, c.traceState(), sanitizeReason(reason))
+		}
 		c.reply(nostr.AppendOK(nil, ev.ID, false, reason))
 		return
 	}
@@ -28,6 +31,11 @@ func (c *conn) handleAuth(ev *nostr.Event) {
 		c.authed = append(c.authed, ev.PubKey)
 	}
 	c.mu.Unlock()
+	if !already {
+		pk := ev.PubKey
+		c.access.actor.CompareAndSwap(nil, &pk)
+		c.invalidateScope() // a new reader may read more channels
+	}
 	c.reply(nostr.AppendOK(nil, ev.ID, true, ""))
 }
 

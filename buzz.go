@@ -53,8 +53,12 @@ type Relay struct {
 	nip11    []byte // the NIP-11 document, encoded once
 
 	querySem chan struct{} // relay-wide bound on concurrent queries
-	readBufs sync.Pool     // *[]byte: a connection's buffer for one inbound message
-	inflight *inflight     // EVENTs being ingested (see inflight)
+
+	channels *relayChannels // nil when the store keeps no channels
+	keys     *communityKeys // per-community signing keys of relay-signed events
+
+	readBufs sync.Pool // *[]byte: a connection's buffer for one inbound message
+	inflight *inflight // EVENTs being ingested (see inflight)
 
 	stopListen func()
 	bgCancel   context.CancelFunc
@@ -118,6 +122,9 @@ func New(opts ...Option) (*Relay, error) {
 		r.cfg.verifier = v
 		r.ownsVer = true
 	}
+	if err := r.setupChannels(); err != nil {
+		return nil, err
+	}
 	policies := make([]ingest.EventPolicy, len(cfg.eventPolicies))
 	for i, p := range cfg.eventPolicies {
 		policies[i] = p
@@ -137,6 +144,7 @@ func New(opts ...Option) (*Relay, error) {
 		EventPolicies:   policies,
 		OnStored:        hooks,
 		Logger:          cfg.logger,
+		Channels:        r.ingestChannels(),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,
 	})
@@ -228,6 +236,9 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		return // the upgrader has answered the request
 	}
 	c := newConn(r, ws, hc.conn, tc)
+	if r.cfg.tracer != nil {
+		c.tracer = r.cfg.tracer(tc)
+	}
 	r.mu.Lock()
 	if r.shutdown {
 		r.mu.Unlock()

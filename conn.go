@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/tenant"
@@ -66,6 +67,9 @@ type conn struct {
 	mu     sync.Mutex
 	subs   map[string]*subscription
 	authed []string // pubkeys authenticated with NIP-42, in order
+
+	access connAccess   // channel read access (see access.go)
+	tracer trace.Tracer // isolation conformance trace; nil unless WithTracer
 }
 
 // subscription is one open REQ. Its fields other than id, filters and cancel

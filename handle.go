@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
 )
 
 // Client-facing texts of the relay's own refusals.
@@ -83,7 +86,11 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			c.tasks.Done()
 		}()
 		ticket := c.r.inflight.begin()
-		out := c.r.pipeline.Ingest(c.ctx, ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs})
+		sub := ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs}
+		if c.tracer != nil {
+			sub.Tracer, sub.Actor = c.tracer, c.actor()
+		}
+		out := c.r.pipeline.Ingest(c.ctx, sub)
 		c.r.inflight.end(ticket)
 		c.r.afterIngest(c, ev, out)
 		if out.RequestAuth {
@@ -122,11 +129,40 @@ func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string
 // events are held back until EOSE, so an event accepted at any moment is
 // delivered exactly once: from the query, or live after EOSE.
 func (c *conn) handleReq(subID string, filters []nostr.Filter) {
-	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
+	guard, g, st := c.armRead("req")
+	refuse := func(reason string, needAuth bool) {
 		if needAuth {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 		}
+		g.SanitizedError(c.ctx, st, sanitizeReason(reason))
+		guard.Release(c.ctx)
 		c.reply(nostr.AppendClosed(nil, subID, reason))
+	}
+	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
+		refuse(reason, needAuth)
+		return
+	}
+	// Channel access, decided before the subscription exists: the scope
+	// the stored events are read with, or CLOSED.
+	scope, reason, needAuth, err := c.checkRead(c.ctx, filters, g)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
+		reason, needAuth = msgInternal, false
+	}
+	if reason != "" {
+		// A replaced subscription of the same id ends too.
+		c.mu.Lock()
+		old := c.subs[subID]
+		delete(c.subs, subID)
+		c.mu.Unlock()
+		if old != nil {
+			old.cancel()
+			c.r.index.Remove(c.tc.Community(), c, subID)
+		}
+		refuse(reason, needAuth)
 		return
 	}
 
@@ -137,7 +173,7 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	if old == nil && len(c.subs) >= c.limits.MaxSubscriptions {
 		c.mu.Unlock()
 		cancel()
-		c.reply(nostr.AppendClosed(nil, subID, fmt.Sprintf(msgTooManySubs, c.limits.MaxSubscriptions)))
+		refuse(fmt.Sprintf(msgTooManySubs, c.limits.MaxSubscriptions), false)
 		return
 	}
 	c.subs[subID] = sub
@@ -155,7 +191,8 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	go func() {
 		defer c.tasks.Done()
 		defer c.releaseQuery()
-		c.replay(ctx, sub)
+		defer guard.Release(ctx)
+		c.replay(ctx, sub, scope, g, st)
 	}()
 }
 
@@ -190,18 +227,30 @@ func (c *conn) clamp(f nostr.Filter) nostr.Filter {
 // replay streams the stored events of sub's filters (newest first per
 // filter, each event once), then EOSE, then the live events held back
 // meanwhile, and switches the subscription to live delivery.
-func (c *conn) replay(ctx context.Context, sub *subscription) {
+//
+// Stored events are read under scope (see access.go); with a tracer, the
+// community label of every row sent is recorded per filter.
+func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope, g trace.Tracer, st trace.State) {
 	sent := make(map[string]struct{})
-	for _, f := range sub.filters {
+	tracing := c.tracer != nil
+	var rows []tenant.CommunityID
+	for i := range sub.filters {
+		f := &sub.filters[i]
+		rows = rows[:0]
 		if f.LimitSet && f.Limit == 0 {
+			traceRows(ctx, g, st, f, nil)
 			continue // "limit": 0 — live events only
 		}
-		for rec, err := range c.r.cfg.store.Query(ctx, c.tc.Community(), c.clamp(f)) {
+		for rec, err := range c.query(ctx, c.clamp(*f), scope) {
 			if err != nil {
+				if tracing {
+					traceRows(ctx, g, st, f, rows)
+				}
 				if ctx.Err() != nil {
 					return
 				}
 				c.log.ErrorContext(ctx, "buzz: query", "err", err)
+				g.SanitizedError(ctx, st, trace.ReasonServerError)
 				c.failSub(sub, msgInternal)
 				return
 			}
@@ -210,8 +259,17 @@ func (c *conn) replay(ctx context.Context, sub *subscription) {
 			}
 			sent[rec.ID] = struct{}{}
 			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, rec.Raw)) {
+				if tracing {
+					traceRows(ctx, g, st, f, rows)
+				}
 				return
 			}
+			if tracing {
+				rows = append(rows, rec.Community)
+			}
+		}
+		if tracing {
+			traceRows(ctx, g, st, f, rows)
 		}
 	}
 	if !c.replyCtx(ctx, nostr.AppendEOSE(nil, sub.id)) {
@@ -269,22 +327,37 @@ func (c *conn) failSub(sub *subscription, reason string) {
 
 // deliverLive queues a live event for subscription subID, its frame taken
 // from frames. Called by the broker listener: it never blocks.
+//
+// An event of a channel is delivered only if the connection may read the
+// channel (see access.go).
 func (c *conn) deliverLive(subID string, m pubsub.Message, frames *liveFrames) {
+	if !c.liveAllowed(m.Event) {
+		return
+	}
+	if c.deliverLiveLocked(subID, m, frames) && c.tracer != nil {
+		c.traceLive(subID, m)
+	}
+}
+
+// deliverLiveLocked queues m for subID under c.mu and reports whether it
+// was queued (or held until EOSE).
+func (c *conn) deliverLiveLocked(subID string, m pubsub.Message, frames *liveFrames) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sub := c.subs[subID]
 	if sub == nil || !matchesAny(sub.filters, m.Event) {
-		return // closed, or replaced by a REQ whose filters do not match
+		return false // closed, or replaced by a REQ whose filters do not match
 	}
 	if sub.replaying {
 		if len(sub.pending) >= c.limits.SendQueue {
 			c.cutOff()
-			return
+			return false
 		}
 		sub.pending = append(sub.pending, m)
-		return
+		return true
 	}
 	c.tryQueue(frames.frame(subID))
+	return true
 }
 
 func matchesAny(filters []nostr.Filter, ev *nostr.Event) bool {
@@ -323,11 +396,29 @@ func (c *conn) dropAllSubs() {
 
 // handleCount answers a NIP-45 COUNT with one count over all its filters.
 func (c *conn) handleCount(subID string, filters []nostr.Filter) {
-	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
+	guard, g, st := c.armRead("count")
+	refuse := func(reason string, needAuth bool) {
 		if needAuth {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 		}
+		g.SanitizedError(c.ctx, st, sanitizeReason(reason))
+		guard.Release(c.ctx)
 		c.reply(nostr.AppendClosed(nil, subID, reason))
+	}
+	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
+		refuse(reason, needAuth)
+		return
+	}
+	scope, reason, needAuth, err := c.checkRead(c.ctx, filters, g)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
+		reason, needAuth = msgInternal, false
+	}
+	if reason != "" {
+		refuse(reason, needAuth)
 		return
 	}
 	if !c.acquireQuery() {
@@ -337,13 +428,19 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 	go func() {
 		defer c.tasks.Done()
 		defer c.releaseQuery()
-		n, err := c.r.cfg.store.Count(c.ctx, c.tc.Community(), filters)
+		defer guard.Release(c.ctx)
+		n, err := c.count(c.ctx, filters, scope)
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.log.ErrorContext(c.ctx, "buzz: count", "err", err)
+				g.SanitizedError(c.ctx, st, trace.ReasonServerError)
 				c.reply(nostr.AppendClosed(nil, subID, msgInternal))
 			}
 			return
+		}
+		// A count carries no rows; each filter's read is recorded empty.
+		for i := range filters {
+			traceRows(c.ctx, g, st, &filters[i], nil)
 		}
 		c.reply(nostr.AppendCountResult(nil, subID, n))
 	}()

@@ -59,6 +59,9 @@ func (r *Relay) NIP11Document() NIP11Document {
 	l := r.cfg.limits
 	i := r.cfg.info
 	pub := i.PubKey
+	if r.cfg.hasRelayKey {
+		pub = r.cfg.relayKey.PublicKey() // the master key only: never a community's
+	}
 	if !isLowerHex(pub, 64) {
 		pub = ""
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
@@ -64,6 +65,9 @@ type config struct {
 	filterPolicy  []FilterPolicy
 	onStored      []OnStored
 	now           func() time.Time
+	tracer        trace.Factory   // nil: no conformance tracing
+	relayKey      nostr.SecretKey // master key of relay-signed events
+	hasRelayKey   bool
 	cluster       clusterConfig // multi-process options (cluster.go)
 }
 

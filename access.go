@@ -1,0 +1,520 @@
+package buzz
+
+import (
+	"context"
+	"iter"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Channel read access.
+//
+// A connection reads the community-wide events of its community plus the
+// channels its readers may read (store.MayRead: open channels for anyone
+// the community admits, private ones for their members). Its readers are
+// the pubkeys it authenticated as (NIP-42); before AUTH it reads open
+// channels only, so reading a private channel requires AUTH.
+//
+//   - REQ and COUNT: the readable set is computed (and cached on the
+//     connection for accessTTL) and pushed into the store query
+//     (store.ChannelStore.QueryScoped), so limits count only readable
+//     events. A filter whose "#h" names no readable channel — unknown,
+//     another community's, or private without membership, all alike —
+//     closes the subscription with CLOSED "restricted: not a channel
+//     member" (or "auth-required: …" before AUTH).
+//   - Live fan-out checks each recipient: an event of a channel is
+//     delivered only to connections whose readable set holds the channel.
+//   - A channel command that revokes access (remove, leave, open→private,
+//     delete) recomputes the access of the affected connections before the
+//     command's event is published, and closes their subscriptions that
+//     name the channel in "#h" with CLOSED "restricted: channel access
+//     revoked"; their other subscriptions stop receiving the channel.
+//     Other changes mark every connection's set stale; it is recomputed on
+//     the next read and, for live delivery, in the background. A change
+//     made through another process is seen after at most accessTTL.
+//
+// Community access policy AccessMembers: only the community's members, once
+// authenticated, may read at all (CLOSED "auth-required: …" before AUTH,
+// "restricted: …" for non-members).
+
+const (
+	accessTTL         = 10 * time.Second
+	msgChannelRevoked = "restricted: channel access revoked"
+	msgChannelAuth    = "auth-required: authenticate (NIP-42) to read this channel"
+	msgMembersOnlyReq = "restricted: this community is open to its members only"
+	msgMembersAuthReq = "auth-required: this community is open to its members only; authenticate (NIP-42)"
+)
+
+// relayChannels is the relay's channel machinery, nil when the store keeps
+// no channels.
+type relayChannels struct {
+	store    store.ChannelStore
+	mu       sync.Mutex
+	gens     map[tenant.CommunityID]*atomic.Uint64 // bumped on every channel change
+	policies map[tenant.CommunityID]cachedPolicy
+}
+
+type cachedPolicy struct {
+	p   store.AccessPolicy
+	exp time.Time
+}
+
+// policyTTL bounds how long a community's access policy is reused.
+const policyTTL = 2 * time.Second
+
+// policy returns c's access policy, cached for policyTTL.
+func (rc *relayChannels) policy(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error) {
+	now := time.Now()
+	rc.mu.Lock()
+	cp, ok := rc.policies[c]
+	rc.mu.Unlock()
+	if ok && now.Before(cp.exp) {
+		return cp.p, nil
+	}
+	p, err := rc.store.CommunityAccess(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	rc.mu.Lock()
+	if rc.policies == nil || len(rc.policies) >= 100_000 {
+		rc.policies = make(map[tenant.CommunityID]cachedPolicy)
+	}
+	rc.policies[c] = cachedPolicy{p, now.Add(policyTTL)}
+	rc.mu.Unlock()
+	return p, nil
+}
+
+func (rc *relayChannels) gen(c tenant.CommunityID) *atomic.Uint64 {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	g := rc.gens[c]
+	if g == nil {
+		g = new(atomic.Uint64)
+		rc.gens[c] = g
+	}
+	return g
+}
+
+// connAccess is a connection's cached readable set.
+type connAccess struct {
+	mu         sync.Mutex
+	valid      bool
+	scope      store.Scope
+	gen        uint64
+	at         time.Time
+	refreshing bool
+	gen0       *atomic.Uint64 // the community's generation counter
+
+	actor atomic.Pointer[string] // first authenticated pubkey (traces)
+}
+
+// readers returns the pubkeys the connection authenticated as.
+func (c *conn) readers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.authed...)
+}
+
+// actor is the trace's actor: the first authenticated pubkey, or "". It
+// takes no lock (live delivery calls it under c.mu).
+func (c *conn) actor() string {
+	if p := c.access.actor.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// traceLive records a live event that reached the client: one row, labelled
+// with the community the broker message belongs to.
+func (c *conn) traceLive(subID string, m pubsub.Message) {
+	st := c.traceState()
+	rows := []tenant.CommunityID{m.Community}
+	if id, has, err := store.EventChannel(m.Event); err == nil && has {
+		c.tracer.ReadMessageRows(c.ctx, st, id.String(), rows)
+		return
+	}
+	c.tracer.ReadHostFeedRows(c.ctx, st, rows)
+}
+
+func (c *conn) traceState() trace.State { return trace.State{Tenant: c.tc, Actor: c.actor()} }
+
+// readScope returns the connection's readable scope, computing it when
+// missing, stale or older than accessTTL.
+func (c *conn) readScope(ctx context.Context) (store.Scope, error) {
+	rc := c.r.channels
+	if rc == nil {
+		return store.Scope{}, nil
+	}
+	a := &c.access
+	a.mu.Lock()
+	if a.gen0 == nil {
+		a.gen0 = rc.gen(c.tc.Community())
+	}
+	g := a.gen0.Load()
+	if a.valid && a.gen == g && time.Since(a.at) < accessTTL {
+		s := a.scope
+		a.mu.Unlock()
+		return s, nil
+	}
+	a.mu.Unlock()
+	return c.refreshScope(ctx)
+}
+
+// refreshScope recomputes the readable scope from the store.
+func (c *conn) refreshScope(ctx context.Context) (store.Scope, error) {
+	rc := c.r.channels
+	a := &c.access
+	a.mu.Lock()
+	if a.gen0 == nil {
+		a.gen0 = rc.gen(c.tc.Community())
+	}
+	g := a.gen0.Load()
+	a.mu.Unlock()
+	ids, err := rc.store.ReadableChannels(ctx, c.tc.Community(), c.readers())
+	if err != nil {
+		return store.Scope{}, err
+	}
+	s := store.ChannelsScope(ids...)
+	a.mu.Lock()
+	// Never replace a set computed after a newer change with this one (a
+	// slow background refresh racing a revocation).
+	if !a.valid || g >= a.gen {
+		a.valid, a.scope, a.gen, a.at = true, s, g, time.Now()
+	}
+	a.mu.Unlock()
+	return s, nil
+}
+
+// invalidateScope forgets the cached scope (after AUTH added a reader).
+func (c *conn) invalidateScope() {
+	c.access.mu.Lock()
+	c.access.valid = false
+	c.access.mu.Unlock()
+}
+
+// liveAllowed reports whether a live event may be delivered to this
+// connection: community-wide events always; channel events when the
+// channel is in the cached readable set. A stale set is refreshed in the
+// background (the event is judged by the set as it is).
+func (c *conn) liveAllowed(ev *nostr.Event) bool {
+	id, has, err := store.EventChannel(ev)
+	if err != nil {
+		return false
+	}
+	if !has {
+		return true
+	}
+	rc := c.r.channels
+	if rc == nil {
+		return false
+	}
+	a := &c.access
+	a.mu.Lock()
+	if a.gen0 == nil {
+		a.gen0 = rc.gen(c.tc.Community())
+	}
+	ok := a.valid && a.scope.Contains(id)
+	stale := !a.valid || a.gen != a.gen0.Load() || time.Since(a.at) >= accessTTL
+	start := stale && !a.refreshing
+	if start {
+		a.refreshing = true
+	}
+	a.mu.Unlock()
+	if start {
+		go func() {
+			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+			defer cancel()
+			if _, err := c.refreshScope(ctx); err != nil && c.ctx.Err() == nil {
+				c.log.Error("buzz: refresh channel access", "err", err)
+			}
+			a.mu.Lock()
+			a.refreshing = false
+			a.mu.Unlock()
+		}()
+	}
+	return ok
+}
+
+// namedChannels returns the channels a filter's "#h" names (valid ids
+// only), and whether it has an "#h" condition at all.
+func namedChannels(f *nostr.Filter) ([]store.ChannelID, bool) {
+	vals, has := f.Tags["h"]
+	if !has || vals == nil {
+		return nil, false
+	}
+	var out []store.ChannelID
+	for _, v := range vals {
+		if id, ok := store.ParseChannelID(v); ok {
+			out = append(out, id)
+		}
+	}
+	return out, true
+}
+
+// checkRead decides a REQ or COUNT against the community policy and the
+// channel rules. It returns the scope to query with, or a CLOSED reason.
+func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tracer) (scope store.Scope, reason string, needAuth bool, err error) {
+	rc := c.r.channels
+	if rc != nil {
+		pol, err := rc.policy(ctx, c.tc.Community())
+		if err != nil {
+			return store.Scope{}, "", false, err
+		}
+		if pol == store.AccessMembers {
+			readers := c.readers()
+			if len(readers) == 0 {
+				return store.Scope{}, msgMembersAuthReq, true, nil
+			}
+			member := false
+			for _, pk := range readers {
+				_, ok, err := rc.store.CommunityRole(ctx, c.tc.Community(), pk)
+				if err != nil {
+					return store.Scope{}, "", false, err
+				}
+				if ok {
+					member = true
+					break
+				}
+			}
+			if !member {
+				return store.Scope{}, msgMembersOnlyReq, false, nil
+			}
+		}
+	}
+	scope, err = c.readScope(ctx)
+	if err != nil {
+		return store.Scope{}, "", false, err
+	}
+	st := c.traceState()
+	for i := range filters {
+		named, has := namedChannels(&filters[i])
+		if !has {
+			continue
+		}
+		readable := false
+		for _, id := range named {
+			if scope.Contains(id) {
+				readable = true
+				g.AuthCheck(ctx, st, id.String(), c.tc.Community(), true)
+			} else {
+				g.AuthCheck(ctx, st, id.String(), tenant.CommunityID{}, false)
+			}
+		}
+		if !readable {
+			if len(named) == 0 {
+				g.AuthCheck(ctx, st, "", tenant.CommunityID{}, false)
+			}
+			if !c.authenticated() {
+				return store.Scope{}, msgChannelAuth, true, nil
+			}
+			return store.Scope{}, ingest.MsgChannelDenied, false, nil
+		}
+	}
+	return scope, "", false, nil
+}
+
+// onChannelChange runs after a channel command committed, before its event
+// is published: it marks every connection's readable set of the community
+// stale, and for a change that revokes access recomputes the affected
+// connections' sets and closes their subscriptions naming the channel.
+func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch store.ChannelChange) {
+	rc := r.channels
+	if rc == nil {
+		return
+	}
+	rc.gen(tc.Community()).Add(1)
+	revokes := ch.Deleted || ch.BecamePrivate || len(ch.Revoked) > 0
+	if !revokes {
+		return
+	}
+	r.mu.Lock()
+	conns := make([]*conn, 0, len(r.conns))
+	for c := range r.conns {
+		if c.tc.Community() == tc.Community() {
+			conns = append(conns, c)
+		}
+	}
+	r.mu.Unlock()
+	revoked := make(map[string]bool, len(ch.Revoked))
+	for _, pk := range ch.Revoked {
+		revoked[pk] = true
+	}
+	id := ch.Channel.ID
+	for _, c := range conns {
+		// Only a connection that may currently read the channel (by its
+		// cached set) or names it in a subscription can lose anything; one
+		// without a valid set reads no channel until it computes a fresh one.
+		if !c.mayHold(id) {
+			continue
+		}
+		affected := ch.Deleted || ch.BecamePrivate
+		if !affected {
+			for _, pk := range c.readers() {
+				if revoked[pk] {
+					affected = true
+					break
+				}
+			}
+		}
+		if !affected {
+			continue
+		}
+		scope, err := c.refreshScope(ctx)
+		if err != nil {
+			// Fail closed: without a fresh set, the connection reads no channel.
+			c.access.mu.Lock()
+			c.access.valid, c.access.scope = true, store.Scope{}
+			c.access.mu.Unlock()
+			c.log.ErrorContext(ctx, "buzz: recompute channel access", "err", err)
+		}
+		if err == nil && scope.Contains(id) {
+			continue
+		}
+		c.closeSubsNaming(id, msgChannelRevoked)
+	}
+}
+
+// mayHold reports whether the connection's cached readable set holds
+// channel id, or one of its subscriptions names it.
+func (c *conn) mayHold(id store.ChannelID) bool {
+	c.access.mu.Lock()
+	held := c.access.valid && c.access.scope.Contains(id)
+	c.access.mu.Unlock()
+	if held {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.subs {
+		for i := range s.filters {
+			named, _ := namedChannels(&s.filters[i])
+			for _, n := range named {
+				if n == id {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// closeSubsNaming closes, with CLOSED reason, the subscriptions that name
+// channel id in an "#h" filter.
+func (c *conn) closeSubsNaming(id store.ChannelID, reason string) {
+	c.mu.Lock()
+	var victims []*subscription
+	for _, s := range c.subs {
+		for i := range s.filters {
+			named, _ := namedChannels(&s.filters[i])
+			for _, n := range named {
+				if n == id {
+					victims = append(victims, s)
+					break
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	seen := map[*subscription]bool{}
+	for _, s := range victims {
+		if !seen[s] {
+			seen[s] = true
+			c.failSub(s, reason)
+		}
+	}
+}
+
+// readAction is the trace seam a filter's rows belong to: by id (ids or
+// #e), one channel's messages (#h naming exactly one channel), or the
+// host's feed.
+func traceRows(ctx context.Context, g trace.Tracer, st trace.State, f *nostr.Filter, rows []tenant.CommunityID) {
+	if len(f.IDs) > 0 || f.Tags["e"] != nil {
+		g.ReadByIDRows(ctx, st, rows)
+		return
+	}
+	if named, has := namedChannels(f); has && len(named) == 1 {
+		g.ReadMessageRows(ctx, st, named[0].String(), rows)
+		return
+	}
+	g.ReadHostFeedRows(ctx, st, rows)
+}
+
+// setupChannels enables channels when the store keeps them, and the
+// per-community signing keys of relay-signed events.
+func (r *Relay) setupChannels() error {
+	master := r.cfg.relayKey
+	if !r.cfg.hasRelayKey {
+		sk, err := nostr.GenerateSecretKey()
+		if err != nil {
+			return err
+		}
+		master = sk
+	}
+	r.keys = newCommunityKeys(master)
+	cs, ok := r.cfg.store.(store.ChannelStore)
+	if !ok {
+		return nil
+	}
+	r.channels = &relayChannels{store: cs, gens: make(map[tenant.CommunityID]*atomic.Uint64)}
+	if !r.cfg.hasRelayKey {
+		r.log.Warn("buzz: no relay key configured (WithRelayKey); channel state events are signed with an ephemeral key that changes at every start")
+	}
+	return nil
+}
+
+// ingestChannels is the pipeline's channel configuration.
+func (r *Relay) ingestChannels() *ingest.Channels {
+	if r.channels == nil {
+		return nil
+	}
+	return &ingest.Channels{Store: r.channels.store, StateKey: r.keys.key, OnChange: r.onChannelChange}
+}
+
+// query reads one filter under scope (the plain query when the store
+// keeps no channels: then no event has a channel).
+func (c *conn) query(ctx context.Context, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
+	if rc := c.r.channels; rc != nil {
+		return rc.store.QueryScoped(ctx, c.tc.Community(), f, scope)
+	}
+	return c.r.cfg.store.Query(ctx, c.tc.Community(), f)
+}
+
+// count is query's COUNT.
+func (c *conn) count(ctx context.Context, filters []nostr.Filter, scope store.Scope) (int64, error) {
+	if rc := c.r.channels; rc != nil {
+		return rc.store.CountScoped(ctx, c.tc.Community(), filters, scope)
+	}
+	return c.r.cfg.store.Count(ctx, c.tc.Community(), filters)
+}
+
+// sanitizeReason reduces a client-visible message to the conformance
+// error alphabet.
+func sanitizeReason(msg string) trace.Reason {
+	switch {
+	case strings.HasPrefix(msg, "error:"):
+		return trace.ReasonServerError
+	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
+		return trace.ReasonInvalid
+	}
+	return trace.ReasonRestricted
+}
+
+// armRead arms the read seam of one REQ or COUNT: with no tracer it
+// returns the no-op (no allocation).
+func (c *conn) armRead(seam string) (*trace.Guard, trace.Tracer, trace.State) {
+	if c.tracer == nil {
+		return nil, trace.Noop{}, trace.State{}
+	}
+	st := c.traceState()
+	g := trace.Arm(c.tracer, st, seam)
+	return g, g, st
+}

@@ -1,0 +1,479 @@
+package buzz
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Channel tests over real WebSockets: NIP-29 kinds and role rules, the h
+// fence, private reads, live access and revocation, relay-signed state.
+
+// dialHost connects with the given Host header (another community of the
+// same relay).
+func (tr *testRelay) dialHost(t testing.TB, host string) *rawClient {
+	t.Helper()
+	ws, resp, err := websocket.DefaultDialer.Dial(tr.url, http.Header{"Host": {host}})
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (status %d)", host, err, status)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	c := &rawClient{t: t, ws: ws}
+	m := c.next()
+	ch, ok := m.(*nostr.AuthChallengeMessage)
+	if !ok {
+		t.Fatalf("first message = %#v, want AUTH challenge", m)
+	}
+	c.challenge = ch.Challenge
+	return c
+}
+
+// community maps host in tr's store and returns its tenant context.
+func (tr *testRelay) community(t testing.TB, host string) tenant.TenantContext {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := tr.store.EnsureCommunity(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := tenant.Bind(ctx, tr.store, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+// authAs authenticates c as s for host (ws://host).
+func (c *rawClient) authAs(s *signer, host string) {
+	c.t.Helper()
+	ev := s.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.challenge}, nostr.Tag{"relay", "ws://" + host})
+	if ok := c.auth(ev); !ok.OK {
+		c.t.Fatalf("AUTH refused: %s", ok.Message)
+	}
+}
+
+func chanTag(id store.ChannelID) nostr.Tag { return nostr.Tag{"h", id.String()} }
+
+// createChannel publishes a 9007 through c and returns the new id.
+func (c *rawClient) createChannel(s *signer, name string, vis store.Visibility) store.ChannelID {
+	c.t.Helper()
+	id := storetest.NewChannelID()
+	c.mustAccept(s.event(store.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", name}, nostr.Tag{"visibility", string(vis)}))
+	return id
+}
+
+func (c *rawClient) command(s *signer, kind int, id store.ChannelID, tags ...nostr.Tag) *nostr.OKMessage {
+	c.t.Helper()
+	return c.publish(s.event(kind, now(), "", append([]nostr.Tag{chanTag(id)}, tags...)...))
+}
+
+func hFilter(ids ...store.ChannelID) nostr.Filter {
+	vals := make([]string, len(ids))
+	for i, id := range ids {
+		vals[i] = id.String()
+	}
+	return nostr.Filter{Tags: map[string][]string{"h": vals}}
+}
+
+var testMaster = func() nostr.SecretKey {
+	sk, err := nostr.ParseSecretKey(strings.Repeat("3c", 32))
+	if err != nil {
+		panic(err)
+	}
+	return sk
+}()
+
+func TestChannelCreatePostAndState(t *testing.T) {
+	tr := newTestRelay(t, WithRelayKey(testMaster))
+	alice, bob := newSigner(t), newSigner(t)
+	c := tr.dial(t)
+	id := c.createChannel(alice, "general", store.VisibilityOpen)
+
+	// Kind 9 needs h; with h it is accepted in an open channel from anyone.
+	ok := c.publish(bob.event(store.KindChatMessage, now(), "no h"))
+	eq(t, "kind 9 without h", ok.Message, "invalid: kind 9 requires an h tag naming its channel")
+	msg := bob.event(store.KindChatMessage, now(), "hello", chanTag(id))
+	c.mustAccept(msg)
+	for _, bad := range []nostr.Tag{{"h", "general"}, {"h", strings.ToUpper(id.String())}, {"h"}} {
+		ok := c.publish(bob.event(store.KindChatMessage, now(), "bad h", bad))
+		eq(t, "malformed h", ok.Message, ingest.MsgBadChannelTag)
+	}
+	got := c.req("r", hFilter(id))
+	if !slices.Contains(ids(got), msg.ID) {
+		t.Fatalf("channel read = %v, want %s", ids(got), msg.ID)
+	}
+
+	// Relay-signed state: 39000–39003, d = h = channel id, signed by the
+	// community's derived key.
+	state := c.req("s", nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}, Tags: map[string][]string{"d": {id.String()}}})
+	if len(state) != 4 {
+		t.Fatalf("state events = %d, want 4", len(state))
+	}
+	v, err := nostr.NewVerifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	want := deriveCommunityKey(testMaster, tr.tc.Community()).PublicKey()
+	byKind := map[int]*nostr.Event{}
+	for _, ev := range state {
+		if err := v.Verify(ev); err != nil {
+			t.Fatalf("state event %d: %v", ev.Kind, err)
+		}
+		eq(t, "state signer", ev.PubKey, want)
+		if ev.PubKey == testMaster.PublicKey() {
+			t.Fatal("state signed with the master key")
+		}
+		byKind[ev.Kind] = ev
+	}
+	meta := byKind[39000]
+	if meta.Tags.Find("name")[1] != "general" || !hasFlag(meta.Tags, "public") || hasFlag(meta.Tags, "private") || meta.Tags.Find("h")[1] != id.String() {
+		t.Fatalf("39000 tags = %v", meta.Tags)
+	}
+	if p := byKind[39001].Tags.Find("p"); p == nil || p[1] != alice.pub() || p[2] != "owner" {
+		t.Fatalf("39001 tags = %v", byKind[39001].Tags)
+	}
+
+	// Joining republishes the member list.
+	eq(t, "join", c.command(bob, store.KindJoinRequest, id).OK, true)
+	members := c.req("m", nostr.Filter{Kinds: []int{39002}, Tags: map[string][]string{"d": {id.String()}}})
+	if len(members) != 1 || len(members[0].Tags.All("p")) != 2 {
+		t.Fatalf("39002 after join = %v", members)
+	}
+
+	// Clients may not publish relay-signed kinds.
+	forged := alice.event(39000, now(), "", nostr.Tag{"d", id.String()}, chanTag(id), nostr.Tag{"name", "pwned"})
+	eq(t, "client 39000", c.publish(forged).Message, ingest.MsgRelaySigned)
+
+	// A second create of the id is refused; a repeat of the create is a
+	// duplicate.
+	again := alice.event(store.KindCreateChannel, now()+1, "", chanTag(id), nostr.Tag{"name", "x"})
+	eq(t, "second create", c.publish(again).Message, ingest.MsgChannelExists)
+}
+
+func TestChannelStateKeyPerCommunity(t *testing.T) {
+	tr := newTestRelay(t, WithRelayKey(testMaster))
+	tb := tr.community(t, "b.example")
+	alice := newSigner(t)
+	ca, cb := tr.dial(t), tr.dialHost(t, "b.example")
+	ida := ca.createChannel(alice, "a", store.VisibilityOpen)
+	idb := cb.createChannel(alice, "b", store.VisibilityOpen)
+	sa := ca.req("s", nostr.Filter{Kinds: []int{39000}, Tags: map[string][]string{"d": {ida.String()}}})
+	sb := cb.req("s", nostr.Filter{Kinds: []int{39000}, Tags: map[string][]string{"d": {idb.String()}}})
+	if len(sa) != 1 || len(sb) != 1 {
+		t.Fatalf("state events: %d, %d", len(sa), len(sb))
+	}
+	if sa[0].PubKey == sb[0].PubKey {
+		t.Fatal("two communities share a state signing key")
+	}
+	eq(t, "B signer", sb[0].PubKey, deriveCommunityKey(testMaster, tb.Community()).PublicKey())
+	// NIP-11 names only the master key.
+	eq(t, "NIP-11 pubkey", tr.relay.NIP11Document().PubKey, testMaster.PublicKey())
+}
+
+func TestChannelHFence(t *testing.T) {
+	tr := newTestRelay(t)
+	tr.community(t, "a.example")
+	tr.community(t, "b.example")
+	alice, mallory := newSigner(t), newSigner(t)
+	cb := tr.dialHost(t, "b.example")
+	foreign := cb.createChannel(alice, "b-secret", store.VisibilityOpen)
+	inB := alice.event(store.KindChatMessage, now(), "in B", chanTag(foreign))
+	cb.mustAccept(inB)
+
+	ca := tr.dialHost(t, "a.example")
+	unknown := storetest.NewChannelID()
+	// Posting into B's channel from A answers exactly as an unknown channel.
+	okF := ca.publish(mallory.event(store.KindChatMessage, now(), "x", chanTag(foreign)))
+	okU := ca.publish(mallory.event(store.KindChatMessage, now(), "x", chanTag(unknown)))
+	if okF.OK || okF.Message != okU.Message || okF.Message != ingest.MsgChannelDenied {
+		t.Fatalf("foreign h: %v %q; unknown h: %v %q", okF.OK, okF.Message, okU.OK, okU.Message)
+	}
+	// The duplicate path: B's own stored event, replayed into A.
+	okDup := ca.publish(inB)
+	if okDup.OK || okDup.Message != ingest.MsgChannelDenied {
+		t.Fatalf("replay of a foreign channel event into A: %v %q", okDup.OK, okDup.Message)
+	}
+	// Commands on B's channel from A: as unknown.
+	for _, kind := range []int{store.KindJoinRequest, store.KindLeaveRequest, store.KindDeleteChannel} {
+		f := ca.command(alice, kind, foreign)
+		u := ca.command(alice, kind, unknown)
+		if f.OK || f.Message != u.Message {
+			t.Fatalf("kind %d: foreign %q, unknown %q", kind, f.Message, u.Message)
+		}
+	}
+	// Reading B's channel from A: CLOSED exactly like an unknown channel.
+	ca.authAs(mallory, "a.example")
+	ca.sendRaw(nostr.AppendReq(nil, "f", hFilter(foreign)))
+	mf := ca.expectClosed("f", "restricted:")
+	ca.sendRaw(nostr.AppendReq(nil, "u", hFilter(unknown)))
+	mu := ca.expectClosed("u", "restricted:")
+	eq(t, "CLOSED foreign vs unknown", mf, mu)
+	// By id and by #e: nothing, as for an id that does not exist.
+	if got := ca.req("i", nostr.Filter{IDs: []string{inB.ID}}); len(got) != 0 {
+		t.Fatalf("foreign id read from A: %v", ids(got))
+	}
+	if got := ca.req("e", nostr.Filter{Tags: map[string][]string{"e": {inB.ID}}}); len(got) != 0 {
+		t.Fatalf("#e read from A: %v", ids(got))
+	}
+	// A may create a channel with B's UUID: an independent channel.
+	okCreate := ca.publish(alice.event(store.KindCreateChannel, now(), "", chanTag(foreign), nostr.Tag{"name", "a-own"}))
+	if !okCreate.OK {
+		t.Fatalf("create of the same UUID in A: %q", okCreate.Message)
+	}
+	inA := alice.event(store.KindChatMessage, now(), "in A", chanTag(foreign))
+	ca.mustAccept(inA)
+	eq(t, "A's channel holds A's message only", strings.Join(ids(filterKind(ca.req("a", hFilter(foreign)), 9)), ","), inA.ID)
+	eq(t, "B's channel holds B's message only", strings.Join(ids(filterKind(cb.req("b", hFilter(foreign)), 9)), ","), inB.ID)
+}
+
+func hasFlag(tags nostr.Tags, name string) bool {
+	for _, t := range tags {
+		if len(t) == 1 && t[0] == name {
+			return true
+		}
+	}
+	return false
+}
+
+func filterKind(evs []*nostr.Event, kind int) []*nostr.Event {
+	var out []*nostr.Event
+	for _, e := range evs {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestPrivateChannelReads(t *testing.T) {
+	tr := newTestRelay(t)
+	owner, member, outsider := newSigner(t), newSigner(t), newSigner(t)
+	c := tr.dial(t)
+	priv := c.createChannel(owner, "private", store.VisibilityPrivate)
+	open := c.createChannel(owner, "open", store.VisibilityOpen)
+	eq(t, "put member", c.command(owner, store.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
+	secret := member.event(store.KindChatMessage, now(), "secret", chanTag(priv))
+	public := owner.event(store.KindChatMessage, now(), "public", chanTag(open))
+	global := owner.event(1, now(), "global")
+	c.mustAccept(secret)
+	c.mustAccept(public)
+	c.mustAccept(global)
+	// An outsider cannot post into the private channel.
+	eq(t, "outsider posts", c.publish(outsider.event(store.KindChatMessage, now(), "x", chanTag(priv))).Message, ingest.MsgChannelDenied)
+	// A join of a private channel is refused.
+	eq(t, "join private", c.command(outsider, store.KindJoinRequest, priv).Message, ingest.MsgNotPermitted)
+
+	anon := tr.dial(t)
+	anon.sendRaw(nostr.AppendReq(nil, "p", hFilter(priv)))
+	anon.expectClosed("p", "auth-required:")
+	// Without #h: community-wide and open channels only.
+	feed := anon.req("f", nostr.Filter{Kinds: []int{1, 9}})
+	if slices.Contains(ids(feed), secret.ID) || !slices.Contains(ids(feed), public.ID) || !slices.Contains(ids(feed), global.ID) {
+		t.Fatalf("anonymous feed = %v", ids(feed))
+	}
+	// By id: a private event is invisible.
+	if got := anon.req("i", nostr.Filter{IDs: []string{secret.ID}}); len(got) != 0 {
+		t.Fatal("private event read by id")
+	}
+
+	out := tr.dial(t)
+	out.authAs(outsider, tr.host)
+	out.sendRaw(nostr.AppendReq(nil, "p", hFilter(priv)))
+	eq(t, "outsider CLOSED", out.expectClosed("p", "restricted:"), ingest.MsgChannelDenied)
+	// Naming one readable channel among unreadable ones reads the readable one.
+	if got := filterKind(out.req("mix", hFilter(priv, open)), 9); len(got) != 1 || got[0].ID != public.ID {
+		t.Fatalf("mixed #h = %v", ids(got))
+	}
+	if n := countOf(t, out, "c", hFilter(priv)); n != -1 {
+		t.Fatalf("COUNT of a private channel by an outsider = %d, want CLOSED", n)
+	}
+
+	in := tr.dial(t)
+	in.authAs(member, tr.host)
+	if got := filterKind(in.req("p", hFilter(priv)), 9); len(got) != 1 || got[0].ID != secret.ID {
+		t.Fatalf("member read = %v", ids(got))
+	}
+	if n := countOf(t, in, "c", nostr.Filter{Kinds: []int{9}}); n != 2 {
+		t.Fatalf("member COUNT = %d, want 2", n)
+	}
+	if n := countOf(t, out, "c2", nostr.Filter{Kinds: []int{9}}); n != 1 {
+		t.Fatalf("outsider COUNT = %d, want 1", n)
+	}
+}
+
+// countOf sends COUNT and returns the count, or -1 on CLOSED.
+func countOf(t *testing.T, c *rawClient, sub string, f nostr.Filter) int64 {
+	t.Helper()
+	c.sendRaw(nostr.AppendCount(nil, sub, f))
+	for {
+		switch m := c.next().(type) {
+		case *nostr.CountMessage:
+			return m.Count
+		case *nostr.ClosedMessage:
+			return -1
+		case *nostr.AuthChallengeMessage:
+		default:
+			t.Fatalf("got %#v, want COUNT", m)
+		}
+	}
+}
+
+// nextEvent waits for a live EVENT on sub, skipping other subscriptions'.
+func (c *rawClient) nextLive(sub string) *nostr.Event {
+	c.t.Helper()
+	for {
+		switch m := c.next().(type) {
+		case *nostr.EventMessage:
+			if m.SubID == sub {
+				return m.Event
+			}
+		case *nostr.OKMessage, *nostr.AuthChallengeMessage:
+		default:
+			c.t.Fatalf("got %#v, want an event for %q", m, sub)
+		}
+	}
+}
+
+func TestLiveAccessAndRevocation(t *testing.T) {
+	tr := newTestRelay(t)
+	owner, bob, carol := newSigner(t), newSigner(t), newSigner(t)
+	oc := tr.dial(t)
+	priv := oc.createChannel(owner, "private", store.VisibilityPrivate)
+	eq(t, "put bob", oc.command(owner, store.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+
+	bc := tr.dial(t)
+	bc.authAs(bob, tr.host)
+	bc.subscribe("chan", hFilter(priv))
+	bc.subscribe("feed", nostr.Filter{Kinds: []int{9, 1}})
+	cc := tr.dial(t)
+	cc.authAs(carol, tr.host)
+	cc.subscribe("feed", nostr.Filter{Kinds: []int{9, 1}})
+
+	m1 := owner.event(store.KindChatMessage, now(), "one", chanTag(priv))
+	oc.mustAccept(m1)
+	got := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		ev := bc.next().(*nostr.EventMessage)
+		got[ev.SubID] = ev.Event.ID == m1.ID
+	}
+	if !got["chan"] || !got["feed"] {
+		t.Fatalf("bob's live deliveries = %v", got)
+	}
+	// Carol (not a member) gets the next community-wide note, not m1.
+	g := owner.event(1, now(), "global")
+	oc.mustAccept(g)
+	eq(t, "carol's first live event", cc.nextLive("feed").ID, g.ID)
+	eq(t, "bob's feed gets the note", bc.nextLive("feed").ID, g.ID)
+
+	// Removing bob closes his channel subscription; his feed stops
+	// receiving the channel.
+	eq(t, "remove bob", oc.command(owner, store.KindRemoveUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+	eq(t, "bob's CLOSED", bc.expectClosed("chan", "restricted:"), msgChannelRevoked)
+	m2 := owner.event(store.KindChatMessage, now(), "two", chanTag(priv))
+	oc.mustAccept(m2)
+	g2 := owner.event(1, now(), "global 2")
+	oc.mustAccept(g2)
+	eq(t, "bob's next feed event", bc.nextLive("feed").ID, g2.ID)
+	bc.sendRaw(nostr.AppendReq(nil, "again", hFilter(priv)))
+	bc.expectClosed("again", "restricted:")
+}
+
+func TestOpenToPrivateEvicts(t *testing.T) {
+	tr := newTestRelay(t)
+	owner, reader := newSigner(t), newSigner(t)
+	oc := tr.dial(t)
+	id := oc.createChannel(owner, "flip", store.VisibilityOpen)
+	rc := tr.dial(t)
+	rc.authAs(reader, tr.host)
+	rc.subscribe("c", hFilter(id))
+	eq(t, "to private", oc.command(owner, store.KindEditMetadata, id, nostr.Tag{"visibility", "private"}).OK, true)
+	eq(t, "reader's CLOSED", rc.expectClosed("c", "restricted:"), msgChannelRevoked)
+}
+
+func TestChannelRolesOverWebSocket(t *testing.T) {
+	tr := newTestRelay(t)
+	owner, admin, member, guest, x := newSigner(t), newSigner(t), newSigner(t), newSigner(t), newSigner(t)
+	c := tr.dial(t)
+	id := c.createChannel(owner, "team", store.VisibilityPrivate)
+	put := func(by, who *signer, role string) *nostr.OKMessage {
+		tag := nostr.Tag{"p", who.pub()}
+		if role != "" {
+			tag = append(tag, role)
+		}
+		return c.command(by, store.KindPutUser, id, tag)
+	}
+	eq(t, "owner puts admin", put(owner, admin, "admin").OK, true)
+	eq(t, "admin puts member", put(admin, member, "").OK, true)
+	eq(t, "admin puts guest", put(admin, guest, "guest").OK, true)
+	eq(t, "member puts", put(member, x, "").Message, ingest.MsgNotPermitted)
+	eq(t, "admin grants admin", put(admin, x, "admin").Message, ingest.MsgNotPermitted)
+	eq(t, "bad role", put(owner, x, "king").Message, ingest.MsgBadCommand)
+	eq(t, "guest posts", c.publish(guest.event(store.KindChatMessage, now(), "hi", chanTag(id))).Message, ingest.MsgChannelDenied)
+	eq(t, "member posts", c.publish(member.event(store.KindChatMessage, now(), "hi", chanTag(id))).OK, true)
+	eq(t, "member edits", c.command(member, store.KindEditMetadata, id, nostr.Tag{"name", "n"}).Message, ingest.MsgNotPermitted)
+	eq(t, "admin edits", c.command(admin, store.KindEditMetadata, id, nostr.Tag{"name", "n"}).OK, true)
+	spam := member.event(store.KindChatMessage, now(), "spam", chanTag(id))
+	c.mustAccept(spam)
+	eq(t, "admin deletes event", c.command(admin, store.KindDeleteEvent, id, nostr.Tag{"e", spam.ID}).OK, true)
+	again := admin.event(store.KindDeleteEvent, now()+1, "", chanTag(id), nostr.Tag{"e", spam.ID})
+	eq(t, "deleted again", c.publish(again).Message, ingest.MsgNoSuchEvent)
+	eq(t, "deleted event re-sent", c.publish(spam).Message, ingest.MsgDeleted)
+	eq(t, "admin removes owner", c.command(admin, store.KindRemoveUser, id, nostr.Tag{"p", owner.pub()}).Message, ingest.MsgNotPermitted)
+	eq(t, "admin removes guest", c.command(admin, store.KindRemoveUser, id, nostr.Tag{"p", guest.pub()}).OK, true)
+	eq(t, "last owner leaves", c.command(owner, store.KindLeaveRequest, id).Message, ingest.MsgNotPermitted)
+	eq(t, "member leaves", c.command(member, store.KindLeaveRequest, id).OK, true)
+	eq(t, "admin deletes channel", c.command(admin, store.KindDeleteChannel, id).Message, ingest.MsgNotPermitted)
+	eq(t, "owner deletes channel", c.command(owner, store.KindDeleteChannel, id).OK, true)
+	eq(t, "post into deleted", c.publish(admin.event(store.KindChatMessage, now(), "x", chanTag(id))).Message, ingest.MsgChannelDenied)
+	missing := c.publish(owner.event(store.KindPutUser, now(), "", chanTag(id)))
+	eq(t, "9000 without p", missing.Message, ingest.MsgBadCommand)
+	for _, kind := range []int{store.KindPutUser, store.KindJoinRequest} {
+		ok := c.publish(owner.event(kind, now(), "", nostr.Tag{"p", x.pub()}))
+		mustPrefix(t, "command without h", ok.Message, "invalid:")
+	}
+}
+
+func TestMembersOnlyCommunity(t *testing.T) {
+	tr := newTestRelay(t)
+	ctx := context.Background()
+	if err := tr.store.SetCommunityAccess(ctx, tr.tc.Community(), store.AccessMembers); err != nil {
+		t.Fatal(err)
+	}
+	insider, outsider := newSigner(t), newSigner(t)
+	if err := tr.store.PutCommunityMember(ctx, tr.tc.Community(), insider.pub(), store.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	anon := tr.dial(t)
+	anon.sendRaw(nostr.AppendReq(nil, "r", nostr.Filter{}))
+	anon.expectClosed("r", "auth-required:")
+	ok := anon.publish(insider.event(1, now(), "x"))
+	mustPrefix(t, "unauthenticated EVENT", ok.Message, "auth-required:")
+
+	out := tr.dial(t)
+	out.authAs(outsider, tr.host)
+	out.sendRaw(nostr.AppendReq(nil, "r", nostr.Filter{}))
+	out.expectClosed("r", "restricted:")
+	eq(t, "outsider EVENT", out.publish(outsider.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+
+	in := tr.dial(t)
+	in.authAs(insider, tr.host)
+	note := insider.event(1, now(), "inside")
+	in.mustAccept(note)
+	if got := in.req("r", nostr.Filter{Kinds: []int{1}}); len(got) != 1 || got[0].ID != note.ID {
+		t.Fatalf("insider read = %v", ids(got))
+	}
+}

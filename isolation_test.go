@@ -1,0 +1,353 @@
+package buzz
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"iter"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/conformance/checker"
+	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// The multi-tenant isolation scenario: two communities on two hosts of one
+// relay. Every cross-tenant attempt must answer exactly (byte for byte, once
+// the attempt's own id is masked) what the same attempt on an object that
+// does not exist answers, and every recorded trace must pass the
+// independent checker. A deliberately leaking store must be caught.
+
+// frames sends msg and reads frames until one satisfies done.
+func (c *rawClient) frames(msg []byte, done func(nostr.RelayMessage) bool) [][]byte {
+	c.t.Helper()
+	c.sendRaw(msg)
+	var out [][]byte
+	for {
+		b, err := c.nextRaw()
+		if err != nil {
+			c.t.Fatalf("read: %v", err)
+		}
+		m, err := nostr.ParseRelayMessage(b)
+		if err != nil {
+			c.t.Fatalf("unparsable %q", b)
+		}
+		if _, isAuth := m.(*nostr.AuthChallengeMessage); isAuth {
+			continue
+		}
+		out = append(out, b)
+		if done(m) {
+			return out
+		}
+	}
+}
+
+func endOfSub(m nostr.RelayMessage) bool {
+	switch m.(type) {
+	case *nostr.EOSEMessage, *nostr.ClosedMessage:
+		return true
+	}
+	return false
+}
+
+func isOK(m nostr.RelayMessage) bool { _, ok := m.(*nostr.OKMessage); return ok }
+
+// masked joins frames with the given ids replaced by a placeholder.
+func masked(frames [][]byte, ids ...string) string {
+	b := bytes.Join(frames, []byte("\n"))
+	for _, id := range ids {
+		b = bytes.ReplaceAll(b, []byte(id), []byte("<id>"))
+	}
+	return string(b)
+}
+
+// errorAlphabet checks that every refusal among frames (OK false, CLOSED,
+// NOTICE) starts with a NIP-01 prefix and mentions none of forbidden
+// (another community's host or ids, storage internals).
+func errorAlphabet(t *testing.T, frames [][]byte, forbidden ...string) {
+	t.Helper()
+	forbidden = append(forbidden, "sql", "SQL", "postgres", "pgx", "constraint", "store:", "b.example")
+	for _, b := range frames {
+		var msg string
+		switch m := mustParse(t, b).(type) {
+		case *nostr.OKMessage:
+			if m.OK && m.Message == "" {
+				continue
+			}
+			msg = m.Message
+		case *nostr.ClosedMessage:
+			msg = m.Message
+		case *nostr.NoticeMessage:
+			msg = m.Message
+		default:
+			continue
+		}
+		if !ingest.HasPrefix(msg) {
+			t.Errorf("message without a NIP-01 prefix: %q", msg)
+		}
+		for _, f := range forbidden {
+			if f != "" && strings.Contains(msg, f) {
+				t.Errorf("message %q leaks %q", msg, f)
+			}
+		}
+	}
+}
+
+func mustParse(t *testing.T, b []byte) nostr.RelayMessage {
+	t.Helper()
+	m, err := nostr.ParseRelayMessage(b)
+	if err != nil {
+		t.Fatalf("unparsable %q", b)
+	}
+	return m
+}
+
+func sameResponse(t *testing.T, what string, foreign, missing [][]byte, ids ...string) {
+	t.Helper()
+	errorAlphabet(t, foreign, ids...)
+	errorAlphabet(t, missing, ids...)
+	if f, m := masked(foreign, ids...), masked(missing, ids...); f != m {
+		t.Fatalf("%s: foreign object answered\n %s\nnon-existent answered\n %s", what, f, m)
+	}
+}
+
+func checkTraces(t *testing.T, rec *trace.Recorder, requireAll bool) map[string]bool {
+	t.Helper()
+	ck, err := checker.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	traces := rec.Traces()
+	if len(traces) == 0 {
+		t.Fatal("no trace recorded")
+	}
+	for _, tr := range traces {
+		rep := ck.CheckBytes(tr.JSONL)
+		if !rep.OK() {
+			t.Errorf("trace of %s rejected: %v\n%s", tr.Host, rep.Violations, tr.JSONL)
+		}
+		for _, a := range checker.Actions() {
+			if bytes.Contains(tr.JSONL, []byte(`"type":"`+a+`"`)) {
+				seen[a] = true
+			}
+		}
+	}
+	if requireAll {
+		for _, a := range checker.Actions() {
+			if a != checker.ActionImplBug && !seen[a] {
+				t.Errorf("the scenario never exercised %s", a)
+			}
+		}
+	}
+	return seen
+}
+
+func TestIsolationScenario(t *testing.T) {
+	rec := trace.NewRecorder()
+	tr := newTestRelay(t, WithTracer(rec.Open), WithRelayKey(testMaster))
+	tr.community(t, "a.example")
+	tr.community(t, "b.example")
+	alice, mallory := newSigner(t), newSigner(t)
+
+	// Community B: an open and a private channel, messages, a note.
+	cb := tr.dialHost(t, "b.example")
+	cb.authAs(alice, "b.example")
+	open := cb.createChannel(alice, "b-open", store.VisibilityOpen)
+	priv := cb.createChannel(alice, "b-private", store.VisibilityPrivate)
+	inOpen := alice.event(store.KindChatMessage, now(), "B open", chanTag(open))
+	inPriv := alice.event(store.KindChatMessage, now(), "B private", chanTag(priv))
+	note := alice.event(1, now(), "B note")
+	for _, ev := range []*nostr.Event{inOpen, inPriv, note} {
+		cb.mustAccept(ev)
+	}
+	eq(t, "duplicate in B", cb.publish(note).Message, "duplicate: already have this event")
+	cb.mustAccept(alice.event(20001, now(), "typing", chanTag(open)))
+	cb.req("own", hFilter(open))
+	cb.req("feed", nostr.Filter{Kinds: []int{1, 9}})
+	cb.req("byid", nostr.Filter{IDs: []string{note.ID}})
+
+	// Community A: mallory probes B's objects; each probe is compared with
+	// the same probe on an object that does not exist.
+	ca := tr.dialHost(t, "a.example")
+	for _, id := range []store.ChannelID{open, priv} {
+		unknown := storetest.NewChannelID()
+		ef := mallory.event(store.KindChatMessage, now(), "probe", chanTag(id))
+		eu := mallory.event(store.KindChatMessage, now(), "probe", chanTag(unknown))
+		sameResponse(t, "EVENT with foreign h",
+			ca.frames(nostr.AppendEventEnvelope(nil, ef.AppendJSON(nil)), isOK),
+			ca.frames(nostr.AppendEventEnvelope(nil, eu.AppendJSON(nil)), isOK), ef.ID, eu.ID)
+		for _, kind := range []int{store.KindJoinRequest, store.KindPutUser, store.KindDeleteChannel} {
+			cf := mallory.event(kind, now(), "", chanTag(id), nostr.Tag{"p", mallory.pub()})
+			cu := mallory.event(kind, now(), "", chanTag(unknown), nostr.Tag{"p", mallory.pub()})
+			sameResponse(t, "command on a foreign channel",
+				ca.frames(nostr.AppendEventEnvelope(nil, cf.AppendJSON(nil)), isOK),
+				ca.frames(nostr.AppendEventEnvelope(nil, cu.AppendJSON(nil)), isOK), cf.ID, cu.ID)
+		}
+		sameResponse(t, "REQ #h of a foreign channel (unauthenticated)",
+			ca.frames(nostr.AppendReq(nil, "x", hFilter(id)), endOfSub),
+			ca.frames(nostr.AppendReq(nil, "x", hFilter(unknown)), endOfSub), id.String(), unknown.String())
+	}
+	// Duplicates of B's stored events, replayed into A: a channel event is
+	// refused as naming an unknown channel (never "duplicate:"), a
+	// community-wide one is simply new in A.
+	fresh := mallory.event(store.KindChatMessage, now(), "fresh", chanTag(storetest.NewChannelID()))
+	sameResponse(t, "replay of a foreign channel event",
+		ca.frames(nostr.AppendEventEnvelope(nil, inOpen.AppendJSON(nil)), isOK),
+		ca.frames(nostr.AppendEventEnvelope(nil, fresh.AppendJSON(nil)), isOK), inOpen.ID, fresh.ID)
+	if ok := ca.publish(note); !ok.OK || ok.Message != "" {
+		t.Fatalf("B's note replayed into A = %v %q, want a fresh insert", ok.OK, ok.Message)
+	}
+	// Reads by id and by #e of B's events answer as for ids that do not exist.
+	ghost := strings.Repeat("ab", 32)
+	for _, id := range []string{inOpen.ID, inPriv.ID} {
+		sameResponse(t, "REQ ids",
+			ca.frames(nostr.AppendReq(nil, "i", nostr.Filter{IDs: []string{id}}), endOfSub),
+			ca.frames(nostr.AppendReq(nil, "i", nostr.Filter{IDs: []string{ghost}}), endOfSub), id, ghost)
+		sameResponse(t, "REQ #e",
+			ca.frames(nostr.AppendReq(nil, "e", nostr.Filter{Tags: map[string][]string{"e": {id}}}), endOfSub),
+			ca.frames(nostr.AppendReq(nil, "e", nostr.Filter{Tags: map[string][]string{"e": {ghost}}}), endOfSub), id, ghost)
+		sameResponse(t, "COUNT ids",
+			ca.frames(nostr.AppendCount(nil, "n", nostr.Filter{IDs: []string{id}}), func(m nostr.RelayMessage) bool { return true }),
+			ca.frames(nostr.AppendCount(nil, "n", nostr.Filter{IDs: []string{ghost}}), func(m nostr.RelayMessage) bool { return true }), id, ghost)
+	}
+	// AUTH naming B's host on A's connection answers like an unknown host.
+	af := mallory.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", ca.challenge}, nostr.Tag{"relay", "ws://b.example"})
+	au := mallory.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", ca.challenge}, nostr.Tag{"relay", "ws://nowhere.example"})
+	sameResponse(t, "AUTH for the other host",
+		ca.frames(nostr.AppendAuth(nil, af.AppendJSON(nil)), isOK),
+		ca.frames(nostr.AppendAuth(nil, au.AppendJSON(nil)), isOK), af.ID, au.ID)
+	// Authenticated in A, the foreign channel is still exactly unknown.
+	ca.authAs(mallory, "a.example")
+	unknown := storetest.NewChannelID()
+	sameResponse(t, "REQ #h of a foreign channel (authenticated)",
+		ca.frames(nostr.AppendReq(nil, "x", hFilter(priv)), endOfSub),
+		ca.frames(nostr.AppendReq(nil, "x", hFilter(unknown)), endOfSub), priv.String(), unknown.String())
+	// A's own life: channel, message, reads; nothing of B appears.
+	own := ca.createChannel(mallory, "a-chan", store.VisibilityOpen)
+	ca.mustAccept(mallory.event(store.KindChatMessage, now(), "A msg", chanTag(own)))
+	for _, ev := range ca.req("all", nostr.Filter{}) {
+		if ev.ID == inOpen.ID || ev.ID == inPriv.ID || ev.PubKey == alice.pub() && ev.ID != note.ID {
+			t.Fatalf("B's event %s (kind %d) read in A", ev.ID, ev.Kind)
+		}
+	}
+	ca.req("mine", hFilter(own))
+
+	// Host variants: an unmapped host, in any spelling, answers exactly as
+	// any other unmapped host; spellings of a mapped host bind to it.
+	status := func(host string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, tr.srv.URL, nil)
+		req.Host = host
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	s0, b0 := status("c.example")
+	if s0 != http.StatusNotFound || strings.Contains(b0, "c.example") {
+		t.Fatalf("unmapped host: %d %q", s0, b0)
+	}
+	for _, h := range []string{"C.Example", "c.example.", "c.example:443", "a.example:8443", "b.example.evil", "a.example.."} {
+		if s, b := status(h); s != s0 || b != b0 {
+			t.Fatalf("host %q: %d %q, want %d %q", h, s, b, s0, b0)
+		}
+	}
+	for _, h := range []string{"A.EXAMPLE", "a.example.", "a.example:80"} {
+		c := tr.dialHost(t, h)
+		c.authAs(mallory, "a.example")
+		if got := filterKind(c.req("v", hFilter(own)), store.KindChatMessage); len(got) != 1 {
+			t.Fatalf("host %q does not reach community A: %d messages", h, len(got))
+		}
+	}
+
+	time.Sleep(50 * time.Millisecond) // let the last steps land in the traces
+	checkTraces(t, rec, true)
+}
+
+// leakyStore returns, for every scoped query of community victim, one
+// extra row of community source labelled with its community: the mutation
+// the harness must catch.
+type leakyStore struct {
+	*sqlite.Store
+	victim, source tenant.CommunityID
+}
+
+func (l *leakyStore) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc store.Scope) iter.Seq2[store.Record, error] {
+	inner := l.Store.QueryScoped(ctx, c, f, sc)
+	if c != l.victim {
+		return inner
+	}
+	return func(yield func(store.Record, error) bool) {
+		for rec, err := range l.Store.QueryScoped(ctx, l.source, nostr.Filter{Limit: 1, LimitSet: true}, store.AllChannels()) {
+			if err != nil || !yield(rec, nil) {
+				return
+			}
+		}
+		for rec, err := range inner {
+			if !yield(rec, err) {
+				return
+			}
+		}
+	}
+}
+
+func TestIsolationCheckerCatchesLeak(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, _, _ := st.EnsureCommunity(ctx, "a.example")
+	b, _, _ := st.EnsureCommunity(ctx, "b.example")
+	alice := newSigner(t)
+	if err := st.Save(ctx, b, alice.event(1, now(), "B secret")); err != nil {
+		t.Fatal(err)
+	}
+	rec := trace.NewRecorder()
+	rel, err := New(WithStore(&leakyStore{Store: st, victim: a, source: b}), WithDirectory(st),
+		WithLogger(quietLogger()), WithTracer(rec.Open))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rel)
+	defer srv.Close()
+	defer rel.Shutdown(ctx)
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), http.Header{"Host": {"a.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	c := &rawClient{t: t, ws: ws}
+	c.next() // challenge
+	if got := c.req("r", nostr.Filter{}); len(got) != 1 {
+		t.Fatalf("the leaky store leaked %d events, want 1", len(got))
+	}
+	time.Sleep(50 * time.Millisecond)
+	ck, _ := checker.New()
+	traces := rec.Traces()
+	if len(traces) != 1 {
+		t.Fatalf("%d traces", len(traces))
+	}
+	if rep := ck.CheckBytes(traces[0].JSONL); !rep.Has(checker.NonInterference) {
+		t.Fatalf("the checker missed the leak: %v\n%s", rep.Violations, traces[0].JSONL)
+	}
+}

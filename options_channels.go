@@ -1,0 +1,37 @@
+package buzz
+
+import (
+	"errors"
+
+	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/nostr"
+)
+
+// WithTracer records the isolation conformance trace of every connection:
+// f is called once per bound connection and receives that connection's
+// steps (see conformance/trace). The default records nothing, at no cost.
+func WithTracer(f trace.Factory) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("buzz: WithTracer: nil factory")
+		}
+		c.tracer = f
+		return nil
+	}
+}
+
+// WithRelayKey sets the relay's master key. Each community's relay-signed
+// events (NIP-29 channel state, kinds 39000–39003) are signed with a key
+// derived from it for that community (see communityKeys), and NIP-11
+// advertises its public key. Without it, New generates an ephemeral master
+// key and logs a warning: state events then change signer at every start.
+func WithRelayKey(sk nostr.SecretKey) Option {
+	return func(c *config) error {
+		if _, err := nostr.ParseSecretKey(sk.Hex()); err != nil {
+			return errors.New("buzz: WithRelayKey: invalid secret key")
+		}
+		c.relayKey = sk
+		c.hasRelayKey = true
+		return nil
+	}
+}
