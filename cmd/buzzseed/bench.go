@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -25,6 +26,7 @@ const tagText = `CASE WHEN get_byte(value, 0) = 254 THEN encode(substr(value, 2)
 // samples are real values drawn from the loaded data.
 type samples struct {
 	ids, authors, hashtags, roots, mentioned []string
+	channels                                 []store.ChannelID
 	minTS, maxTS                             int64
 }
 
@@ -70,6 +72,17 @@ func loadSamples(ctx context.Context, db string, c tenant.CommunityID) (*samples
 	if s.mentioned, err = texts(`SELECT `+tagText+` FROM event_tags TABLESAMPLE SYSTEM (2) WHERE community_id = $1 AND name = 'p' LIMIT 2000`, cid); err != nil {
 		return nil, err
 	}
+	rows, err := conn.Query(ctx, `SELECT DISTINCT channel_id FROM events WHERE community_id = $1 AND channel_id IS NOT NULL`, cid)
+	if err != nil {
+		return nil, err
+	}
+	chs, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range chs {
+		s.channels = append(s.channels, store.ChannelID(ch))
+	}
 	if err := conn.QueryRow(ctx, `SELECT min(created_at), max(created_at) FROM events WHERE community_id = $1 AND created_at > 1767225600`, cid).Scan(&s.minTS, &s.maxTS); err != nil {
 		return nil, err
 	}
@@ -83,12 +96,15 @@ type shape struct {
 	name  string
 	query func(r *rand.Rand) nostr.Filter
 	count bool
+	// scope, if set, runs the filter through QueryScoped with the scope it
+	// returns (called after query, with the same random source).
+	scope func(r *rand.Rand) store.Scope
 }
 
 func shapes(s *samples) []shape {
 	pick := func(r *rand.Rand, l []string) string { return l[r.IntN(len(l))] }
 	lim := func(f nostr.Filter, n int) nostr.Filter { f.Limit, f.LimitSet = n, true; return f }
-	return []shape{
+	out := []shape{
 		{name: "id lookup", query: func(r *rand.Rand) nostr.Filter { return nostr.Filter{IDs: []string{pick(r, s.ids)}} }},
 		{name: "author+kind limit 20", query: func(r *rand.Rand) nostr.Filter {
 			return lim(nostr.Filter{Authors: []string{pick(r, s.authors)}, Kinds: []int{1}}, 20)
@@ -121,6 +137,20 @@ func shapes(s *samples) []shape {
 			return nostr.Filter{Authors: []string{pick(r, s.authors)}}
 		}},
 	}
+	if len(s.channels) == 0 {
+		return out
+	}
+	var ch store.ChannelID
+	return append(out,
+		shape{name: "channel timeline #h limit 50", query: func(r *rand.Rand) nostr.Filter {
+			ch = s.channels[r.IntN(len(s.channels))]
+			return lim(nostr.Filter{Kinds: []int{9}, Tags: map[string][]string{"h": {ch.String()}}}, 50)
+		}, scope: func(*rand.Rand) store.Scope { return store.ChannelsScope(ch) }},
+		shape{name: "channel scope only limit 50", query: func(r *rand.Rand) nostr.Filter {
+			ch = s.channels[r.IntN(len(s.channels))]
+			return lim(nostr.Filter{Kinds: []int{9}}, 50)
+		}, scope: func(*rand.Rand) store.Scope { return store.ChannelsScope(ch) }},
+	)
 }
 
 func runQueryBench(ctx context.Context, args []string) error {
@@ -169,7 +199,11 @@ func runQueryBench(ctx context.Context, args []string) error {
 				}
 				got = int(k)
 			} else {
-				for _, err := range st.Query(ctx, c, f) {
+				sc := store.AllChannels()
+				if sh.scope != nil {
+					sc = sh.scope(r)
+				}
+				for _, err := range st.QueryScoped(ctx, c, f, sc) {
 					if err != nil {
 						return err
 					}

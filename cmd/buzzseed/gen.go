@@ -28,6 +28,7 @@ func runGen(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 1, "random seed (same seed, same events)")
 	end := fs.String("end", time.Now().UTC().Format("2006-01-02"), "last day (UTC) of the month of timestamps")
 	out := fs.String("out", "/tmp/buzzseed.jsonl", "output file (one event per line)")
+	channels := fs.Int("channels", 0, "if > 0, a fifth of the notes become kind 9 chat messages in this many channels (h tag, Zipf)")
 	_ = fs.Parse(args)
 	endDay, err := time.Parse("2006-01-02", *end)
 	if err != nil {
@@ -37,7 +38,7 @@ func runGen(ctx context.Context, args []string) error {
 		return fmt.Errorf("need -authors >= 10 and -n >= 2*authors")
 	}
 	start := time.Now()
-	evs, keys := generate(*n, *authors, *seed, endDay.Add(24*time.Hour).Unix())
+	evs, keys := generate(*n, *authors, *seed, endDay.Add(24*time.Hour).Unix(), *channels)
 	fmt.Fprintf(os.Stderr, "generated %d events in %v; signing on %d cores\n", len(evs), time.Since(start).Round(time.Millisecond), runtime.GOMAXPROCS(0))
 	if err := signAll(ctx, evs, keys); err != nil {
 		return err
@@ -80,7 +81,7 @@ type genEvent struct {
 // then notes (kind 1, with hashtags, replies and mentions), reactions
 // (kind 7) and long-form articles (kind 30023, one d per article) from
 // Zipf-distributed authors, uniformly over the 30 days before endUnix.
-func generate(n, nAuthors int, seed uint64, endUnix int64) ([]genEvent, []nostr.SecretKey) {
+func generate(n, nAuthors int, seed uint64, endUnix int64, nChannels int) ([]genEvent, []nostr.SecretKey) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	keys := make([]nostr.SecretKey, nAuthors)
 	pubs := make([]string, nAuthors)
@@ -98,6 +99,20 @@ func generate(n, nAuthors int, seed uint64, endUnix int64) ([]genEvent, []nostr.
 	}
 	wg.Wait()
 	authorZipf := rand.NewZipf(rng, 1.1, 20, uint64(nAuthors-1))
+	var channelIDs []string
+	var channelZipf *rand.Zipf
+	if nChannels > 0 {
+		for i := range nChannels {
+			var u [16]byte
+			binary.BigEndian.PutUint64(u[:8], seed)
+			binary.BigEndian.PutUint64(u[8:], uint64(i)+1)
+			u[6] = u[6]&0x0f | 0x40
+			u[8] = u[8]&0x3f | 0x80
+			h := hex.EncodeToString(u[:])
+			channelIDs = append(channelIDs, h[:8]+"-"+h[8:12]+"-"+h[12:16]+"-"+h[16:20]+"-"+h[20:])
+		}
+		channelZipf = rand.NewZipf(rng, 1.2, 2, uint64(nChannels-1))
+	}
 	tagZipf := rand.NewZipf(rng, 1.1, 1, 499)
 	const span = 30 * 24 * 3600
 	ts := func() int64 { return endUnix - 1 - rng.Int64N(span) }
@@ -135,6 +150,8 @@ func generate(n, nAuthors int, seed uint64, endUnix int64) ([]genEvent, []nostr.
 		author := int(authorZipf.Uint64())
 		r := rng.IntN(100)
 		switch {
+		case nChannels > 0 && r < 14:
+			add(author, 9, loremNote(rng), nostr.Tags{{"h", channelIDs[channelZipf.Uint64()]}})
 		case r < 70 || len(notes) < 100:
 			var tags nostr.Tags
 			if rng.IntN(100) < 40 {

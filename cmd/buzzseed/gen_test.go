@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 )
 
 // TestGenerateIsDeterministicAndValid checks that a seed always yields the
@@ -14,8 +15,8 @@ import (
 // addressable coordinate.
 func TestGenerateIsDeterministicAndValid(t *testing.T) {
 	end := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC).Unix()
-	a, keys := generate(400, 20, 9, end)
-	b, _ := generate(400, 20, 9, end)
+	a, keys := generate(400, 20, 9, end, 5)
+	b, _ := generate(400, 20, 9, end, 5)
 	if len(a) != 400 || len(b) != 400 {
 		t.Fatalf("generated %d and %d events, want 400", len(a), len(b))
 	}
@@ -53,8 +54,11 @@ func TestGenerateIsDeterministicAndValid(t *testing.T) {
 			t.Fatalf("created_at %d outside the month", g.ev.CreatedAt)
 		}
 		kinds[g.ev.Kind]++
+		if _, inChannel, err := store.EventChannel(g.ev); err != nil || inChannel != (g.ev.Kind == 9) {
+			t.Fatalf("kind %d: channel %v, %v", g.ev.Kind, inChannel, err)
+		}
 	}
-	for _, k := range []int{0, 1, 3, 7} {
+	for _, k := range []int{0, 1, 3, 7, 9} {
 		if kinds[k] == 0 {
 			t.Errorf("no events of kind %d: %v", k, kinds)
 		}
