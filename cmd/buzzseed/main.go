@@ -14,7 +14,9 @@
 // 3 contact list (20–100 p tags); then kind 1 notes (70%: 40% with 1–3
 // hashtags from 500, 30% replies with e/p tags to recent-biased roots, 20%
 // with a mention), kind 7 reactions (25%, e/p/k tags) and kind 30023
-// articles (5%, one d each), over the 30 days before -end. It signs in
+// articles (5%, one d each), over the 30 days before -end; with -channels N
+// a fifth of the notes become kind 9 messages with an h tag naming one of N
+// channels (query-bench then adds two channel-timeline shapes). It signs in
 // parallel and writes one event JSON per line (the exact bytes the store
 // keeps as raw), so the slow part runs once. load copies the file into the
 // community (COPY in 20,000-event transactions, then VACUUM ANALYZE), or
