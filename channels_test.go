@@ -477,3 +477,30 @@ func TestMembersOnlyCommunity(t *testing.T) {
 		t.Fatalf("insider read = %v", ids(got))
 	}
 }
+
+func TestLeaveAndDeleteEvict(t *testing.T) {
+	tr := newTestRelay(t)
+	owner, bob := newSigner(t), newSigner(t)
+	oc := tr.dial(t)
+	priv := oc.createChannel(owner, "private", store.VisibilityPrivate)
+	open := oc.createChannel(owner, "open", store.VisibilityOpen)
+	eq(t, "put bob", oc.command(owner, store.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+
+	bc := tr.dial(t)
+	bc.authAs(bob, tr.host)
+	bc.subscribe("p", hFilter(priv))
+	bc.subscribe("o", hFilter(open))
+	// Leaving a private channel closes the subscription naming it.
+	// (The eviction happens before the command is acknowledged.)
+	leave := bob.event(store.KindLeaveRequest, now(), "", chanTag(priv))
+	bc.sendEvent(leave)
+	eq(t, "CLOSED after leave", bc.expectClosed("p", "restricted:"), msgChannelRevoked)
+	eq(t, "bob leaves", bc.expectOK(leave.ID).OK, true)
+	// Deleting a channel closes every subscription naming it, the owner's too.
+	oc.subscribe("own", hFilter(open))
+	del := owner.event(store.KindDeleteChannel, now(), "", chanTag(open))
+	oc.sendEvent(del)
+	eq(t, "owner's CLOSED after delete", oc.expectClosed("own", "restricted:"), msgChannelRevoked)
+	eq(t, "delete open", oc.expectOK(del.ID).OK, true)
+	eq(t, "bob's CLOSED after delete", bc.expectClosed("o", "restricted:"), msgChannelRevoked)
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -56,6 +57,9 @@ type Config struct {
 	Operator OperatorConfig
 	// Cluster configures Redis and shared limits (see cluster.go).
 	Cluster ClusterConfig
+	// RelayKey is the relay's master key (BUZZ_RELAY_PRIVATE_KEY; see
+	// relaykey.go), nil when unset.
+	RelayKey *nostr.SecretKey
 }
 
 // Defaults that are buzzd's own (the relay's limits default to
@@ -221,7 +225,7 @@ func settings() []setting {
 		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
 			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
-	}, append(operatorSettings(), clusterSettings()...)...)
+	}, append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...)...)
 }
 
 // defaultConfig returns the configuration used when nothing is set.

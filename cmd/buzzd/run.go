@@ -180,7 +180,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithLimits(cfg.Limits),
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
-	}, cl.relayOptions...)...)
+	}, append(relayKeyOptions(cfg), cl.relayOptions...)...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
