@@ -3,6 +3,7 @@
 //
 //	buzzseed gen         -n 1000000 -out /tmp/buzzseed-1m.jsonl      # ~8 min on 2 cores, once
 //	buzzseed load        -in /tmp/buzzseed-1m.jsonl [-mode copy|save] # creates + migrates -db
+//	buzzseed migrate                                              # apply pending migrations to -db
 //	buzzseed query-bench [-n 2000] [-rls=false]
 //	buzzseed tag-compare [-n 1000] [-keep-gin]
 //
@@ -37,6 +38,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/buzzrelay/buzz/store/postgres"
 )
 
 func main() {
@@ -50,6 +53,11 @@ func main() {
 		err = runGen(ctx, os.Args[2:])
 	case "load":
 		err = runLoad(ctx, os.Args[2:])
+	case "migrate":
+		fs := flag.NewFlagSet("migrate", flag.ExitOnError)
+		db, _ := dbFlags(fs)
+		_ = fs.Parse(os.Args[2:])
+		err = postgres.Migrate(ctx, *db)
 	case "query-bench":
 		err = runQueryBench(ctx, os.Args[2:])
 	case "tag-compare":
@@ -64,7 +72,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: buzzseed gen|load|query-bench|tag-compare [flags]  (buzzseed <cmd> -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: buzzseed gen|load|migrate|query-bench|tag-compare [flags]  (buzzseed <cmd> -h for flags)")
 	os.Exit(2)
 }
 

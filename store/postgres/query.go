@@ -237,6 +237,8 @@ func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc store
 		q = fanOut(len(keys), func(v any) sq.Sqlizer {
 			return tagDriven(c, now, p, sq.Expr("t.value = ?", v), limit)
 		}, func(i int) any { return keys[i] }, "?::bytea[]", keys, limit, true)
+	case p.authors == nil && len(p.tags) == 0 && p.kinds != nil && p.channels != nil:
+		q = scopedKinds(c, now, p, limit)
 	case p.authors == nil && len(p.kinds) > 1:
 		q = fanOut(len(p.kinds), func(v any) sq.Sqlizer {
 			return sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.kind = ?", v)).
@@ -294,6 +296,61 @@ func fanOut(n int, branch func(v any) sq.Sqlizer, elem func(i int) any, listType
 	}
 	return sq.Expr("SELECT "+sel+" FROM unnest("+listType+") AS k(v) CROSS JOIN LATERAL (?) AS x ORDER BY x.created_at DESC, x.id LIMIT ?",
 		list, branch(sq.Expr("k.v")), limit)
+}
+
+// scopedKinds runs a channel-scoped filter driven by its kinds as one
+// branch per (kind, channel of the scope) and one per (kind, community-wide),
+// each an equality on events_kind_channel_idx read in order and stopped at
+// limit. The branches are disjoint, so no row is reached twice. Up to
+// maxUnionBranches branches they are a UNION ALL merged lazily; beyond, two
+// LATERAL joins (over the zipped (kind, channel) pairs and over the kinds)
+// whose rows are sorted once.
+func scopedKinds(c tenant.CommunityID, now int64, p *predicate, limit uint64) sq.Sqlizer {
+	rest := *p
+	rest.kinds, rest.channels = nil, nil
+	chans := *p.channels
+	// The community-wide branch orders by channel_id first (all NULL, so
+	// the same order): IS NULL makes no equivalence class, so without it the
+	// planner, estimating kind and channel_id as independent, may walk
+	// events_kind_idx and filter out every row of a channel-only kind; this
+	// order only events_kind_channel_idx delivers without a sort.
+	branch := func(kind, ch sq.Sqlizer, community bool) sq.SelectBuilder {
+		o := order
+		if community {
+			o = "e.channel_id, " + order
+		}
+		return sq.Select(cols).From("events e").Where(live(c, now)).Where(kind).Where(ch).
+			Where(rest.conds("")).OrderBy(o).Limit(limit)
+	}
+	const outer = "SELECT x.id, x.created_at, x.raw FROM ("
+	const tail = ") AS x ORDER BY x.created_at DESC, x.id LIMIT ?"
+	if n := len(p.kinds) * (len(chans) + 1); n <= maxUnionBranches {
+		parts := make([]string, 0, n)
+		args := make([]any, 0, n+1)
+		for _, k := range p.kinds {
+			parts = append(parts, "(?)")
+			args = append(args, branch(sq.Expr("e.kind = ?", k), sq.Expr("e.channel_id IS NULL"), true))
+			for _, ch := range chans {
+				parts = append(parts, "(?)")
+				args = append(args, branch(sq.Expr("e.kind = ?", k), sq.Expr("e.channel_id = ?::uuid", ch), false))
+			}
+		}
+		args = append(args, limit)
+		return sq.Expr(outer+strings.Join(parts, " UNION ALL ")+tail, args...)
+	}
+	pairKinds := make([]int32, 0, len(p.kinds)*len(chans))
+	pairChans := make([][16]byte, 0, len(p.kinds)*len(chans))
+	for _, k := range p.kinds {
+		for _, ch := range chans {
+			pairKinds = append(pairKinds, k)
+			pairChans = append(pairChans, ch)
+		}
+	}
+	return sq.Expr(outer+
+		"SELECT y.* FROM unnest(?::integer[], ?::uuid[]) AS k(kind, ch) CROSS JOIN LATERAL (?) AS y"+
+		" UNION ALL SELECT y.* FROM unnest(?::integer[]) AS k(kind) CROSS JOIN LATERAL (?) AS y"+tail,
+		pairKinds, pairChans, branch(sq.Expr("e.kind = k.kind"), sq.Expr("e.channel_id = k.ch"), false),
+		p.kinds, branch(sq.Expr("e.kind = k.kind"), sq.Expr("e.channel_id IS NULL"), true), limit)
 }
 
 // timeOn repeats since/until on the event_tags alias, so the tag index
