@@ -3,6 +3,7 @@ package buzz
 import (
 	"context"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,11 +48,12 @@ import (
 // "restricted: …" for non-members).
 
 const (
-	accessTTL         = 10 * time.Second
-	msgChannelRevoked = "restricted: channel access revoked"
-	msgChannelAuth    = "auth-required: authenticate (NIP-42) to read this channel"
-	msgMembersOnlyReq = "restricted: this community is open to its members only"
-	msgMembersAuthReq = "auth-required: this community is open to its members only; authenticate (NIP-42)"
+	accessTTL           = 10 * time.Second
+	msgChannelRevoked   = "restricted: channel access revoked"
+	msgCommunityRevoked = "restricted: community access revoked"
+	msgChannelAuth      = "auth-required: authenticate (NIP-42) to read this channel"
+	msgMembersOnlyReq   = "restricted: this community is open to its members only"
+	msgMembersAuthReq   = "auth-required: this community is open to its members only; authenticate (NIP-42)"
 )
 
 // relayChannels is the relay's channel machinery, nil when the store keeps
@@ -407,6 +409,59 @@ func (c *conn) mayHold(id store.ChannelID) bool {
 	return false
 }
 
+// onMemberRemoved ends the reads of a key removed from a members-only
+// community: every connection of the community authenticated as pubkey and
+// as no other member gets CLOSED "restricted: community access revoked" on
+// each of its subscriptions (a new REQ is refused by checkRead).
+func (r *Relay) onMemberRemoved(ctx context.Context, tc tenant.TenantContext, pubkey string) {
+	rc := r.channels
+	if rc == nil {
+		return
+	}
+	pol, err := rc.store.CommunityAccess(ctx, tc.Community())
+	if err != nil {
+		r.log.ErrorContext(ctx, "buzz: community access after a member removal", "err", err)
+	} else if pol != store.AccessMembers {
+		return
+	}
+	r.mu.Lock()
+	var conns []*conn
+	for c := range r.conns {
+		if c.tc.Community() == tc.Community() {
+			conns = append(conns, c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		readers := c.readers()
+		if !slices.Contains(readers, pubkey) {
+			continue
+		}
+		still := false
+		for _, pk := range readers {
+			if pk == pubkey {
+				continue
+			}
+			if _, ok, err := rc.store.CommunityRole(ctx, tc.Community(), pk); err == nil && ok {
+				still = true
+				break
+			}
+		}
+		if still {
+			continue
+		}
+		c.mu.Lock()
+		subs := make([]*subscription, 0, len(c.subs))
+		for _, s := range c.subs {
+			subs = append(subs, s)
+		}
+		c.mu.Unlock()
+		for _, s := range subs {
+			c.failSub(s, msgCommunityRevoked)
+		}
+	}
+}
+
 // closeSubsNaming closes, with CLOSED reason, the subscriptions that name
 // channel id in an "#h" filter.
 func (c *conn) closeSubsNaming(id store.ChannelID, reason string) {
@@ -476,7 +531,8 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 	if r.channels == nil {
 		return nil
 	}
-	return &ingest.Channels{Store: r.channels.store, StateKey: r.keys.key, OnChange: r.onChannelChange}
+	return &ingest.Channels{Store: r.channels.store, StateKey: r.keys.key, OnChange: r.onChannelChange,
+		OnMemberRemoved: r.onMemberRemoved}
 }
 
 // query reads one filter under scope (the plain query when the store

@@ -504,3 +504,50 @@ func TestLeaveAndDeleteEvict(t *testing.T) {
 	eq(t, "delete open", oc.expectOK(del.ID).OK, true)
 	eq(t, "bob's CLOSED after delete", bc.expectClosed("o", "restricted:"), msgChannelRevoked)
 }
+
+func TestCommunityMembershipCommands(t *testing.T) {
+	tr := newTestRelay(t)
+	ctx := context.Background()
+	owner, alice, bob, carol, dave := newSigner(t), newSigner(t), newSigner(t), newSigner(t), newSigner(t)
+	comm, _, err := tr.store.CreateCommunity(ctx, store.NewCommunity{Host: "m.example", OwnerPubKey: owner.pub()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.store.SetCommunityAccess(ctx, comm.ID, store.AccessMembers); err != nil {
+		t.Fatal(err)
+	}
+	member := func(kind int, by, who *signer, role string) *nostr.OKMessage {
+		t.Helper()
+		c := tr.dialHost(t, "m.example")
+		c.authAs(by, "m.example")
+		tag := nostr.Tag{"p", who.pub()}
+		if role != "" {
+			tag = append(tag, role)
+		}
+		return c.publish(by.event(kind, now(), "", tag))
+	}
+	eq(t, "owner adds alice", member(ingest.KindAddCommunityMember, owner, alice, "").OK, true)
+	eq(t, "member adds bob", member(ingest.KindAddCommunityMember, alice, bob, "").Message, ingest.MsgCommunityRole)
+	eq(t, "owner adds carol as admin", member(ingest.KindAddCommunityMember, owner, carol, "admin").OK, true)
+	eq(t, "admin adds bob", member(ingest.KindAddCommunityMember, carol, bob, "").OK, true)
+	eq(t, "admin grants admin", member(ingest.KindAddCommunityMember, carol, dave, "admin").Message, ingest.MsgCommunityRole)
+	eq(t, "owner cannot be removed", member(ingest.KindRemoveCommunityMember, carol, owner, "").Message, ingest.MsgCommunityRole)
+	eq(t, "bad role", member(ingest.KindAddCommunityMember, owner, dave, "king").Message, ingest.MsgBadMemberCommand)
+
+	bc := tr.dialHost(t, "m.example")
+	bc.authAs(bob, "m.example")
+	bc.subscribe("feed", nostr.Filter{Kinds: []int{1}})
+	eq(t, "admin removes bob", member(ingest.KindRemoveCommunityMember, carol, bob, "").OK, true)
+	eq(t, "bob's CLOSED", bc.expectClosed("feed", "restricted:"), msgCommunityRevoked)
+	bc.sendRaw(nostr.AppendReq(nil, "again", nostr.Filter{}))
+	eq(t, "bob's next REQ", bc.expectClosed("again", "restricted:"), msgMembersOnlyReq)
+	eq(t, "bob's EVENT", bc.publish(bob.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+	// Alice, still a member, reads the membership commands (community-wide).
+	ac := tr.dialHost(t, "m.example")
+	ac.authAs(alice, "m.example")
+	if got := ac.req("m", nostr.Filter{Kinds: []int{ingest.KindAddCommunityMember, ingest.KindRemoveCommunityMember}}); len(got) != 4 {
+		t.Fatalf("stored membership commands = %d, want 4", len(got))
+	}
+	// In an open community the commands work too but gate nothing.
+	eq(t, "in a community without owner", tr.dial(t).publish(owner.event(ingest.KindAddCommunityMember, now(), "", nostr.Tag{"p", bob.pub()})).Message, ingest.MsgCommunityRole)
+}

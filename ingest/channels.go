@@ -37,6 +37,10 @@ type Channels struct {
 	// access and evicts subscriptions that lost it). It must not block for
 	// long.
 	OnChange func(ctx context.Context, tc tenant.TenantContext, change store.ChannelChange)
+	// OnMemberRemoved is called after a community membership command
+	// removed pubkey from the community's members (the relay ends that
+	// key's reads in a members-only community). It must not block for long.
+	OnMemberRemoved func(ctx context.Context, tc tenant.TenantContext, pubkey string)
 	// CacheTTL bounds how long a channel, role or community policy looked up
 	// for admission is reused (default 2s). Commands through this pipeline
 	// invalidate the entries they change at once; a change made by another
@@ -126,6 +130,13 @@ func (s *channelState) put(k, v any, now time.Time) {
 		clear(s.m) // crude bound; entries are cheap to look up again
 	}
 	s.m[k] = cacheEntry{val: v, exp: now.Add(s.ttl)}
+}
+
+// forget drops one cached entry.
+func (s *channelState) forget(k any) {
+	s.mu.Lock()
+	delete(s.m, k)
+	s.mu.Unlock()
 }
 
 // forgetChannel drops every cached entry of one channel.
@@ -404,6 +415,11 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecisi
 			return Outcome{OK: ok, Message: msg}, nil
 		}
 	} else {
+		if isCommunityCommand(ev.Kind) {
+			if msg := p.applyCommunityCommand(ctx, s); msg != "" {
+				return Outcome{Message: msg}, nil
+			}
+		}
 		err = p.cfg.Store.Save(ctx, c, ev)
 	}
 	switch {

@@ -1,0 +1,116 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+)
+
+// Community membership commands (in the style of NIP-43 relay membership),
+// for communities whose access policy is store.AccessMembers. They carry no
+// h tag: membership belongs to the community, and the event is stored as a
+// community-wide event once its effect is applied.
+//
+//   - 9030 add member: p tag = the user, optional third element = role,
+//     "member" (default) or "admin". The community's owner may add members
+//     and admins; an admin may add members. A repeat changes nothing.
+//   - 9031 remove member: p tag = the user. The owner may remove anyone
+//     but itself (ownership is the operator's to transfer); an admin may
+//     remove members. Removing a key that is no member is accepted and
+//     changes nothing.
+//
+// The author's role is the one store.ChannelStore.CommunityRole returns
+// (the owner set by the operator API, or a role given here).
+const (
+	KindAddCommunityMember    = 9030
+	KindRemoveCommunityMember = 9031
+)
+
+// Messages of community membership commands.
+const (
+	MsgCommunityRole     = "restricted: your community role does not allow this"
+	MsgBadMemberCommand  = "invalid: a membership command needs one p tag with a 64-hex pubkey (and, to add, an optional role member or admin) and no h tag"
+	msgCommunityDisabled = "restricted: this relay does not manage community membership"
+)
+
+// isCommunityCommand reports whether kind is a membership command.
+func isCommunityCommand(kind int) bool {
+	return kind == KindAddCommunityMember || kind == KindRemoveCommunityMember
+}
+
+// applyCommunityCommand authorizes and applies a membership command, before
+// its event is stored. It returns "" when applied, else the refusal.
+func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) string {
+	cs := p.cfg.Channels
+	if cs == nil {
+		return msgCommunityDisabled
+	}
+	ev, c := s.Event, s.Tenant.Community()
+	target, role, err := parseMemberCommand(ev)
+	if err != nil {
+		return MsgBadMemberCommand
+	}
+	actor, isMember, err := cs.Store.CommunityRole(ctx, c, ev.PubKey)
+	if err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: community role", "community", c.String(), "err", err)
+		return MsgInternal
+	}
+	if !isMember || (actor != store.RoleOwner && actor != store.RoleAdmin) {
+		return MsgCommunityRole
+	}
+	current, targetIsMember, err := cs.Store.CommunityRole(ctx, c, target)
+	if err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: community role", "community", c.String(), "err", err)
+		return MsgInternal
+	}
+	switch ev.Kind {
+	case KindAddCommunityMember:
+		if current == store.RoleOwner {
+			return MsgCommunityRole // the owner's role is not changed here
+		}
+		if actor == store.RoleAdmin && (role == store.RoleAdmin || current == store.RoleAdmin) {
+			return MsgCommunityRole
+		}
+		err = cs.Store.PutCommunityMember(ctx, c, target, role)
+	case KindRemoveCommunityMember:
+		if current == store.RoleOwner || (actor == store.RoleAdmin && current == store.RoleAdmin) {
+			return MsgCommunityRole
+		}
+		if targetIsMember {
+			err = cs.Store.RemoveCommunityMember(ctx, c, target)
+		}
+	}
+	if err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: community membership", "community", c.String(), "err", err)
+		return MsgInternal
+	}
+	p.chans.forget(commKey{c, target})
+	if ev.Kind == KindRemoveCommunityMember && targetIsMember && cs.OnMemberRemoved != nil {
+		cs.OnMemberRemoved(ctx, s.Tenant, target)
+	}
+	return ""
+}
+
+func parseMemberCommand(ev *nostr.Event) (target string, role store.Role, err error) {
+	bad := errors.New("bad membership command")
+	if ev.Tags.Find("h") != nil {
+		return "", "", bad // membership is the community's, never a channel's
+	}
+	ps := ev.Tags.All("p")
+	if len(ps) != 1 || !isLowerHex(ps[0][1], 64) {
+		return "", "", bad
+	}
+	role = store.RoleMember
+	if len(ps[0]) >= 3 && ps[0][2] != "" {
+		role = store.Role(ps[0][2])
+	}
+	if role != store.RoleMember && role != store.RoleAdmin {
+		return "", "", bad
+	}
+	if ev.Kind == KindRemoveCommunityMember && len(ps[0]) >= 3 && ps[0][2] != "" {
+		return "", "", bad
+	}
+	return ps[0][1], role, nil
+}
