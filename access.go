@@ -306,9 +306,9 @@ func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tr
 		for _, id := range named {
 			if scope.Contains(id) {
 				readable = true
-				g.AuthCheck(ctx, st, id.String(), c.tc.Community(), true)
+				g.AuthCheck(ctx, st, c.traceLabel(id), c.tc.Community(), true)
 			} else {
-				g.AuthCheck(ctx, st, id.String(), tenant.CommunityID{}, false)
+				g.AuthCheck(ctx, st, c.traceLabel(id), tenant.CommunityID{}, false)
 			}
 		}
 		if !readable {
@@ -383,6 +383,14 @@ func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch
 		}
 		c.closeSubsNaming(id, msgChannelRevoked)
 	}
+}
+
+// traceLabel is a channel's trace label, formatted only when tracing.
+func (c *conn) traceLabel(id store.ChannelID) string {
+	if c.tracer == nil {
+		return ""
+	}
+	return id.String()
 }
 
 // mayHold reports whether the connection's cached readable set holds
@@ -488,10 +496,13 @@ func (c *conn) closeSubsNaming(id store.ChannelID, reason string) {
 	}
 }
 
-// readAction is the trace seam a filter's rows belong to: by id (ids or
+// traceRows records a filter's rows at the seam they belong to: by id (ids or
 // #e), one channel's messages (#h naming exactly one channel), or the
 // host's feed.
 func traceRows(ctx context.Context, g trace.Tracer, st trace.State, f *nostr.Filter, rows []tenant.CommunityID) {
+	if _, noop := g.(trace.Noop); noop {
+		return
+	}
 	if len(f.IDs) > 0 || f.Tags["e"] != nil {
 		g.ReadByIDRows(ctx, st, rows)
 		return

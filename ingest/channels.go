@@ -258,7 +258,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 	deny := func() (channelDecision, string) {
 		// The claim is recorded as resolved: nothing, whatever community
 		// may hold a channel with this id.
-		g.AuthCheck(ctx, st, id.String(), tenant.CommunityID{}, false)
+		g.AuthCheck(ctx, st, traceLabel(g, id), tenant.CommunityID{}, false)
 		return channelDecision{}, MsgChannelDenied
 	}
 	if p.cfg.Channels == nil {
@@ -281,7 +281,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		}
 		// A create claims an id in the bound community; every other command
 		// names a channel found there. Roles are judged by the store.
-		g.AuthCheck(ctx, st, id.String(), c, true)
+		g.AuthCheck(ctx, st, traceLabel(g, id), c, true)
 		return d, ""
 	}
 	ch, err := p.lookupChannel(ctx, c, id)
@@ -300,7 +300,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 	if !store.MayPost(ch, role, member) {
 		return deny()
 	}
-	g.AuthCheck(ctx, st, id.String(), c, true)
+	g.AuthCheck(ctx, st, traceLabel(g, id), c, true)
 	return d, ""
 }
 
@@ -439,7 +439,7 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecisi
 		return Outcome{Message: MsgInternal}, nil
 	}
 	if d.inChannel {
-		g.WriteInsert(ctx, st, ev.ID, d.channel.String(), c)
+		g.WriteInsert(ctx, st, ev.ID, traceLabel(g, d.channel), c)
 	} else {
 		g.WriteInsertGlobal(ctx, st, ev.ID)
 	}
@@ -567,6 +567,15 @@ func (p *Pipeline) stateClock(c tenant.CommunityID, id store.ChannelID, kind int
 	}
 	p.clock[key] = now
 	return now
+}
+
+// traceLabel is a channel's label in a trace step: "" for the no-op tracer,
+// so production never formats it.
+func traceLabel(g trace.Tracer, id store.ChannelID) string {
+	if _, noop := g.(trace.Noop); noop {
+		return ""
+	}
+	return id.String()
 }
 
 // sanitize reduces an OK message to the conformance error alphabet.
