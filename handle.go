@@ -124,6 +124,18 @@ func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string
 	return "", false
 }
 
+// refuseRead ends a REQ or COUNT with CLOSED: it traces the sanitized
+// reason, releases the read seam's guard and, when the reason asks for
+// authentication, sends the AUTH challenge first.
+func (c *conn) refuseRead(guard *trace.Guard, g trace.Tracer, st trace.State, subID, reason string, needAuth bool) {
+	if needAuth {
+		c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
+	}
+	g.SanitizedError(c.ctx, st, sanitizeReason(reason))
+	guard.Release(c.ctx)
+	c.reply(nostr.AppendClosed(nil, subID, reason))
+}
+
 // handleReq opens (or replaces) a subscription. The subscription is
 // registered for live events before the stored events are queried, and live
 // events are held back until EOSE, so an event accepted at any moment is
@@ -131,12 +143,7 @@ func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string
 func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	guard, g, st := c.armRead("req")
 	refuse := func(reason string, needAuth bool) {
-		if needAuth {
-			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
-		}
-		g.SanitizedError(c.ctx, st, sanitizeReason(reason))
-		guard.Release(c.ctx)
-		c.reply(nostr.AppendClosed(nil, subID, reason))
+		c.refuseRead(guard, g, st, subID, reason, needAuth)
 	}
 	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
 		refuse(reason, needAuth)
@@ -398,12 +405,7 @@ func (c *conn) dropAllSubs() {
 func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 	guard, g, st := c.armRead("count")
 	refuse := func(reason string, needAuth bool) {
-		if needAuth {
-			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
-		}
-		g.SanitizedError(c.ctx, st, sanitizeReason(reason))
-		guard.Release(c.ctx)
-		c.reply(nostr.AppendClosed(nil, subID, reason))
+		c.refuseRead(guard, g, st, subID, reason, needAuth)
 	}
 	if reason, needAuth := c.checkFilters(subID, filters); reason != "" {
 		refuse(reason, needAuth)

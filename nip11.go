@@ -3,6 +3,8 @@ package buzz
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/buzzrelay/buzz/nostr"
 )
 
 // Info is the relay's NIP-11 self-description. It is relay-wide: the same
@@ -62,7 +64,7 @@ func (r *Relay) NIP11Document() NIP11Document {
 	if r.cfg.hasRelayKey {
 		pub = r.cfg.relayKey.PublicKey() // the master key only: never a community's
 	}
-	if !isLowerHex(pub, 64) {
+	if !nostr.IsLowerHex(pub, 64) {
 		pub = ""
 	}
 	return NIP11Document{

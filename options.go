@@ -156,7 +156,7 @@ func WithLimits(l Limits) Option {
 // document.
 func WithInfo(i Info) Option {
 	return func(c *config) error {
-		if i.PubKey != "" && !isLowerHex(i.PubKey, 64) {
+		if i.PubKey != "" && !nostr.IsLowerHex(i.PubKey, 64) {
 			return errors.New("buzz: WithInfo: pubkey must be 64 lowercase hex characters")
 		}
 		c.info = i
@@ -232,17 +232,4 @@ func WithClock(now func() time.Time) Option {
 		c.now = now
 		return nil
 	}
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

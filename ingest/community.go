@@ -99,7 +99,7 @@ func parseMemberCommand(ev *nostr.Event) (target string, role store.Role, err er
 		return "", "", bad // membership is the community's, never a channel's
 	}
 	ps := ev.Tags.All("p")
-	if len(ps) != 1 || !isLowerHex(ps[0][1], 64) {
+	if len(ps) != 1 || !nostr.IsLowerHex(ps[0][1], 64) {
 		return "", "", bad
 	}
 	role = store.RoleMember

@@ -32,7 +32,7 @@ func validateDeletion(ev *nostr.Event) error {
 		}
 		switch t[0] {
 		case "e":
-			if !isLowerHex(t[1], 64) {
+			if !nostr.IsLowerHex(t[1], 64) {
 				return errors.New("invalid: deletion e tag must hold a 64-character lowercase hex event id")
 			}
 			targets++
@@ -69,21 +69,8 @@ func parseCoordinate(a string) (pubkey string, err error) {
 	if err != nil || kind < 0 || kind > nostr.MaxKind || k[0] == '+' || k[0] == '-' {
 		return "", bad
 	}
-	if !isLowerHex(pub, 64) {
+	if !nostr.IsLowerHex(pub, 64) {
 		return "", bad
 	}
 	return pub, nil
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -213,7 +213,7 @@ func bestEffortID(data []byte) string {
 			return ""
 		}
 		if key == "id" {
-			if v, se := p.readString(); se == strOK && isLowerHex(v, 64) {
+			if v, se := p.readString(); se == strOK && IsLowerHex(v, 64) {
 				return v
 			}
 			return ""

@@ -121,19 +121,19 @@ func (p *scanner) parseEvent(ev *Event) error {
 		switch bit {
 		case fieldID:
 			v, se := p.readString()
-			if se != strOK || !isLowerHex(v, 64) {
+			if se != strOK || !IsLowerHex(v, 64) {
 				return errors.New("invalid: id must be 64 lowercase hex characters")
 			}
 			ev.ID = v
 		case fieldPubKey:
 			v, se := p.readString()
-			if se != strOK || !isLowerHex(v, 64) {
+			if se != strOK || !IsLowerHex(v, 64) {
 				return errors.New("invalid: pubkey must be 64 lowercase hex characters")
 			}
 			ev.PubKey = v
 		case fieldSig:
 			v, se := p.readString()
-			if se != strOK || !isLowerHex(v, 128) {
+			if se != strOK || !IsLowerHex(v, 128) {
 				return errors.New("invalid: sig must be 128 lowercase hex characters")
 			}
 			ev.Sig = v

@@ -183,7 +183,7 @@ func (p *scanner) readHexArray(field string) ([]string, error) {
 	}
 	for {
 		v, se := p.readString()
-		if se != strOK || !isLowerHex(v, 64) {
+		if se != strOK || !IsLowerHex(v, 64) {
 			return nil, shape()
 		}
 		out = append(out, v)

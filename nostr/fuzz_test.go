@@ -162,7 +162,7 @@ func FuzzParseClientMessage(f *testing.F) {
 			}
 			var ee *EnvelopeError
 			if errors.As(err, &ee) {
-				if ee.EventID != "" && !isLowerHex(ee.EventID, 64) {
+				if ee.EventID != "" && !IsLowerHex(ee.EventID, 64) {
 					t.Fatalf("EnvelopeError.EventID %q is not an id", ee.EventID)
 				}
 				if ee.Label == "" {

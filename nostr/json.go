@@ -438,8 +438,9 @@ func (p *scanner) skipNumber() error {
 	return nil
 }
 
-// isLowerHex reports whether s is exactly n lowercase hex characters.
-func isLowerHex(s string, n int) bool {
+// IsLowerHex reports whether s is exactly n lowercase hex characters, the
+// form NIP-01 requires of ids (64), public keys (64) and signatures (128).
+func IsLowerHex(s string, n int) bool {
 	if len(s) != n {
 		return false
 	}

@@ -78,9 +78,9 @@ func refParseEvent(data []byte) (*Event, bool) {
 		v, err := strconv.ParseUint(string(raw), 10, 64)
 		return v, err == nil && v <= max
 	}
-	if !str("id", &e.ID) || !isLowerHex(e.ID, 64) ||
-		!str("pubkey", &e.PubKey) || !isLowerHex(e.PubKey, 64) ||
-		!str("sig", &e.Sig) || !isLowerHex(e.Sig, 128) ||
+	if !str("id", &e.ID) || !IsLowerHex(e.ID, 64) ||
+		!str("pubkey", &e.PubKey) || !IsLowerHex(e.PubKey, 64) ||
+		!str("sig", &e.Sig) || !IsLowerHex(e.Sig, 128) ||
 		!str("content", &e.Content) {
 		return nil, false
 	}
