@@ -183,3 +183,35 @@ func TestGroupCommitIsolatesAFailingEvent(t *testing.T) {
 		t.Fatalf("count = %d, %v; want the 4 good events", n, err)
 	}
 }
+
+// TestGroupCommitBatchIsAtomic: the batch pipeline is one transaction, so a
+// statement failing after an earlier one succeeded leaves nothing of the
+// batch behind.
+func TestGroupCommitBatchIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	s := internalStore(t)
+	c, _, err := s.EnsureCommunity(ctx, "a.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, _ := nostr.GenerateSecretKey()
+	now := time.Now().Unix()
+	var batch []*saveReq
+	for i, kind := range []int{1, 1, 0} { // two plain events (set-based), then a replaceable one
+		a, err := encodeEvent(c, signedEvent(t, sk, kind, now+int64(i), "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == 0 {
+			a.sig = a.sig[:10] // violates the sig length CHECK in buzz_save_event
+		}
+		batch = append(batch, &saveReq{ctx: ctx, args: a, done: make(chan error, 1)})
+	}
+	if _, err := s.saveMany(ctx, batch); err == nil {
+		t.Fatal("saveMany succeeded with an invalid event")
+	}
+	n, err := s.Count(ctx, c, []nostr.Filter{{}})
+	if err != nil || n != 0 {
+		t.Fatalf("count = %d, %v; want nothing committed", n, err)
+	}
+}

@@ -518,16 +518,12 @@ func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, 
 		b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: lockAllSQL, Arguments: []any{locks}}}, b.QueuedQueries...)
 	}
 
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: save: begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	br := tx.SendBatch(ctx, &b)
+	// The batch is one pipeline ending in a single Sync, so the server runs
+	// it as one implicit transaction: any error rolls back all of it, and it
+	// commits when the Sync is processed. br.Close returns only after the
+	// ReadyForQuery that follows the commit (with the commit's error, if
+	// any), so no explicit BEGIN and COMMIT round trips are needed.
+	br := s.pool.SendBatch(ctx, &b)
 	codes = make([]int16, len(batch))
 	readAll := func() error {
 		if len(locks) > 0 {
@@ -566,9 +562,6 @@ func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, 
 		return nil, fmt.Errorf("postgres: save: %w", err)
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("postgres: save: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: save: commit: %w", err)
 	}
 	for i, j := range dupOf {
