@@ -108,7 +108,16 @@ if pg_up && have psql && pg_login 'select 1' >/dev/null && [ "$(pg_login "select
 fi
 
 if [ $# -eq 0 ]; then
-	set -- ./...
+	log "go test -race -count=1 -timeout 45m ./..."
+	go test -race -count=1 -timeout 45m ./...
+	status=$?
+	# Stopping and starting the shared PostgreSQL would break every test
+	# running beside it, so the server-restart test runs alone, afterwards.
+	log "BUZZ_PG_RESTART_TEST=1 go test -race -count=1 -run '^TestServerRestartMidLoad$' ./store/postgres/"
+	BUZZ_PG_RESTART_TEST=1 go test -race -count=1 -timeout 10m -run '^TestServerRestartMidLoad$' -v ./store/postgres/
+	restart_status=$?
+	[ "$status" -ne 0 ] && exit "$status"
+	exit "$restart_status"
 fi
 log "go test -race -count=1 -timeout 45m $*"
 go test -race -count=1 -timeout 45m "$@"

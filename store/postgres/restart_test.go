@@ -43,12 +43,15 @@ func pgctl(t *testing.T, cluster []string, action string, extra ...string) error
 
 // TestServerRestartMidLoad stops PostgreSQL while writers are saving, checks
 // that calls fail with errors instead of hanging, starts it again, checks
-// that the pool recovers, and that every acknowledged event is stored. The
-// outage is kept to about two seconds (other packages' tests share the
-// server); BUZZ_SKIP_RESTART_TEST=1 skips it.
+// that the pool recovers, and that every acknowledged event is stored.
+//
+// Stopping the shared server would break every other test using it at the
+// same moment (go test runs packages in parallel), so this test runs only
+// when BUZZ_PG_RESTART_TEST=1: scripts/test.sh (the README's test command,
+// and so CI) runs it on its own after the rest of the suite.
 func TestServerRestartMidLoad(t *testing.T) {
-	if os.Getenv("BUZZ_SKIP_RESTART_TEST") == "1" {
-		t.Skip("BUZZ_SKIP_RESTART_TEST=1")
+	if os.Getenv("BUZZ_PG_RESTART_TEST") != "1" {
+		t.Skip("runs alone: BUZZ_PG_RESTART_TEST=1 (scripts/test.sh runs it after the suite)")
 	}
 	cluster := pgCluster(t)
 	s := openStore(t)
