@@ -13,6 +13,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -40,8 +41,11 @@ import (
 //     name the channel in "#h" with CLOSED "restricted: channel access
 //     revoked"; their other subscriptions stop receiving the channel.
 //     Other changes mark every connection's set stale; it is recomputed on
-//     the next read and, for live delivery, in the background. A change
-//     made through another process is seen after at most accessTTL.
+//     the next read and, for live delivery, in the background. The change
+//     is then published on the control bus (control.MembershipChanged,
+//     control.VisibilityChanged), and every other process applies it to its
+//     connections the same way; were a message lost, a change made through
+//     another process is still seen after at most accessTTL.
 //
 // Community access policy AccessMembers: only the community's members, once
 // authenticated, may read at all (CLOSED "auth-required: …" before AUTH,
@@ -325,32 +329,70 @@ func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tr
 }
 
 // onChannelChange runs after a channel command committed, before its event
-// is published: it marks every connection's readable set of the community
-// stale, and for a change that revokes access recomputes the affected
-// connections' sets and closes their subscriptions naming the channel.
+// is published: it applies the change to this process's connections
+// (revokeChannel) and then tells the other processes through the control
+// bus, which apply it the same way (see applyAccessMessage).
 func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch store.ChannelChange) {
+	if r.channels == nil {
+		return
+	}
+	id := ch.Channel.ID
+	r.revokeChannel(ctx, tc.Community(), id, ch.Deleted || ch.BecamePrivate, ch.Revoked)
+	for _, m := range channelMessages(ch) {
+		r.announce(ctx, tc.Community(), m)
+	}
+}
+
+// channelMessages are the control messages that tell other processes about
+// ch: VisibilityChanged when everyone may have lost access (deletion, open →
+// private), MembershipChanged per user who lost membership, and otherwise,
+// when access may only have widened (members or roles changed, an open
+// channel's metadata changed, perhaps private → open), one
+// MembershipChanged without pubkey, which only drops cached access.
+func channelMessages(ch store.ChannelChange) []control.Message {
+	id := ch.Channel.ID.String()
+	var out []control.Message
+	if ch.Deleted || ch.BecamePrivate {
+		out = append(out, control.VisibilityChanged{Channel: id})
+	}
+	for _, pk := range ch.Revoked {
+		out = append(out, control.MembershipChanged{Channel: id, PubKey: pk})
+	}
+	widened := ch.Members || (ch.Metadata && ch.Channel.Visibility != store.VisibilityPrivate)
+	if len(out) == 0 && widened {
+		out = append(out, control.MembershipChanged{Channel: id})
+	}
+	return out
+}
+
+// revokeChannel marks every connection's readable set of community stale
+// and, when access may have been lost (everyone: deletion or a visibility
+// change; else the revoked pubkeys), recomputes the affected connections'
+// sets and closes their subscriptions naming the channel with CLOSED
+// "restricted: channel access revoked". It is the one place a channel
+// change is applied to this process's connections, whether the command
+// ran here or on another process.
+func (r *Relay) revokeChannel(ctx context.Context, community tenant.CommunityID, id store.ChannelID, everyone bool, revoked []string) {
 	rc := r.channels
 	if rc == nil {
 		return
 	}
-	rc.gen(tc.Community()).Add(1)
-	revokes := ch.Deleted || ch.BecamePrivate || len(ch.Revoked) > 0
-	if !revokes {
+	rc.gen(community).Add(1)
+	if !everyone && len(revoked) == 0 {
 		return
 	}
 	r.mu.Lock()
 	conns := make([]*conn, 0, len(r.conns))
 	for c := range r.conns {
-		if c.tc.Community() == tc.Community() {
+		if c.tc.Community() == community {
 			conns = append(conns, c)
 		}
 	}
 	r.mu.Unlock()
-	revoked := make(map[string]bool, len(ch.Revoked))
-	for _, pk := range ch.Revoked {
-		revoked[pk] = true
+	isRevoked := make(map[string]bool, len(revoked))
+	for _, pk := range revoked {
+		isRevoked[pk] = true
 	}
-	id := ch.Channel.ID
 	for _, c := range conns {
 		// Only a connection that may currently read the channel (by its
 		// cached set) or names it in a subscription can lose anything; one
@@ -358,10 +400,10 @@ func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch
 		if !c.mayHold(id) {
 			continue
 		}
-		affected := ch.Deleted || ch.BecamePrivate
+		affected := everyone
 		if !affected {
 			for _, pk := range c.readers() {
-				if revoked[pk] {
+				if isRevoked[pk] {
 					affected = true
 					break
 				}
@@ -420,13 +462,25 @@ func (c *conn) mayHold(id store.ChannelID) bool {
 // onMemberRemoved ends the reads of a key removed from a members-only
 // community: every connection of the community authenticated as pubkey and
 // as no other member gets CLOSED "restricted: community access revoked" on
-// each of its subscriptions (a new REQ is refused by checkRead).
+// each of its subscriptions (a new REQ is refused by checkRead). Other
+// processes are told through the control bus.
 func (r *Relay) onMemberRemoved(ctx context.Context, tc tenant.TenantContext, pubkey string) {
+	if r.channels == nil {
+		return
+	}
+	r.revokeMember(ctx, tc.Community(), pubkey)
+	r.announce(ctx, tc.Community(), control.MembershipChanged{PubKey: pubkey})
+}
+
+// revokeMember applies the removal of pubkey from community's members to
+// this process's connections (see onMemberRemoved), whether the command ran
+// here or on another process.
+func (r *Relay) revokeMember(ctx context.Context, community tenant.CommunityID, pubkey string) {
 	rc := r.channels
 	if rc == nil {
 		return
 	}
-	pol, err := rc.store.CommunityAccess(ctx, tc.Community())
+	pol, err := rc.store.CommunityAccess(ctx, community)
 	if err != nil {
 		r.log.ErrorContext(ctx, "buzz: community access after a member removal", "err", err)
 	} else if pol != store.AccessMembers {
@@ -435,7 +489,7 @@ func (r *Relay) onMemberRemoved(ctx context.Context, tc tenant.TenantContext, pu
 	r.mu.Lock()
 	var conns []*conn
 	for c := range r.conns {
-		if c.tc.Community() == tc.Community() {
+		if c.tc.Community() == community {
 			conns = append(conns, c)
 		}
 	}
@@ -450,7 +504,7 @@ func (r *Relay) onMemberRemoved(ctx context.Context, tc tenant.TenantContext, pu
 			if pk == pubkey {
 				continue
 			}
-			if _, ok, err := rc.store.CommunityRole(ctx, tc.Community(), pk); err == nil && ok {
+			if _, ok, err := rc.store.CommunityRole(ctx, community, pk); err == nil && ok {
 				still = true
 				break
 			}

@@ -31,6 +31,7 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/ratelimit"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -176,8 +177,16 @@ type clusterState struct {
 	wg     sync.WaitGroup // control actions in flight
 
 	mu     sync.Mutex
+	own    map[ownKey]int                // access messages this process is announcing
 	counts map[presenceKey]int           // connections per announced pubkey
 	byConn map[*conn]map[string]struct{} // pubkeys announced per connection
+}
+
+// ownKey names an access message this process already applied and is
+// publishing (see announce).
+type ownKey struct {
+	community tenant.CommunityID
+	m         control.Message
 }
 
 type presenceKey struct {
@@ -193,6 +202,7 @@ func (r *Relay) startCluster() {
 		bus:    cc.bus,
 		hooks:  cc.accessHooks,
 		ctrl:   cc.ctrlHooks,
+		own:    make(map[ownKey]int),
 		counts: make(map[presenceKey]int),
 		byConn: make(map[*conn]map[string]struct{}),
 	}
@@ -255,12 +265,83 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 }
 
 // accessChanged is the single entry point for membership and visibility
-// changes: it runs the WithAccessChangeHook hooks. Channel scoping plugs its
-// cache invalidation and revoked-subscription closing in here.
+// changes: it runs the WithAccessChangeHook hooks, then applies the change
+// to this process's connections (applyAccessMessage) — except for the local
+// delivery of a message this process is announcing after it already applied
+// the change itself (announce). Cached access is marked stale at once;
+// recomputing it and closing revoked subscriptions runs on its own
+// goroutine, as a handler must not block.
 func (r *Relay) accessChanged(community tenant.CommunityID, m control.Message) {
 	for _, h := range r.cl.hooks {
 		h(community, m)
 	}
+	if r.channels == nil || r.cl.consumeOwn(community, m) {
+		return
+	}
+	switch m := m.(type) {
+	case control.MembershipChanged:
+		if m.Channel == "" {
+			if m.PubKey != "" {
+				r.cl.goAction(func(ctx context.Context) { r.revokeMember(ctx, community, m.PubKey) })
+			}
+			return
+		}
+		id, ok := store.ParseChannelID(m.Channel)
+		if !ok {
+			return
+		}
+		r.channels.gen(community).Add(1)
+		if m.PubKey == "" {
+			return
+		}
+		r.cl.goAction(func(ctx context.Context) { r.revokeChannel(ctx, community, id, false, []string{m.PubKey}) })
+	case control.VisibilityChanged:
+		id, ok := store.ParseChannelID(m.Channel)
+		if !ok {
+			return
+		}
+		r.channels.gen(community).Add(1)
+		r.cl.goAction(func(ctx context.Context) { r.revokeChannel(ctx, community, id, true, nil) })
+	}
+}
+
+// announce publishes an access message about a change this process has
+// already applied to its connections, so that the other processes apply it
+// too. Its local delivery runs the hooks but is not applied a second time.
+// A failed publish is logged: the other processes then see the change
+// within accessTTL.
+func (r *Relay) announce(ctx context.Context, community tenant.CommunityID, m control.Message) {
+	k := ownKey{community, m}
+	r.cl.mu.Lock()
+	r.cl.own[k]++
+	r.cl.mu.Unlock()
+	// The change is committed: tell the others even if the client left.
+	err := r.cl.bus.PublishControl(context.WithoutCancel(ctx), community, m)
+	// A bus that delivers locally later than PublishControl returns gets the
+	// message applied twice, which is harmless; the mark must not outlive
+	// this call, or a later message from another process would be dropped.
+	r.cl.consumeOwn(community, m)
+	if err != nil {
+		r.log.WarnContext(ctx, "buzz: publish access change", "community", community.String(), "type", m.Type(), "err", err)
+	}
+}
+
+// consumeOwn reports whether m is the local delivery of a message announce
+// is publishing, and forgets that mark.
+func (cs *clusterState) consumeOwn(community tenant.CommunityID, m control.Message) bool {
+	k := ownKey{community, m}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := cs.own[k]
+	if n == 0 {
+		return false
+	}
+	if n == 1 {
+		delete(cs.own, k)
+	} else {
+		cs.own[k] = n - 1
+	}
+	return true
 }
 
 func (cs *clusterState) goAction(fn func(ctx context.Context)) {

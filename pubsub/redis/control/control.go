@@ -30,7 +30,10 @@ type Message interface {
 
 // MembershipChanged says PubKey's membership of Channel changed: caches of
 // accessible channels must be dropped and subscriptions the pubkey may no
-// longer read closed. An empty Channel means community-wide access changed.
+// longer read closed. An empty Channel means community-wide access changed
+// (PubKey was removed from the community's members). An empty PubKey with a
+// Channel means the channel's members, roles or metadata changed without
+// anyone losing access: only cached access is dropped.
 type MembershipChanged struct {
 	Channel string `json:"channel,omitempty"`
 	PubKey  string `json:"pubkey,omitempty"`
