@@ -136,6 +136,22 @@ func (c *conn) refuseRead(guard *trace.Guard, g trace.Tracer, st trace.State, su
 	c.reply(nostr.AppendClosed(nil, subID, reason))
 }
 
+// readAccess is checkRead for a REQ or COUNT on this connection: a store
+// failure becomes the internal-error reason (logged, never sent), and live
+// is false when the connection itself has ended, in which case nothing is
+// to be answered.
+func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope store.Scope, reason string, needAuth, live bool) {
+	scope, reason, needAuth, err := c.checkRead(c.ctx, filters, g)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return scope, "", false, false
+		}
+		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
+		return scope, msgInternal, false, true
+	}
+	return scope, reason, needAuth, true
+}
+
 // handleReq opens (or replaces) a subscription. The subscription is
 // registered for live events before the stored events are queried, and live
 // events are held back until EOSE, so an event accepted at any moment is
@@ -151,13 +167,9 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	}
 	// Channel access, decided before the subscription exists: the scope
 	// the stored events are read with, or CLOSED.
-	scope, reason, needAuth, err := c.checkRead(c.ctx, filters, g)
-	if err != nil {
-		if c.ctx.Err() != nil {
-			return
-		}
-		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
-		reason, needAuth = msgInternal, false
+	scope, reason, needAuth, live := c.readAccess(filters, g)
+	if !live {
+		return
 	}
 	if reason != "" {
 		// A replaced subscription of the same id ends too.
@@ -411,13 +423,9 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 		refuse(reason, needAuth)
 		return
 	}
-	scope, reason, needAuth, err := c.checkRead(c.ctx, filters, g)
-	if err != nil {
-		if c.ctx.Err() != nil {
-			return
-		}
-		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
-		reason, needAuth = msgInternal, false
+	scope, reason, needAuth, live := c.readAccess(filters, g)
+	if !live {
+		return
 	}
 	if reason != "" {
 		refuse(reason, needAuth)
