@@ -572,3 +572,32 @@ func TestMuxReceivesOtherRequests(t *testing.T) {
 	resp.Body.Close()
 	eq(t, "mux body", string(b), "hello "+tr.host)
 }
+
+func TestHandleCommunityBindsHost(t *testing.T) {
+	tr := newTestRelay(t)
+	tr.relay.HandleCommunity("GET /whoami", func(w http.ResponseWriter, r *http.Request, tc tenant.TenantContext) {
+		_, _ = io.WriteString(w, tc.Community().String())
+	})
+	get := func(host string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, tr.srv.URL+"/whoami", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get(tr.host)
+	eq(t, "mapped status", code, http.StatusOK)
+	eq(t, "mapped body", body, tr.tc.Community().String())
+	for _, h := range []string{"unmapped.example", "other.example:8080"} {
+		code, body = get(h)
+		eq(t, "unmapped status "+h, code, http.StatusNotFound)
+		eq(t, "unmapped body "+h, body, tenant.ErrUnmappedHost.Error()+"\n")
+	}
+}
