@@ -467,8 +467,8 @@ func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pu
 	if !ok {
 		return errors.New("postgres: member key must be 64 lowercase hex characters")
 	}
-	if role != store.RoleAdmin && role != store.RoleMember {
-		return fmt.Errorf("postgres: community role must be admin or member, not %q", role)
+	if !store.ValidCommunityRole(role) {
+		return fmt.Errorf("postgres: community role must be admin, moderator or member, not %q", role)
 	}
 	return s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO community_members (community_id, pubkey, role) VALUES ($1, $2, $3)

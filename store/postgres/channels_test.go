@@ -11,3 +11,9 @@ import (
 func TestChannels(t *testing.T) {
 	storetest.RunChannels(t, func(t *testing.T) storetest.ChannelBackend { return openStore(t) })
 }
+
+// TestModeration runs the moderation conformance suite, each subtest on
+// its own database.
+func TestModeration(t *testing.T) {
+	storetest.RunModeration(t, func(t *testing.T) storetest.ModerationBackend { return openStore(t) })
+}

@@ -501,8 +501,8 @@ func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pu
 	if !ok {
 		return errors.New("sqlite: member key must be 64 lowercase hex characters")
 	}
-	if role != store.RoleAdmin && role != store.RoleMember {
-		return fmt.Errorf("sqlite: community role must be admin or member, not %q", role)
+	if !store.ValidCommunityRole(role) {
+		return fmt.Errorf("sqlite: community role must be admin, moderator or member, not %q", role)
 	}
 	cseq, err := s.communitySeq(ctx, c)
 	if err != nil {

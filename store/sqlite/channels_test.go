@@ -9,3 +9,7 @@ import (
 func TestChannels(t *testing.T) {
 	storetest.RunChannels(t, func(t *testing.T) storetest.ChannelBackend { return openTemp(t) })
 }
+
+func TestModeration(t *testing.T) {
+	storetest.RunModeration(t, func(t *testing.T) storetest.ModerationBackend { return openTemp(t) })
+}
