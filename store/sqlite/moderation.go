@@ -232,11 +232,11 @@ func (s *Store) ModerationActions(ctx context.Context, c tenant.CommunityID, bef
 	var out []store.ModerationAction
 	for rows.Next() {
 		var (
-			a                    store.ModerationAction
-			actor, target, evID  []byte
-			until                sql.NullInt64
-			status               sql.NullString
-			created              int64
+			a                   store.ModerationAction
+			actor, target, evID []byte
+			until               sql.NullInt64
+			status              sql.NullString
+			created             int64
 		)
 		if err := rows.Scan(&a.Seq, &a.Action, &actor, &target, &a.Reason, &until, &status, &evID, &created); err != nil {
 			return nil, internal("moderation actions", err)
