@@ -11,6 +11,7 @@ require (
 	github.com/nbd-wtf/go-nostr v0.52.3
 	github.com/pressly/goose/v3 v3.30.0
 	github.com/redis/rueidis v1.0.79
+	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.25.0
 	modernc.org/sqlite v1.62.0
 )
