@@ -2,12 +2,14 @@ package sqlite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -18,10 +20,28 @@ import (
 // error having written nothing, or return an internal error (after which the
 // batch is rolled back and replayed one request per transaction).
 type writeReq struct {
-	ctx  context.Context
-	fn   func(w *writer) error
-	err  error
-	done chan error
+	ctx   context.Context
+	fn    func(w *writer) error
+	err   error
+	done  chan error
+	state atomic.Int32 // reqQueued, then reqTaken by the writer or reqAbandoned by submit
+}
+
+// The life of a writeReq: submit queues it; then exactly one of the writer
+// (taking it to run fn) and submit (giving up when its context ends) wins the
+// transition out of reqQueued. That is what guarantees fn never runs after
+// submit has returned, so closures may write to their caller's variables.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+// take claims r for the writer. It reports false when submit has already
+// abandoned r (fn must not run); a request the writer took before (a batch
+// replayed one request per transaction) may run again.
+func (r *writeReq) take() bool {
+	return r.state.CompareAndSwap(reqQueued, reqTaken) || r.state.Load() == reqTaken
 }
 
 // isOutcome reports whether err is a per-request result that leaves the
@@ -32,9 +52,10 @@ func isOutcome(err error) bool {
 }
 
 // submit queues fn for the writer and waits for its committed result.
-// If ctx ends first, submit returns ctx.Err(); the write may still commit
-// later (its caller simply never learns of it, and a retry sees
-// ErrDuplicate).
+// If ctx ends before the writer takes the request, submit returns ctx.Err()
+// and fn never runs. Once the writer has taken it, submit waits for the
+// batch to finish (a bounded wait: batches are short and never wait on
+// callers), so fn never runs concurrently with or after submit's return.
 func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -56,7 +77,10 @@ func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
 	case err := <-r.done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return ctx.Err()
+		}
+		return <-r.done
 	}
 }
 
@@ -123,8 +147,8 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 	failed := false
 	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err
+		if err := r.ctx.Err(); err != nil || !r.take() {
+			r.err = cmp.Or(err, context.Canceled)
 			continue
 		}
 		r.err = r.fn(w)
@@ -152,8 +176,8 @@ func (s *Store) runBatch(batch []*writeReq) {
 
 func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	w := s.w
-	if err := r.ctx.Err(); err != nil {
-		return err
+	if err := r.ctx.Err(); err != nil || !r.take() {
+		return cmp.Or(err, context.Canceled)
 	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
 		return internal("begin", err)
