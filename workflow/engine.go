@@ -1,0 +1,605 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Status event kinds, published relay-signed into the workflow's channel.
+const (
+	KindRunTriggered  = 46001
+	KindStepStarted   = 46002
+	KindStepCompleted = 46003
+	KindStepFailed    = 46004
+	KindRunCompleted  = 46005
+	KindRunFailed     = 46006
+	KindRunCancelled  = 46007
+	// KindManualTrigger is a by-hand run request (46020); the relay
+	// passes it to TriggerManual.
+	KindManualTrigger = 46020
+	// KindDefinition is a workflow definition event (30620).
+	KindDefinition = 30620
+	// ProvenanceTag marks events the engine publishes:
+	// ["buzz:workflow", workflow id, run id]. Events carrying it never
+	// trigger workflows (loop guard).
+	ProvenanceTag = "buzz:workflow"
+)
+
+// Engine errors (beyond the Store's).
+var (
+	// ErrNotPermitted: the author may not define or trigger this workflow
+	// (not a channel member, or not owner/admin for a definition that
+	// calls webhooks).
+	ErrNotPermitted = errors.New("workflow: not permitted")
+	// ErrWrongTrigger: a manual trigger for a workflow that is not
+	// triggered by webhook.
+	ErrWrongTrigger = errors.New("workflow: workflow is not triggered by webhook")
+	// ErrDisabled: the workflow is disabled.
+	ErrDisabled = errors.New("workflow: workflow is disabled")
+)
+
+// Engine runs workflows. Create it with New, start it with Run.
+type Engine struct {
+	store Store
+	src   EventSource
+	pub   Publisher
+	cfg   config
+	log   *slog.Logger
+	reg   *Registry
+	conds conditionCache
+	now   func() time.Time
+
+	wake chan struct{}
+	sem  chan struct{}
+
+	cacheMu sync.Mutex
+	cache   map[cacheKey]cacheEntry
+
+	heldMu sync.Mutex
+	held   map[ID]*heldRun
+
+	healthMu sync.Mutex
+	loops    map[string]*LoopHealth
+
+	runMu   sync.Mutex
+	running bool
+	halted  bool // test hook: stop without releasing leases (a crash)
+	workers sync.WaitGroup
+}
+
+type cacheKey struct {
+	c  tenant.CommunityID
+	ch store.ChannelID
+	on TriggerKind
+}
+
+type cacheEntry struct {
+	wfs     []Workflow
+	expires time.Time
+}
+
+type heldRun struct {
+	lease  Lease
+	cancel context.CancelFunc
+}
+
+// New builds an engine from its store, event source and publisher. The
+// options are validated; WithAuthority is required.
+func New(st Store, src EventSource, pub Publisher, opts ...Option) (*Engine, error) {
+	if st == nil || src == nil || pub == nil {
+		return nil, errors.New("workflow: New needs a store, an event source and a publisher")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.authority == nil {
+		return nil, errors.New("workflow: WithAuthority is required")
+	}
+	if cfg.heartbeat == 0 {
+		cfg.heartbeat = cfg.leaseTTL / 3
+	}
+	reg, err := NewRegistry(builtinActions(&cfg)...)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range cfg.actions {
+		if err := reg.add(a); err != nil {
+			return nil, err
+		}
+	}
+	e := &Engine{
+		store: st, src: src, pub: pub, cfg: cfg, log: cfg.logger, reg: reg,
+		now:   time.Now,
+		wake:  make(chan struct{}, 1),
+		sem:   make(chan struct{}, cfg.concurrency),
+		cache: make(map[cacheKey]cacheEntry),
+		held:  make(map[ID]*heldRun),
+		loops: make(map[string]*LoopHealth),
+	}
+	for _, n := range loopNames {
+		e.loops[n] = &LoopHealth{Name: n}
+	}
+	return e, nil
+}
+
+// Actions returns the engine's action registry (built-ins and WithAction).
+func (e *Engine) Actions() *Registry { return e.reg }
+
+// WorkerName is the name this engine holds leases under.
+func (e *Engine) WorkerName() string { return e.cfg.worker }
+
+// Parse parses and validates a YAML definition against the engine's
+// actions. Errors are *FieldError.
+func (e *Engine) Parse(src []byte) (*Definition, error) { return Parse(src, e.reg) }
+
+// DefineRequest is a definition published by an author (kind 30620).
+type DefineRequest struct {
+	ID               ID
+	Channel          store.ChannelID
+	Author           string // 64 hex
+	YAML             []byte
+	EventID          string // the 30620 event id, "" if none
+	ExpectedRevision string // "" = no compare-and-swap
+}
+
+// Define parses a definition, checks its author's authority (a channel
+// member; owner or admin when it calls webhooks) and stores it. Errors:
+// *FieldError (invalid definition), ErrNotPermitted, ErrNotOwner,
+// ErrRevisionConflict, ErrNotFound (expected revision of a workflow that
+// does not exist), or a storage error.
+func (e *Engine) Define(ctx context.Context, c tenant.CommunityID, r DefineRequest) (Workflow, error) {
+	d, err := e.Parse(r.YAML)
+	if err != nil {
+		return Workflow{}, err
+	}
+	if err := e.authorize(ctx, c, r.Channel, r.Author, d.NeedsAdmin()); err != nil {
+		return Workflow{}, err
+	}
+	wf, err := e.store.PutWorkflow(ctx, c, PutWorkflow{
+		ID: r.ID, Channel: r.Channel, Owner: r.Author, Definition: d,
+		EventID: r.EventID, ExpectedRevision: r.ExpectedRevision,
+	})
+	if err != nil {
+		return Workflow{}, err
+	}
+	e.Invalidate(c, r.Channel)
+	return wf, nil
+}
+
+// authorize checks pubkey's standing in channel.
+func (e *Engine) authorize(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, pubkey string, admin bool) error {
+	role, ok, err := e.cfg.authority.ChannelRole(ctx, c, ch, pubkey)
+	if err != nil {
+		return err
+	}
+	if !ok || admin && role != store.RoleOwner && role != store.RoleAdmin {
+		return ErrNotPermitted
+	}
+	return nil
+}
+
+// Invalidate drops this engine's cached workflows of a channel (call it
+// after changing a channel's workflows other than through Define; other
+// engines see the change within the cache TTL).
+func (e *Engine) Invalidate(c tenant.CommunityID, ch store.ChannelID) {
+	e.cacheMu.Lock()
+	defer e.cacheMu.Unlock()
+	for k := range e.cache {
+		if k.c == c && k.ch == ch {
+			delete(e.cache, k)
+		}
+	}
+}
+
+// ManualTrigger is a by-hand run request (kind 46020).
+type ManualTrigger struct {
+	Workflow ID
+	Channel  store.ChannelID
+	// Revision is the event id of the workflow's current definition
+	// (the 46020's e tag).
+	Revision string
+	Author   string
+	EventID  string // the 46020's id: one run per trigger event
+	Fields   map[string]any
+}
+
+// TriggerManual persists a run of a webhook-triggered workflow by hand.
+// A workflow of another community or channel is ErrNotFound; a stale
+// Revision ErrRevisionConflict; then ErrWrongTrigger, ErrDisabled,
+// ErrNotPermitted (the author is not a channel member). Repeating a
+// trigger event returns its existing run with created false.
+func (e *Engine) TriggerManual(ctx context.Context, c tenant.CommunityID, t ManualTrigger) (Run, bool, error) {
+	wf, err := e.store.Workflow(ctx, c, t.Workflow)
+	if err != nil {
+		return Run{}, false, err
+	}
+	if wf.Channel != t.Channel {
+		return Run{}, false, ErrNotFound
+	}
+	if wf.EventID == "" || t.Revision != wf.EventID {
+		return Run{}, false, ErrRevisionConflict
+	}
+	if wf.Definition.Trigger.On != TriggerWebhook {
+		return Run{}, false, ErrWrongTrigger
+	}
+	if !wf.Enabled {
+		return Run{}, false, ErrDisabled
+	}
+	if err := e.authorize(ctx, c, wf.Channel, t.Author, false); err != nil {
+		return Run{}, false, err
+	}
+	vars := make(map[string]any, len(t.Fields)+3)
+	for k, v := range t.Fields {
+		vars[k] = v
+	}
+	vars["author"] = t.Author
+	vars["channel_id"] = wf.Channel.String()
+	vars["event_id"] = t.EventID
+	run, created, err := e.store.CreateRun(ctx, c, NewRun{Workflow: wf.ID, TriggerEventID: t.EventID, Trigger: jsonValues(vars)})
+	if err != nil {
+		return Run{}, false, err
+	}
+	if created {
+		e.poke()
+	}
+	return run, created, nil
+}
+
+// jsonValues normalises v to JSON values (as a stored run decodes them).
+func jsonValues(v map[string]any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return map[string]any{}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return map[string]any{}
+	}
+	return out
+}
+
+// poke wakes the dispatcher.
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Loop names reported by Health.
+const (
+	LoopEvents    = "events"
+	LoopDispatch  = "dispatch"
+	LoopHeartbeat = "heartbeat"
+)
+
+var loopNames = []string{LoopEvents, LoopDispatch, LoopHeartbeat}
+
+// LoopHealth is the state of one background loop.
+type LoopHealth struct {
+	Name      string
+	Running   bool
+	Restarts  int
+	LastError string
+	LastFail  time.Time
+}
+
+// Health reports the background loops and how many runs this engine holds.
+type Health struct {
+	Loops []LoopHealth
+	Held  int
+}
+
+// Health returns a snapshot of the engine's loops.
+func (e *Engine) Health() Health {
+	e.healthMu.Lock()
+	var h Health
+	for _, n := range loopNames {
+		h.Loops = append(h.Loops, *e.loops[n])
+	}
+	e.healthMu.Unlock()
+	e.heldMu.Lock()
+	h.Held = len(e.held)
+	e.heldMu.Unlock()
+	return h
+}
+
+// Check returns nil when every background loop is running, else an error
+// naming those that are not (for a readiness probe).
+func (e *Engine) Check() error {
+	var errs []error
+	for _, l := range e.Health().Loops {
+		if !l.Running {
+			msg := "not running"
+			if l.LastError != "" {
+				msg = "restarting after: " + l.LastError
+			}
+			errs = append(errs, fmt.Errorf("workflow loop %s %s", l.Name, msg))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) setLoop(name string, running bool, err error) {
+	e.healthMu.Lock()
+	defer e.healthMu.Unlock()
+	l := e.loops[name]
+	l.Running = running
+	if err != nil {
+		l.Restarts++
+		l.LastError = err.Error()
+		l.LastFail = e.now()
+	}
+}
+
+// Run starts the engine's loops and blocks until ctx ends; then it stops
+// claiming, lets executing runs stop at their next step boundary (their
+// leases are released so another engine continues them at once) and
+// returns. Run may be called once.
+func (e *Engine) Run(ctx context.Context) error {
+	e.runMu.Lock()
+	if e.running {
+		e.runMu.Unlock()
+		return errors.New("workflow: engine already running")
+	}
+	e.running = true
+	e.runMu.Unlock()
+
+	var wg sync.WaitGroup
+	for name, fn := range map[string]func(context.Context) error{
+		LoopEvents:    e.eventsLoop,
+		LoopDispatch:  e.dispatchLoop,
+		LoopHeartbeat: e.heartbeatLoop,
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.supervise(ctx, name, fn)
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	e.workers.Wait()
+	for _, n := range loopNames {
+		e.setLoop(n, false, nil)
+	}
+	return nil
+}
+
+// supervise runs fn until ctx ends, restarting it (with backoff) when it
+// returns or panics; the failure is logged and shown by Health.
+func (e *Engine) supervise(ctx context.Context, name string, fn func(context.Context) error) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		e.setLoop(name, true, nil)
+		start := e.now()
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+					e.log.Error("workflow: loop panicked", "loop", name, "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
+			return fn(ctx)
+		}()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("loop returned")
+		}
+		e.setLoop(name, false, err)
+		e.log.Error("workflow: loop failed; restarting", "loop", name, "err", err, "in", backoff)
+		if e.now().Sub(start) > time.Minute {
+			backoff = 50 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (e *Engine) eventsLoop(ctx context.Context) error {
+	return e.src.Subscribe(ctx, e.HandleEvent)
+}
+
+// HandleEvent matches a stored event against the workflows of its channel
+// and persists a pending run for each match. It is idempotent (one run
+// per workflow and trigger event), so an event may be delivered again.
+// An error means some run may not have been persisted: deliver again.
+func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	on, ok := triggerOf(ev)
+	if !ok {
+		return nil
+	}
+	ch, ok, err := store.EventChannel(ev)
+	if err != nil || !ok {
+		return nil
+	}
+	wfs, err := e.active(ctx, c, ch, on)
+	if err != nil {
+		return err
+	}
+	if len(wfs) == 0 {
+		return nil
+	}
+	vars := eventTrigger(ev, ch)
+	var cvars map[string]any
+	created := false
+	for i := range wfs {
+		wf := &wfs[i]
+		t := wf.Definition.Trigger
+		if on == TriggerReactionAdded && t.Emoji != "" && t.Emoji != ev.Content {
+			continue
+		}
+		if t.Filter != "" {
+			if cvars == nil {
+				cvars = scope(vars, nil)
+			}
+			prg, err := e.conds.get(t.Filter)
+			if err != nil {
+				continue
+			}
+			match, err := evalCondition(ctx, prg, cvars)
+			if err != nil {
+				e.log.Debug("workflow: trigger filter failed", "workflow", wf.ID, "err", err)
+				continue
+			}
+			if !match {
+				continue
+			}
+		}
+		_, made, err := e.store.CreateRun(ctx, c, NewRun{Workflow: wf.ID, TriggerEventID: ev.ID, Trigger: vars})
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("workflow: persist run: %w", err)
+		}
+		created = created || made
+	}
+	if created {
+		e.poke()
+	}
+	return nil
+}
+
+// triggerOf returns the trigger an event may fire, applying the loop guard.
+func triggerOf(ev *nostr.Event) (TriggerKind, bool) {
+	var on TriggerKind
+	switch ev.Kind {
+	case store.KindChatMessage:
+		on = TriggerMessagePosted
+	case 7:
+		on = TriggerReactionAdded
+	default:
+		// Status kinds, commands, state, gift wraps: never triggers.
+		return "", false
+	}
+	for _, t := range ev.Tags {
+		if len(t) > 0 && t[0] == ProvenanceTag {
+			return "", false
+		}
+	}
+	return on, true
+}
+
+// eventTrigger returns the trigger variables of a message or reaction.
+func eventTrigger(ev *nostr.Event, ch store.ChannelID) map[string]any {
+	v := map[string]any{
+		"text":       ev.Content,
+		"author":     ev.PubKey,
+		"channel_id": ch.String(),
+		"timestamp":  float64(ev.CreatedAt),
+		"event_id":   ev.ID,
+		"kind":       float64(ev.Kind),
+	}
+	var lastE, root, reply string
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && t[0] == "e" {
+			lastE = t[1]
+			if len(t) >= 4 && t[3] == "root" {
+				root = t[1]
+			}
+			if len(t) >= 4 && t[3] == "reply" {
+				reply = t[1]
+			}
+		}
+	}
+	if ev.Kind == 7 {
+		v["emoji"] = ev.Content
+		v["text"] = ""
+		v["message_id"] = lastE
+		v["reaction_id"] = ev.ID
+	} else {
+		v["message_id"] = ev.ID
+		v["root_message_id"] = root
+		if reply == "" {
+			reply = root
+		}
+		v["parent_message_id"] = reply
+	}
+	return v
+}
+
+// active returns the enabled workflows of a channel for a trigger kind.
+func (e *Engine) active(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, on TriggerKind) ([]Workflow, error) {
+	k := cacheKey{c, ch, on}
+	now := e.now()
+	if e.cfg.cacheTTL > 0 {
+		e.cacheMu.Lock()
+		ent, ok := e.cache[k]
+		e.cacheMu.Unlock()
+		if ok && now.Before(ent.expires) {
+			return ent.wfs, nil
+		}
+	}
+	wfs, err := e.store.ActiveWorkflows(ctx, c, ch, on)
+	if err != nil {
+		return nil, err
+	}
+	if e.cfg.cacheTTL > 0 {
+		e.cacheMu.Lock()
+		if len(e.cache) >= 100_000 {
+			clear(e.cache)
+		}
+		e.cache[k] = cacheEntry{wfs: wfs, expires: now.Add(e.cfg.cacheTTL)}
+		e.cacheMu.Unlock()
+	}
+	return wfs, nil
+}
+
+// scope builds the condition and template variables: trigger and steps as
+// maps, and Buzz's flat names (trigger_X, steps_ID_output_F).
+func scope(trigger map[string]any, steps map[string]any) map[string]any {
+	v := make(map[string]any, len(trigger)+8)
+	v["trigger"] = trigger
+	if steps == nil {
+		steps = map[string]any{}
+	}
+	v["steps"] = steps
+	for k, x := range trigger {
+		if isIdent(k) {
+			v["trigger_"+k] = x
+		}
+	}
+	for id, s := range steps {
+		sm, _ := s.(map[string]any)
+		out, _ := sm["output"].(map[string]any)
+		for f, x := range out {
+			if isIdent(f) {
+				v["steps_"+id+"_output_"+f] = x
+			}
+		}
+	}
+	return v
+}
+
+func isIdent(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,361 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// dispatchLoop claims runs while workers are free: at once when poked (a
+// run was created here or a worker finished), otherwise every poll
+// interval (parked runs due, lapsed leases, runs created elsewhere).
+func (e *Engine) dispatchLoop(ctx context.Context) error {
+	t := time.NewTicker(e.cfg.poll)
+	defer t.Stop()
+	for {
+		free := cap(e.sem) - len(e.sem)
+		if free > 0 && !e.isHalted() {
+			leases, err := e.store.ClaimRuns(ctx, e.cfg.worker, e.cfg.leaseTTL, free)
+			if err != nil && ctx.Err() == nil {
+				return fmt.Errorf("claim runs: %w", err)
+			}
+			for _, l := range leases {
+				e.sem <- struct{}{}
+				e.startRun(ctx, l)
+			}
+			if len(leases) == free {
+				continue // there may be more
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.wake:
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Engine) startRun(ctx context.Context, l Lease) {
+	rctx, cancel := context.WithCancel(ctx)
+	e.heldMu.Lock()
+	e.held[l.Run] = &heldRun{lease: l, cancel: cancel}
+	e.heldMu.Unlock()
+	e.workers.Add(1)
+	go func() {
+		defer e.workers.Done()
+		defer func() {
+			cancel()
+			e.heldMu.Lock()
+			if h := e.held[l.Run]; h != nil && h.lease.Token == l.Token {
+				delete(e.held, l.Run)
+			}
+			e.heldMu.Unlock()
+			<-e.sem
+			e.poke()
+		}()
+		err := e.execute(rctx, l)
+		switch {
+		case e.isHalted():
+			// A simulated crash: leave the lease to lapse.
+		case err == nil, errors.Is(err, ErrLeaseLost):
+		case rctx.Err() != nil:
+			// Shutting down (or the lease was lost): hand the run over.
+			rel, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if err := e.store.ReleaseRun(rel, l); err != nil && !errors.Is(err, ErrLeaseLost) {
+				e.log.Warn("workflow: releasing run failed; it continues after the lease lapses", "run", l.Run, "err", err)
+			}
+			cancel()
+		default:
+			// A storage failure: the lease lapses and the run is retried.
+			e.log.Error("workflow: run interrupted; it is retried after its lease lapses", "run", l.Run, "community", l.Community, "err", err)
+		}
+	}()
+}
+
+// heartbeatLoop renews the leases of executing runs; a lost lease cancels
+// its run.
+func (e *Engine) heartbeatLoop(ctx context.Context) error {
+	t := time.NewTicker(e.cfg.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if e.isHalted() {
+			continue
+		}
+		e.heldMu.Lock()
+		held := make([]*heldRun, 0, len(e.held))
+		for _, h := range e.held {
+			held = append(held, h)
+		}
+		e.heldMu.Unlock()
+		for _, h := range held {
+			err := e.store.RenewLease(ctx, h.lease, e.cfg.leaseTTL)
+			switch {
+			case errors.Is(err, ErrLeaseLost):
+				e.log.Warn("workflow: lease lost; stopping run", "run", h.lease.Run)
+				h.cancel()
+			case err != nil && ctx.Err() == nil:
+				return fmt.Errorf("renew lease: %w", err)
+			}
+		}
+	}
+}
+
+func (e *Engine) isHalted() bool {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	return e.halted
+}
+
+// runState is one run being executed.
+type runState struct {
+	e     *Engine
+	lease Lease
+	wf    Workflow
+	run   Run
+	steps map[string]any // id → {"output": …}
+}
+
+// execute runs a leased run from its current step to its end or to a park.
+func (e *Engine) execute(ctx context.Context, l Lease) error {
+	run, err := e.store.Run(ctx, l.Community, l.Run)
+	if err != nil {
+		return err
+	}
+	st := &runState{e: e, lease: l, run: run, steps: map[string]any{}}
+	wf, err := e.store.Workflow(ctx, l.Community, run.Workflow)
+	if errors.Is(err, ErrNotFound) {
+		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow no longer exists")
+	}
+	if err != nil {
+		return err
+	}
+	st.wf = wf
+	if l.Token > e.cfg.maxAttempts {
+		return st.finish(ctx, RunFailed, "too_many_attempts", fmt.Sprintf("claimed %d times without finishing", l.Token-1))
+	}
+	if !wf.Enabled && run.Status == RunPending {
+		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow is disabled")
+	}
+	// The owner's authority is re-checked before every run (and every
+	// resumption).
+	if err := e.authorize(ctx, l.Community, wf.Channel, wf.Owner, wf.Definition.NeedsAdmin()); err != nil {
+		if errors.Is(err, ErrNotPermitted) {
+			return st.finish(ctx, RunFailed, CodeOwnerUnauthorized, "the workflow's owner is no longer permitted to run it")
+		}
+		return err
+	}
+	for _, t := range run.Trace {
+		if t.Status == StepCompleted {
+			st.steps[t.StepID] = map[string]any{"output": orEmpty(t.Output)}
+		}
+	}
+	if run.Status == RunPending {
+		st.status(ctx, KindRunTriggered, "triggered", "", nil)
+		st.run.Status = RunRunning
+		if err := st.save(ctx, time.Time{}); err != nil {
+			return err
+		}
+	}
+	def := wf.Definition
+	for i := st.run.CurrentStep; i < len(def.Steps); i++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		step := &def.Steps[i]
+		started := e.now()
+		trace := StepTrace{StepID: step.ID, StartedAt: started}
+		if dep := st.skippedDependency(step); dep != "" {
+			trace.Status, trace.ErrorCode = StepSkipped, CodeDependencySkipped
+			trace.Error = fmt.Sprintf("depends on %s, which did not complete", dep)
+			if err := st.advance(ctx, i, trace); err != nil {
+				return err
+			}
+			continue
+		}
+		vars := scope(st.run.Trigger, st.steps)
+		if step.If != "" {
+			ok, err := e.condition(ctx, step.If, vars)
+			if err != nil {
+				trace.Status, trace.ErrorCode, trace.Error, trace.FinishedAt = StepFailed, CodeConditionError, err.Error(), e.now()
+				return st.failStep(ctx, i, trace)
+			}
+			if !ok {
+				trace.Status, trace.FinishedAt = StepSkipped, e.now()
+				if err := st.advance(ctx, i, trace); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		st.status(ctx, KindStepStarted, "step_started", step.ID, nil)
+		out, err := st.runStep(ctx, step, vars)
+		var park *errParked
+		switch {
+		case errors.As(err, &park):
+			st.run.CurrentStep = i
+			if err := st.save(ctx, park.until); err != nil {
+				return err
+			}
+			if d := park.until.Sub(e.now()); d > 0 {
+				time.AfterFunc(d, e.poke)
+			}
+			return nil
+		case errors.Is(err, ErrLeaseLost):
+			return err
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			trace.Status, trace.FinishedAt = StepFailed, e.now()
+			trace.ErrorCode, trace.Error = CodeStepFailed, err.Error()
+			var se *StepError
+			if errors.As(err, &se) {
+				trace.ErrorCode, trace.Error = se.Code, se.Msg
+			}
+			return st.failStep(ctx, i, trace)
+		}
+		trace.Status, trace.Output, trace.FinishedAt = StepCompleted, jsonValues(out), e.now()
+		st.steps[step.ID] = map[string]any{"output": orEmpty(trace.Output)}
+		if err := st.advance(ctx, i, trace); err != nil {
+			return err
+		}
+		st.status(ctx, KindStepCompleted, "step_completed", step.ID, nil)
+	}
+	return st.finish(ctx, RunCompleted, "", "")
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func (e *Engine) condition(ctx context.Context, src string, vars map[string]any) (bool, error) {
+	prg, err := e.conds.get(src)
+	if err != nil {
+		return false, err
+	}
+	return evalCondition(ctx, prg, vars)
+}
+
+// skippedDependency returns a dependency of step that did not complete.
+func (st *runState) skippedDependency(step *Step) string {
+	for _, d := range step.DependsOn {
+		if _, ok := st.steps[d]; !ok {
+			return d
+		}
+	}
+	return ""
+}
+
+// runStep runs one action under the step's timeout, containing panics.
+func (st *runState) runStep(ctx context.Context, step *Step, vars map[string]any) (out map[string]any, err error) {
+	a, ok := st.e.reg.Lookup(step.Action)
+	if !ok {
+		return nil, Fail(CodeInvalidDefinition, "action %q is not available on this relay", step.Action)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(step.Timeout())*time.Second)
+	defer cancel()
+	x := &StepContext{Community: st.lease.Community, Workflow: &st.wf, Run: &st.run, Step: step, e: st.e, lease: st.lease, vars: vars}
+	defer func() {
+		if p := recover(); p != nil {
+			st.e.log.Error("workflow: action panicked", "action", step.Action, "panic", p, "stack", string(debug.Stack()))
+			out, err = nil, Fail("action_panicked", "the action failed unexpectedly")
+		}
+	}()
+	out, err = a.Run(sctx, x)
+	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, Fail(CodeStepTimeout, "step did not finish within %d seconds", step.Timeout())
+	}
+	return out, err
+}
+
+func (st *runState) save(ctx context.Context, resume time.Time) error {
+	return st.e.store.UpdateRun(ctx, st.lease, RunUpdate{
+		Status: st.run.Status, CurrentStep: st.run.CurrentStep, Trace: st.run.Trace,
+		ErrorCode: st.run.ErrorCode, Error: st.run.Error, ResumeAt: resume,
+	})
+}
+
+// advance records step i's trace and moves to step i+1.
+func (st *runState) advance(ctx context.Context, i int, t StepTrace) error {
+	st.run.Trace = append(st.run.Trace, t)
+	st.run.CurrentStep = i + 1
+	return st.save(ctx, time.Time{})
+}
+
+func (st *runState) failStep(ctx context.Context, i int, t StepTrace) error {
+	st.run.Trace = append(st.run.Trace, t)
+	st.run.CurrentStep = i
+	st.status(ctx, KindStepFailed, "step_failed", t.StepID, map[string]any{"error_code": t.ErrorCode, "error": t.Error})
+	return st.finish(ctx, RunFailed, t.ErrorCode, t.Error)
+}
+
+// finish ends the run and publishes its final status event.
+func (st *runState) finish(ctx context.Context, status RunStatus, code, msg string) error {
+	st.run.Status, st.run.ErrorCode, st.run.Error = status, code, msg
+	if err := st.save(ctx, time.Time{}); err != nil {
+		return err
+	}
+	kind, name := KindRunCompleted, "completed"
+	switch status {
+	case RunFailed:
+		kind, name = KindRunFailed, "failed"
+	case RunCancelled:
+		kind, name = KindRunCancelled, "cancelled"
+	}
+	var extra map[string]any
+	if code != "" {
+		extra = map[string]any{"error_code": code, "error": msg}
+	}
+	st.status(ctx, kind, name, "", extra)
+	return nil
+}
+
+// status publishes a relay-signed status event into the workflow's channel.
+// A failure is logged: status events are informational.
+func (st *runState) status(ctx context.Context, kind int, status, stepID string, extra map[string]any) {
+	if st.wf.Channel.IsZero() {
+		return
+	}
+	body := map[string]any{"workflow_id": st.wf.ID.String(), "run_id": st.run.ID.String(), "status": status}
+	if stepID != "" {
+		body["step_id"] = stepID
+	}
+	for k, v := range extra {
+		body[k] = v
+	}
+	content, _ := json.Marshal(body)
+	ev := &nostr.Event{
+		CreatedAt: st.e.now().Unix(),
+		Kind:      kind,
+		Tags: nostr.Tags{
+			{"h", st.wf.Channel.String()},
+			{ProvenanceTag, st.wf.ID.String(), st.run.ID.String()},
+		},
+		Content: string(content),
+	}
+	if err := st.e.publish(ctx, st.lease.Community, ev); err != nil {
+		st.e.log.Warn("workflow: status event not published", "kind", kind, "run", st.run.ID, "err", err)
+	}
+}
+
+// publish signs ev with the community's relay key and publishes it.
+func (e *Engine) publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if err := e.pub.Sign(ctx, c, ev); err != nil {
+		return fmt.Errorf("sign: %w", err)
+	}
+	return e.pub.Publish(ctx, c, ev)
+}
