@@ -104,7 +104,9 @@ const (
 // errParked carries a delay's resume time out of Action.Run.
 type errParked struct{ until time.Time }
 
-func (e *errParked) Error() string { return "workflow: run parked until " + e.until.Format(time.RFC3339) }
+func (e *errParked) Error() string {
+	return "workflow: run parked until " + e.until.Format(time.RFC3339)
+}
 
 // StepContext is what an action sees of the run it is part of.
 type StepContext struct {
