@@ -149,6 +149,9 @@ func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope store.S
 		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
 		return scope, msgInternal, false, true
 	}
+	if reason == "" && giftWrapAuthNeeded(filters, c.readers()) {
+		return scope, msgGiftWrapAuth, true, true
+	}
 	return scope, reason, needAuth, true
 }
 
@@ -252,6 +255,7 @@ func (c *conn) clamp(f nostr.Filter) nostr.Filter {
 func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope, g trace.Tracer, st trace.State) {
 	sent := make(map[string]struct{})
 	tracing := c.tracer != nil
+	readers := c.readers()
 	var rows []tenant.CommunityID
 	for i := range sub.filters {
 		f := &sub.filters[i]
@@ -260,7 +264,18 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 			traceRows(ctx, g, st, f, nil)
 			continue // "limit": 0 — live events only
 		}
-		for rec, err := range c.query(ctx, c.clamp(*f), scope) {
+		q := c.clamp(*f)
+		gated, only := giftWrapKinds(f)
+		if only {
+			// Gift wraps only: ask the store for the reader's alone.
+			var ok bool
+			if q, ok = narrowToReaders(q, readers); !ok {
+				traceRows(ctx, g, st, f, nil)
+				continue
+			}
+			gated = false
+		}
+		for rec, err := range c.query(ctx, q, scope) {
 			if err != nil {
 				if tracing {
 					traceRows(ctx, g, st, f, rows)
@@ -274,6 +289,9 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 				return
 			}
 			if _, dup := sent[rec.ID]; dup {
+				continue
+			}
+			if gated && !giftWrapVisible(rec.Raw, readers) {
 				continue
 			}
 			sent[rec.ID] = struct{}{}
@@ -348,9 +366,9 @@ func (c *conn) failSub(sub *subscription, reason string) {
 // from frames. Called by the broker listener: it never blocks.
 //
 // An event of a channel is delivered only if the connection may read the
-// channel (see access.go).
+// channel (see access.go); a gift wrap only to its recipient (giftwrap.go).
 func (c *conn) deliverLive(subID string, m pubsub.Message, frames *liveFrames) {
-	if !c.liveAllowed(m.Event) {
+	if !c.liveAllowed(m.Event) || !c.liveGiftWrapAllowed(m.Event) {
 		return
 	}
 	if c.deliverLiveLocked(subID, m, frames) && c.tracer != nil {
@@ -439,7 +457,7 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		defer guard.Release(c.ctx)
-		n, err := c.count(c.ctx, filters, scope)
+		n, err := c.countVisible(c.ctx, filters, scope)
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.log.ErrorContext(c.ctx, "buzz: count", "err", err)
