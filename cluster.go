@@ -235,8 +235,10 @@ func (r *Relay) stopCluster() {
 
 // PublishControl sends m to every relay process serving community,
 // this one included (its handlers run before PublishControl returns). Use
-// it after changing state other processes act on: control.DisconnectCommunity
-// after archiving, control.DisconnectPubkey after a ban,
+// it after changing state other processes act on: control.HostsChanged after
+// provisioning, archiving or unarchiving (every process's host cache forgets
+// the hosts; it reaches every process, see control.DeploymentWide),
+// control.DisconnectCommunity after archiving, control.DisconnectPubkey after a ban,
 // control.MembershipChanged / control.VisibilityChanged after an access
 // change. An error means other processes may not have been told (this one
 // has been).
@@ -261,8 +263,17 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 		r.disconnectPubkey(community, m.PubKey, closeReason(m.Reason))
 	case control.MembershipChanged, control.VisibilityChanged:
 		r.accessChanged(community, m)
+	case control.HostsChanged:
+		if inv, ok := r.cfg.directory.(hostInvalidator); ok {
+			for _, h := range m.Hosts {
+				inv.Invalidate(h)
+			}
+		}
 	}
 }
+
+// hostInvalidator is a caching directory (see WithDirectory).
+type hostInvalidator interface{ Invalidate(host string) }
 
 // accessChanged is the single entry point for membership and visibility
 // changes: it runs the WithAccessChangeHook hooks, then applies the change

@@ -83,6 +83,12 @@ func WithStore(s store.EventStore) Option {
 }
 
 // WithDirectory sets the host → community directory. Required.
+//
+// A directory that caches (one with an Invalidate(host string) method, such
+// as *tenant.CachingDirectory) is told to forget a community's hosts
+// whenever a control.HostsChanged arrives on the control bus, from this
+// process or another: provisioning, archiving and unarchiving take effect
+// at once on every process instead of when the cache entry expires.
 func WithDirectory(d tenant.Directory) Option {
 	return func(c *config) error {
 		if d == nil {

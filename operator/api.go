@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -276,15 +278,28 @@ func (h *Handler) storeError(err error) error {
 	return err
 }
 
-func (h *Handler) invalidateHosts(hosts ...string) {
-	if h.invalidate == nil {
-		return
+// hostsChanged makes a change of c's mapping take effect at once: this
+// process's host cache forgets hosts (deduplicated, "" skipped), and
+// every other process is told through the ControlPublisher. The error is
+// the publisher's: other processes may not have been told.
+func (h *Handler) hostsChanged(ctx context.Context, c store.Community, hosts ...string) error {
+	var uniq []string
+	for _, host := range hosts {
+		if host != "" && !slices.Contains(uniq, host) {
+			uniq = append(uniq, host)
+		}
 	}
-	for i, host := range hosts {
-		if host != "" && (i == 0 || host != hosts[0]) {
+	if h.invalidate != nil {
+		for _, host := range uniq {
 			h.invalidate(host)
 		}
 	}
+	if h.publisher == nil || len(uniq) == 0 {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.timeout)
+	defer cancel()
+	return h.publisher.PublishControl(pctx, c.ID, control.HostsChanged{Hosts: uniq, Archived: c.Archived()})
 }
 
 func formatTime(t time.Time) *string {

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -58,6 +59,14 @@ type Disconnector interface {
 	DisconnectCommunity(ctx context.Context, c tenant.CommunityID) error
 }
 
+// ControlPublisher tells every relay process of the deployment about a
+// change; buzz.Relay implements it. The API publishes control.HostsChanged
+// after provisioning, archiving and unarchiving, so every process's host
+// cache forgets the hosts at once.
+type ControlPublisher interface {
+	PublishControl(ctx context.Context, community tenant.CommunityID, m control.Message) error
+}
+
 // Handler serves the operator API. Create it with New; it is safe for
 // concurrent use.
 type Handler struct {
@@ -71,6 +80,7 @@ type Handler struct {
 	protected  map[tenant.CommunityID]bool
 	disconnect Disconnector
 	invalidate func(host string)
+	publisher  ControlPublisher
 	timeout    time.Duration
 	log        *slog.Logger
 }
@@ -84,6 +94,7 @@ type config struct {
 	protected  []tenant.CommunityID
 	disconnect Disconnector
 	invalidate func(string)
+	publisher  ControlPublisher
 	timeout    time.Duration
 	log        *slog.Logger
 }
@@ -196,6 +207,20 @@ func WithHostInvalidator(f func(host string)) Option {
 	}
 }
 
+// WithControlPublisher sets who tells the other relay processes that a
+// community's hosts changed (control.HostsChanged). Without one, only the
+// host invalidator of this process is called, and other processes see the
+// change when their cache entries expire.
+func WithControlPublisher(p ControlPublisher) Option {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("operator: nil ControlPublisher")
+		}
+		c.publisher = p
+		return nil
+	}
+}
+
 // WithDisconnectTimeout bounds how long archive waits for the Disconnector
 // (default DefaultDisconnectTimeout).
 func WithDisconnectTimeout(d time.Duration) Option {
@@ -241,6 +266,7 @@ func New(opts ...Option) (*Handler, error) {
 		protected:  make(map[tenant.CommunityID]bool, len(cfg.protected)),
 		disconnect: cfg.disconnect,
 		invalidate: cfg.invalidate,
+		publisher:  cfg.publisher,
 		timeout:    cfg.timeout,
 		log:        cfg.log,
 	}

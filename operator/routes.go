@@ -165,7 +165,11 @@ func (h *Handler) create(ctx context.Context, actor string, _ *http.Request, bod
 	status := http.StatusOK
 	if created {
 		resp.Status, status = "created", http.StatusCreated
-		h.invalidateHosts(host) // drop a cached "unmapped"
+		// Drop every process's cached "unmapped"; failing to tell the
+		// others only delays the new host there (negative cache TTL).
+		if err := h.hostsChanged(ctx, c, host, c.Host); err != nil {
+			h.log.WarnContext(ctx, "operator: other processes not told of a new community", "community", c.ID.String(), "err", err)
+		}
 		h.log.InfoContext(ctx, "operator: community created", "operator", actor,
 			"community", c.ID.String(), "host", c.Host, "owner", c.OwnerPubKey)
 	}
@@ -243,7 +247,10 @@ func (h *Handler) setArchived(ctx context.Context, actor string, body []byte, ar
 	default:
 		resp.Status = "already_active"
 	}
-	h.invalidateHosts(c.Host, host)
+	pubErr := h.hostsChanged(ctx, c, c.Host, host)
+	if pubErr != nil {
+		h.log.WarnContext(ctx, "operator: other processes not told of the host change", "community", c.ID.String(), "err", pubErr)
+	}
 	if changed {
 		h.log.InfoContext(ctx, "operator: community "+resp.Status, "operator", actor,
 			"community", c.ID.String(), "host", c.Host)
@@ -257,6 +264,12 @@ func (h *Handler) setArchived(ctx context.Context, actor string, body []byte, ar
 				"community", c.ID.String(), "err", err)
 			return 0, nil, errorf(http.StatusServiceUnavailable, CodePropagation,
 				"community archived; closing its connections was not confirmed, retry to finish")
+		}
+		if pubErr != nil {
+			// Fail closed: another process may still serve the host from
+			// its cache until the entry expires. A retry publishes again.
+			return 0, nil, errorf(http.StatusServiceUnavailable, CodePropagation,
+				"community archived; telling the other relay processes was not confirmed, retry to finish")
 		}
 	}
 	return http.StatusOK, resp, nil

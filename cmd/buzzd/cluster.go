@@ -45,6 +45,10 @@ type ClusterConfig struct {
 	// RedisConnectTimeout (BUZZ_REDIS_CONNECT_TIMEOUT) bounds the first
 	// connection at start.
 	RedisConnectTimeout time.Duration
+	// HostCacheTTL (BUZZ_HOST_CACHE_TTL) and HostNegativeCacheTTL
+	// (BUZZ_HOST_NEGATIVE_CACHE_TTL) are how long a mapped and an unmapped
+	// host are remembered; 0 = the tenant package's defaults.
+	HostCacheTTL, HostNegativeCacheTTL time.Duration
 }
 
 const (
@@ -105,6 +109,26 @@ func clusterSettings() []setting {
 				}
 				c.Cluster.RateLimitWindow = d
 				return nil
+			}},
+		{env: "BUZZ_HOST_CACHE_TTL", flag: "host-cache-ttl", def: fmtDuration(tenant.DefaultCacheTTL),
+			usage: "how long a pod remembers which community a host maps to (Go duration, up to 1h); provisioning, archiving and unarchiving through the operator API or buzzd admin reach every pod at once regardless, so this only bounds changes made behind buzzd's back",
+			apply: func(c *Config, v string) (err error) {
+				d, err := parsePositiveDuration(v)
+				if err == nil && d > time.Hour {
+					err = errors.New("want at most 1h")
+				}
+				c.Cluster.HostCacheTTL = d
+				return err
+			}},
+		{env: "BUZZ_HOST_NEGATIVE_CACHE_TTL", flag: "host-negative-cache-ttl", def: fmtDuration(tenant.DefaultNegativeCacheTTL),
+			usage: "how long a pod remembers that a host maps to no community (Go duration, up to 1m and BUZZ_HOST_CACHE_TTL)",
+			apply: func(c *Config, v string) (err error) {
+				d, err := parsePositiveDuration(v)
+				if err == nil && d > time.Minute {
+					err = errors.New("want at most 1m")
+				}
+				c.Cluster.HostNegativeCacheTTL = d
+				return err
 			}},
 		{env: "BUZZ_REDIS_CONNECT_TIMEOUT", flag: "redis-connect-timeout", def: fmtDuration(defaultRedisConnectTimeout),
 			usage: "how long start-up waits for Redis before failing (Go duration); later outages are retried forever",
@@ -258,18 +282,19 @@ func (d clusterDisconnector) DisconnectCommunity(ctx context.Context, c tenant.C
 		return lerr
 	}
 	if err != nil {
-		// This pod's sockets are closed; the others will see the archived
-		// host unmapped when their directory cache expires.
+		// This pod's sockets are closed; the others' may stay open.
 		return fmt.Errorf("broadcast disconnect: %w", err)
 	}
 	return nil
 }
 
 // archiveFence is the relay's directory: the host cache, except that a
-// community archived on any pod (control.DisconnectCommunity) is refused
-// here for as long as the cache may still map its host, so no pod binds a
-// new connection to it from a stale cache entry. Unarchiving the same
-// community takes effect once the fence lapses.
+// community archived on any pod is refused here for as long as the cache
+// may still map its host. It closes the window in which a lookup that
+// started before the archive committed returns its stale answer after the
+// cache was invalidated (control.HostsChanged), so no pod binds a new
+// connection to an archived community. An unarchive (HostsChanged with
+// Archived false, which reaches every pod) lifts the fence at once.
 type archiveFence struct {
 	next tenant.Directory
 	ttl  time.Duration
@@ -302,13 +327,34 @@ func (f *archiveFence) LookupHost(ctx context.Context, host string) (tenant.Comm
 	return id, nil
 }
 
-// onControl fences communities being disconnected (archived).
+// Invalidate forgets host in the cache behind the fence; the relay calls it
+// for every host of a control.HostsChanged (see buzz.WithDirectory).
+func (f *archiveFence) Invalidate(host string) {
+	if inv, ok := f.next.(interface{ Invalidate(string) }); ok {
+		inv.Invalidate(host)
+	}
+}
+
+// onControl fences communities being archived (control.DisconnectCommunity,
+// control.HostsChanged with Archived) and lifts the fence of those
+// unarchived or provisioned again (HostsChanged without Archived). It runs
+// before the relay invalidates its host cache for the same message.
 func (f *archiveFence) onControl(c tenant.CommunityID, m control.Message) {
-	if _, ok := m.(control.DisconnectCommunity); !ok {
+	archived := false
+	switch m := m.(type) {
+	case control.DisconnectCommunity:
+		archived = true
+	case control.HostsChanged:
+		archived = m.Archived
+	default:
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !archived {
+		delete(f.fenced, c)
+		return
+	}
 	now := f.now()
 	for id, until := range f.fenced { // keep the map small
 		if !now.Before(until) {
@@ -316,4 +362,30 @@ func (f *archiveFence) onControl(c tenant.CommunityID, m control.Message) {
 		}
 	}
 	f.fenced[c] = now.Add(f.ttl)
+}
+
+// hostCache is the relay's caching host directory over backend, with the
+// configured TTLs.
+func (c ClusterConfig) hostCache(backend tenant.Directory) (*tenant.CachingDirectory, error) {
+	var opts []tenant.CacheOption
+	if c.HostCacheTTL > 0 {
+		opts = append(opts, tenant.WithCacheTTL(c.HostCacheTTL))
+	}
+	if c.HostNegativeCacheTTL > 0 {
+		opts = append(opts, tenant.WithNegativeCacheTTL(c.HostNegativeCacheTTL))
+	}
+	d, err := tenant.NewCachingDirectory(backend, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("host directory (BUZZ_HOST_CACHE_TTL, BUZZ_HOST_NEGATIVE_CACHE_TTL): %w", err)
+	}
+	return d, nil
+}
+
+// fenceTTL is how long an archived community stays fenced: as long as the
+// host cache may remember it, plus a margin.
+func (c ClusterConfig) fenceTTL() time.Duration {
+	if c.HostCacheTTL > 0 {
+		return c.HostCacheTTL + time.Second
+	}
+	return tenant.DefaultCacheTTL + time.Second
 }

@@ -92,3 +92,26 @@ func TestArchiveFence(t *testing.T) {
 		t.Fatalf("after the fence lapsed: %v %v", id, err)
 	}
 }
+
+// TestArchiveFenceLiftedByUnarchive: an unarchive (HostsChanged without
+// Archived) lifts the fence at once; an archive announced by HostsChanged
+// fences like a disconnect.
+func TestArchiveFenceLiftedByUnarchive(t *testing.T) {
+	a := tenant.NewCommunityID()
+	f := newArchiveFence(mapDirectory{"a.example": a}, time.Hour)
+	ctx := context.Background()
+
+	f.onControl(a, control.HostsChanged{Hosts: []string{"a.example"}, Archived: true})
+	if _, err := f.LookupHost(ctx, "a.example"); !errors.Is(err, tenant.ErrUnmappedHost) {
+		t.Fatalf("archived (HostsChanged) community resolves: %v", err)
+	}
+	f.onControl(a, control.HostsChanged{Hosts: []string{"a.example"}})
+	if id, err := f.LookupHost(ctx, "a.example"); err != nil || id != a {
+		t.Fatalf("after unarchive: %v %v", id, err)
+	}
+	f.onControl(a, control.DisconnectCommunity{})
+	f.onControl(a, control.HostsChanged{Hosts: []string{"a.example"}})
+	if id, err := f.LookupHost(ctx, "a.example"); err != nil || id != a {
+		t.Fatalf("after disconnect then unarchive: %v %v", id, err)
+	}
+}

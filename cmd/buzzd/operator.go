@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/store"
@@ -95,7 +96,7 @@ func (o OperatorConfig) validate() error {
 // change; archive disconnects through d. replay is the NIP-98 replay guard
 // (nil: the verifier's in-process one).
 func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirectory, d operator.Disconnector,
-	bootID tenant.CommunityID, relay http.Handler, logger *slog.Logger, replay nip98.ReplayGuard) (http.Handler, error) {
+	bootID tenant.CommunityID, relay *buzz.Relay, logger *slog.Logger, replay nip98.ReplayGuard) (http.Handler, error) {
 	if len(cfg.Operator.PubKeys) == 0 {
 		return relay, nil
 	}
@@ -126,6 +127,7 @@ func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirec
 		operator.WithProtectedCommunities(bootID),
 		operator.WithDisconnector(d),
 		operator.WithHostInvalidator(dir.Invalidate),
+		operator.WithControlPublisher(relay),
 		operator.WithLogger(logger),
 	)
 	if err != nil {

@@ -159,6 +159,15 @@ func TestE2EOperatorAPI(t *testing.T) {
 	if _, st := dial("team.example"); st != http.StatusNotFound {
 		t.Fatalf("dial archived community: %d", st)
 	}
+	// Unarchiving takes effect at once: the very next upgrade is served,
+	// though the archive fenced the community a moment ago.
+	st, body = call("POST", "/operator/communities/unarchive", map[string]any{"host": "team.example", "owner_pubkey": alice})
+	if st != http.StatusOK || body["status"] != "unarchived" {
+		t.Fatalf("unarchive: %d %v", st, body)
+	}
+	if _, st := dial("team.example"); st != http.StatusSwitchingProtocols {
+		t.Fatalf("dial right after unarchive: %d", st)
+	}
 	// The API host itself is no community; the relay's own host still is.
 	if _, st := dial("ops.example:" + ps); st != http.StatusNotFound {
 		t.Fatalf("dial API host: %d", st)

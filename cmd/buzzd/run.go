@@ -21,7 +21,6 @@ import (
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
-	"github.com/buzzrelay/buzz/tenant"
 )
 
 // run is buzzd without the process around it: args excludes the program
@@ -151,12 +150,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	}
 	logger.Info("community ready", "host", cfg.RelayHost, "community", id.String(), "created", created)
 
-	dir, err := tenant.NewCachingDirectory(backend)
+	dir, err := cfg.Cluster.hostCache(backend)
 	if err != nil {
-		return fmt.Errorf("host directory: %w", err)
+		return err
 	}
 	// Archived on any pod → refused here while dir may still cache it.
-	fence := newArchiveFence(dir, tenant.DefaultCacheTTL+time.Second)
+	fence := newArchiveFence(dir, cfg.Cluster.fenceTTL())
 	cl, err := openCluster(ctx, cfg.Cluster, logger)
 	if err != nil {
 		return err

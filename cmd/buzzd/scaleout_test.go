@@ -403,6 +403,10 @@ func TestScaleOut(t *testing.T) {
 	d := startDeployment(t, 3, dbURL, "redis://127.0.0.1:6379", map[string]string{
 		"RELAY_OPERATOR_PUBKEYS":    opPK,
 		"RELAY_OPERATOR_API_ORIGIN": "http://" + hostOps,
+		// Long host caches: a change is seen within a test's patience only
+		// because the control bus reached every pod.
+		"BUZZ_HOST_CACHE_TTL":          "1h",
+		"BUZZ_HOST_NEGATIVE_CACHE_TTL": "1m",
 	})
 
 	// Subscribers: two of alpha and one of beta on every pod.
@@ -561,6 +565,42 @@ func TestScaleOut(t *testing.T) {
 		}
 		if st, body := d.pods[2].operatorRaw(t, "POST", path, raw, auth); st != http.StatusUnauthorized {
 			t.Fatalf("replayed NIP-98 header on another pod: %d %v", st, body)
+		}
+
+		// Unarchiving on one pod takes effect at once on every pod,
+		// though each fenced the community and none has a connection to it.
+		if st, body := d.pods[2].operatorCall(t, opSK, "POST", "/operator/communities/unarchive", map[string]any{"host": host, "owner_pubkey": owner}); st != http.StatusOK || body["status"] != "unarchived" {
+			t.Fatalf("unarchive: %d %v", st, body)
+		}
+		// The pod that served it binds the very next upgrade; the others
+		// once the control bus told them (each caches hosts for an hour and
+		// fenced the community for as long: only the bus can lift it).
+		d.pods[2].dial(t, host)
+		for _, p := range d.pods[:2] {
+			p.waitHost(t, host)
+		}
+	})
+
+	// A host every pod has just cached as unmapped is served by every pod
+	// as soon as another pod provisions it.
+	t.Run("provision takes effect at once on every pod", func(t *testing.T) {
+		const host = "delta.scaleout.test"
+		for _, p := range d.pods {
+			dl := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+			if ws, resp, err := dl.Dial("ws://127.0.0.1:"+strconv.Itoa(p.port), http.Header{"Host": {host}}); err == nil {
+				ws.Close()
+				t.Fatalf("%s serves an unprovisioned host", p.name)
+			} else if resp == nil || resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("%s: dial unprovisioned host: %v", p.name, err)
+			}
+		}
+		_, owner := newKey(t)
+		if st, body := d.pods[1].operatorCall(t, opSK, "POST", "/operator/communities", map[string]any{"host": host, "initial_owner_pubkey": owner}); st != http.StatusCreated {
+			t.Fatalf("create: %d %v", st, body)
+		}
+		d.pods[1].dial(t, host)
+		for _, p := range d.pods {
+			p.waitHost(t, host) // each caches "unmapped" for a minute
 		}
 	})
 

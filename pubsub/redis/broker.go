@@ -69,6 +69,7 @@ type chanState struct {
 	community     tenant.CommunityID
 	communityText string
 	control       bool
+	deployment    bool // the deployment-wide control topic: messages of any community
 
 	refs       int
 	timer      *time.Timer   // pending debounced unsubscribe
@@ -126,6 +127,9 @@ func New(ctx context.Context, redisURL string, opts ...Option) (*Broker, error) 
 		done:   make(chan struct{}),
 	}
 	b.listeners.Store(&[]listener{})
+	// The deployment-wide control topic is subscribed for the broker's
+	// whole life (control.DeploymentWide).
+	b.chans[b.directoryChannel()] = &chanState{name: b.directoryChannel(), control: true, deployment: true, refs: 1}
 	runCtx, stop := context.WithCancel(context.Background())
 	b.stop = stop
 	go b.run(runCtx)
@@ -325,6 +329,10 @@ func (b *Broker) topicChannel(t pubsub.Topic) string {
 func (b *Broker) controlChannel(c tenant.CommunityID) string {
 	return b.cfg.namespace + ":" + c.String() + ":control"
 }
+
+// directoryChannel is the deployment-wide control topic, which every broker
+// subscribes for its whole life (control.DeploymentWide messages).
+func (b *Broker) directoryChannel() string { return b.cfg.namespace + ":directory" }
 
 // onMessage handles one message from the subscription connection. rueidis
 // calls it sequentially.

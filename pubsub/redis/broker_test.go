@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -117,13 +118,14 @@ func TestTopicsSubscribedOnlyWhileRetained(t *testing.T) {
 	ctlName := ns + ":" + comm.String() + ":control"
 	globalName := ns + ":" + comm.String() + ":global"
 
-	if chs := pubsubChannels(t, rc, ns); len(chs) != 0 {
+	dirName := ns + ":directory" // deployment-wide, always subscribed
+	if chs := pubsubChannels(t, rc, ns); len(chs) != 1 || !chs[dirName] {
 		t.Fatalf("channels subscribed before any Retain: %v", chs)
 	}
 	a.Retain(topic)
 	a.Retain(topic)
 	chs := pubsubChannels(t, rc, ns)
-	if !chs[chName] || !chs[ctlName] || chs[globalName] || len(chs) != 2 {
+	if !chs[chName] || !chs[ctlName] || chs[globalName] || len(chs) != 3 {
 		t.Fatalf("after Retain want exactly %s and %s, got %v", chName, ctlName, chs)
 	}
 
@@ -157,7 +159,7 @@ func TestTopicsSubscribedOnlyWhileRetained(t *testing.T) {
 	}
 	a.Release(topic)
 	eventually(t, "the topic and control channel to be unsubscribed", func() bool {
-		return len(pubsubChannels(t, rc, ns)) == 0
+		return len(pubsubChannels(t, rc, ns)) == 1
 	})
 	a.Release(topic) // extra release is logged, not fatal
 	if a.logs.count("release of a topic that is not retained") != 1 {
@@ -331,8 +333,8 @@ func TestReconnectAfterClientKill(t *testing.T) {
 	eventually(t, "pod a to resubscribe", func() bool {
 		return a.Healthy() && a.Subscribed(topic)
 	})
-	if len(pubsubChannels(t, rc, ns)) != 3 { // channel, its control, the other community's control
-		t.Fatalf("after reconnect want 3 channels, got %v", pubsubChannels(t, rc, ns))
+	if len(pubsubChannels(t, rc, ns)) != 4 { // channel, its control, the other community's control, the directory
+		t.Fatalf("after reconnect want 4 channels, got %v", pubsubChannels(t, rc, ns))
 	}
 	// Delivery resumes both ways.
 	ev1, ev2 := newEvent(t, 9, "c", "from b"), newEvent(t, 9, "c", "from a")
@@ -494,5 +496,50 @@ func TestDefaultRouterIsCommunityWide(t *testing.T) {
 	b.got.waitTotal(t, 1)
 	if b.got.count(comm, ev.ID) != 1 {
 		t.Fatal("default router did not use the community-wide topic")
+	}
+}
+
+// TestDeploymentWideControlReachesEveryPod: a control.HostsChanged reaches a
+// pod with no interest in the community (after an archive no pod has any),
+// and the directory topic delivers nothing but deployment-wide messages.
+func TestDeploymentWideControlReachesEveryPod(t *testing.T) {
+	needRedis(t)
+	t.Parallel()
+	ns := randomName("t")
+	rc := rawClient(t)
+	comm := tenant.NewCommunityID()
+	a, b := newPod(t, ns), newPod(t, ns)
+	got := make(chan control.Message, 16)
+	b.ListenControl(func(c tenant.CommunityID, m control.Message) {
+		if c == comm {
+			got <- m
+		}
+	})
+
+	// Not deployment-wide, or not a canonical community: dropped.
+	stray, _ := control.Encode(comm, "x", control.DisconnectCommunity{})
+	bad := `{"v":1,"c":"not-a-uuid","o":"x","t":"hosts_changed","m":{"hosts":["a.example"]}}`
+	for _, p := range []string{string(stray), bad} {
+		if err := rc.Do(context.Background(), rc.B().Publish().Channel(ns+":directory").Message(p).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := control.HostsChanged{Hosts: []string{"team.example"}, Archived: true}
+	if err := a.PublishControl(context.Background(), comm, want); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if !reflect.DeepEqual(m, control.Message(want)) {
+			t.Fatalf("got %#v, want %#v", m, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a pod without interest in the community never got HostsChanged")
+	}
+	if n := len(got); n != 0 {
+		t.Fatalf("%d extra deliveries", n)
+	}
+	if b.logs.count("does not belong on the directory topic") != 2 {
+		t.Fatalf("stray directory messages not logged: %d", b.logs.count("does not belong on the directory topic"))
 	}
 }

@@ -58,23 +58,46 @@ type DisconnectCommunity struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// HostsChanged says the mapping of the community's Hosts changed in the
+// store (provisioned, archived, unarchived): every process must forget what
+// its host cache holds about them, so the change takes effect at once
+// everywhere. Archived reports the community's state after the change.
+//
+// It is deployment-wide (see DeploymentWide): a Bus delivers it to every
+// process, including those with no interest in the community — after an
+// archive no process has any, yet each may still cache the host.
+type HostsChanged struct {
+	Hosts    []string `json:"hosts"`
+	Archived bool     `json:"archived,omitempty"`
+}
+
+// DeploymentWide reports whether m must reach every process of the
+// deployment rather than only those with interest in its community.
+func DeploymentWide(m Message) bool {
+	_, ok := m.(HostsChanged)
+	return ok
+}
+
 // Wire discriminators.
 const (
 	TypeMembershipChanged   = "membership_changed"
 	TypeVisibilityChanged   = "visibility_changed"
 	TypeDisconnectPubkey    = "disconnect_pubkey"
 	TypeDisconnectCommunity = "disconnect_community"
+	TypeHostsChanged        = "hosts_changed"
 )
 
 func (MembershipChanged) Type() string   { return TypeMembershipChanged }
 func (VisibilityChanged) Type() string   { return TypeVisibilityChanged }
 func (DisconnectPubkey) Type() string    { return TypeDisconnectPubkey }
 func (DisconnectCommunity) Type() string { return TypeDisconnectCommunity }
+func (HostsChanged) Type() string        { return TypeHostsChanged }
 
 func (MembershipChanged) isMessage()   {}
 func (VisibilityChanged) isMessage()   {}
 func (DisconnectPubkey) isMessage()    {}
 func (DisconnectCommunity) isMessage() {}
+func (HostsChanged) isMessage()        {}
 
 // Handler receives control messages. It must not block: it runs on the
 // delivering goroutine.
@@ -82,7 +105,8 @@ type Handler func(community tenant.CommunityID, m Message)
 
 // Bus delivers control messages to every process serving the community,
 // including the sending one. A process receives a community's control
-// messages while it has any local interest in that community.
+// messages while it has any local interest in that community, and
+// deployment-wide messages (DeploymentWide) always.
 type Bus interface {
 	// PublishControl delivers m to local handlers at once and to the other
 	// processes.
@@ -148,6 +172,8 @@ func Decode(data []byte) (Decoded, error) {
 		d.Message, err = decodeBody[DisconnectPubkey](env.Body)
 	case TypeDisconnectCommunity:
 		d.Message, err = decodeBody[DisconnectCommunity](env.Body)
+	case TypeHostsChanged:
+		d.Message, err = decodeBody[HostsChanged](env.Body)
 	default:
 		return d, fmt.Errorf("%w %q", ErrUnknownType, env.Type)
 	}

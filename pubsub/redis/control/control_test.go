@@ -1,6 +1,7 @@
 package control
 
 import (
+	"reflect"
 	"context"
 	"errors"
 	"strings"
@@ -17,6 +18,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		VisibilityChanged{Channel: "ch"},
 		DisconnectPubkey{PubKey: strings.Repeat("cd", 32), Reason: "blocked: banned"},
 		DisconnectCommunity{Reason: "restricted: archived"},
+		HostsChanged{Hosts: []string{"a.example", "b.example:8080"}, Archived: true},
+		HostsChanged{Hosts: []string{"a.example"}},
 	} {
 		b, err := Encode(c, "pod1", m)
 		if err != nil {
@@ -26,7 +29,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Decode(%s): %v", b, err)
 		}
-		if d.Community != c.String() || d.Origin != "pod1" || d.Type != m.Type() || d.Message != m {
+		if d.Community != c.String() || d.Origin != "pod1" || d.Type != m.Type() || !reflect.DeepEqual(d.Message, m) {
 			t.Fatalf("round trip of %#v gave %#v", m, d)
 		}
 	}
