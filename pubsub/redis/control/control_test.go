@@ -1,9 +1,9 @@
 package control
 
 import (
-	"reflect"
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
