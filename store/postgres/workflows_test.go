@@ -1,0 +1,13 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/buzzrelay/buzz/workflow/workflowtest"
+)
+
+// TestWorkflowConformance runs the workflow store suite on PostgreSQL
+// (as the RLS role, like every other test here).
+func TestWorkflowConformance(t *testing.T) {
+	workflowtest.Run(t, func(t *testing.T) workflowtest.Backend { return openStore(t) })
+}

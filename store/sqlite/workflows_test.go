@@ -1,0 +1,11 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"github.com/buzzrelay/buzz/workflow/workflowtest"
+)
+
+func TestWorkflowConformance(t *testing.T) {
+	workflowtest.Run(t, func(t *testing.T) workflowtest.Backend { return openTemp(t) })
+}
