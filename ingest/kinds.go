@@ -17,9 +17,17 @@ import (
 // so naming someone else's is a mistake we report rather than store. An "e"
 // target of another author cannot be judged without a lookup; the store
 // ignores it (deletion is same-author only).
+//
+// Kind 30617 (NIP-34 repository announcement): ValidateRepository.
+// Kind 30621 (NIP-MP project): ValidateProject.
 func validateKind(ev *nostr.Event) error {
-	if ev.Kind == nostr.KindDeletion {
+	switch ev.Kind {
+	case nostr.KindDeletion:
 		return validateDeletion(ev)
+	case KindRepository:
+		return ValidateRepository(ev)
+	case KindProject:
+		return ValidateProject(ev)
 	}
 	return nil
 }
