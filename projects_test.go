@@ -3,6 +3,7 @@ package buzz
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/buzzrelay/buzz/ingest"
@@ -67,4 +68,100 @@ func TestRepositoryOverWebSocket(t *testing.T) {
 	ok := c.publish(s.event(ingest.KindRepository, now(), "", nostr.Tag{"d", "../etc"}))
 	eq(t, "accepted", ok.OK, false)
 	mustPrefix(t, "message", ok.Message, "invalid: repository repo-id: ")
+}
+
+// projectFilter reads the projects of author with d.
+func projectFilter(author, d string) nostr.Filter {
+	return nostr.Filter{Kinds: []int{ingest.KindProject}, Authors: []string{author}, Tags: map[string][]string{"d": {d}}}
+}
+
+func projectIDs(c *rawClient, f nostr.Filter) []string { return ids(c.req("p", f)) }
+
+// TestProjectStorage pins seed 003's storage behaviour end to end (EVENT and
+// REQ over WebSocket) on both backends: newer-wins replacement, one d under
+// two authors, an a-tag deletion between two versions, a deletion at the
+// head's own timestamp, and a version at or before a coordinate tombstone
+// arriving after it — refused, also after a restart and, on PostgreSQL,
+// through another pod.
+func TestProjectStorage(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b testBackend) {
+		const host = "projects.example"
+		st := b.open(t)
+		p := startPod(t, st, host)
+		c := p.dial(t)
+		alice, bob := newSigner(t), newSigner(t)
+		t0 := now() - 100
+		d := nostr.Tag{"d", "platform"}
+		coord := "30621:" + alice.pub() + ":platform"
+		repo := alice.event(ingest.KindRepository, t0, "", nostr.Tag{"d", "buzz"})
+		c.mustAccept(repo)
+		member := nostr.Tag{"a", "30617:" + alice.pub() + ":buzz"}
+
+		// Newer wins; the older version coming back is refused.
+		v1 := alice.event(ingest.KindProject, t0+10, "", d, nostr.Tag{"name", "V1"}, member)
+		v2 := alice.event(ingest.KindProject, t0+20, "", d, nostr.Tag{"name", "V2"}, member)
+		c.mustAccept(v1)
+		c.mustAccept(v2)
+		eq(t, "head after V2", strings.Join(projectIDs(c, projectFilter(alice.pub(), "platform")), ","), strings.Join([]string{v2.ID}, ","))
+		ok := c.publish(v1)
+		eq(t, "V1 again", ok.Message, ingest.MsgSuperseded)
+
+		// One d under two authors stays two projects.
+		bv := bob.event(ingest.KindProject, t0+5, "", d, member)
+		c.mustAccept(bv)
+		both := c.req("p", nostr.Filter{Kinds: []int{ingest.KindProject}, Tags: map[string][]string{"d": {"platform"}}})
+		eq(t, "projects named platform", len(both), 2)
+
+		// A deletion timestamped between V1 and V2 leaves V2 live.
+		c.mustAccept(alice.event(nostr.KindDeletion, t0+15, "", nostr.Tag{"a", coord}))
+		eq(t, "head after a stale deletion", strings.Join(projectIDs(c, projectFilter(alice.pub(), "platform")), ","), strings.Join([]string{v2.ID}, ","))
+
+		// A deletion at the head's own timestamp deletes it, and leaves the
+		// repository it names and bob's project alone.
+		c.mustAccept(alice.event(nostr.KindDeletion, t0+20, "", nostr.Tag{"a", coord}))
+		eq(t, "head after deletion at its timestamp", len(projectIDs(c, projectFilter(alice.pub(), "platform"))), 0)
+		eq(t, "repository kept", strings.Join(ids(c.req("r", nostr.Filter{IDs: []string{repo.ID}})), ","), strings.Join([]string{repo.ID}, ","))
+		eq(t, "bob's project kept", strings.Join(projectIDs(c, projectFilter(bob.pub(), "platform")), ","), strings.Join([]string{bv.ID}, ","))
+
+		// A version at or before the tombstone, arriving after it, is
+		// refused; a later one is a new head.
+		late := func(at int64, name string) *nostr.Event {
+			return alice.event(ingest.KindProject, at, "", d, nostr.Tag{"name", name})
+		}
+		for _, at := range []int64{t0 + 12, t0 + 20} {
+			ok := c.publish(late(at, "late"))
+			eq(t, "late version at tombstone", ok.OK, false)
+			eq(t, "late version message", ok.Message, ingest.MsgDeleted)
+		}
+		eq(t, "still deleted", len(projectIDs(c, projectFilter(alice.pub(), "platform"))), 0)
+
+		// After a restart (a new relay on a new store instance).
+		p.stop()
+		if !b.shared {
+			_ = st.Close()
+		}
+		p2 := startPod(t, b.open(t), host)
+		c2 := p2.dial(t)
+		ok = c2.publish(late(t0+19, "after restart"))
+		eq(t, "late version after restart", ok.Message, ingest.MsgDeleted)
+		eq(t, "still deleted after restart", len(projectIDs(c2, projectFilter(alice.pub(), "platform"))), 0)
+
+		if b.shared {
+			// Across pods: the tombstone is written through one pod, the
+			// late version arrives at another.
+			p3 := startPod(t, b.open(t), host)
+			c3 := p3.dial(t)
+			other := "30621:" + alice.pub() + ":other"
+			o1 := alice.event(ingest.KindProject, t0+30, "", nostr.Tag{"d", "other"})
+			c2.mustAccept(o1)
+			c2.mustAccept(alice.event(nostr.KindDeletion, t0+40, "", nostr.Tag{"a", other}))
+			ok := c3.publish(alice.event(ingest.KindProject, t0+35, "", nostr.Tag{"d", "other"}, nostr.Tag{"name", "late"}))
+			eq(t, "late version on another pod", ok.Message, ingest.MsgDeleted)
+			eq(t, "deleted on every pod", len(projectIDs(c3, projectFilter(alice.pub(), "other"))), 0)
+		}
+
+		v3 := late(t0+21, "V3")
+		c2.mustAccept(v3)
+		eq(t, "a version after the tombstone is the new head", strings.Join(projectIDs(c2, projectFilter(alice.pub(), "platform")), ","), strings.Join([]string{v3.ID}, ","))
+	})
 }
