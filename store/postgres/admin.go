@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -86,6 +87,15 @@ SELECT c.id, c.host, c.owner_pubkey, c.created_at, c.archived_at
 FROM community_host_aliases a JOIN communities c ON c.id = a.community_id WHERE lower(a.host) = lower($1)
 LIMIT 1`
 
+// queueOperatorAudit records an operator action on community c inside tx
+// (binding tx to c first).
+func queueOperatorAudit(ctx context.Context, tx pgx.Tx, action audit.Action, c store.Community, detail map[string]any) error {
+	if _, err := tx.Exec(ctx, setCommunitySQL, c.ID.String()); err != nil {
+		return err
+	}
+	return queueAudit(ctx, tx, c.ID, store.OperatorAudit(ctx, action, c, detail))
+}
+
 // inTx runs fn in a transaction, committing when it returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
@@ -151,7 +161,7 @@ RETURNING `+communityCols, fresh.UUID(), n.Host, owner))
 		switch {
 		case err == nil:
 			created = true
-			return nil
+			return queueOperatorAudit(ctx, tx, audit.CommunityProvisioned, c, nil)
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
@@ -168,6 +178,9 @@ RETURNING `+communityCols, fresh.UUID(), n.Host, owner))
 	}
 	if outcome != nil {
 		return store.Community{}, false, outcome
+	}
+	if created {
+		s.audit.pending(c.ID)
 	}
 	return c, created, nil
 }
@@ -269,13 +282,20 @@ RETURNING `+communityCols, id.UUID(), archived))
 			return err
 		}
 		changed = true
-		return nil
+		action := audit.CommunityArchived
+		if !archived {
+			action = audit.CommunityUnarchived
+		}
+		return queueOperatorAudit(ctx, tx, action, c, nil)
 	})
 	if err != nil {
 		return store.Community{}, false, fmt.Errorf("postgres: archive community: %w", err)
 	}
 	if outcome != nil {
 		return store.Community{}, false, outcome
+	}
+	if changed {
+		s.audit.pending(c.ID)
 	}
 	return c, changed, nil
 }
@@ -336,13 +356,16 @@ RETURNING `+communityCols, id, next))
 			return err
 		}
 		changed = true
-		return nil
+		return queueOperatorAudit(ctx, tx, audit.CommunityTransferred, c, map[string]any{"previous_owner": previous})
 	})
 	if err != nil {
 		return store.Community{}, "", false, fmt.Errorf("postgres: transfer community: %w", err)
 	}
 	if outcome != nil {
 		return store.Community{}, "", false, outcome
+	}
+	if changed {
+		s.audit.pending(c.ID)
 	}
 	return c, previous, changed, nil
 }

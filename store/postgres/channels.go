@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -205,7 +206,10 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 		}
 		change.Channel, err = scanPGChannel(tx.QueryRow(ctx,
 			`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2`, c.UUID(), [16]byte(cmd.Channel)))
-		return err
+		if err != nil {
+			return err
+		}
+		return queueAudit(ctx, tx, c, store.ChannelCommandAudit(&cmd, ev.ID))
 	})
 	var v verdictError
 	if errors.As(err, &v) {
@@ -214,6 +218,7 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 	if err != nil {
 		return store.ChannelChange{}, fmt.Errorf("postgres: channel command: %w", err)
 	}
+	s.audit.pending(c)
 	return change, nil
 }
 
@@ -429,13 +434,24 @@ func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p 
 	if !p.Valid() {
 		return fmt.Errorf("postgres: unknown access policy %q", p)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE communities SET access_policy = $2 WHERE id = $1`, c.UUID(), string(p))
-	if err != nil {
+	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE communities SET access_policy = $2 WHERE id = $1`, c.UUID(), string(p))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrNoCommunity
+		}
+		return queueAudit(ctx, tx, c, audit.Record{Action: audit.CommunityPolicyChanged, Actor: audit.ActorFrom(ctx),
+			Detail: map[string]any{"access": string(p)}})
+	})
+	switch {
+	case errors.Is(err, store.ErrNoCommunity):
+		return err
+	case err != nil:
 		return fmt.Errorf("postgres: set community access: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNoCommunity
-	}
+	s.audit.pending(c)
 	return nil
 }
 
@@ -470,11 +486,20 @@ func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pu
 	if !store.ValidCommunityRole(role) {
 		return fmt.Errorf("postgres: community role must be admin, moderator or member, not %q", role)
 	}
-	return s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO community_members (community_id, pubkey, role) VALUES ($1, $2, $3)
 ON CONFLICT (community_id, pubkey) DO UPDATE SET role = EXCLUDED.role`, c.UUID(), pk, string(role))
-		return err
+		if err != nil {
+			return err
+		}
+		return queueAudit(ctx, tx, c, audit.Record{Action: audit.CommunityMemberPut, Actor: audit.ActorFrom(ctx),
+			Object: pubkey, Detail: map[string]any{"role": string(role)}})
 	})
+	if err != nil {
+		return err
+	}
+	s.audit.pending(c)
+	return nil
 }
 
 // RemoveCommunityMember implements store.ChannelStore.
@@ -483,8 +508,16 @@ func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID,
 	if !ok {
 		return nil
 	}
-	return s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2`, c.UUID(), pk)
-		return err
+	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2`, c.UUID(), pk)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return queueAudit(ctx, tx, c, audit.Record{Action: audit.CommunityMemberRemoved, Actor: audit.ActorFrom(ctx), Object: pubkey})
 	})
+	if err != nil {
+		return err
+	}
+	s.audit.pending(c)
+	return nil
 }

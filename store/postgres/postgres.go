@@ -46,6 +46,8 @@ type Store struct {
 	queue  chan *saveReq
 	wg     sync.WaitGroup
 	stop   chan struct{}
+
+	audit *auditLinker // links queued audit entries into chains
 }
 
 // Open connects to the database at databaseURL (a PostgreSQL URL or DSN) and
@@ -106,6 +108,11 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	if err := s.MaintainPartitions(ctx); err != nil {
 		cfg.logger.Warn("postgres: creating event partitions ahead failed; events land in the default partition until it succeeds", "err", err)
+	}
+	s.audit = newAuditLinker(s)
+	for i := range auditLinkers {
+		s.wg.Add(1)
+		go s.audit.run(s.stop, i == 0)
 	}
 	for range cfg.committers {
 		s.wg.Add(1)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -45,6 +46,10 @@ type saveArgs struct {
 	delKinds  []int32
 	delDTags  []string
 	delLocks  []int64
+
+	// audit is the chain entry of a deletion request, queued in the
+	// transaction that stores it (nil for other kinds).
+	audit *audit.Record
 }
 
 func (a *saveArgs) values() []any {
@@ -231,6 +236,10 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	if err != nil {
 		return err
 	}
+	if ev.Kind == nostr.KindDeletion {
+		r := store.DeletionAudit(ev)
+		args.audit = &r
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -323,7 +332,27 @@ func (s *Store) commitBatch(batch []*saveReq) {
 	if len(batch) == 0 {
 		return
 	}
-	if len(batch) == 1 {
+	// Deletion requests carry an audit entry, queued only if the request
+	// is stored: each takes its own transaction, after the rest.
+	var audited []*saveReq
+	live = batch[:0]
+	for _, r := range batch {
+		if r.args.audit != nil {
+			audited = append(audited, r)
+		} else {
+			live = append(live, r)
+		}
+	}
+	batch = live
+	defer func() {
+		for _, r := range audited {
+			r.done <- s.saveOne(ctx, r.args)
+		}
+	}()
+	switch len(batch) {
+	case 0:
+		return
+	case 1:
 		batch[0].done <- s.saveOne(ctx, batch[0].args)
 		return
 	}
@@ -343,6 +372,9 @@ func (s *Store) commitBatch(batch []*saveReq) {
 // saveOne writes one event in its own transaction. A deadlock victim (its
 // transaction was rolled back whole) is retried.
 func (s *Store) saveOne(ctx context.Context, a *saveArgs) error {
+	if a.audit != nil {
+		return s.saveAudited(ctx, a)
+	}
 	var code int16
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -353,6 +385,35 @@ func (s *Store) saveOne(ctx context.Context, a *saveArgs) error {
 	}
 	if err != nil {
 		return fmt.Errorf("postgres: save: %w", err)
+	}
+	return saveResult(code)
+}
+
+// saveAudited writes one event and, if it was stored, its audit entry, in
+// one transaction. A deadlock victim is retried.
+func (s *Store) saveAudited(ctx context.Context, a *saveArgs) error {
+	c := tenant.FromUUID(a.community)
+	var code int16
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		err = s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, saveSQL, a.values()...).Scan(&code); err != nil {
+				return err
+			}
+			if code != 0 {
+				return nil
+			}
+			return queueAudit(ctx, tx, c, *a.audit)
+		})
+		if !isDeadlock(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: save: %w", err)
+	}
+	if code == 0 {
+		s.audit.pending(c)
 	}
 	return saveResult(code)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -101,6 +102,7 @@ func (s *Store) CreateCommunity(ctx context.Context, n store.NewCommunity) (stor
 		created bool
 		outcome error
 	)
+	callerCtx := ctx
 	err = s.submit(ctx, func(w *writer) error {
 		ctx := w.ctx
 		existing, err := findByHost(ctx, w.conn, n.Host)
@@ -137,7 +139,7 @@ RETURNING `+communityCols, u[:], n.Host, owner, time.Now().Unix()))
 			return internal("create community", err)
 		}
 		created = true
-		return nil
+		return w.appendAudit(row.seq, row.c.ID, store.OperatorAudit(callerCtx, audit.CommunityProvisioned, row.c, nil))
 	})
 	if err == nil {
 		err = outcome
@@ -201,6 +203,7 @@ func (s *Store) SetArchived(ctx context.Context, id tenant.CommunityID, ownerPub
 		changed bool
 		outcome error
 	)
+	callerCtx := ctx
 	err := s.submit(ctx, func(w *writer) error {
 		ctx := w.ctx
 		cur, err := scanCommunity(w.conn.QueryRowContext(ctx, `SELECT `+communityCols+` FROM communities WHERE id = ?`, u[:]))
@@ -239,7 +242,11 @@ RETURNING `+communityCols, at, cur.seq))
 			return internal("archive community", err)
 		}
 		changed = true
-		return nil
+		action := audit.CommunityArchived
+		if !archived {
+			action = audit.CommunityUnarchived
+		}
+		return w.appendAudit(row.seq, row.c.ID, store.OperatorAudit(callerCtx, action, row.c, nil))
 	})
 	if err == nil {
 		err = outcome
@@ -268,6 +275,7 @@ func (s *Store) TransferCommunity(ctx context.Context, id [16]byte, newOwner, ex
 		changed  bool
 		outcome  error
 	)
+	callerCtx := ctx
 	err = s.submit(ctx, func(w *writer) error {
 		ctx := w.ctx
 		cur, err := scanCommunity(w.conn.QueryRowContext(ctx, `SELECT `+communityCols+` FROM communities WHERE id = ?`, id[:]))
@@ -303,7 +311,8 @@ RETURNING `+communityCols, next, cur.seq))
 			return internal("transfer community", err)
 		}
 		changed = true
-		return nil
+		return w.appendAudit(row.seq, row.c.ID, store.OperatorAudit(callerCtx, audit.CommunityTransferred, row.c,
+			map[string]any{"previous_owner": previous}))
 	})
 	if err == nil {
 		err = outcome

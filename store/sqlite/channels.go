@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -212,6 +213,9 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 		}
 		ch.Channel, err = w.channelRow(p.community, cmd.Channel)
 		if err != nil {
+			return err
+		}
+		if err := w.appendAudit(p.community, c, store.ChannelCommandAudit(&cmd, ev.ID)); err != nil {
 			return err
 		}
 		change = ch
@@ -463,7 +467,8 @@ func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p 
 		if _, err := w.conn.ExecContext(w.ctx, `UPDATE communities SET access_policy = ? WHERE seq = ?`, string(p), cseq); err != nil {
 			return internal("set community access", err)
 		}
-		return nil
+		return w.appendAudit(cseq, c, audit.Record{Action: audit.CommunityPolicyChanged, Actor: audit.ActorFrom(ctx),
+			Detail: map[string]any{"access": string(p)}})
 	})
 }
 
@@ -513,7 +518,8 @@ func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pu
 			ON CONFLICT (community, pubkey) DO UPDATE SET role = excluded.role`, cseq, pk, string(role), time.Now().Unix()); err != nil {
 			return internal("put community member", err)
 		}
-		return nil
+		return w.appendAudit(cseq, c, audit.Record{Action: audit.CommunityMemberPut, Actor: audit.ActorFrom(ctx),
+			Object: pubkey, Detail: map[string]any{"role": string(role)}})
 	})
 }
 
@@ -528,9 +534,13 @@ func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID,
 		return err
 	}
 	return s.submit(ctx, func(w *writer) error {
-		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM community_members WHERE community = ? AND pubkey = ?`, cseq, pk); err != nil {
+		res, err := w.conn.ExecContext(w.ctx, `DELETE FROM community_members WHERE community = ? AND pubkey = ?`, cseq, pk)
+		if err != nil {
 			return internal("remove community member", err)
 		}
-		return nil
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return w.appendAudit(cseq, c, audit.Record{Action: audit.CommunityMemberRemoved, Actor: audit.ActorFrom(ctx), Object: pubkey})
 	})
 }

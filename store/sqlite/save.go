@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -37,6 +38,11 @@ type prepared struct {
 
 	delIDs    [][]byte // kind 5: ids named by "e" tags
 	delCoords []coord  // kind 5: the requester's own coordinates named by "a" tags
+
+	// kind 5: the request's audit record and the community's id, for the
+	// chain entry written with it.
+	audit *audit.Record
+	cid   tenant.CommunityID
 }
 
 type tagKV struct{ name, value string }
@@ -61,6 +67,10 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	p.community, err = s.communitySeq(ctx, c)
 	if err != nil {
 		return err
+	}
+	if ev.Kind == nostr.KindDeletion {
+		r := store.DeletionAudit(ev)
+		p.audit, p.cid = &r, c
 	}
 	return s.submit(ctx, func(w *writer) error { return w.save(p) })
 }

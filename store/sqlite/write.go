@@ -346,7 +346,12 @@ func (w *writer) save(p *prepared) error {
 		return err
 	}
 	if p.kind == nostr.KindDeletion {
-		return w.applyDeletion(p)
+		if err := w.applyDeletion(p); err != nil {
+			return err
+		}
+		if p.audit != nil {
+			return w.appendAudit(p.community, p.cid, *p.audit)
+		}
 	}
 	return nil
 }
