@@ -1,19 +1,32 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
 func TestRelayKeyConfig(t *testing.T) {
 	good := strings.Repeat("1f", 32)
 	cfg, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_RELAY_PRIVATE_KEY": good}), io.Discard)
-	if err != nil || cfg.RelayKey == nil || cfg.RelayKey.Hex() != good || len(relayKeyOptions(cfg)) != 1 {
+	if err != nil || cfg.RelayKey == nil || cfg.RelayKey.Hex() != good {
 		t.Fatalf("cfg.RelayKey = %v, %v", cfg.RelayKey, err)
 	}
 	cfg, err = parseConfig("serve", nil, envMap(nil), io.Discard)
-	if err != nil || cfg.RelayKey != nil || relayKeyOptions(cfg) != nil {
+	if err != nil || cfg.RelayKey != nil {
 		t.Fatalf("unset key: %v, %v", cfg.RelayKey, err)
 	}
 	for _, bad := range []string{"zz" + good[2:], good[:62], strings.Repeat("ff", 32), strings.Repeat("00", 32)} {
@@ -29,4 +42,117 @@ func TestRelayKeyConfig(t *testing.T) {
 			t.Fatalf("flag: %v", err)
 		}
 	}
+}
+
+// TestRelayKeySurvivesRestart: without BUZZ_RELAY_PRIVATE_KEY, buzzd
+// generates the relay key on first start and keeps it with the data, so a
+// restarted buzzd signs a community's channel state (39000) with the same
+// key and names the same NIP-11 pubkey; a process configured with another
+// key refuses to start. On both backends.
+func TestRelayKeySurvivesRestart(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		dir := t.TempDir()
+		signer, out := relaySignerAcrossRestart(t, e2eSettings("BUZZ_DATA_DIR", dir))
+		fi, err := os.Stat(filepath.Join(dir, sqlite.RelayKeyFileName))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("relay.key: %v %v, want mode 0600", fi, err)
+		}
+		raw, _ := os.ReadFile(filepath.Join(dir, sqlite.RelayKeyFileName))
+		sk, err := nostr.ParseSecretKey(strings.TrimSpace(string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, sk.Hex()) {
+			t.Fatal("the relay key was logged")
+		}
+		if signer.nip11 != sk.PublicKey() {
+			t.Fatalf("NIP-11 pubkey %s, stored key's %s", signer.nip11, sk.PublicKey())
+		}
+		refusesOtherKey(t, e2eSettings("BUZZ_DATA_DIR", dir))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		settings := e2eSettings("DATABASE_URL", freshDatabase(t), "BUZZ_AUTO_MIGRATE", "on", "BUZZ_DATA_DIR", t.TempDir())
+		relaySignerAcrossRestart(t, settings)
+		refusesOtherKey(t, settings)
+	})
+}
+
+type relaySigner struct{ state, nip11 string }
+
+// relaySignerAcrossRestart starts buzzd twice with settings, creating a
+// channel each time, and checks that both state events and NIP-11 name the
+// same keys. It returns them and the first run's output.
+func relaySignerAcrossRestart(t *testing.T, settings map[string]string) (relaySigner, string) {
+	t.Helper()
+	var first relaySigner
+	var out string
+	port := freePort(t) // the same RELAY_URL, hence the same community, twice
+	for run := range 2 {
+		p := startBuzzd(t, port, settings)
+		c := dialAs(t, port, fmt.Sprintf("localhost:%d", port))
+		ch := newUUID()
+		if ok := c.publish(sign(t, mustKey(t), 9007, nostr.Tag{"h", ch}, nostr.Tag{"name", "restart"})); !ok.OK {
+			t.Fatalf("create channel: %q", ok.Message)
+		}
+		st, _ := c.req(nostr.Filter{Kinds: []int{39000}, Tags: map[string][]string{"d": {ch}}})
+		if len(st) != 1 {
+			t.Fatalf("run %d: %d state events", run, len(st))
+		}
+		got := relaySigner{state: st[0].PubKey, nip11: nip11PubKey(t, port)}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		if code := p.wait(t, 30*time.Second); code != 0 {
+			t.Fatalf("run %d exited %d", run, code)
+		}
+		if run == 0 {
+			first, out = got, p.out.String()
+			if strings.Contains(out, "ephemeral") {
+				t.Fatalf("first start still runs on an ephemeral key:\n%s", out)
+			}
+			continue
+		}
+		if got != first {
+			t.Fatalf("after restart the relay signs as %+v, before as %+v", got, first)
+		}
+	}
+	return first, out
+}
+
+// refusesOtherKey starts buzzd with settings plus a new BUZZ_RELAY_PRIVATE_KEY
+// and expects it to refuse to start, without echoing the key.
+func refusesOtherKey(t *testing.T, settings map[string]string) {
+	t.Helper()
+	other := mustKey(t)
+	s := maps.Clone(settings)
+	s["BUZZ_RELAY_PRIVATE_KEY"] = other.Hex()
+	cmd := exec.Command(buildBuzzd(t))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"RELAY_URL=ws://localhost:" + strconv.Itoa(freePort(t))}
+	for k, v := range s {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "differs from the deployment's stored relay key") {
+		t.Fatalf("a process with another relay key started or failed otherwise: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), other.Hex()) {
+		t.Fatal("the configured key was echoed")
+	}
+}
+
+func nip11PubKey(t *testing.T, port int) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+	req.Header.Set("Accept", "application/nostr+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		PubKey string `json:"pubkey"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.PubKey
 }

@@ -150,6 +150,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	}
 	logger.Info("community ready", "host", cfg.RelayHost, "community", id.String(), "created", created)
 
+	relayKey, err := deploymentRelayKey(ctx, cfg, backend, logger)
+	if err != nil {
+		return err
+	}
+
 	dir, err := cfg.Cluster.hostCache(backend)
 	if err != nil {
 		return err
@@ -179,7 +184,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithLimits(cfg.Limits),
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
-	}, append(relayKeyOptions(cfg), cl.relayOptions...)...)...)
+		buzz.WithRelayKey(relayKey),
+	}, cl.relayOptions...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
