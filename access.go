@@ -269,6 +269,12 @@ func namedChannels(f *nostr.Filter) ([]store.ChannelID, bool) {
 // checkRead decides a REQ or COUNT against the community policy and the
 // channel rules. It returns the scope to query with, or a CLOSED reason.
 func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tracer) (scope store.Scope, reason string, needAuth bool, err error) {
+	// Bans first, before membership: a store failure fails closed.
+	if msg, err := c.bannedReader(ctx); err != nil {
+		return store.Scope{}, "", false, err
+	} else if msg != "" {
+		return store.Scope{}, msg, false, nil
+	}
 	rc := c.r.channels
 	if rc != nil {
 		pol, err := rc.policy(ctx, c.tc.Community())

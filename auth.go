@@ -12,7 +12,11 @@ import (
 // as several pubkeys). It always answers with one OK. The event is never
 // stored or published.
 func (c *conn) handleAuth(ev *nostr.Event) {
-	if reason := c.checkAuth(ev); reason != "" {
+	reason := c.checkAuth(ev)
+	if reason == "" {
+		reason = c.authBlocked(ev.PubKey) // a banned pubkey cannot authenticate
+	}
+	if reason != "" {
 		if c.tracer != nil {
 			c.tracer.SanitizedError(c.ctx, c.traceState(), sanitizeReason(reason))
 		}

@@ -38,6 +38,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -55,6 +56,9 @@ type Relay struct {
 	querySem chan struct{} // relay-wide bound on concurrent queries
 
 	channels *relayChannels // nil when the store keeps no channels
+	// moderation is the store's moderation state, nil when it keeps none
+	// (moderation.go).
+	moderation store.ModerationStore
 	keys     *communityKeys // per-community signing keys of relay-signed events
 
 	readBufs sync.Pool // *[]byte: a connection's buffer for one inbound message
@@ -125,6 +129,7 @@ func New(opts ...Option) (*Relay, error) {
 	if err := r.setupChannels(); err != nil {
 		return nil, err
 	}
+	r.setupModeration()
 	policies := make([]ingest.EventPolicy, len(cfg.eventPolicies))
 	for i, p := range cfg.eventPolicies {
 		policies[i] = p
@@ -145,6 +150,7 @@ func New(opts ...Option) (*Relay, error) {
 		OnStored:        hooks,
 		Logger:          cfg.logger,
 		Channels:        r.ingestChannels(),
+		Moderation:      r.ingestModeration(),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,
 	})

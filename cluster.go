@@ -269,6 +269,8 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 				inv.Invalidate(h)
 			}
 		}
+	case control.RestrictionChanged:
+		r.restrictionChanged(community, m)
 	}
 }
 

@@ -275,6 +275,33 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 			}
 			gated = false
 		}
+		// Queued reports this connection may read (moderation.go), merged
+		// into the filter's newest-first order.
+		reports, err := c.reportRecords(ctx, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.ErrorContext(ctx, "buzz: reports query", "err", err)
+			g.SanitizedError(ctx, st, trace.ReasonServerError)
+			c.failSub(sub, msgInternal)
+			return
+		}
+		limit, n := c.clamp(*f).Limit, 0
+		send := func(rec store.Record) bool {
+			if _, dup := sent[rec.ID]; dup {
+				return true
+			}
+			sent[rec.ID] = struct{}{}
+			n++
+			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, rec.Raw)) {
+				return false
+			}
+			if tracing {
+				rows = append(rows, rec.Community)
+			}
+			return true
+		}
 		for rec, err := range c.query(ctx, q, scope) {
 			if err != nil {
 				if tracing {
@@ -288,21 +315,38 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 				c.failSub(sub, msgInternal)
 				return
 			}
-			if _, dup := sent[rec.ID]; dup {
-				continue
+			for len(reports) > 0 && n < limit && (reports[0].CreatedAt > rec.CreatedAt ||
+				reports[0].CreatedAt == rec.CreatedAt && reports[0].ID < rec.ID) {
+				if !send(reports[0]) {
+					if tracing {
+						traceRows(ctx, g, st, f, rows)
+					}
+					return
+				}
+				reports = reports[1:]
+			}
+			if n >= limit {
+				break
 			}
 			if gated && !giftWrapVisible(rec.Raw, readers) {
 				continue
 			}
-			sent[rec.ID] = struct{}{}
-			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, rec.Raw)) {
+			if !send(rec) {
 				if tracing {
 					traceRows(ctx, g, st, f, rows)
 				}
 				return
 			}
-			if tracing {
-				rows = append(rows, rec.Community)
+		}
+		for _, rec := range reports {
+			if n >= limit {
+				break
+			}
+			if !send(rec) {
+				if tracing {
+					traceRows(ctx, g, st, f, rows)
+				}
+				return
 			}
 		}
 		if tracing {

@@ -18,8 +18,18 @@ import (
 //     and admins; an admin may add members. A repeat changes nothing.
 //   - 9031 remove member: p tag = the user. The owner may remove anyone
 //     but itself (ownership is the operator's to transfer); an admin may
-//     remove members. Removing a key that is no member is accepted and
-//     changes nothing.
+//     remove members and moderators. Removing a key that is no member is
+//     accepted and changes nothing.
+//   - 9032 change role: p tag = the user, the role in a "role" tag (as
+//     Buzz's clients send it) or as the p tag's third element: admin,
+//     moderator or member. The owner may give any of them to anyone but
+//     itself; an admin may make members and non-members moderators or
+//     members, and moderators members. A non-member becomes a member with
+//     that role.
+//
+// Roles (store.CommunityRole): the owner and admins administer (these
+// commands) and moderate (9040–9044, see Moderation); moderators
+// (store.RoleModerator) moderate but do not administer.
 //
 // The author's role is the one store.ChannelStore.CommunityRole returns
 // (the owner set by the operator API, or a role given here).
@@ -31,13 +41,13 @@ const (
 // Messages of community membership commands.
 const (
 	MsgCommunityRole     = "restricted: your community role does not allow this"
-	MsgBadMemberCommand  = "invalid: a membership command needs one p tag with a 64-hex pubkey (and, to add, an optional role member or admin) and no h tag"
+	MsgBadMemberCommand  = "invalid: a membership command needs one p tag with a 64-hex pubkey (to add or change a role: one role member, moderator or admin) and no h tag"
 	msgCommunityDisabled = "restricted: this relay does not manage community membership"
 )
 
 // isCommunityCommand reports whether kind is a membership command.
 func isCommunityCommand(kind int) bool {
-	return kind == KindAddCommunityMember || kind == KindRemoveCommunityMember
+	return kind == KindAddCommunityMember || kind == KindRemoveCommunityMember || kind == KindChangeCommunityRole
 }
 
 // applyCommunityCommand authorizes and applies a membership command, before
@@ -66,7 +76,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 		return MsgInternal
 	}
 	switch ev.Kind {
-	case KindAddCommunityMember:
+	case KindAddCommunityMember, KindChangeCommunityRole:
 		if current == store.RoleOwner {
 			return MsgCommunityRole // the owner's role is not changed here
 		}
@@ -102,14 +112,26 @@ func parseMemberCommand(ev *nostr.Event) (target string, role store.Role, err er
 	if len(ps) != 1 || !nostr.IsLowerHex(ps[0][1], 64) {
 		return "", "", bad
 	}
-	role = store.RoleMember
+	var named []string
 	if len(ps[0]) >= 3 && ps[0][2] != "" {
-		role = store.Role(ps[0][2])
+		named = append(named, ps[0][2])
 	}
-	if role != store.RoleMember && role != store.RoleAdmin {
+	for _, t := range ev.Tags.All("role") {
+		named = append(named, t[1])
+	}
+	switch {
+	case len(named) > 1:
+		return "", "", bad
+	case ev.Kind == KindRemoveCommunityMember && len(named) > 0:
+		return "", "", bad
+	case ev.Kind == KindChangeCommunityRole && len(named) == 0:
 		return "", "", bad
 	}
-	if ev.Kind == KindRemoveCommunityMember && len(ps[0]) >= 3 && ps[0][2] != "" {
+	role = store.RoleMember
+	if len(named) == 1 {
+		role = store.Role(named[0])
+	}
+	if !store.ValidCommunityRole(role) {
 		return "", "", bad
 	}
 	return ps[0][1], role, nil

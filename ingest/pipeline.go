@@ -58,6 +58,10 @@ type Config struct {
 	// Channels enables channels and community access policies (see
 	// Channels); nil refuses every event that names a channel.
 	Channels *Channels
+	// Moderation enables community moderation: bans, timeouts, commands
+	// 9040–9044 and the report queue (see Moderation). It needs Channels;
+	// nil refuses moderation commands and reports.
+	Moderation *Moderation
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -91,6 +95,9 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	cfg.EventPolicies = slices.Clone(cfg.EventPolicies)
 	cfg.OnStored = slices.Clone(cfg.OnStored)
+	if cfg.Moderation != nil && (cfg.Moderation.Store == nil || cfg.Channels == nil) {
+		return nil, errors.New("ingest: Config.Moderation needs its Store and Config.Channels")
+	}
 	ttl := 2 * time.Second
 	if cfg.Channels != nil {
 		if cfg.Channels.Store == nil {
@@ -207,13 +214,17 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	}
 
 	// 6. NIP-40: a malformed expiration is refused; an already expired event
-	// is not accepted (nor delivered live).
-	exp, hasExp := ev.Expiration()
-	if !hasExp && ev.Tags.Find("expiration") != nil {
-		return Outcome{Message: MsgBadExpiration}
-	}
-	if hasExp && exp <= now.Unix() {
-		return Outcome{Message: MsgExpired}
+	// is not accepted (nor delivered live). A moderation command's
+	// expiration is the end of a ban or timeout, checked by its parser:
+	// commands are never stored, so NIP-40 does not apply to them.
+	if !IsModerationCommand(ev.Kind) {
+		exp, hasExp := ev.Expiration()
+		if !hasExp && ev.Tags.Find("expiration") != nil {
+			return Outcome{Message: MsgBadExpiration}
+		}
+		if hasExp && exp <= now.Unix() {
+			return Outcome{Message: MsgExpired}
+		}
 	}
 
 	// 7. Size.
@@ -241,7 +252,13 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{Message: MsgRelaySigned}
 	}
 
-	// 8d. Community access policy (members-only communities).
+	// 8d. Bans and timeouts in this community, before membership; a store
+	// that cannot answer refuses the event.
+	if msg := p.admitRestricted(ctx, s); msg != "" {
+		return Outcome{Message: msg}
+	}
+
+	// 8e. Community access policy (members-only communities).
 	if msg, reqAuth, err := p.communityAdmits(ctx, s); err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community access",
 			"community", s.Tenant.Community().String(), "err", err)
@@ -250,7 +267,7 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{Message: msg, RequestAuth: reqAuth}
 	}
 
-	// 8e. Channel: h resolved inside the bound community only, then
+	// 8f. Channel: h resolved inside the bound community only, then
 	// membership. Before any storage read of the event itself, so a repeat
 	// of an event naming a foreign channel is refused like any other.
 	dec, refusal := p.admitChannel(ctx, s, g, st)
@@ -261,6 +278,21 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	// 9. Per-kind validators.
 	if err := validateKind(ev); err != nil {
 		return Outcome{Message: err.Error()}
+	}
+
+	// 9b. Moderation commands are executed and reports queued: neither is
+	// ever stored as an event nor published.
+	if IsModerationCommand(ev.Kind) || ev.Kind == KindReport {
+		var out Outcome
+		if ev.Kind == KindReport {
+			out = p.queueReport(ctx, s)
+		} else {
+			out = p.applyModeration(ctx, s)
+		}
+		if out.OK {
+			g.AcceptEphemeral(ctx, st)
+		}
+		return out
 	}
 
 	raw := ev.AppendJSON(nil)

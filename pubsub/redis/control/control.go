@@ -78,6 +78,14 @@ func DeploymentWide(m Message) bool {
 	return ok
 }
 
+// RestrictionChanged says a moderation action changed PubKey's bans or
+// timeouts in the community: cached restrictions must be dropped, and when
+// Banned, the pubkey's live subscriptions closed (CLOSED "blocked: …").
+type RestrictionChanged struct {
+	PubKey string `json:"pubkey"`
+	Banned bool   `json:"banned,omitempty"`
+}
+
 // Wire discriminators.
 const (
 	TypeMembershipChanged   = "membership_changed"
@@ -85,6 +93,7 @@ const (
 	TypeDisconnectPubkey    = "disconnect_pubkey"
 	TypeDisconnectCommunity = "disconnect_community"
 	TypeHostsChanged        = "hosts_changed"
+	TypeRestrictionChanged  = "restriction_changed"
 )
 
 func (MembershipChanged) Type() string   { return TypeMembershipChanged }
@@ -92,12 +101,14 @@ func (VisibilityChanged) Type() string   { return TypeVisibilityChanged }
 func (DisconnectPubkey) Type() string    { return TypeDisconnectPubkey }
 func (DisconnectCommunity) Type() string { return TypeDisconnectCommunity }
 func (HostsChanged) Type() string        { return TypeHostsChanged }
+func (RestrictionChanged) Type() string  { return TypeRestrictionChanged }
 
 func (MembershipChanged) isMessage()   {}
 func (VisibilityChanged) isMessage()   {}
 func (DisconnectPubkey) isMessage()    {}
 func (DisconnectCommunity) isMessage() {}
 func (HostsChanged) isMessage()        {}
+func (RestrictionChanged) isMessage()  {}
 
 // Handler receives control messages. It must not block: it runs on the
 // delivering goroutine.
@@ -174,6 +185,8 @@ func Decode(data []byte) (Decoded, error) {
 		d.Message, err = decodeBody[DisconnectCommunity](env.Body)
 	case TypeHostsChanged:
 		d.Message, err = decodeBody[HostsChanged](env.Body)
+	case TypeRestrictionChanged:
+		d.Message, err = decodeBody[RestrictionChanged](env.Body)
 	default:
 		return d, fmt.Errorf("%w %q", ErrUnknownType, env.Type)
 	}

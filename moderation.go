@@ -1,0 +1,215 @@
+package buzz
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Community moderation in the relay (the commands themselves are executed
+// by the ingest pipeline; see ingest.Moderation).
+//
+//   - A banned pubkey's EVENTs are refused (ingest), its AUTH is refused
+//     with OK false "blocked: …", and a REQ or COUNT of a connection
+//     authenticated as it gets CLOSED "blocked: …". A ban closes, on every
+//     process, the subscriptions of the community's connections
+//     authenticated as the pubkey (control.RestrictionChanged). A timeout
+//     blocks writes only.
+//   - Reports (kind 1984) are never stored as events nor published; a REQ
+//     whose filter names kind 1984 also returns, from the report queue, the
+//     reports of the connection's authenticated pubkeys — every report of
+//     the community when one of them is its owner, an admin or a
+//     moderator. Nobody else, and no other community, ever sees them. They
+//     are not delivered live and COUNT does not count them.
+//   - Owners, admins and moderators read the queue, the action log and
+//     the restrictions in force over HTTP (moderation_http.go).
+//
+// Moderation is on when the store implements store.ModerationStore (both
+// backends do) and keeps channels.
+
+// msgBannedGeneric closes the subscriptions of a pubkey banned elsewhere
+// when its ban cannot be read back.
+const msgBannedGeneric = "blocked: you are banned from this community"
+
+// setupModeration enables moderation when the store keeps it.
+func (r *Relay) setupModeration() {
+	if r.channels == nil {
+		return
+	}
+	if ms, ok := r.cfg.store.(store.ModerationStore); ok {
+		r.moderation = ms
+	}
+}
+
+// ingestModeration is the pipeline's moderation configuration.
+func (r *Relay) ingestModeration() *ingest.Moderation {
+	if r.moderation == nil {
+		return nil
+	}
+	return &ingest.Moderation{Store: r.moderation, OnAction: r.onModerationAction}
+}
+
+// onModerationAction runs after a moderation action committed: it is
+// recorded in the community's audit chain and every process is told, so
+// that cached restrictions are dropped and a ban closes the pubkey's
+// subscriptions there.
+func (r *Relay) onModerationAction(ctx context.Context, tc tenant.TenantContext, a store.ModerationAction) {
+	// AUDIT CALL SITE (issue 18): append a to tc.Community()'s audit chain
+	// here once the audit append API lands on main; until then the action
+	// is recorded in the store's moderation log (store.ModerationActions)
+	// and logged.
+	r.log.InfoContext(ctx, "buzz: moderation action", "community", tc.Community().String(),
+		"action", a.Action, "actor", a.Actor, "target", a.Target, "seq", a.Seq)
+	if a.Action == store.ActionResolveReport {
+		return
+	}
+	m := control.RestrictionChanged{PubKey: a.Target, Banned: a.Action == store.ActionBan}
+	if err := r.cl.bus.PublishControl(context.WithoutCancel(ctx), tc.Community(), m); err != nil {
+		r.log.WarnContext(ctx, "buzz: publish moderation change", "community", tc.Community().String(), "err", err)
+	}
+}
+
+// restrictionChanged applies a control.RestrictionChanged on this process.
+func (r *Relay) restrictionChanged(community tenant.CommunityID, m control.RestrictionChanged) {
+	if r.pipeline == nil || !nostr.IsLowerHex(m.PubKey, 64) {
+		return
+	}
+	r.pipeline.ForgetRestrictions(community, m.PubKey)
+	if !m.Banned {
+		return
+	}
+	r.cl.goAction(func(ctx context.Context) {
+		reason := msgBannedGeneric
+		if rs, err := r.pipeline.Restrictions(ctx, community, m.PubKey); err == nil {
+			if msg := ingest.BlockedMessage(rs, false); msg != "" {
+				reason = msg
+			}
+		}
+		for _, c := range r.connsOf(community, nil) {
+			if !c.isAuthed(m.PubKey) {
+				continue
+			}
+			c.mu.Lock()
+			subs := make([]*subscription, 0, len(c.subs))
+			for _, s := range c.subs {
+				subs = append(subs, s)
+			}
+			c.mu.Unlock()
+			for _, s := range subs {
+				c.failSub(s, reason)
+			}
+		}
+	})
+}
+
+// bannedReader returns the "blocked: …" refusal when one of the
+// connection's authenticated pubkeys is banned from its community; a store
+// failure is returned as an error (the caller fails closed).
+func (c *conn) bannedReader(ctx context.Context) (string, error) {
+	if c.r.moderation == nil {
+		return "", nil
+	}
+	for _, pk := range c.readers() {
+		rs, err := c.r.pipeline.Restrictions(ctx, c.tc.Community(), pk)
+		if err != nil {
+			return "", err
+		}
+		if msg := ingest.BlockedMessage(rs, false); msg != "" {
+			return msg, nil
+		}
+	}
+	return "", nil
+}
+
+// authBlocked returns why an otherwise valid AUTH as pubkey is refused
+// because of a ban, or "".
+func (c *conn) authBlocked(pubkey string) string {
+	if c.r.moderation == nil {
+		return ""
+	}
+	rs, err := c.r.pipeline.Restrictions(c.ctx, c.tc.Community(), pubkey)
+	if err != nil {
+		c.log.ErrorContext(c.ctx, "buzz: moderation restrictions at AUTH", "err", err)
+		return ingest.MsgModerationInternal
+	}
+	return ingest.BlockedMessage(rs, false)
+}
+
+// isModerator reports whether pubkey moderates community c.
+func (r *Relay) isModerator(ctx context.Context, c tenant.CommunityID, pubkey string) (bool, error) {
+	role, ok, err := r.channels.store.CommunityRole(ctx, c, pubkey)
+	if err != nil {
+		return false, err
+	}
+	return ok && (role == store.RoleOwner || role == store.RoleAdmin || role == store.RoleModerator), nil
+}
+
+// reportRecords returns the queued reports a REQ filter f may return on
+// this connection, newest first, at most f's (clamped) limit: none unless
+// f names kind 1984 and the connection authenticated; every report of the
+// community for a moderator, else the readers' own.
+func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Record, error) {
+	if c.r.moderation == nil || !slices.Contains(f.Kinds, ingest.KindReport) {
+		return nil, nil
+	}
+	readers := c.readers()
+	if len(readers) == 0 {
+		return nil, nil
+	}
+	q := store.ReportQuery{Limit: store.MaxModerationPage}
+	if f.Since != nil {
+		q.Since = max(*f.Since, 1)
+	}
+	if f.Until != nil {
+		if *f.Until < 1 {
+			return nil, nil
+		}
+		q.Until = *f.Until
+	}
+	var reporters []string
+	for _, pk := range readers {
+		mod, err := c.r.isModerator(ctx, c.tc.Community(), pk)
+		if err != nil {
+			return nil, err
+		}
+		if mod {
+			reporters = []string{""}
+			break
+		}
+		reporters = append(reporters, pk)
+	}
+	var out []store.Record
+	for _, rep := range reporters {
+		q.Reporter = rep
+		rs, err := c.r.moderation.Reports(ctx, c.tc.Community(), q)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			ev, err := nostr.ParseEvent(r.Raw)
+			if err != nil || !f.Matches(ev) {
+				continue
+			}
+			out = append(out, store.Record{ID: r.ID, CreatedAt: r.CreatedAt, Raw: r.Raw, Community: c.tc.Community()})
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Record) int {
+		if a.CreatedAt != b.CreatedAt {
+			if a.CreatedAt > b.CreatedAt {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if lim := c.clamp(*f).Limit; len(out) > lim {
+		out = out[:lim]
+	}
+	return out, nil
+}

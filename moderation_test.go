@@ -1,0 +1,278 @@
+package buzz
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Moderation over real WebSockets (and HTTP, moderation_http_test.go), on
+// both backends: bans, timeouts and their ends, the moderator role's
+// limits, reports visible only to their reporter and the community's
+// moderators.
+
+// modBackend is what the moderation tests need of a store.
+type modBackend interface {
+	store.Backend
+	store.ChannelStore
+	store.ModerationStore
+	CreateCommunity(ctx context.Context, n store.NewCommunity) (store.Community, bool, error)
+	AddHostAlias(ctx context.Context, alias string, id tenant.CommunityID) error
+}
+
+// modRelay is a relay on one backend with a clock the test moves.
+type modRelay struct {
+	relay  *Relay
+	store  modBackend
+	url    string
+	host   string // the server's own host (a community without owner)
+	offset atomic.Int64
+}
+
+func (m *modRelay) now() time.Time { return time.Now().Add(time.Duration(m.offset.Load())) }
+
+// advance moves the relay's clock forward.
+func (m *modRelay) advance(d time.Duration) { m.offset.Add(int64(d)) }
+
+// eachBackend runs fn on an embedded and on a PostgreSQL relay.
+func eachBackend(t *testing.T, fn func(t *testing.T, m *modRelay)) {
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(context.Background(), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		fn(t, newModRelay(t, st))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		fn(t, newModRelay(t, st))
+	})
+}
+
+func newModRelay(t *testing.T, st modBackend, opts ...Option) *modRelay {
+	t.Helper()
+	m := &modRelay{store: st}
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	m.url = "ws" + strings.TrimPrefix(srv.URL, "http")
+	var err error
+	if m.host, err = tenant.NormalizeHost(strings.TrimPrefix(srv.URL, "http://")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.EnsureCommunity(context.Background(), m.host); err != nil {
+		t.Fatal(err)
+	}
+	all := append([]Option{WithStore(st), WithDirectory(st), WithLogger(quietLogger()), WithClock(m.now)}, opts...)
+	if m.relay, err = New(all...); err != nil {
+		t.Fatal(err)
+	}
+	h = m.relay
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.relay.Shutdown(ctx)
+		srv.Close()
+	})
+	return m
+}
+
+// dial connects with Host host.
+func (m *modRelay) dial(t *testing.T, host string) *rawClient {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(m.url, http.Header{"Host": {host}})
+	if err != nil {
+		t.Fatalf("dial %s: %v", host, err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	c := &rawClient{t: t, ws: ws}
+	ch, ok := c.next().(*nostr.AuthChallengeMessage)
+	if !ok {
+		t.Fatal("no AUTH challenge")
+	}
+	c.challenge = ch.Challenge
+	return c
+}
+
+// authed dials host and authenticates as s (signed on the relay's clock).
+func (m *modRelay) authed(t *testing.T, host string, s *signer) *rawClient {
+	t.Helper()
+	c := m.dial(t, host)
+	if ok := c.auth(m.authEvent(c, s, host)); !ok.OK {
+		t.Fatalf("AUTH as %s: %s", s.pub()[:8], ok.Message)
+	}
+	return c
+}
+
+func (m *modRelay) authEvent(c *rawClient, s *signer, host string) *nostr.Event {
+	return s.event(nostr.KindClientAuth, m.now().Unix(), "", nostr.Tag{"challenge", c.challenge}, nostr.Tag{"relay", "ws://" + host})
+}
+
+// cmd signs a command on the relay's clock.
+func (m *modRelay) cmd(s *signer, kind int, tags ...nostr.Tag) *nostr.Event {
+	return s.event(kind, m.now().Unix(), "", tags...)
+}
+
+// owned provisions host with owner.
+func (m *modRelay) owned(t *testing.T, host string, owner *signer) tenant.CommunityID {
+	t.Helper()
+	c, _, err := m.store.CreateCommunity(context.Background(), store.NewCommunity{Host: host, OwnerPubKey: owner.pub()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+func expTag(t time.Time) nostr.Tag { return nostr.Tag{"expiration", strconv.FormatInt(t.Unix(), 10)} }
+
+func TestModerationBansAndTimeouts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, m *modRelay) {
+		const host = "mod.example"
+		owner, adam, mia, bob := newSigner(t), newSigner(t), newSigner(t), newSigner(t)
+		m.owned(t, host, owner)
+		oc := m.authed(t, host, owner)
+		eq(t, "owner makes adam admin", oc.publish(m.cmd(owner, ingest.KindAddCommunityMember, nostr.Tag{"p", adam.pub(), "admin"})).OK, true)
+		eq(t, "owner makes mia moderator (9032)", oc.publish(m.cmd(owner, ingest.KindChangeCommunityRole, nostr.Tag{"p", mia.pub()}, nostr.Tag{"role", "moderator"})).OK, true)
+
+		// The moderator's limits: no administration, no moderating up.
+		mc := m.authed(t, host, mia)
+		eq(t, "moderator adds a member", mc.publish(m.cmd(mia, ingest.KindAddCommunityMember, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgCommunityRole)
+		eq(t, "moderator changes a role", mc.publish(m.cmd(mia, ingest.KindChangeCommunityRole, nostr.Tag{"p", bob.pub()}, nostr.Tag{"role", "moderator"})).Message, ingest.MsgCommunityRole)
+		for who, s := range map[string]*signer{"the admin": adam, "the owner": owner, "itself": mia} {
+			eq(t, "moderator bans "+who, mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", s.pub()})).Message, ingest.MsgModerationRole)
+		}
+		eq(t, "a member bans", m.authed(t, host, bob).publish(m.cmd(bob, ingest.KindBan, nostr.Tag{"p", mia.pub()})).Message, ingest.MsgModerationRole)
+		eq(t, "admin bans the moderator", m.authed(t, host, adam).publish(m.cmd(adam, ingest.KindTimeout, nostr.Tag{"p", mia.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
+		eq(t, "admin lifts it", m.authed(t, host, adam).publish(m.cmd(adam, ingest.KindUntimeout, nostr.Tag{"p", mia.pub()})).OK, true)
+
+		// Ban: bob's live subscription ends, his EVENTs and AUTH are refused.
+		bc := m.authed(t, host, bob)
+		bc.subscribe("feed", nostr.Filter{Kinds: []int{1}})
+		ban := m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"reason", "spam"})
+		eq(t, "moderator bans bob", mc.publish(ban).OK, true)
+		eq(t, "bob's subscription", bc.expectClosed("feed", "blocked:"), "blocked: you are banned from this community")
+		eq(t, "bob's EVENT", bc.publish(bob.event(1, now(), "hi")).Message, "blocked: you are banned from this community")
+		bc.sendRaw(nostr.AppendReq(nil, "again", nostr.Filter{Kinds: []int{1}}))
+		eq(t, "bob's REQ", bc.expectClosed("again", "blocked:"), "blocked: you are banned from this community")
+		nc := m.dial(t, host)
+		eq(t, "bob's AUTH", nc.auth(m.authEvent(nc, bob, host)).Message, "blocked: you are banned from this community")
+		if got := oc.req("cmds", nostr.Filter{Kinds: []int{ingest.KindBan}}); len(got) != 0 {
+			t.Fatalf("a ban command was stored: %d events", len(got))
+		}
+		// A ban in this community means nothing in another.
+		eq(t, "bob elsewhere", m.authed(t, m.host, bob).publish(bob.event(1, now(), "elsewhere")).OK, true)
+
+		eq(t, "unban", mc.publish(m.cmd(mia, ingest.KindUnban, nostr.Tag{"p", bob.pub()})).OK, true)
+		bc = m.authed(t, host, bob)
+		eq(t, "bob after unban", bc.publish(bob.event(1, now(), "back")).OK, true)
+		eq(t, "unban again", mc.publish(m.cmd(mia, ingest.KindUnban, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgNotBanned)
+
+		// Timeout: writes refused with the end time, reads still allowed,
+		// over once the end passes.
+		end := m.now().Add(10 * time.Minute)
+		eq(t, "timeout", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(end))).OK, true)
+		eq(t, "bob timed out", bc.publish(bob.event(1, now(), "x")).Message,
+			"blocked: you are timed out in this community until "+end.UTC().Truncate(time.Second).Format(time.RFC3339))
+		bc.req("read", nostr.Filter{Kinds: []int{1}, Limit: 1, LimitSet: true})
+		m.advance(10*time.Minute + time.Second)
+		eq(t, "bob after the timeout ended", bc.publish(bob.event(1, now(), "y")).OK, true)
+		eq(t, "untimeout of an ended timeout", mc.publish(m.cmd(mia, ingest.KindUntimeout, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgNotTimedOut)
+		eq(t, "timeout again", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
+		eq(t, "untimeout", mc.publish(m.cmd(mia, ingest.KindUntimeout, nostr.Tag{"p", bob.pub()})).OK, true)
+		eq(t, "bob after untimeout", bc.publish(bob.event(1, now(), "z")).OK, true)
+
+		// A ban with an end.
+		eq(t, "ban for an hour", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
+		mustPrefix(t, "bob banned for an hour", bc.publish(bob.event(1, now(), "w")).Message, "blocked: you are banned from this community until ")
+		m.advance(time.Hour + time.Second)
+		eq(t, "bob after the ban ended", bc.publish(bob.event(1, now(), "v")).OK, true)
+
+		// The expiration of a command is the restriction's end, never a
+		// NIP-40 expiry: an end in the past is the command's own error.
+		eq(t, "timeout ending in the past", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(-time.Minute)))).Message,
+			"invalid: expiration (the end of the restriction) has already passed")
+		eq(t, "timeout without end", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()})).Message, "invalid: a expiration tag is required")
+		stale := mia.event(ingest.KindBan, m.now().Add(-10*time.Minute).Unix(), "", nostr.Tag{"p", bob.pub()})
+		eq(t, "stale command", mc.publish(stale).Message, ingest.MsgCommandStale)
+		eq(t, "command with h", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"h", "x"})).Message, ingest.MsgBadChannelTag)
+	})
+}
+
+func TestModerationReports(t *testing.T) {
+	eachBackend(t, func(t *testing.T, m *modRelay) {
+		const host = "rep.example"
+		owner, mia, alice, mallory := newSigner(t), newSigner(t), newSigner(t), newSigner(t)
+		m.owned(t, host, owner)
+		eq(t, "moderator", m.authed(t, host, owner).publish(m.cmd(owner, ingest.KindChangeCommunityRole, nostr.Tag{"p", mia.pub(), "moderator"})).OK, true)
+
+		mc := m.authed(t, host, mallory)
+		note := mallory.event(1, now(), "offensive")
+		mc.mustAccept(note)
+		// Mallory listens for anything about her, reports included.
+		mc.subscribe("me", nostr.Filter{Tags: map[string][]string{"p": {mallory.pub()}}}, nostr.Filter{Kinds: []int{ingest.KindReport}})
+
+		ac := m.authed(t, host, alice)
+		rep := alice.event(ingest.KindReport, now(), "rude", nostr.Tag{"p", mallory.pub()}, nostr.Tag{"e", note.ID, "profanity"})
+		eq(t, "report", ac.publish(rep).OK, true)
+		eq(t, "report again", ac.publish(rep).Message, ingest.MsgDuplicate)
+		eq(t, "report of an unknown event", ac.publish(alice.event(ingest.KindReport, now(), "", nostr.Tag{"p", mallory.pub()}, nostr.Tag{"e", strings.Repeat("ab", 32), "spam"})).Message, ingest.MsgReportTarget)
+		mustPrefix(t, "report type", ac.publish(alice.event(ingest.KindReport, now(), "", nostr.Tag{"p", mallory.pub(), "annoying"})).Message, "invalid:")
+		pubRep := alice.event(ingest.KindReport, now()+1, "", nostr.Tag{"p", mallory.pub(), "spam"})
+		eq(t, "report of a pubkey", ac.publish(pubRep).OK, true)
+
+		reportFilter := nostr.Filter{Kinds: []int{ingest.KindReport}}
+		if got := mc.req("q", reportFilter, nostr.Filter{Tags: map[string][]string{"p": {mallory.pub()}}}); len(got) != 0 {
+			t.Fatalf("the reported user reads %d reports", len(got))
+		}
+		if got := m.dial(t, host).req("anon", reportFilter); len(got) != 0 {
+			t.Fatalf("an unauthenticated reader reads %d reports", len(got))
+		}
+		eq(t, "COUNT of reports", countOf(t, ac, "n", reportFilter), int64(0))
+		if got := ids(ac.req("mine", reportFilter)); len(got) != 2 || got[0] != pubRep.ID || got[1] != rep.ID {
+			t.Fatalf("alice's reports = %v", got)
+		}
+		if got := ac.req("lim", nostr.Filter{Kinds: []int{1, ingest.KindReport}, Limit: 1, LimitSet: true}); len(got) != 1 || got[0].ID != pubRep.ID {
+			t.Fatalf("merged with notes, limit 1 = %v", ids(got))
+		}
+		moderator := m.authed(t, host, mia)
+		if got := moderator.req("all", reportFilter); len(got) != 2 {
+			t.Fatalf("the moderator reads %d reports", len(got))
+		}
+		// Another community sees nothing of them, and cannot resolve them.
+		other := m.authed(t, m.host, alice)
+		if got := other.req("x", reportFilter); len(got) != 0 {
+			t.Fatalf("another community returns %d reports", len(got))
+		}
+		resolve := func(c *rawClient, s *signer, id, status string) *nostr.OKMessage {
+			return c.publish(m.cmd(s, ingest.KindResolveReport, nostr.Tag{"e", id}, nostr.Tag{"status", status}))
+		}
+		eq(t, "a member resolves", resolve(ac, alice, rep.ID, "dismissed").Message, ingest.MsgModerationRole)
+		eq(t, "resolve from another community", resolve(m.authed(t, m.host, mia), mia, rep.ID, "resolved").Message, ingest.MsgModerationRole)
+		eq(t, "escalate", resolve(moderator, mia, rep.ID, "escalated").OK, true)
+		eq(t, "resolve", resolve(moderator, mia, rep.ID, "resolved").OK, true)
+		eq(t, "resolve again", resolve(moderator, mia, rep.ID, "dismissed").Message, ingest.MsgReportClosed)
+		eq(t, "resolve an unknown report", resolve(moderator, mia, strings.Repeat("cd", 32), "resolved").Message, ingest.MsgNoReport)
+		mustPrefix(t, "bad status", resolve(moderator, mia, rep.ID, "done").Message, "invalid:")
+		// Nothing of all this reached Mallory live.
+		mc.expectSilence(200 * time.Millisecond)
+	})
+}
