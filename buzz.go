@@ -59,7 +59,7 @@ type Relay struct {
 	// moderation is the store's moderation state, nil when it keeps none
 	// (moderation.go).
 	moderation store.ModerationStore
-	keys     *communityKeys // per-community signing keys of relay-signed events
+	keys       *communityKeys // per-community signing keys of relay-signed events
 
 	readBufs sync.Pool // *[]byte: a connection's buffer for one inbound message
 	inflight *inflight // EVENTs being ingested (see inflight)

@@ -95,7 +95,7 @@ type ModerationCommand struct {
 	Action string // store.Action*
 	Target string // pubkey, or report id for 9044
 	Reason string
-	Until  time.Time           // end of a ban (optional) or timeout (required)
+	Until  time.Time          // end of a ban (optional) or timeout (required)
 	Status store.ReportStatus // for 9044
 }
 
