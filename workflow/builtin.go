@@ -62,7 +62,7 @@ func (u unavailable) Run(context.Context, *StepContext) (map[string]any, error) 
 // publishOnce signs ev, records it as the effect's intent and publishes it;
 // a takeover publishes the recorded event again (deduplicated by id).
 func publishOnce(ctx context.Context, x *StepContext, key string, ev *nostr.Event) (string, error) {
-	ev.Tags = append(ev.Tags, nostr.Tag{ProvenanceTag, x.Workflow.ID.String(), x.Run.ID.String()})
+	ev.Tags = append(ev.Tags, nostr.Tag{ProvenanceTag, x.Workflow.ID.String(), x.Run.ID.String(), x.Step.ID})
 	if err := x.e.pub.Sign(ctx, x.Community, ev); err != nil {
 		return "", fmt.Errorf("sign: %w", err)
 	}
@@ -71,7 +71,7 @@ func publishOnce(ctx context.Context, x *StepContext, key string, ev *nostr.Even
 		if err != nil {
 			return nil, fmt.Errorf("recorded event: %w", err)
 		}
-		if err := x.e.pub.Publish(ctx, x.Community, rec); err != nil {
+		if err := x.e.emit(ctx, x.Community, rec); err != nil {
 			return nil, err
 		}
 		return []byte(rec.ID), nil
@@ -289,7 +289,7 @@ func (d sendDM) Run(ctx context.Context, x *StepContext) (map[string]any, error)
 		}
 		ids := make([]string, 0, len(evs))
 		for _, ev := range evs {
-			if err := x.e.pub.Publish(ctx, x.Community, ev); err != nil {
+			if err := x.e.emit(ctx, x.Community, ev); err != nil {
 				return nil, err
 			}
 			ids = append(ids, ev.ID)

@@ -30,8 +30,8 @@ const (
 	// KindDefinition is a workflow definition event (30620).
 	KindDefinition = 30620
 	// ProvenanceTag marks events the engine publishes:
-	// ["buzz:workflow", workflow id, run id]. Events carrying it never
-	// trigger workflows (loop guard).
+	// ["buzz:workflow", workflow id, run id, step id (actions' events)].
+	// Events carrying it never trigger workflows (loop guard).
 	ProvenanceTag = "buzz:workflow"
 )
 

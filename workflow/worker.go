@@ -357,5 +357,14 @@ func (e *Engine) publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Ev
 	if err := e.pub.Sign(ctx, c, ev); err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
+	return e.emit(ctx, c, ev)
+}
+
+// emit publishes a signed event (unless the engine was halted by a test
+// simulating a crash).
+func (e *Engine) emit(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if e.isHalted() {
+		return errors.New("workflow: engine halted")
+	}
 	return e.pub.Publish(ctx, c, ev)
 }
