@@ -521,3 +521,43 @@ func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID,
 	s.audit.pending(c)
 	return nil
 }
+
+// CommunityProfile implements store.ProfileStore.
+func (s *Store) CommunityProfile(ctx context.Context, c tenant.CommunityID) (store.CommunityProfile, error) {
+	var p store.CommunityProfile
+	err := s.pool.QueryRow(ctx, `SELECT profile_name, profile_description, profile_icon, profile_contact FROM communities WHERE id = $1`,
+		c.UUID()).Scan(&p.Name, &p.Description, &p.Icon, &p.Contact)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, store.ErrNoCommunity
+	}
+	if err != nil {
+		return p, fmt.Errorf("postgres: community profile: %w", err)
+	}
+	return p, nil
+}
+
+// SetCommunityProfile implements store.ProfileStore.
+func (s *Store) SetCommunityProfile(ctx context.Context, c tenant.CommunityID, p store.CommunityProfile) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE communities SET profile_name = $2, profile_description = $3, profile_icon = $4, profile_contact = $5 WHERE id = $1`,
+			c.UUID(), p.Name, p.Description, p.Icon, p.Contact)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrNoCommunity
+		}
+		return queueAudit(ctx, tx, c, store.ProfileAudit(ctx, p))
+	})
+	switch {
+	case errors.Is(err, store.ErrNoCommunity):
+		return err
+	case err != nil:
+		return fmt.Errorf("postgres: set community profile: %w", err)
+	}
+	s.audit.pending(c)
+	return nil
+}

@@ -544,3 +544,41 @@ func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID,
 		return w.appendAudit(cseq, c, audit.Record{Action: audit.CommunityMemberRemoved, Actor: audit.ActorFrom(ctx), Object: pubkey})
 	})
 }
+
+// CommunityProfile implements store.ProfileStore.
+func (s *Store) CommunityProfile(ctx context.Context, c tenant.CommunityID) (store.CommunityProfile, error) {
+	var p store.CommunityProfile
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return p, store.ErrNoCommunity
+	}
+	if err != nil {
+		return p, err
+	}
+	if err := s.rdb.QueryRowContext(ctx, `SELECT profile_name, profile_description, profile_icon, profile_contact FROM communities WHERE seq = ?`,
+		cseq).Scan(&p.Name, &p.Description, &p.Icon, &p.Contact); err != nil {
+		return p, internal("community profile", err)
+	}
+	return p, nil
+}
+
+// SetCommunityProfile implements store.ProfileStore.
+func (s *Store) SetCommunityProfile(ctx context.Context, c tenant.CommunityID, p store.CommunityProfile) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return store.ErrNoCommunity
+	}
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, func(w *writer) error {
+		if _, err := w.conn.ExecContext(w.ctx, `UPDATE communities SET profile_name = ?, profile_description = ?, profile_icon = ?, profile_contact = ? WHERE seq = ?`,
+			p.Name, p.Description, p.Icon, p.Contact, cseq); err != nil {
+			return internal("set community profile", err)
+		}
+		return w.appendAudit(cseq, c, store.ProfileAudit(ctx, p))
+	})
+}

@@ -13,3 +13,7 @@ func TestChannels(t *testing.T) {
 func TestModeration(t *testing.T) {
 	storetest.RunModeration(t, func(t *testing.T) storetest.ModerationBackend { return openTemp(t) })
 }
+
+func TestProfiles(t *testing.T) {
+	storetest.RunProfiles(t, func(t *testing.T) storetest.ProfileBackend { return openTemp(t) })
+}
