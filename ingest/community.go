@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 )
@@ -75,6 +76,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community role", "community", c.String(), "err", err)
 		return MsgInternal
 	}
+	actx := audit.WithActor(ctx, ev.PubKey) // the audit entry's actor
 	switch ev.Kind {
 	case KindAddCommunityMember, KindChangeCommunityRole:
 		if current == store.RoleOwner {
@@ -83,13 +85,13 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 		if actor == store.RoleAdmin && (role == store.RoleAdmin || current == store.RoleAdmin) {
 			return MsgCommunityRole
 		}
-		err = cs.Store.PutCommunityMember(ctx, c, target, role)
+		err = cs.Store.PutCommunityMember(actx, c, target, role)
 	case KindRemoveCommunityMember:
 		if current == store.RoleOwner || (actor == store.RoleAdmin && current == store.RoleAdmin) {
 			return MsgCommunityRole
 		}
 		if targetIsMember {
-			err = cs.Store.RemoveCommunityMember(ctx, c, target)
+			err = cs.Store.RemoveCommunityMember(actx, c, target)
 		}
 	}
 	if err != nil {

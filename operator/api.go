@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/store"
@@ -115,7 +116,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	status, resp, err := rt.fn(r.Context(), actor, r, body)
+	// Changes the store makes for this request name the operator as their
+	// actor in the community's audit chain.
+	status, resp, err := rt.fn(audit.WithActor(r.Context(), actor), actor, r, body)
 	if err != nil {
 		var ae *apiError
 		if !errors.As(err, &ae) {
