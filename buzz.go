@@ -64,6 +64,9 @@ type Relay struct {
 	readBufs sync.Pool // *[]byte: a connection's buffer for one inbound message
 	inflight *inflight // EVENTs being ingested (see inflight)
 
+	refusals     *refusalAudit // nil unless the store keeps audit chains
+	refusalsDone chan struct{}
+
 	stopListen func()
 	bgCancel   context.CancelFunc
 	bgDone     chan struct{}
@@ -153,6 +156,7 @@ func New(opts ...Option) (*Relay, error) {
 		Moderation:      r.ingestModeration(),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,
+		OnRateLimited:   r.refusalHook(),
 	})
 	if err != nil {
 		return nil, err
@@ -181,6 +185,10 @@ func New(opts ...Option) (*Relay, error) {
 	r.bgCancel = cancel
 	r.bgDone = make(chan struct{})
 	go r.sweep(bg)
+	if r.refusals != nil {
+		r.refusalsDone = make(chan struct{})
+		go r.refusals.run(bg, r.refusalsDone)
+	}
 	return r, nil
 }
 
@@ -334,6 +342,9 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.stopCluster()
 	r.bgCancel()
 	<-r.bgDone
+	if r.refusalsDone != nil {
+		<-r.refusalsDone
+	}
 	if r.ownsBroker {
 		_ = r.cfg.broker.Close()
 	}

@@ -55,6 +55,12 @@ type Config struct {
 	// ratelimit.ClassEvent); RateLimitTier picks the author's tier.
 	RateLimiter   ratelimit.Limiter
 	RateLimitTier TierFunc
+	// OnRateLimited, when set, is told of every event the RateLimiter
+	// refused over quota (not of refusals because it could not decide),
+	// with the OK message sent. It runs on the ingest path: it must return
+	// at once (the relay records refusals in the community's audit chain,
+	// coalesced, off this path).
+	OnRateLimited func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event, reason string)
 	// Channels enables channels and community access policies (see
 	// Channels); nil refuses every event that names a channel.
 	Channels *Channels

@@ -38,7 +38,11 @@ func (p *Pipeline) admit(ctx context.Context, s Submission) string {
 	case err == nil && d.Allowed:
 		return ""
 	case err == nil:
-		return d.Reason()
+		reason := d.Reason()
+		if p.cfg.OnRateLimited != nil {
+			p.cfg.OnRateLimited(ctx, s.Tenant, s.Event, reason)
+		}
+		return reason
 	case errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		// The text of the sentinel only: the wrapped cause may name
 		// internal addresses.
