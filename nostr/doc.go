@@ -23,9 +23,9 @@
 //   - Duplicate known fields in an event or filter are refused: which copy
 //     wins differs between JSON libraries, so the id could be checked over
 //     one value and stored with another.
-//   - Filters refuse unknown fields, and "search" (NIP-50, not supported)
-//     with its own message, instead of ignoring a constraint and returning
-//     events the client did not ask for. Filter ids and authors must be full
+//   - Filters refuse unknown fields instead of ignoring a constraint and
+//     returning events the client did not ask for; "search" (NIP-50) is
+//     parsed by package search. Filter ids and authors must be full
 //     64-character ids (no prefixes).
 //   - REQ and COUNT need at least one filter. ParseClientMessage reports
 //     problems found after the label as an *EnvelopeError carrying the

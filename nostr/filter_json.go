@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"slices"
+
+	"github.com/buzzrelay/buzz/search"
 )
 
 // ParseFilter decodes one filter object strictly.
@@ -12,11 +14,11 @@ import (
 // strings; prefixes are not supported), "kinds" (array of integers
 // 0..65535), "#x" where x is one ASCII letter (array of strings), "since",
 // "until" and "limit" (non-negative integers; values beyond int64 saturate,
-// which keeps their meaning: "until far future" and "as many as allowed").
-// A field may appear once. Any other field is refused: "search" (NIP-50)
-// with "invalid: search is not supported", anything else with
-// "invalid: unknown filter field <name>" — silently ignoring a constraint
-// would return events the client did not ask for.
+// which keeps their meaning: "until far future" and "as many as allowed"),
+// and "search" (a NIP-50 query string, parsed by search.Parse). A field may
+// appear once. Any other field is refused with "invalid: unknown filter
+// field <name>" — silently ignoring a constraint would return events the
+// client did not ask for.
 //
 // An empty array is kept as a non-nil empty slice, which matches nothing.
 // Errors start with "invalid: ".
@@ -63,6 +65,7 @@ func (p *scanner) parseFilter() (Filter, error) {
 		seenSince
 		seenUntil
 		seenLimit
+		seenSearch
 	)
 	once := func(bit uint8, name string) error {
 		if seen&bit != 0 {
@@ -120,7 +123,9 @@ func (p *scanner) parseFilter() (Filter, error) {
 				}
 			}
 		case "search":
-			err = errors.New("invalid: search is not supported")
+			if err = once(seenSearch, key); err == nil {
+				err = p.readSearch(&f)
+			}
 		default:
 			if len(key) != 2 || key[0] != '#' || !isASCIILetter(key[1]) {
 				return f, errors.New("invalid: unknown filter field " + quoteForError(key))
@@ -159,6 +164,22 @@ func quoteForError(s string) string {
 		s = s[:64] + "..."
 	}
 	return string(AppendString(nil, s))
+}
+
+func (p *scanner) readSearch(f *Filter) error {
+	v, se := p.readString()
+	if se != strOK {
+		if se == strNotString {
+			return errors.New("invalid: search must be a string")
+		}
+		return fieldErr("search", se)
+	}
+	q, err := search.Parse(v)
+	if err != nil {
+		return err
+	}
+	f.Search, f.query = v, q
+	return nil
 }
 
 func (p *scanner) readTimestamp(field string) (int64, error) {
@@ -251,8 +272,8 @@ func (p *scanner) readKinds() ([]int, error) {
 }
 
 // AppendJSON appends the filter as a JSON object: ids, authors, kinds, the
-// tag fields sorted by name, since, until, then limit if LimitSet. Nil
-// slices are omitted; empty ones are written as [].
+// tag fields sorted by name, since, until, limit if LimitSet, then search
+// if set. Nil slices are omitted; empty ones are written as [].
 func (f Filter) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	first := true
@@ -314,6 +335,11 @@ func (f Filter) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `"limit":`...)
 		dst = appendInt(dst, int64(f.Limit))
 	}
+	if f.Search != "" {
+		sep()
+		dst = append(dst, `"search":`...)
+		dst = AppendString(dst, f.Search)
+	}
 	return append(dst, '}')
 }
 
@@ -330,8 +356,10 @@ func appendStrings(dst []byte, ss []string) []byte {
 
 // Matches reports whether e satisfies every constraint of the filter, as
 // NIP-01 defines: the id is in IDs, the author in Authors, the kind in
-// Kinds, Since <= created_at <= Until, and for every tag key in Tags the
-// event has a tag with that name whose first value is in the list. Limit is
+// Kinds, Since <= created_at <= Until, for every tag key in Tags the event
+// has a tag with that name whose first value is in the list, and with
+// Search the event is of a searchable kind (search.Searchable) and its
+// content matches the query (an invalid query matches nothing). Limit is
 // not considered. A nil slice is no constraint; an empty one matches nothing.
 func (f *Filter) Matches(e *Event) bool {
 	if f.Since != nil && e.CreatedAt < *f.Since {
@@ -354,7 +382,18 @@ func (f *Filter) Matches(e *Event) bool {
 			return false
 		}
 	}
+	if f.Search != "" {
+		return f.matchesSearch(e)
+	}
 	return true
+}
+
+func (f *Filter) matchesSearch(e *Event) bool {
+	if !search.Searchable(e.Kind) {
+		return false
+	}
+	q, err := f.SearchQuery()
+	return err == nil && q.Match(e.Content)
 }
 
 // tagMatches reports whether some tag named name has its value in vals.

@@ -73,7 +73,10 @@ func TestParseFilterInvalid(t *testing.T) {
 		{"bare hash", `{"#":["x"]}`, `invalid: unknown filter field "#"`},
 		{"unknown field", `{"foo":1}`, `invalid: unknown filter field "foo"`},
 		{"long unknown field", `{"` + strings.Repeat("x", 100) + `":1}`, `invalid: unknown filter field "` + strings.Repeat("x", 64) + `..."`},
-		{"search", `{"search":"nostr"}`, "invalid: search is not supported"},
+		{"search number", `{"search":1}`, "invalid: search must be a string"},
+		{"search empty", `{"search":""}`, "invalid: search query has no words to match"},
+		{"search only extensions", `{"search":"include:spam"}`, "invalid: search query has no words to match"},
+		{"duplicate search", `{"search":"a","search":"b"}`, "invalid: duplicate filter field search"},
 		{"duplicate kinds", `{"kinds":[1],"kinds":[2]}`, "invalid: duplicate filter field kinds"},
 		{"duplicate tag", `{"#e":["a"],"#e":["b"]}`, "invalid: duplicate filter field #e"},
 		{"duplicate limit", `{"limit":1,"limit":1}`, "invalid: duplicate filter field limit"},
@@ -225,5 +228,45 @@ func TestFilterAppendJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"kinds":"x"}`), &u); err == nil {
 		t.Fatal("UnmarshalJSON accepted a bad filter")
+	}
+}
+
+func TestFilterSearch(t *testing.T) {
+	f, err := ParseFilter([]byte(`{"kinds":[1,1059],"search":"Hello \"big world\" include:spam"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Search != `Hello "big world" include:spam` {
+		t.Fatalf("Search = %q", f.Search)
+	}
+	if q, err := f.SearchQuery(); err != nil || q.String() != `hello "big world"` {
+		t.Fatalf("SearchQuery = %v, %v", q, err)
+	}
+	again, err := ParseFilter(f.AppendJSON(nil))
+	if err != nil || !reflect.DeepEqual(again, f) {
+		t.Fatalf("round trip via %s: %+v, %v", f.AppendJSON(nil), again, err)
+	}
+	built := Filter{Kinds: []int{1, 1059}, Search: f.Search} // not parsed: SearchQuery parses on demand
+	for _, tc := range []struct {
+		kind    int
+		content string
+		want    bool
+	}{
+		{1, "HELLO, the big world!", true},
+		{1, "hello world big", false},
+		{1, "big world", false},
+		{1059, "hello big world", false}, // gift wraps never match a search
+		{7, "hello big world", false},
+	} {
+		e := &Event{Kind: tc.kind, Content: tc.content}
+		if got := f.Matches(e); got != tc.want {
+			t.Errorf("parsed: kind %d %q: Matches = %v, want %v", tc.kind, tc.content, got, tc.want)
+		}
+		if got := built.Matches(e); got != tc.want {
+			t.Errorf("built: kind %d %q: Matches = %v, want %v", tc.kind, tc.content, got, tc.want)
+		}
+	}
+	if (&Filter{Search: "!!!"}).Matches(&Event{Kind: 1, Content: "!!!"}) {
+		t.Error("an invalid query matched")
 	}
 }
