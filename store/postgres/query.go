@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -38,6 +39,8 @@ type predicate struct {
 	// channels, unless nil, restricts rows to community-wide events plus
 	// these channels (store.Scope; AllChannels leaves it nil).
 	channels *[][16]byte
+	// tsquery, unless "", is the filter's search as to_tsquery input.
+	tsquery string
 }
 
 // withScope restricts p to the access scope sc.
@@ -62,6 +65,13 @@ func compileFilter(f *nostr.Filter) (*predicate, error) {
 	p := &predicate{since: f.Since, until: f.Until}
 	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
 		return nil, errNothing
+	}
+	if f.Search != "" {
+		q, err := f.SearchQuery()
+		if err != nil {
+			return nil, errNothing // an invalid query matches nothing
+		}
+		p.tsquery = tsqueryText(q)
 	}
 	var err error
 	if f.IDs != nil {
@@ -172,6 +182,10 @@ func (p *predicate) conds(skip string) sq.And {
 		and = append(and, sq.Expr(`EXISTS (SELECT 1 FROM jsonb_array_elements(e.tags) AS x(tag)
   WHERE jsonb_typeof(x.tag) = 'array' AND x.tag->>0 = ? AND x.tag->>1 = ANY(?))`, t.name, t.values))
 	}
+	if p.tsquery != "" {
+		and = append(and, sq.Expr("e.kind <> ?", search.KindGiftWrap),
+			sq.Expr(tsMatch, p.tsquery))
+	}
 	return and
 }
 
@@ -218,6 +232,8 @@ func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc store
 	limit := uint64(f.Limit)
 	var q sq.Sqlizer
 	switch {
+	case p.tsquery != "":
+		q = searchQuery(c, now, p, f)
 	case !f.LimitSet || p.ids != nil:
 		b := sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order)
 		if f.LimitSet {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -45,6 +46,10 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 		}
 		if err != nil {
 			yield(store.Record{}, err)
+			return
+		}
+		if f.Search != "" {
+			s.querySearch(ctx, c, cseq, &f, scope, yield)
 			return
 		}
 		var q sqlBuilder
@@ -193,6 +198,10 @@ type sqlBuilder struct {
 	// tag name, whose condition filter then leaves out.
 	tagDriven bool
 	skipTag   string
+	// searchDriven is set by from when the query walks the full-text
+	// matches of the filter's search as its outer loop; filter then leaves
+	// the search condition out.
+	searchDriven bool
 }
 
 func (q *sqlBuilder) add(s string, args ...any) {
@@ -271,6 +280,11 @@ func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
 			names = append(names, name)
 		}
 	}
+	if sq, err := f.SearchQuery(); sq != nil && err == nil && len(names) == 0 {
+		q.add(`(SELECT rowid AS seq FROM events_fts WHERE events_fts MATCH ?) AS s CROSS JOIN events e ON e.seq = s.seq`, ftsMatch(sq))
+		q.searchDriven = true
+		return
+	}
 	if len(names) > 0 {
 		sort.Strings(names)
 		name, vals := names[0], f.Tags[names[0]]
@@ -300,11 +314,22 @@ func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
 
 // filter appends f's conditions, each as " AND …", against events aliased e.
 // ok is false when f can match nothing (an empty list, or ids that cannot be
-// event ids). residual is true when f has a tag condition the tags table does
-// not index (a name that is not exactly one byte); those
-// conditions are left out, and the caller must check each row with
-// f.Matches.
+// event ids, or an invalid search). residual is true when f has a tag
+// condition the tags table does not index (a name that is not exactly one
+// byte); those conditions are left out, and the caller must check each row
+// with f.Matches. A search restricts rows to searchable kinds whose content
+// events_fts matches.
 func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool) {
+	if f.Search != "" {
+		sq, err := f.SearchQuery()
+		if err != nil {
+			return false, false
+		}
+		q.add(` AND e.kind <> ?`, search.KindGiftWrap)
+		if !q.searchDriven {
+			q.add(` AND e.seq IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)`, ftsMatch(sq))
+		}
+	}
 	if f.IDs != nil {
 		if !q.hexList("e.id", f.IDs) {
 			return false, false
