@@ -54,7 +54,7 @@ type NIP11Limitation struct {
 }
 
 // supportedNIPs are the NIPs this relay implements, all always on.
-var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45}
+var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45, 50}
 
 // NIP11Document returns the document the relay serves.
 func (r *Relay) NIP11Document() NIP11Document {
