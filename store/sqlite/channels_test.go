@@ -17,7 +17,3 @@ func TestModeration(t *testing.T) {
 func TestProfiles(t *testing.T) {
 	storetest.RunProfiles(t, func(t *testing.T) storetest.ProfileBackend { return openTemp(t) })
 }
-
-func TestSearch(t *testing.T) {
-	storetest.RunSearch(t, func(t *testing.T) storetest.ChannelBackend { return openTemp(t) })
-}
