@@ -179,6 +179,13 @@ func New(opts ...Option) (*Relay, error) {
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
 
+	if r.cfg.profiles == nil {
+		r.cfg.profiles, _ = cfg.store.(CommunityProfiles)
+	}
+	if !cfg.noHomePage {
+		r.HandleCommunity("GET /{$}", r.serveHomePage)
+	}
+
 	r.stopListen = r.cfg.broker.Listen(r.onMessage)
 	r.startCluster()
 	bg, cancel := context.WithCancel(context.Background())

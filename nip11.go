@@ -1,15 +1,18 @@
 package buzz
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
 )
 
-// Info is the relay's NIP-11 self-description. It is relay-wide: the same
-// document is served for every host, mapped or not, and holds no
-// per-community data.
+// Info is the relay's NIP-11 self-description. It is relay-wide: it is
+// served for every host, mapped or not. A community's own profile
+// (WithCommunityProfiles) overrides its non-empty fields for that
+// community's hosts only.
 type Info struct {
 	Name        string
 	Description string
@@ -91,6 +94,34 @@ func (r *Relay) NIP11Document() NIP11Document {
 	}
 }
 
+// documentFor returns the document for a request bound to tc: the
+// relay-wide document with the non-empty fields of tc's community profile
+// in place of the relay's name, description, icon and contact. When the
+// profile cannot be read it is the relay-wide document (NIP-11 fails open
+// and holds nothing of another community).
+func (r *Relay) documentFor(ctx context.Context, tc tenant.TenantContext) NIP11Document {
+	doc := r.NIP11Document()
+	if r.cfg.profiles == nil || tc.IsZero() {
+		return doc
+	}
+	p, err := r.cfg.profiles.CommunityProfile(ctx, tc.Community())
+	if err != nil {
+		r.log.DebugContext(ctx, "buzz: community profile unavailable; serving the relay's", "err", err)
+		return doc
+	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&doc.Name, p.Name}, {&doc.Description, p.Description}, {&doc.Icon, p.Icon}, {&doc.Contact, p.Contact},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	return doc
+}
+
 func (r *Relay) encodeNIP11() ([]byte, error) {
 	return json.Marshal(r.NIP11Document())
 }
@@ -116,5 +147,15 @@ func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 	if req.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(r.nip11)
+	body := r.nip11
+	if r.cfg.profiles != nil {
+		// A mapped host gets its community's profile; any other host, or a
+		// failed lookup, the relay-wide document.
+		if tc, err := r.Bind(req); err == nil {
+			if b, err := json.Marshal(r.documentFor(req.Context(), tc)); err == nil {
+				body = b
+			}
+		}
+	}
+	_, _ = w.Write(body)
 }

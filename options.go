@@ -54,6 +54,8 @@ type OnStored = func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Eve
 type config struct {
 	store         store.EventStore
 	directory     tenant.Directory
+	profiles      CommunityProfiles
+	noHomePage    bool
 	broker        pubsub.Broker
 	relayScheme   string // "" = ws or wss
 	auth          AuthPolicy
@@ -107,6 +109,30 @@ func WithBroker(b pubsub.Broker) Option {
 			return errors.New("buzz: WithBroker: nil broker")
 		}
 		c.broker = b
+		return nil
+	}
+}
+
+// WithCommunityProfiles sets where each community's own name, description,
+// icon and contact are read (served in NIP-11 and on the home page for the
+// community's hosts only). Default: the store, when it implements
+// CommunityProfiles (store/sqlite and store/postgres do).
+func WithCommunityProfiles(p CommunityProfiles) Option {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("buzz: WithCommunityProfiles: nil source")
+		}
+		c.profiles = p
+		return nil
+	}
+}
+
+// WithoutHomePage turns off the HTML page the relay serves at "/" on
+// community hosts (for example to mount an embedder's own page with
+// HandleCommunity).
+func WithoutHomePage() Option {
+	return func(c *config) error {
+		c.noHomePage = true
 		return nil
 	}
 }

@@ -1,0 +1,106 @@
+package buzz
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// get fetches "/" from the test server naming host, with accept.
+func (tr *testRelay) get(t *testing.T, host, accept string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, tr.srv.URL+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestCommunityIdentity: a community's profile is served in NIP-11 and on
+// the home page for its own host only; another community's host, and an
+// unmapped host, show none of it. The page escapes what the owner wrote.
+func TestCommunityIdentity(t *testing.T) {
+	tr := newTestRelay(t, WithInfo(Info{Name: "relay-wide", Description: "the relay", Contact: "mailto:ops@relay.example"}))
+	ctx := context.Background()
+	const hostB = "b.example"
+	if _, _, err := tr.store.EnsureCommunity(ctx, hostB); err != nil {
+		t.Fatal(err)
+	}
+	profile := store.CommunityProfile{
+		Name:        `Team <script>alert("A")</script>`,
+		Description: "Team A's & friends' relay",
+		Icon:        "https://a.example/icon.png?x=1&y=2",
+		Contact:     "mailto:team-a@a.example",
+	}
+	if err := tr.store.SetCommunityProfile(ctx, tr.tc.Community(), profile); err != nil {
+		t.Fatal(err)
+	}
+	nip11 := func(host string) (NIP11Document, string) {
+		t.Helper()
+		st, _, body := tr.get(t, host, "application/nostr+json")
+		if st != http.StatusOK {
+			t.Fatalf("NIP-11 for %s: %d", host, st)
+		}
+		var d NIP11Document
+		if err := json.Unmarshal([]byte(body), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d, body
+	}
+	d, _ := nip11(tr.host)
+	if d.Name != profile.Name || d.Description != profile.Description || d.Icon != profile.Icon || d.Contact != profile.Contact {
+		t.Fatalf("A's NIP-11 = %+v", d)
+	}
+	if len(d.SupportedNIPs) == 0 || d.Limitation.MaxLimit == 0 {
+		t.Fatalf("A's NIP-11 lost the relay's fields: %+v", d)
+	}
+	for _, host := range []string{hostB, "unmapped.example"} {
+		d, body := nip11(host)
+		if d.Name != "relay-wide" || d.Contact != "mailto:ops@relay.example" || d.Icon != "" {
+			t.Fatalf("NIP-11 for %s = %+v, want the relay-wide document", host, d)
+		}
+		for _, v := range []string{"Team", "team-a", "a.example/icon"} {
+			if strings.Contains(body, v) {
+				t.Fatalf("NIP-11 for %s shows A's %q: %s", host, v, body)
+			}
+		}
+	}
+
+	st, h, page := tr.get(t, tr.host, "text/html,application/xhtml+xml")
+	if st != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+		t.Fatalf("page: %d %q", st, h.Get("Content-Type"))
+	}
+	for _, want := range []string{
+		`Team &lt;script&gt;alert(&#34;A&#34;)&lt;/script&gt;`, // escaped, never markup
+		"Team A&#39;s &amp; friends&#39; relay",
+		`src="https://a.example/icon.png?x=1&amp;y=2"`,
+		"ws://" + tr.host, "mailto:team-a@a.example", ">42<", "11.md",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<script") || strings.Contains(page, `src="//`) || strings.Contains(page, "<link") {
+		t.Fatalf("page holds markup from the profile or external assets:\n%s", page)
+	}
+	if st, _, page := tr.get(t, hostB, "text/html"); st != http.StatusOK || strings.Contains(page, "Team") || !strings.Contains(page, "relay-wide") {
+		t.Fatalf("B's page: %d\n%s", st, page)
+	}
+	if st, _, body := tr.get(t, "unmapped.example", "text/html"); st != http.StatusNotFound || strings.TrimSpace(body) != tenant.ErrUnmappedHost.Error() {
+		t.Fatalf("unmapped host: %d %q", st, body)
+	}
+}
