@@ -275,38 +275,66 @@ func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tr
 	} else if msg != "" {
 		return store.Scope{}, msg, false, nil
 	}
-	rc := c.r.channels
-	if rc != nil {
-		pol, err := rc.policy(ctx, c.tc.Community())
-		if err != nil {
-			return store.Scope{}, "", false, err
-		}
-		if pol == store.AccessMembers {
-			readers := c.readers()
-			if len(readers) == 0 {
-				return store.Scope{}, msgMembersAuthReq, true, nil
-			}
-			member := false
-			for _, pk := range readers {
-				_, ok, err := rc.store.CommunityRole(ctx, c.tc.Community(), pk)
-				if err != nil {
-					return store.Scope{}, "", false, err
-				}
-				if ok {
-					member = true
-					break
-				}
-			}
-			if !member {
-				return store.Scope{}, msgMembersOnlyReq, false, nil
-			}
-		}
+	if reason, needAuth, err := c.r.membersOnlyRefusal(ctx, c.tc.Community(), c.readers()); err != nil || reason != "" {
+		return store.Scope{}, reason, needAuth, err
 	}
 	scope, err = c.readScope(ctx)
 	if err != nil {
 		return store.Scope{}, "", false, err
 	}
 	st := c.traceState()
+	readable := channelsReadable(filters, scope, func(id *store.ChannelID, ok bool) {
+		switch {
+		case id == nil:
+			g.AuthCheck(ctx, st, "", tenant.CommunityID{}, false)
+		case ok:
+			g.AuthCheck(ctx, st, c.traceLabel(*id), c.tc.Community(), true)
+		default:
+			g.AuthCheck(ctx, st, c.traceLabel(*id), tenant.CommunityID{}, false)
+		}
+	})
+	if !readable {
+		if !c.authenticated() {
+			return store.Scope{}, msgChannelAuth, true, nil
+		}
+		return store.Scope{}, ingest.MsgChannelDenied, false, nil
+	}
+	return scope, "", false, nil
+}
+
+// membersOnlyRefusal is the community access policy of a read by readers
+// (the pubkeys the client authenticated as, by NIP-42 or NIP-98): in a
+// members-only community, a reason when none of them is a member
+// (needAuth when there are none).
+func (r *Relay) membersOnlyRefusal(ctx context.Context, community tenant.CommunityID, readers []string) (reason string, needAuth bool, err error) {
+	rc := r.channels
+	if rc == nil {
+		return "", false, nil
+	}
+	pol, err := rc.policy(ctx, community)
+	if err != nil || pol != store.AccessMembers {
+		return "", false, err
+	}
+	if len(readers) == 0 {
+		return msgMembersAuthReq, true, nil
+	}
+	for _, pk := range readers {
+		_, ok, err := rc.store.CommunityRole(ctx, community, pk)
+		if err != nil {
+			return "", false, err
+		}
+		if ok {
+			return "", false, nil
+		}
+	}
+	return msgMembersOnlyReq, false, nil
+}
+
+// channelsReadable reports whether every filter with an "#h" condition
+// names at least one channel of scope (the one channel rule of REQ, COUNT
+// and the HTTP reads). checked, when not nil, sees each named channel with
+// its verdict, and nil for an "#h" that names no valid channel id.
+func channelsReadable(filters []nostr.Filter, scope store.Scope, checked func(id *store.ChannelID, ok bool)) bool {
 	for i := range filters {
 		named, has := namedChannels(&filters[i])
 		if !has {
@@ -314,24 +342,20 @@ func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tr
 		}
 		readable := false
 		for _, id := range named {
-			if scope.Contains(id) {
-				readable = true
-				g.AuthCheck(ctx, st, c.traceLabel(id), c.tc.Community(), true)
-			} else {
-				g.AuthCheck(ctx, st, c.traceLabel(id), tenant.CommunityID{}, false)
+			ok := scope.Contains(id)
+			readable = readable || ok
+			if checked != nil {
+				checked(&id, ok)
 			}
 		}
 		if !readable {
-			if len(named) == 0 {
-				g.AuthCheck(ctx, st, "", tenant.CommunityID{}, false)
+			if len(named) == 0 && checked != nil {
+				checked(nil, false)
 			}
-			if !c.authenticated() {
-				return store.Scope{}, msgChannelAuth, true, nil
-			}
-			return store.Scope{}, ingest.MsgChannelDenied, false, nil
+			return false
 		}
 	}
-	return scope, "", false, nil
+	return true
 }
 
 // onChannelChange runs after a channel command committed, before its event

@@ -132,7 +132,15 @@ func (c *conn) liveGiftWrapAllowed(ev *nostr.Event) bool {
 // their gift wraps, plus those addressed to the connection. The total is
 // counted first, so a wrap stored meanwhile can only lower the answer.
 func (c *conn) countVisible(ctx context.Context, filters []nostr.Filter, scope store.Scope) (int64, error) {
-	readers := c.readers()
+	return countGiftWrapped(ctx, filters, c.readers(), func(ctx context.Context, fs []nostr.Filter) (int64, error) {
+		return c.count(ctx, fs, scope)
+	})
+}
+
+// countGiftWrapped counts filters for readers under the gift wrap rule (see
+// countVisible), counting through count.
+func countGiftWrapped(ctx context.Context, filters []nostr.Filter, readers []string,
+	count func(ctx context.Context, filters []nostr.Filter) (int64, error)) (int64, error) {
 	var wraps, mine []nostr.Filter
 	allOnly := true
 	for i := range filters {
@@ -149,11 +157,11 @@ func (c *conn) countVisible(ctx context.Context, filters []nostr.Filter, scope s
 		}
 	}
 	if len(wraps) == 0 {
-		return c.count(ctx, filters, scope)
+		return count(ctx, filters)
 	}
 	var visible int64
 	if len(mine) > 0 {
-		n, err := c.count(ctx, mine, scope)
+		n, err := count(ctx, mine)
 		if err != nil {
 			return 0, err
 		}
@@ -162,11 +170,11 @@ func (c *conn) countVisible(ctx context.Context, filters []nostr.Filter, scope s
 	if allOnly {
 		return visible, nil
 	}
-	total, err := c.count(ctx, filters, scope)
+	total, err := count(ctx, filters)
 	if err != nil {
 		return 0, err
 	}
-	all, err := c.count(ctx, wraps, scope)
+	all, err := count(ctx, wraps)
 	if err != nil {
 		return 0, err
 	}

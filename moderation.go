@@ -112,11 +112,17 @@ func (r *Relay) restrictionChanged(community tenant.CommunityID, m control.Restr
 // connection's authenticated pubkeys is banned from its community; a store
 // failure is returned as an error (the caller fails closed).
 func (c *conn) bannedReader(ctx context.Context) (string, error) {
-	if c.r.moderation == nil {
+	return c.r.bannedReaders(ctx, c.tc.Community(), c.readers())
+}
+
+// bannedReaders is bannedReader for any readers of community (the HTTP API
+// passes its NIP-98 signer).
+func (r *Relay) bannedReaders(ctx context.Context, community tenant.CommunityID, readers []string) (string, error) {
+	if r.moderation == nil {
 		return "", nil
 	}
-	for _, pk := range c.readers() {
-		rs, err := c.r.pipeline.Restrictions(ctx, c.tc.Community(), pk)
+	for _, pk := range readers {
+		rs, err := r.pipeline.Restrictions(ctx, community, pk)
 		if err != nil {
 			return "", err
 		}
