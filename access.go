@@ -633,18 +633,29 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 // query reads one filter under scope (the plain query when the store
 // keeps no channels: then no event has a channel).
 func (c *conn) query(ctx context.Context, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
-	if rc := c.r.channels; rc != nil {
-		return rc.store.QueryScoped(ctx, c.tc.Community(), f, scope)
-	}
-	return c.r.cfg.store.Query(ctx, c.tc.Community(), f)
+	return c.r.queryScoped(ctx, c.tc.Community(), f, scope)
 }
 
 // count is query's COUNT.
 func (c *conn) count(ctx context.Context, filters []nostr.Filter, scope store.Scope) (int64, error) {
-	if rc := c.r.channels; rc != nil {
-		return rc.store.CountScoped(ctx, c.tc.Community(), filters, scope)
+	return c.r.countScoped(ctx, c.tc.Community(), filters, scope)
+}
+
+// queryScoped reads one filter of community under scope: every client
+// read (REQ, the HTTP API) goes through it.
+func (r *Relay) queryScoped(ctx context.Context, community tenant.CommunityID, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
+	if rc := r.channels; rc != nil {
+		return rc.store.QueryScoped(ctx, community, f, scope)
 	}
-	return c.r.cfg.store.Count(ctx, c.tc.Community(), filters)
+	return r.cfg.store.Query(ctx, community, f)
+}
+
+// countScoped is queryScoped's COUNT.
+func (r *Relay) countScoped(ctx context.Context, community tenant.CommunityID, filters []nostr.Filter, scope store.Scope) (int64, error) {
+	if rc := r.channels; rc != nil {
+		return rc.store.CountScoped(ctx, community, filters, scope)
+	}
+	return r.cfg.store.Count(ctx, community, filters)
 }
 
 // sanitizeReason reduces a client-visible message to the conformance

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
@@ -70,7 +71,8 @@ type config struct {
 	tracer        trace.Factory   // nil: no conformance tracing
 	relayKey      nostr.SecretKey // master key of relay-signed events
 	hasRelayKey   bool
-	cluster       clusterConfig // multi-process options (cluster.go)
+	cluster       clusterConfig   // multi-process options (cluster.go)
+	httpAPI       *nip98.Verifier // nil: no NIP-98 HTTP API (httpapi.go)
 }
 
 // WithStore sets the event store. Required.

@@ -1,0 +1,467 @@
+package buzz
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// The NIP-98 HTTP API (WithHTTPAPI), served on every community's host:
+//
+//	POST /query   body: a NIP-01 filter or a JSON array of filters
+//	              → 200, a JSON array of events, newest first (created_at
+//	              descending, then id ascending), each event once. Keyset
+//	              pagination: ?until=<created_at>&before_id=<id> of the last
+//	              event of the previous page returns the events after it in
+//	              that order — stable when many share one created_at.
+//	POST /count   body: a filter or an array of filters (NIP-45)
+//	              → 200 {"count": n}
+//	POST /events  body: one signed event, admitted by the same ingest
+//	              pipeline as an EVENT → {"event_id", "accepted", "message"}
+//	              where message is the OK message ("" or NIP-01 prefixed).
+//
+// Every request carries "Authorization: Nostr <base64 kind 27235 event>"
+// whose u tag is this community's URL (the scheme of the relay URL, the
+// request's host, path and query), whose method tag is POST and whose
+// payload tag is the SHA-256 of the body; each such event is accepted once
+// per community (the verifier's replay guard, shared through Redis when
+// configured). A token minted for another community's host, or signed
+// wrongly, gets the same answer: 401 "NIP-98: invalid signature". Bodies are
+// limited to MaxHTTPBodyBytes (413 beyond).
+//
+// Reads apply the rules of REQ and COUNT with the signer as the
+// authenticated reader: the members-only community policy, channel scope
+// (community-wide events plus the channels the signer may read; a filter
+// whose "#h" names no readable channel is refused 403 "restricted: not a
+// channel member") and the gift wrap rule; embedder filter policies run too.
+// Errors are {"error": "<code>", "message": "<NIP-01 prefixed text>"} where
+// code is the prefix without its colon (invalid → 400, restricted and
+// blocked → 403, auth-required → 401, rate-limited → 429, error → 500).
+const (
+	QueryPath  = "/query"
+	CountPath  = "/count"
+	EventsPath = "/events"
+	// MaxHTTPBodyBytes bounds the body of every HTTP API request.
+	MaxHTTPBodyBytes = 1 << 20
+)
+
+// Messages of the HTTP API's own refusals.
+const (
+	msgBodyTooLarge = "invalid: request body too large (limit 1048576 bytes)"
+	msgBadFilters   = "invalid: the body must be a filter or an array of filters"
+	msgBadCursor    = "invalid: until and before_id must be a unix time and a 64-character lowercase hex id; before_id needs until"
+)
+
+// WithHTTPAPI serves the NIP-98 HTTP API (POST /query, /count, /events;
+// see QueryPath) on every community host, authenticating requests with v.
+// v's replay guard decides replays per community (nip98.CommunityScope):
+// give it a shared guard (nip98.RedisGuard) when several processes serve
+// one deployment.
+func WithHTTPAPI(v *nip98.Verifier) Option {
+	return func(c *config) error {
+		if v == nil {
+			return errors.New("buzz: WithHTTPAPI: nil verifier")
+		}
+		c.httpAPI = v
+		return nil
+	}
+}
+
+func (r *Relay) registerHTTPAPI() {
+	if r.cfg.httpAPI == nil {
+		return
+	}
+	r.HandleCommunity("POST "+QueryPath, r.serveQuery)
+	r.HandleCommunity("POST "+CountPath, r.serveCount)
+	r.HandleCommunity("POST "+EventsPath, r.serveEvents)
+}
+
+// apiError writes {"error": code, "message": msg} with status.
+func apiError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"error": code, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"error","message":"error: internal server error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// refusal answers a NIP-01 prefixed reason with the status its prefix maps
+// to.
+func refusal(w http.ResponseWriter, reason string) {
+	code, _, _ := strings.Cut(reason, ":")
+	apiError(w, prefixStatus(reason), code, reason)
+}
+
+// prefixStatus maps a NIP-01 prefixed message to an HTTP status.
+func prefixStatus(msg string) int {
+	switch {
+	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
+		return http.StatusBadRequest
+	case strings.HasPrefix(msg, "restricted:"), strings.HasPrefix(msg, "blocked:"):
+		return http.StatusForbidden
+	case strings.HasPrefix(msg, "auth-required:"):
+		return http.StatusUnauthorized
+	case strings.HasPrefix(msg, "rate-limited:"):
+		return http.StatusTooManyRequests
+	case strings.HasPrefix(msg, "duplicate:"):
+		return http.StatusOK
+	}
+	return http.StatusInternalServerError
+}
+
+// origin is the scheme and host a NIP-98 u tag must name on tc's host: the
+// scheme of the relay URL (https for wss, http for ws), or of the request
+// itself when no relay URL was configured.
+func (r *Relay) origin(req *http.Request, tc tenant.TenantContext) string {
+	scheme := "http"
+	switch {
+	case r.cfg.relayScheme == "wss":
+		scheme = "https"
+	case r.cfg.relayScheme == "" && req.TLS != nil:
+		scheme = "https"
+	}
+	return scheme + "://" + tc.Host()
+}
+
+// authenticate reads the body (at most MaxHTTPBodyBytes) and verifies the
+// request's NIP-98 authorization for tc's host. It answers the request
+// itself and returns ok false on any failure.
+func (r *Relay) authenticate(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (pubkey string, body []byte, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxHTTPBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			apiError(w, http.StatusRequestEntityTooLarge, "invalid", msgBodyTooLarge)
+		} else {
+			apiError(w, http.StatusBadRequest, "invalid", "invalid: unreadable request body")
+		}
+		return "", nil, false
+	}
+	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(r.origin(req, tc), req), body)
+	hr.RequirePayload = true
+	hr.Scope = nip98.CommunityScope(tc.Community())
+	pubkey, err = r.cfg.httpAPI.Verify(req.Context(), hr)
+	if err != nil {
+		r.log.DebugContext(req.Context(), "buzz: HTTP API request refused", "err", err)
+		w.Header().Set("WWW-Authenticate", nip98.Scheme)
+		apiError(w, http.StatusUnauthorized, "unauthorized", nip98Message(err))
+		return "", nil, false
+	}
+	return pubkey, body, true
+}
+
+// nip98Message is the client-facing text of a NIP-98 failure. A token that
+// is not valid for this community — signed for another community's URL,
+// of another kind, or with a wrong id or signature — gets one answer, so a
+// community's API says nothing about tokens of another.
+func nip98Message(err error) string {
+	for _, e := range []error{nip98.ErrWrongURL, nip98.ErrBadID, nip98.ErrWrongKind, nip98.ErrBadSignature} {
+		if errors.Is(err, e) {
+			return nip98.ErrBadSignature.Error()
+		}
+	}
+	var ne *nip98.Error
+	if errors.As(err, &ne) {
+		return ne.Reason.Error()
+	}
+	return nip98.ErrBadSignature.Error()
+}
+
+// parseFilters decodes a filter or an array of filters.
+func parseFilters(body []byte) ([]nostr.Filter, error) {
+	trimmed := strings.TrimLeft(string(body), " \t\r\n")
+	var filters []nostr.Filter
+	switch {
+	case strings.HasPrefix(trimmed, "["):
+		if err := json.Unmarshal(body, &filters); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(trimmed, "{"):
+		f, err := nostr.ParseFilter([]byte(trimmed))
+		if err != nil {
+			return nil, err
+		}
+		filters = []nostr.Filter{f}
+	default:
+		return nil, errors.New(msgBadFilters)
+	}
+	return filters, nil
+}
+
+// readRequest is the part of /query and /count shared by both: parse and
+// check the filters, then decide access for reader. It answers the request
+// and returns ok false on refusal.
+func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (filters []nostr.Filter, readers []string, scope store.Scope, ok bool) {
+	pubkey, body, ok := r.authenticate(w, req, tc)
+	if !ok {
+		return nil, nil, scope, false
+	}
+	ctx := req.Context()
+	filters, err := parseFilters(body)
+	if err != nil {
+		refusal(w, ingest.Reason(err, "invalid: "))
+		return nil, nil, scope, false
+	}
+	lim := r.cfg.limits
+	switch {
+	case len(filters) == 0:
+		refusal(w, msgNoFilters)
+		return nil, nil, scope, false
+	case len(filters) > lim.MaxFilters:
+		refusal(w, fmt.Sprintf(msgTooManyFilters, lim.MaxFilters))
+		return nil, nil, scope, false
+	}
+	for _, f := range filters {
+		for _, fn := range r.cfg.filterPolicy {
+			if err := fn(ctx, tc, f); err != nil {
+				refusal(w, ingest.Reason(err, "blocked: "))
+				return nil, nil, scope, false
+			}
+		}
+	}
+	readers = []string{pubkey}
+	reason, _, err := r.membersOnlyRefusal(ctx, tc.Community(), readers)
+	if err == nil && reason == "" && r.channels != nil {
+		var ids []store.ChannelID
+		ids, err = r.channels.store.ReadableChannels(ctx, tc.Community(), readers)
+		scope = store.ChannelsScope(ids...)
+		if err == nil && !channelsReadable(filters, scope, nil) {
+			reason = ingest.MsgChannelDenied
+		}
+	}
+	if err != nil {
+		r.log.ErrorContext(ctx, "buzz: HTTP read access", "err", err)
+		refusal(w, msgInternal)
+		return nil, nil, scope, false
+	}
+	if reason != "" {
+		refusal(w, reason)
+		return nil, nil, scope, false
+	}
+	return filters, readers, scope, true
+}
+
+// acquireRelayQuery takes a slot of the relay-wide query bound.
+func (r *Relay) acquireRelayQuery(ctx context.Context) bool {
+	select {
+	case r.querySem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// cursor is /query's keyset position: the created_at and id of the last
+// event of the previous page.
+type cursor struct {
+	set    bool // until given
+	until  int64
+	lastID string // "" = only the until bound
+}
+
+func parseCursor(req *http.Request) (cursor, bool) {
+	q := req.URL.Query()
+	u, id := q.Get("until"), q.Get("before_id")
+	if u == "" {
+		return cursor{}, id == ""
+	}
+	n, err := strconv.ParseInt(u, 10, 64)
+	if err != nil || n < 0 || (id != "" && !nostr.IsLowerHex(id, 64)) {
+		return cursor{}, false
+	}
+	return cursor{set: true, until: n, lastID: id}, true
+}
+
+func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	cur, ok := parseCursor(req)
+	if !ok {
+		// Authenticate first: an unauthenticated request learns nothing.
+		if _, _, ok := r.authenticate(w, req, tc); ok {
+			refusal(w, msgBadCursor)
+		}
+		return
+	}
+	filters, readers, scope, ok := r.readRequest(w, req, tc)
+	if !ok {
+		return
+	}
+	ctx := req.Context()
+	if !r.acquireRelayQuery(ctx) {
+		return
+	}
+	defer func() { <-r.querySem }()
+	recs := make(map[string]store.Record)
+	for i := range filters {
+		if err := r.queryPage(ctx, tc.Community(), filters[i], scope, readers, cur, recs); err != nil {
+			if ctx.Err() == nil {
+				r.log.ErrorContext(ctx, "buzz: HTTP query", "err", err)
+				refusal(w, msgInternal)
+			}
+			return
+		}
+	}
+	out := make([]store.Record, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, rec)
+	}
+	slices.SortFunc(out, func(a, b store.Record) int {
+		if a.CreatedAt != b.CreatedAt {
+			if a.CreatedAt > b.CreatedAt {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	buf := []byte{'['}
+	for i, rec := range out {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, rec.Raw...)
+	}
+	buf = append(buf, ']')
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf)
+}
+
+// queryPage adds to recs the events of one filter on the page after cur
+// (see QueryPath), at most the filter's clamped limit of them, under the
+// same rules as a REQ's replay.
+func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope store.Scope, readers []string, cur cursor, recs map[string]store.Record) error {
+	if f.LimitSet && f.Limit == 0 {
+		return nil
+	}
+	maxLimit := r.cfg.limits.MaxLimit
+	if !f.LimitSet || f.Limit > maxLimit {
+		f.Limit, f.LimitSet = maxLimit, true
+	}
+	gated, only := giftWrapKinds(&f)
+	if only {
+		var ok bool
+		if f, ok = narrowToReaders(f, readers); !ok {
+			return nil
+		}
+		gated = false
+	}
+	want := f.Limit
+	n := 0
+	take := func(q nostr.Filter, skipThrough string) error {
+		for rec, err := range r.queryScoped(ctx, c, q, scope) {
+			if err != nil {
+				return err
+			}
+			if n >= want {
+				return nil
+			}
+			if skipThrough != "" && rec.ID <= skipThrough {
+				continue
+			}
+			if gated && !giftWrapVisible(rec.Raw, readers) {
+				continue
+			}
+			recs[rec.ID] = rec
+			n++
+		}
+		return nil
+	}
+	if !cur.set {
+		return take(f, "")
+	}
+	until := cur.until
+	if f.Until != nil && *f.Until < until {
+		until = *f.Until
+	}
+	if cur.lastID != "" && until == cur.until {
+		// The rest of the cursor's second: ids after the last one. The
+		// store returns one second's events in id order.
+		if f.Since == nil || *f.Since <= until {
+			q := f
+			q.Since, q.Until = &until, &until
+			q.Limit = maxLimit
+			if err := take(q, cur.lastID); err != nil || n >= want {
+				return err
+			}
+		}
+		until--
+	}
+	if f.Since != nil && *f.Since > until {
+		return nil
+	}
+	q := f
+	q.Until = &until
+	q.Limit = want - n
+	return take(q, "")
+}
+
+func (r *Relay) serveCount(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	filters, readers, scope, ok := r.readRequest(w, req, tc)
+	if !ok {
+		return
+	}
+	ctx := req.Context()
+	if !r.acquireRelayQuery(ctx) {
+		return
+	}
+	defer func() { <-r.querySem }()
+	n, err := countGiftWrapped(ctx, filters, readers, func(ctx context.Context, fs []nostr.Filter) (int64, error) {
+		return r.countScoped(ctx, tc.Community(), fs, scope)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.ErrorContext(ctx, "buzz: HTTP count", "err", err)
+			refusal(w, msgInternal)
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"count": n})
+}
+
+// eventResult is /events' answer: the OK message as JSON.
+type eventResult struct {
+	EventID  string `json:"event_id"`
+	Accepted bool   `json:"accepted"`
+	Message  string `json:"message"`
+}
+
+func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	pubkey, body, ok := r.authenticate(w, req, tc)
+	if !ok {
+		return
+	}
+	ev, err := nostr.ParseEvent(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, eventResult{Message: ingest.Reason(err, "invalid: ")})
+		return
+	}
+	ticket := r.inflight.begin()
+	out := r.pipeline.Ingest(req.Context(), ingest.Submission{
+		Tenant:   tc,
+		Event:    ev,
+		AuthedAs: func(pk string) bool { return pk == pubkey },
+	})
+	r.inflight.end(ticket)
+	status := http.StatusOK
+	if !out.OK {
+		status = prefixStatus(out.Message)
+	}
+	writeJSON(w, status, eventResult{EventID: ev.ID, Accepted: out.OK, Message: out.Message})
+}
