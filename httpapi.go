@@ -42,7 +42,7 @@ import (
 // limited to MaxHTTPBodyBytes (413 beyond).
 //
 // Reads apply the rules of REQ and COUNT with the signer as the
-// authenticated reader: the members-only community policy, channel scope
+// authenticated reader: bans, the members-only community policy, channel scope
 // (community-wide events plus the channels the signer may read; a filter
 // whose "#h" names no readable channel is refused 403 "restricted: not a
 // channel member") and the gift wrap rule; embedder filter policies run too.
@@ -238,7 +238,10 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 		}
 	}
 	readers = []string{pubkey}
-	reason, _, err := r.membersOnlyRefusal(ctx, tc.Community(), readers)
+	reason, err := r.bannedReaders(ctx, tc.Community(), readers)
+	if err == nil && reason == "" {
+		reason, _, err = r.membersOnlyRefusal(ctx, tc.Community(), readers)
+	}
 	if err == nil && reason == "" && r.channels != nil {
 		var ids []store.ChannelID
 		ids, err = r.channels.store.ReadableChannels(ctx, tc.Community(), readers)

@@ -9,10 +9,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nip98"
@@ -307,5 +312,56 @@ func TestHTTPAPIChannels(t *testing.T) {
 		code, body2 := p.apiJSON(t, stranger, host, QueryPath, hFilter(storetest.NewChannelID()))
 		eq(t, "random channel", code, http.StatusForbidden)
 		eq(t, "random channel body", string(body2), string(body))
+	})
+}
+
+// TestHTTPAPIReplayAcrossPods: two relays on one PostgreSQL database, each
+// with its own verifier over one Redis replay guard — a token accepted by
+// one pod is a replay on the other.
+func TestHTTPAPIReplayAcrossPods(t *testing.T) {
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis unreachable (CI=true): %v", err)
+		}
+		t.Skipf("redis unreachable, skipping: %v", err)
+	}
+	_ = conn.Close()
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	ns := "buzztest" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if keys, err := client.Do(ctx, client.B().Keys().Pattern(ns+":*").Build()).AsStrSlice(); err == nil && len(keys) > 0 {
+			client.Do(ctx, client.B().Del().Key(keys...).Build())
+		}
+	})
+	pod := func(st store.Backend) *pod {
+		g, err := nip98.NewRedisGuard(client, nip98.WithNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := nip98.NewVerifier(nip98.WithReplayGuard(g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return startPod(t, st, "a.example", WithHTTPAPI(v))
+	}
+	forEachBackend(t, func(t *testing.T, b testBackend) {
+		if !b.shared {
+			t.Skip("one process per embedded store")
+		}
+		p1, p2 := pod(b.open(t)), pod(b.open(t))
+		s := newSigner(t)
+		body := []byte(`{"kinds":[1]}`)
+		tok := nip98Token(t, s, "http://a.example"+CountPath, body)
+		code, _ := p1.post(t, "a.example", CountPath, tok, body)
+		eq(t, "first use on pod 1", code, http.StatusOK)
+		code, res := p2.post(t, "a.example", CountPath, tok, body)
+		eq(t, "replay on pod 2", code, http.StatusUnauthorized)
+		eq(t, "replay body", string(res), `{"error":"unauthorized","message":"NIP-98: replay detected"}`)
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -175,6 +176,16 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if cfg.AuthRequired {
 		auth = buzz.AuthRequired
 	}
+	// The NIP-98 HTTP API on community hosts: replays are refused per
+	// community, through Redis when REDIS_URL is set (shared by every pod).
+	var apiOpts []nip98.Option
+	if cl.replayGuard != nil {
+		apiOpts = append(apiOpts, nip98.WithReplayGuard(cl.replayGuard))
+	}
+	apiVerifier, err := nip98.NewVerifier(apiOpts...)
+	if err != nil {
+		return fmt.Errorf("HTTP API: %w", err)
+	}
 	relay, err := buzz.New(append([]buzz.Option{
 		buzz.WithStore(backend),
 		buzz.WithDirectory(fence),
@@ -185,6 +196,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
 		buzz.WithRelayKey(relayKey),
+		buzz.WithHTTPAPI(apiVerifier),
 	}, cl.relayOptions...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
