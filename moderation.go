@@ -55,15 +55,12 @@ func (r *Relay) ingestModeration() *ingest.Moderation {
 	return &ingest.Moderation{Store: r.moderation, OnAction: r.onModerationAction}
 }
 
-// onModerationAction runs after a moderation action committed: it is
-// recorded in the community's audit chain and every process is told, so
-// that cached restrictions are dropped and a ban closes the pubkey's
-// subscriptions there.
+// onModerationAction runs after a moderation action committed (with its
+// audit entry): every process is told, so that cached restrictions are
+// dropped and a ban closes the pubkey's subscriptions there.
 func (r *Relay) onModerationAction(ctx context.Context, tc tenant.TenantContext, a store.ModerationAction) {
-	// AUDIT CALL SITE (issue 18): append a to tc.Community()'s audit chain
-	// here once the audit append API lands on main; until then the action
-	// is recorded in the store's moderation log (store.ModerationActions)
-	// and logged.
+	// The store appended a to the community's audit chain in the action's
+	// own transaction (store.ModerationAudit).
 	r.log.InfoContext(ctx, "buzz: moderation action", "community", tc.Community().String(),
 		"action", a.Action, "actor", a.Actor, "target", a.Target, "seq", a.Seq)
 	if a.Action == store.ActionResolveReport {

@@ -92,6 +92,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt = route{http.MethodPost, h.unarchive}
 	case "/operator/communities/transfer":
 		rt = route{http.MethodPost, h.transfer}
+	case "/operator/communities/aliases", "/operator/communities/aliases/remove":
+		rt = route{http.MethodPost, h.aliasRoute(r.URL.Path)} // aliases.go
 	default:
 		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "not found"))
 		return

@@ -19,6 +19,8 @@
 //	POST /operator/communities/archive              {host, owner_pubkey}
 //	POST /operator/communities/unarchive            {host, owner_pubkey}
 //	POST /operator/communities/transfer             {community_id, new_owner_pubkey, expected_owner_pubkey}
+//	POST /operator/communities/aliases              {community_id, alias} (aliases.go)
+//	POST /operator/communities/aliases/remove       {alias}
 //
 // Errors are {"error": "<code>", "message": "<text>"} with a stable code
 // (the Code* constants). Statuses: 400 bad input, 401 a missing, malformed,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -209,4 +210,32 @@ type ModerationStore interface {
 	// community, with each community's host, at most limit: the operator's
 	// view, never reachable from a community's host.
 	OpenReports(ctx context.Context, limit int) ([]CommunityReport, error)
+}
+
+// Audit actions of host aliases (operator actions; object the community
+// id, detail "alias").
+const (
+	AuditAliasAdded   audit.Action = "community_alias_added"
+	AuditAliasRemoved audit.Action = "community_alias_removed"
+)
+
+// ModerationAudit returns the audit record of an applied moderation
+// action: action "moderation_" + a.Action (moderation_ban, …), object the
+// target pubkey or report id. Both backends append it in the action's
+// transaction.
+func ModerationAudit(a ModerationAction) audit.Record {
+	d := map[string]any{"seq": a.Seq}
+	if a.Reason != "" {
+		d["reason"] = a.Reason
+	}
+	if !a.Until.IsZero() {
+		d["until"] = a.Until.Unix()
+	}
+	if a.Status != "" {
+		d["status"] = string(a.Status)
+	}
+	if a.EventID != "" {
+		d["event"] = a.EventID
+	}
+	return audit.Record{Action: audit.Action("moderation_" + a.Action), Actor: a.Actor, Object: a.Target, Detail: d, Time: a.CreatedAt}
 }

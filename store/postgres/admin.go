@@ -391,18 +391,23 @@ func (s *Store) AddHostAlias(ctx context.Context, alias string, id tenant.Commun
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO community_host_aliases (host, community_id)
-SELECT $1, id FROM communities WHERE id = $2`, alias, id.UUID())
-		if err != nil {
+		c, err := lockCommunity(ctx, tx, id.UUID())
+		if errors.Is(err, store.ErrNoCommunity) {
+			outcome = err
+			return nil
+		} else if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			outcome = store.ErrNoCommunity
+		if _, err := tx.Exec(ctx, `INSERT INTO community_host_aliases (host, community_id) VALUES ($1, $2)`, alias, id.UUID()); err != nil {
+			return err
 		}
-		return nil
+		return queueOperatorAudit(ctx, tx, store.AuditAliasAdded, c, map[string]any{"alias": alias})
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: add host alias: %w", err)
+	}
+	if outcome == nil {
+		s.audit.pending(id)
 	}
 	return outcome
 }

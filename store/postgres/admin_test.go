@@ -24,3 +24,15 @@ func TestOperatorStore(t *testing.T) {
 		return s
 	})
 }
+
+// TestHostAliases runs the host-alias suite as the RLS role buzzd uses.
+func TestHostAliases(t *testing.T) {
+	optest.RunAliases(t, func(t *testing.T) optest.AliasBackend {
+		s, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

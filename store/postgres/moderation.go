@@ -172,10 +172,17 @@ WHERE community_id = $1 AND id = $2`, cu, target, string(a.Status), actor); err 
 			st := string(a.Status)
 			status = &st
 		}
-		return tx.QueryRow(ctx, `INSERT INTO moderation_actions (community_id, action, actor, target, reason, until, status, event_id)
+		if err := tx.QueryRow(ctx, `INSERT INTO moderation_actions (community_id, action, actor, target, reason, until, status, event_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq, created_at`,
-			cu, a.Action, actor, target, a.Reason, unixOrNil(a.Until), status, eventID).Scan(&rec.Seq, &rec.CreatedAt)
+			cu, a.Action, actor, target, a.Reason, unixOrNil(a.Until), status, eventID).Scan(&rec.Seq, &rec.CreatedAt); err != nil {
+			return err
+		}
+		rec.CreatedAt = rec.CreatedAt.UTC()
+		return queueAudit(ctx, tx, c, store.ModerationAudit(rec))
 	})
+	if err == nil {
+		s.audit.pending(c)
+	}
 	var v verdictError
 	if errors.As(err, &v) {
 		return store.ModerationAction{}, v.err
@@ -183,7 +190,6 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq, created_at`,
 	if err != nil {
 		return store.ModerationAction{}, fmt.Errorf("postgres: moderate: %w", err)
 	}
-	rec.CreatedAt = rec.CreatedAt.UTC()
 	return rec, nil
 }
 
@@ -375,13 +381,24 @@ WHERE community_id = $1 AND status = 'open' ORDER BY seq DESC LIMIT $2`, cm.id.U
 // RemoveHostAlias removes alias from the community it names and returns
 // that community; store.ErrNoCommunity when alias is no alias.
 func (s *Store) RemoveHostAlias(ctx context.Context, alias string) (tenant.CommunityID, error) {
-	var u [16]byte
-	err := s.pool.QueryRow(ctx, `DELETE FROM community_host_aliases WHERE lower(host) = lower($1) RETURNING community_id`, alias).Scan(&u)
+	var c store.Community
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var u [16]byte
+		if err := tx.QueryRow(ctx, `DELETE FROM community_host_aliases WHERE lower(host) = lower($1) RETURNING community_id`, alias).Scan(&u); err != nil {
+			return err
+		}
+		var err error
+		if c, err = lockCommunity(ctx, tx, u); err != nil {
+			return err
+		}
+		return queueOperatorAudit(ctx, tx, store.AuditAliasRemoved, c, map[string]any{"alias": alias})
+	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return tenant.CommunityID{}, store.ErrNoCommunity
 	case err != nil:
 		return tenant.CommunityID{}, fmt.Errorf("postgres: remove host alias: %w", err)
 	}
-	return tenant.FromUUID(u), nil
+	s.audit.pending(c.ID)
+	return c.ID, nil
 }

@@ -332,25 +332,29 @@ func (s *Store) AddHostAlias(ctx context.Context, alias string, id tenant.Commun
 	}
 	u := id.UUID()
 	var outcome error
+	callerCtx := ctx
 	err := s.submit(ctx, func(w *writer) error {
 		ctx := w.ctx
+		outcome = nil
 		if _, err := findByHost(ctx, w.conn, alias); err == nil {
 			outcome = store.ErrCommunityExists
 			return nil
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return internal("add host alias", err)
 		}
-		res, err := w.conn.ExecContext(ctx, `INSERT INTO community_host_aliases (host, community, created_at)
-SELECT ?, seq, ? FROM communities WHERE id = ?`, alias, time.Now().Unix(), u[:])
-		if err != nil {
-			return internal("add host alias", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return internal("add host alias", err)
-		} else if n == 0 {
+		row, err := scanCommunity(w.conn.QueryRowContext(ctx, `SELECT `+communityCols+` FROM communities WHERE id = ?`, u[:]))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
 			outcome = store.ErrNoCommunity
+			return nil
+		case err != nil:
+			return internal("add host alias", err)
 		}
-		return nil
+		if _, err := w.conn.ExecContext(ctx, `INSERT INTO community_host_aliases (host, community, created_at) VALUES (?, ?, ?)`,
+			alias, row.seq, time.Now().Unix()); err != nil {
+			return internal("add host alias", err)
+		}
+		return w.appendAudit(row.seq, row.c.ID, store.OperatorAudit(callerCtx, store.AuditAliasAdded, row.c, map[string]any{"alias": alias}))
 	})
 	if err == nil {
 		err = outcome

@@ -61,3 +61,14 @@ func TestOperatorStateSurvivesReopen(t *testing.T) {
 func storeNew(host, owner string) store.NewCommunity {
 	return store.NewCommunity{Host: host, OwnerPubKey: owner}
 }
+
+func TestHostAliases(t *testing.T) {
+	optest.RunAliases(t, func(t *testing.T) optest.AliasBackend {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "aliases.db"))
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -199,7 +199,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, cseq, a.Action, actor, target, a.Reason, un
 			return internal("moderate", err)
 		}
 		rec.CreatedAt = time.Unix(now.Unix(), 0).UTC()
-		return nil
+		return w.appendAudit(cseq, c, store.ModerationAudit(rec))
 	})
 	if err != nil {
 		return store.ModerationAction{}, err
@@ -425,24 +425,22 @@ func (p prefixScanner) Scan(dest ...any) error {
 func (s *Store) RemoveHostAlias(ctx context.Context, alias string) (tenant.CommunityID, error) {
 	var id tenant.CommunityID
 	var found bool
+	callerCtx := ctx
 	err := s.submit(ctx, func(w *writer) error {
 		found = false
-		var cid []byte
-		err := w.conn.QueryRowContext(w.ctx, `SELECT c.id FROM community_host_aliases a JOIN communities c ON c.seq = a.community WHERE a.host = ?`, alias).Scan(&cid)
+		row, err := scanCommunity(w.conn.QueryRowContext(w.ctx, `SELECT `+prefixed("c.", communityCols)+`
+FROM community_host_aliases a JOIN communities c ON c.seq = a.community WHERE a.host = ?`, alias))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return internal("remove host alias", err)
 		}
-		if id, err = communityFromBytes(cid); err != nil {
-			return err
-		}
 		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM community_host_aliases WHERE host = ?`, alias); err != nil {
 			return internal("remove host alias", err)
 		}
-		found = true
-		return nil
+		id, found = row.c.ID, true
+		return w.appendAudit(row.seq, row.c.ID, store.OperatorAudit(callerCtx, store.AuditAliasRemoved, row.c, map[string]any{"alias": alias}))
 	})
 	if err != nil {
 		return tenant.CommunityID{}, err

@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ type ModerationBackend interface {
 	store.Backend
 	store.ChannelStore
 	store.ModerationStore
+	store.AuditLog
 }
 
 // RunModeration runs the moderation conformance suite
@@ -225,6 +228,29 @@ func testActionLog(t *testing.T, b ModerationBackend) {
 	}
 	if log, err := b.ModerationActions(ctxb(), other, 0, 100); err != nil || len(log) != 0 {
 		t.Fatalf("B's log = %+v, %v", log, err)
+	}
+	// Every applied action is in the community's audit chain, in order.
+	if err := b.SyncAudit(ctxb()); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := b.AuditEntries(ctxb(), a, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if strings.HasPrefix(string(e.Action), "moderation_") {
+			got = append(got, strings.TrimPrefix(string(e.Action), "moderation_"))
+			if e.Object != hexKey(2) {
+				t.Fatalf("audit object = %q", e.Object)
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audited actions = %v, want %v", got, want)
+	}
+	if rep, err := store.VerifyAudit(ctxb(), b, a); err != nil || rep.BrokenSeq != 0 {
+		t.Fatalf("chain: %+v, %v", rep, err)
 	}
 }
 

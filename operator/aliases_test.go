@@ -1,0 +1,102 @@
+package operator_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/nostr"
+)
+
+// authOver dials host, authenticates as sk with relay tag relayURL and
+// returns the OK message's accepted flag and text.
+func (e *env) authOver(host, relayURL string, sk nostr.SecretKey) (bool, string) {
+	e.t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.srv.URL, "http"), http.Header{"Host": {host}})
+	if err != nil {
+		e.t.Fatalf("dial %s: %v", host, err)
+	}
+	defer ws.Close()
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var challenge []string
+	if err := ws.ReadJSON(&challenge); err != nil || len(challenge) != 2 || challenge[0] != "AUTH" {
+		e.t.Fatalf("challenge: %v %v", challenge, err)
+	}
+	ev := &nostr.Event{Kind: nostr.KindClientAuth, CreatedAt: time.Now().Unix(),
+		Tags: nostr.Tags{{"challenge", challenge[1]}, {"relay", relayURL}}}
+	if err := ev.Sign(sk); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := ws.WriteMessage(websocket.TextMessage, nostr.AppendAuth(nil, ev.AppendJSON(nil))); err != nil {
+		e.t.Fatal(err)
+	}
+	var ok []json.RawMessage
+	if err := ws.ReadJSON(&ok); err != nil || len(ok) != 4 {
+		e.t.Fatalf("OK: %v %v", ok, err)
+	}
+	var accepted bool
+	var msg string
+	_ = json.Unmarshal(ok[2], &accepted)
+	_ = json.Unmarshal(ok[3], &msg)
+	return accepted, msg
+}
+
+func TestOperatorAliases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(t *testing.T) backend) {
+		e := newEnv(t, open(t))
+		status, body := e.api(e.op, http.MethodPost, "/operator/communities", map[string]any{"host": "c.example"})
+		expect(t, status, body, http.StatusCreated, "")
+		id := body["community_id"].(string)
+
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases", map[string]any{"community_id": id, "alias": "Alias.Example.:443"})
+		expect(t, status, body, http.StatusCreated, "")
+		if body["alias"] != "alias.example" || body["community_id"] != id || body["status"] != "added" {
+			t.Fatalf("added %v", body)
+		}
+		for _, tc := range []struct {
+			body       map[string]any
+			status     int
+			code, name string
+		}{
+			{map[string]any{"community_id": id, "alias": "alias.example"}, http.StatusConflict, "community_exists", "alias twice"},
+			{map[string]any{"community_id": id, "alias": "relay.example"}, http.StatusConflict, "community_exists", "another community's host"},
+			{map[string]any{"community_id": "6f0c1c1e-5b5e-4d5e-9c1e-1c1e1c1e1c1e", "alias": "x.example"}, http.StatusNotFound, "community_not_found", "unknown community"},
+			{map[string]any{"community_id": id, "alias": "https://x.example/"}, http.StatusBadRequest, "invalid_host", "not a bare host"},
+			{map[string]any{"community_id": "nope", "alias": "x.example"}, http.StatusBadRequest, "invalid_community_id", "bad id"},
+		} {
+			status, body := e.api(e.op, http.MethodPost, "/operator/communities/aliases", tc.body)
+			t.Run(tc.name, func(t *testing.T) { expect(t, status, body, tc.status, tc.code) })
+		}
+		status, body = e.api(e.stranger, http.MethodPost, "/operator/communities/aliases", map[string]any{"community_id": id, "alias": "y.example"})
+		expect(t, status, body, http.StatusForbidden, "not_operator")
+
+		// The alias serves the community, bound to the alias host.
+		user := key(t)
+		if ok, msg := e.authOver("alias.example", "ws://alias.example", user); !ok {
+			t.Fatalf("AUTH on the alias: %s", msg)
+		}
+		if ok, _ := e.authOver("alias.example", "ws://c.example", user); ok {
+			t.Fatal("AUTH naming the primary host accepted on the alias connection")
+		}
+		if ok, _ := e.authOver("c.example", "ws://alias.example", user); ok {
+			t.Fatal("AUTH naming the alias accepted on the primary host")
+		}
+
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases/remove", map[string]any{"alias": "alias.example"})
+		expect(t, status, body, http.StatusOK, "")
+		if body["community_id"] != id || body["status"] != "removed" {
+			t.Fatalf("removed %v", body)
+		}
+		if _, code := e.dial("alias.example"); code != http.StatusNotFound {
+			t.Fatalf("dial a removed alias: %d, want 404", code)
+		}
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases/remove", map[string]any{"alias": "alias.example"})
+		expect(t, status, body, http.StatusNotFound, "community_not_found")
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases/remove", map[string]any{"alias": "c.example"})
+		expect(t, status, body, http.StatusNotFound, "community_not_found")
+	})
+}
