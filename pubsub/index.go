@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -23,10 +24,14 @@ type Subscription struct {
 //
 // Every filter is posted in one inverted index, chosen by its most selective
 // constraint: event id, else author, else a tag name+value (the tag with the
-// fewest values), else kind. A filter with none of these (only since/until,
-// or nothing) goes to a per-community scan list. Matching an event looks up
-// its id, its author, each of its tags and its kind, and checks only the
-// filters found there, plus the scan list, with (*nostr.Filter).Matches.
+// fewest values), else one word of its NIP-50 search (the longest: every
+// word must occur in a match), else kind. A filter with none of these (only
+// since/until, or nothing) goes to a per-community scan list. Matching an
+// event looks up its id, its author, each of its tags, each distinct word of
+// its content (package search's tokenizer; only in a community that has
+// search subscriptions, and never for gift wraps) and its kind, and checks
+// only the filters found there, plus the scan list, with
+// (*nostr.Filter).Matches.
 // A filter with an explicitly empty list (kinds: [], "#p": [], …) can match
 // nothing and is not posted at all; Limit is ignored (a "limit": 0 filter
 // still receives live events).
@@ -53,11 +58,12 @@ const (
 	dimAuthor
 	dimTag
 	dimKind
+	dimWord
 )
 
 // postKey addresses one inverted-index bucket. For dimTag, name is the tag
 // name and val its value; for dimID and dimAuthor val is the hex string; for
-// dimKind, kind is set.
+// dimWord val is the word; for dimKind, kind is set.
 type postKey struct {
 	dim  dimension
 	name string
@@ -108,6 +114,7 @@ type shard struct {
 	authors map[string][]*posting
 	tags    map[string]map[string][]*posting
 	kinds   map[int][]*posting
+	words   map[string][]*posting
 	scan    []*posting
 }
 
@@ -119,6 +126,7 @@ func newShard() *shard {
 		authors: make(map[string][]*posting),
 		tags:    make(map[string]map[string][]*posting),
 		kinds:   make(map[int][]*posting),
+		words:   make(map[string][]*posting),
 	}
 }
 
@@ -239,6 +247,9 @@ func (x *Index) Match(c tenant.CommunityID, ev *nostr.Event, fn func(*Subscripti
 			}
 		}
 	}
+	if len(sh.words) > 0 && search.Searchable(ev.Kind) {
+		m = sh.scanWords(m, ev)
+	}
 	if len(sh.kinds) > 0 {
 		m = m.scan(ev, sh.kinds[ev.Kind])
 	}
@@ -248,6 +259,26 @@ func (x *Index) Match(c tenant.CommunityID, ev *nostr.Event, fn func(*Subscripti
 	for _, e := range m.list {
 		fn(e.sub)
 	}
+}
+
+// scanWords scans the word bucket of each distinct word of ev's content.
+// sh.mu held for reading.
+func (sh *shard) scanWords(m matches, ev *nostr.Event) matches {
+	var seen map[string]struct{} // buckets scanned, built at the first hit
+	for w := range search.Words(ev.Content) {
+		b := sh.words[w]
+		if b == nil {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]struct{})
+		} else if _, dup := seen[w]; dup {
+			continue
+		}
+		seen[w] = struct{}{}
+		m = m.scan(ev, b)
+	}
+	return m
 }
 
 // linearDedupMax is how many matches Match dedups by linear search (in a
@@ -357,7 +388,7 @@ func buildEntry(s *Subscription) *entry {
 	}
 	e.dedup = len(e.filters) > 1
 	for _, fr := range e.filters {
-		if len(fr.posts) > 0 && fr.posts[0].key.dim == dimTag {
+		if len(fr.posts) > 0 && (fr.posts[0].key.dim == dimTag || fr.posts[0].key.dim == dimWord) {
 			e.dedup = true
 		}
 	}
@@ -404,6 +435,20 @@ func postKeys(f *nostr.Filter) (keys []postKey, scan, ok bool) {
 		for _, v := range uniqueStrings(tagVals) {
 			keys = append(keys, postKey{dim: dimTag, name: tagName, val: v})
 		}
+	case f.Search != "":
+		q, err := f.SearchQuery()
+		if err != nil {
+			return nil, false, false // an invalid query matches nothing
+		}
+		word := ""
+		for _, p := range q.Phrases() {
+			for _, w := range p {
+				if len(w) > len(word) {
+					word = w
+				}
+			}
+		}
+		keys = []postKey{{dim: dimWord, val: word}}
 	case f.Kinds != nil:
 		keys = make([]postKey, 0, len(f.Kinds))
 		seen := make(map[int]struct{}, len(f.Kinds))
@@ -455,6 +500,8 @@ func (sh *shard) post(e *entry) {
 				byVal[k.val] = appendPosting(byVal[k.val], p)
 			case dimKind:
 				sh.kinds[k.kind] = appendPosting(sh.kinds[k.kind], p)
+			case dimWord:
+				sh.words[k.val] = appendPosting(sh.words[k.val], p)
 			default:
 				sh.scan = appendPosting(sh.scan, p)
 			}
@@ -479,6 +526,8 @@ func (sh *shard) unpost(e *entry) {
 				}
 			case dimKind:
 				removeFrom(sh.kinds, k.kind, p)
+			case dimWord:
+				removeFrom(sh.words, k.val, p)
 			default:
 				sh.scan = removePosting(sh.scan, p)
 			}

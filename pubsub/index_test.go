@@ -120,8 +120,18 @@ func (g *gen) filter() nostr.Filter {
 	if g.r.IntN(4) == 0 {
 		f.Limit, f.LimitSet = 0, true
 	}
+	if g.r.IntN(3) == 0 {
+		f.Search = searchPool[g.r.IntN(len(searchPool))]
+	}
 	return f
 }
+
+// searchPool and wordPool make NIP-50 searches match often; "!!!" is an
+// invalid query (matches nothing).
+var (
+	searchPool = []string{"apple", "banana split", `"apple pie"`, "Pie APPLE", "split-pie", "!!!"}
+	wordPool   = []string{"apple", "Apple!", "pie", "banana", "split", "pie-split", "cherry"}
+)
 
 func (g *gen) event() *nostr.Event {
 	ev := &nostr.Event{
@@ -130,6 +140,14 @@ func (g *gen) event() *nostr.Event {
 		Kind:      g.r.IntN(4),
 		CreatedAt: int64(g.r.IntN(10)),
 	}
+	if g.r.IntN(10) == 0 {
+		ev.Kind = 1059 // gift wraps never match a search
+	}
+	words := make([]string, g.r.IntN(6))
+	for i := range words {
+		words[i] = wordPool[g.r.IntN(len(wordPool))]
+	}
+	ev.Content = strings.Join(words, " ")
 	names := []string{"p", "e", "t", "d", "pp"}
 	for range g.r.IntN(5) {
 		switch g.r.IntN(8) {
