@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -94,13 +95,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt = route{http.MethodPost, h.transfer}
 	case "/operator/communities/aliases", "/operator/communities/aliases/remove":
 		rt = route{http.MethodPost, h.aliasRoute(r.URL.Path)} // aliases.go
+	case "/operator/communities/profile", "/operator/communities/policy":
+		switch {
+		case h.settings == nil:
+			writeError(w, errorf(http.StatusNotFound, CodeNotFound, "not found"))
+			return
+		case r.URL.Path == "/operator/communities/policy":
+			rt = route{http.MethodPost, h.postPolicy}
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
+			rt = route{http.MethodGet, h.getSettings}
+		default:
+			rt = route{http.MethodPost, h.postProfile}
+		}
 	default:
 		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "not found"))
 		return
 	}
 	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
 		allow := rt.method
-		if r.URL.Path == "/operator/communities" {
+		if r.URL.Path == "/operator/communities" || r.URL.Path == "/operator/communities/profile" {
 			allow = "GET, POST"
 		}
 		w.Header().Set("Allow", allow)
@@ -151,10 +164,24 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 // authenticate verifies the NIP-98 header and that its signer is an
 // operator, returning the signer's key.
 func (h *Handler) authenticate(r *http.Request, body []byte) (string, *apiError) {
-	req := nip98.HTTPRequest(r, nip98.ExpectedURL(h.origin, r), body)
+	pubkey, aerr := verifyNIP98(h.verifier, h.log, r, body, h.origin, nip98.OperatorScope())
+	if aerr != nil {
+		return "", aerr
+	}
+	if !h.operators[pubkey] {
+		return "", errorf(http.StatusForbidden, CodeNotOperator, "actor not authorized: not a relay operator")
+	}
+	return pubkey, nil
+}
+
+// verifyNIP98 checks r's NIP-98 header against origin + r's path and
+// query, with a payload tag required on POST, using the event once in
+// scope; it returns the signer or the API error to answer.
+func verifyNIP98(v *nip98.Verifier, log *slog.Logger, r *http.Request, body []byte, origin string, scope nip98.ReplayScope) (string, *apiError) {
+	req := nip98.HTTPRequest(r, nip98.ExpectedURL(origin, r), body)
 	req.RequirePayload = r.Method == http.MethodPost
-	req.Scope = nip98.OperatorScope()
-	pubkey, err := h.verifier.Verify(r.Context(), req)
+	req.Scope = scope
+	pubkey, err := v.Verify(r.Context(), req)
 	if err != nil {
 		var code string
 		status := http.StatusUnauthorized
@@ -173,14 +200,11 @@ func (h *Handler) authenticate(r *http.Request, body []byte) (string, *apiError)
 			code = CodeAuthReplayed
 		case errors.Is(err, nip98.ErrReplayUnavailable):
 			status, code = http.StatusServiceUnavailable, CodeAuthUnavailable
-			h.log.ErrorContext(r.Context(), "operator: NIP-98 replay guard unavailable", "err", err)
+			log.ErrorContext(r.Context(), "operator: NIP-98 replay guard unavailable", "err", err)
 		default:
 			code = CodeAuthInvalid
 		}
 		return "", errorf(status, code, err.Error()) // nip98 texts are fixed and safe to show
-	}
-	if !h.operators[pubkey] {
-		return "", errorf(http.StatusForbidden, CodeNotOperator, "actor not authorized: not a relay operator")
 	}
 	return pubkey, nil
 }

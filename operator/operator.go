@@ -21,6 +21,12 @@
 //	POST /operator/communities/transfer             {community_id, new_owner_pubkey, expected_owner_pubkey}
 //	POST /operator/communities/aliases              {community_id, alias} (aliases.go)
 //	POST /operator/communities/aliases/remove       {alias}
+//	GET  /operator/communities/profile?host=…       a community's profile and access policy
+//	POST /operator/communities/profile              {host, name, description, icon, contact}
+//	POST /operator/communities/policy               {host, access: "open"|"members"}
+//
+// The profile and policy routes need WithSettingsStore; a community's owner
+// changes the same settings on the community's own host (OwnerAPI).
 //
 // Errors are {"error": "<code>", "message": "<text>"} with a stable code
 // (the Code* constants). Statuses: 400 bad input, 401 a missing, malformed,
@@ -83,6 +89,7 @@ type Handler struct {
 	disconnect Disconnector
 	invalidate func(host string)
 	publisher  ControlPublisher
+	settings   SettingsStore
 	timeout    time.Duration
 	log        *slog.Logger
 }
@@ -97,6 +104,7 @@ type config struct {
 	disconnect Disconnector
 	invalidate func(string)
 	publisher  ControlPublisher
+	settings   SettingsStore
 	timeout    time.Duration
 	log        *slog.Logger
 }
@@ -269,6 +277,7 @@ func New(opts ...Option) (*Handler, error) {
 		disconnect: cfg.disconnect,
 		invalidate: cfg.invalidate,
 		publisher:  cfg.publisher,
+		settings:   cfg.settings,
 		timeout:    cfg.timeout,
 		log:        cfg.log,
 	}

@@ -118,7 +118,11 @@ func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirec
 	if maxOwned == 0 {
 		maxOwned = operator.DefaultMaxCommunitiesPerOwner
 	}
-	h, err := operator.New(
+	opts := []operator.Option{}
+	if ss, ok := backend.(operator.SettingsStore); ok {
+		opts = append(opts, operator.WithSettingsStore(ss))
+	}
+	h, err := operator.New(append(opts,
 		operator.WithOperators(cfg.Operator.PubKeys...),
 		operator.WithAPIOrigin(cfg.Operator.APIOrigin),
 		operator.WithStore(st),
@@ -129,11 +133,43 @@ func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirec
 		operator.WithHostInvalidator(dir.Invalidate),
 		operator.WithControlPublisher(relay),
 		operator.WithLogger(logger),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("operator API: %w", err)
 	}
 	logger.Info("operator API enabled", "origin", h.Origin(), "operators", len(cfg.Operator.PubKeys),
 		"max_communities_per_owner", maxOwned)
 	return h.Wrap(relay), nil
+}
+
+// mountOwnerAPI serves the owner API (operator.OwnerAPI: a community's
+// owner sets its profile and access policy with NIP-98 on its own host) on
+// every community host. replay is the NIP-98 replay guard (nil: the
+// verifier's in-process one).
+func mountOwnerAPI(cfg Config, backend store.Backend, relay *buzz.Relay, logger *slog.Logger, replay nip98.ReplayGuard) error {
+	reg, ok1 := backend.(operator.Store)
+	ss, ok2 := backend.(operator.SettingsStore)
+	if !ok1 || !ok2 {
+		return nil // the store keeps no owners or settings
+	}
+	var vopts []nip98.Option
+	if replay != nil {
+		vopts = append(vopts, nip98.WithReplayGuard(replay))
+	}
+	v, err := nip98.NewVerifier(vopts...)
+	if err != nil {
+		return fmt.Errorf("owner API: %w", err)
+	}
+	scheme := "http"
+	if strings.HasPrefix(cfg.RelayURL, "wss://") {
+		scheme = "https"
+	}
+	api, err := operator.NewOwnerAPI(operator.OwnerConfig{Registry: reg, Settings: ss, Verifier: v, Scheme: scheme, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("owner API: %w", err)
+	}
+	for _, p := range api.Patterns() {
+		relay.HandleCommunity(p, api.ServeCommunity)
+	}
+	return nil
 }

@@ -201,6 +201,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
+	if err := mountOwnerAPI(cfg, backend, relay, logger, cl.replayGuard); err != nil {
+		_ = relay.Shutdown(ctx)
+		return err
+	}
 	handler, err := withOperatorAPI(cfg, backend, dir, clusterDisconnector{relay}, id, relay, logger, cl.replayGuard)
 	if err != nil {
 		_ = relay.Shutdown(ctx)

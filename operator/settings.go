@@ -1,0 +1,162 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// SettingsStore is what the profile and policy routes change: a
+// community's own self-description (store.ProfileStore) and its access
+// policy. store/sqlite and store/postgres implement it; both record every
+// change in the community's audit chain, with the caller (audit.WithActor)
+// as actor.
+type SettingsStore interface {
+	store.ProfileStore
+	CommunityAccess(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error)
+	SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p store.AccessPolicy) error
+}
+
+// WithSettingsStore enables the profile and policy routes (operator
+// /operator/communities/profile and /policy, and the owner API). Without it
+// those routes answer 404.
+func WithSettingsStore(s SettingsStore) Option {
+	return func(c *config) error {
+		if s == nil {
+			return errors.New("operator: nil SettingsStore")
+		}
+		c.settings = s
+		return nil
+	}
+}
+
+// ProfileRequest is the body of POST /operator/communities/profile: the
+// community's whole profile (fields left out are cleared).
+type ProfileRequest struct {
+	Host string `json:"host"`
+	store.CommunityProfile
+}
+
+// PolicyRequest is the body of POST /operator/communities/policy.
+type PolicyRequest struct {
+	Host   string `json:"host"`
+	Access string `json:"access"` // "open" or "members"
+}
+
+// SettingsResponse answers the profile and policy routes: the community's
+// settings after the call.
+type SettingsResponse struct {
+	CommunityID string                 `json:"community_id"`
+	Host        string                 `json:"host"`
+	Profile     store.CommunityProfile `json:"profile"`
+	Access      string                 `json:"access"`
+}
+
+// Code of a profile refused by store.CommunityProfile.Validate, and of an
+// unknown access policy.
+const (
+	CodeInvalidProfile = "invalid_profile" // 400
+	CodeInvalidPolicy  = "invalid_policy"  // 400
+)
+
+// settingsOf returns c's settings.
+func settingsOf(ctx context.Context, s SettingsStore, id tenant.CommunityID, host string) (SettingsResponse, error) {
+	p, err := s.CommunityProfile(ctx, id)
+	if err != nil {
+		return SettingsResponse{}, err
+	}
+	a, err := s.CommunityAccess(ctx, id)
+	if err != nil {
+		return SettingsResponse{}, err
+	}
+	return SettingsResponse{CommunityID: id.String(), Host: host, Profile: p, Access: string(a)}, nil
+}
+
+// setProfile validates and stores p for id.
+func setProfile(ctx context.Context, s SettingsStore, id tenant.CommunityID, p store.CommunityProfile) error {
+	if err := p.Validate(); err != nil {
+		return errorf(http.StatusBadRequest, CodeInvalidProfile, err.Error())
+	}
+	return s.SetCommunityProfile(ctx, id, p)
+}
+
+// setPolicy parses and stores access for id.
+func setPolicy(ctx context.Context, s SettingsStore, id tenant.CommunityID, access string) error {
+	p := store.AccessPolicy(access)
+	if !p.Valid() {
+		return errorf(http.StatusBadRequest, CodeInvalidPolicy, `access must be "open" or "members"`)
+	}
+	return s.SetCommunityAccess(ctx, id, p)
+}
+
+// communityOf resolves a request's host field to its community.
+func (h *Handler) communityOf(ctx context.Context, raw string) (store.Community, error) {
+	host, err := candidateHost(raw)
+	if err != nil {
+		return store.Community{}, err
+	}
+	c, err := h.store.CommunityByHost(ctx, host)
+	if err != nil {
+		return store.Community{}, h.storeError(err)
+	}
+	return c, nil
+}
+
+func (h *Handler) getSettings(ctx context.Context, _ string, r *http.Request, _ []byte) (int, any, error) {
+	raw, err := query(r, "host")
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := h.communityOf(ctx, raw)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := settingsOf(ctx, h.settings, c.ID, c.Host)
+	if err != nil {
+		return 0, nil, h.storeError(err)
+	}
+	return http.StatusOK, resp, nil
+}
+
+func (h *Handler) postProfile(ctx context.Context, actor string, _ *http.Request, body []byte) (int, any, error) {
+	var req ProfileRequest
+	if err := decode(body, &req); err != nil {
+		return 0, nil, err
+	}
+	c, err := h.communityOf(ctx, req.Host)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := setProfile(ctx, h.settings, c.ID, req.CommunityProfile); err != nil {
+		return 0, nil, h.storeError(err)
+	}
+	h.log.InfoContext(ctx, "operator: community profile set", "operator", actor, "community", c.ID.String())
+	resp, err := settingsOf(ctx, h.settings, c.ID, c.Host)
+	if err != nil {
+		return 0, nil, h.storeError(err)
+	}
+	return http.StatusOK, resp, nil
+}
+
+func (h *Handler) postPolicy(ctx context.Context, actor string, _ *http.Request, body []byte) (int, any, error) {
+	var req PolicyRequest
+	if err := decode(body, &req); err != nil {
+		return 0, nil, err
+	}
+	c, err := h.communityOf(ctx, req.Host)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := setPolicy(ctx, h.settings, c.ID, req.Access); err != nil {
+		return 0, nil, h.storeError(err)
+	}
+	h.log.InfoContext(ctx, "operator: community policy set", "operator", actor, "community", c.ID.String(), "access", req.Access)
+	resp, err := settingsOf(ctx, h.settings, c.ID, c.Host)
+	if err != nil {
+		return 0, nil, h.storeError(err)
+	}
+	return http.StatusOK, resp, nil
+}
