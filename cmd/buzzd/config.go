@@ -466,6 +466,9 @@ func printUsage(w io.Writer) {
 Usage:
   buzzd [serve] [flags]   run the relay (default)
   buzzd migrate [flags]   apply PostgreSQL migrations to DATABASE_URL and exit
+  buzzd audit verify [-host H | -all] [flags]
+                          recompute audit chains; print each community's first
+                          broken seq; exit status 1 if any chain is broken
   buzzd version           print the version and exit
   buzzd help              print this help
 
