@@ -169,6 +169,7 @@ func New(opts ...Option) (*Relay, error) {
 	}
 	r.querySem = make(chan struct{}, cfg.limits.RelayQueryConcurrency)
 	r.registerHTTPAPI()
+	r.registerModerationHTTP()
 	// Idle connections are cheap: the read buffer is small (a larger
 	// message is read straight into the message buffer) and write buffers
 	// are only held while a message is being written.

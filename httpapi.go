@@ -156,7 +156,7 @@ func (r *Relay) authenticate(w http.ResponseWriter, req *http.Request, tc tenant
 		return "", nil, false
 	}
 	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(r.origin(req, tc), req), body)
-	hr.RequirePayload = true
+	hr.RequirePayload = req.Method == http.MethodPost // GETs (moderation reads) carry no body
 	hr.Scope = nip98.CommunityScope(tc.Community())
 	pubkey, err = r.cfg.httpAPI.Verify(req.Context(), hr)
 	if err != nil {

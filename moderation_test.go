@@ -50,14 +50,14 @@ func (m *modRelay) now() time.Time { return time.Now().Add(time.Duration(m.offse
 func (m *modRelay) advance(d time.Duration) { m.offset.Add(int64(d)) }
 
 // eachBackend runs fn on an embedded and on a PostgreSQL relay.
-func eachBackend(t *testing.T, fn func(t *testing.T, m *modRelay)) {
+func eachBackend(t *testing.T, fn func(t *testing.T, m *modRelay), opts ...Option) {
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := sqlite.Open(context.Background(), t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		fn(t, newModRelay(t, st))
+		fn(t, newModRelay(t, st, opts...))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		st, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
@@ -65,7 +65,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, m *modRelay)) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		fn(t, newModRelay(t, st))
+		fn(t, newModRelay(t, st, opts...))
 	})
 }
 
