@@ -2,6 +2,7 @@ package nostr
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -86,7 +87,32 @@ var (
 // strings; their length limit is the relay's business. The EVENT and AUTH
 // paths use the same strict scanner as ParseEvent.
 func ParseClientMessage(data []byte) (ClientMessage, error) {
-	p := scanner{s: string(data)}
+	return ParseClientMessageLimited(data, FilterLimits{})
+}
+
+// FilterLimits bounds the filters of a REQ or COUNT while they are parsed:
+// parsing stops at the first limit exceeded, so the cost of refusing an
+// oversized request does not grow with its size. A zero field is no limit.
+type FilterLimits struct {
+	// MaxFilters is the number of filters per message.
+	MaxFilters int
+	// MaxValues is the number of values of one filter field: ids, authors,
+	// kinds, and each tag ("#e", "#p", …) separately.
+	MaxValues int
+	// MaxBytes is the size of all the message's filters together, in bytes
+	// of JSON as received.
+	MaxBytes int
+}
+
+// ParseClientMessageLimited is ParseClientMessage with the filters of REQ
+// and COUNT bounded by lim. A limit exceeded gives an *EnvelopeError
+// carrying the subscription id, whose text is one of
+//
+//	invalid: too many filters (limit N)
+//	invalid: too many values in <field> (limit N)
+//	invalid: filters too large (limit N bytes)
+func ParseClientMessageLimited(data []byte, lim FilterLimits) (ClientMessage, error) {
+	p := scanner{s: string(data), maxValues: lim.MaxValues}
 	if !p.consume('[') {
 		return nil, errNotArray
 	}
@@ -105,7 +131,7 @@ func ParseClientMessage(data []byte) (ClientMessage, error) {
 		}
 		return &AuthEnvelope{Event: ev}, nil
 	case LabelReq, LabelCount:
-		sub, filters, err := p.subAndFilters()
+		sub, filters, err := p.subAndFilters(lim)
 		if err != nil {
 			return nil, &EnvelopeError{Label: label, SubID: sub, Err: err}
 		}
@@ -172,16 +198,23 @@ func (p *scanner) subID() (string, error) {
 	return sub, nil
 }
 
-func (p *scanner) subAndFilters() (string, []Filter, error) {
+func (p *scanner) subAndFilters(lim FilterLimits) (string, []Filter, error) {
 	sub, err := p.subID()
 	if err != nil {
 		return "", nil, err
 	}
 	var filters []Filter
+	start := p.i
 	for p.consume(',') {
+		if lim.MaxFilters > 0 && len(filters) == lim.MaxFilters {
+			return sub, nil, fmt.Errorf("invalid: too many filters (limit %d)", lim.MaxFilters)
+		}
 		f, err := p.parseFilter()
 		if err != nil {
 			return sub, nil, err
+		}
+		if lim.MaxBytes > 0 && p.i-start > lim.MaxBytes {
+			return sub, nil, fmt.Errorf("invalid: filters too large (limit %d bytes)", lim.MaxBytes)
 		}
 		filters = append(filters, f)
 	}

@@ -202,3 +202,41 @@ func TestClientWriters(t *testing.T) {
 		t.Fatalf("AppendReq = %s", got)
 	}
 }
+
+func TestParseClientMessageLimited(t *testing.T) {
+	lim := FilterLimits{MaxFilters: 10, MaxValues: 5, MaxBytes: 200}
+	many := `["REQ","s"` + strings.Repeat(`,{}`, 174_000) + `]`
+	for _, tc := range []struct {
+		name, msg, want string
+	}{
+		{"filters", many, "invalid: too many filters (limit 10)"},
+		{"kinds", `["REQ","s",{"kinds":[1,2,3,4,5,6]}]`, "invalid: too many values in kinds (limit 5)"},
+		{"authors", `["COUNT","s",{"authors":["` + strings.Repeat("a", 64) + `"` + strings.Repeat(`,"`+strings.Repeat("b", 64)+`"`, 5) + `]}]`, "invalid: too many values in authors (limit 5)"},
+		{"tag", `["REQ","s",{"#t":["a","b","c","d","e","f"]}]`, "invalid: too many values in #t (limit 5)"},
+		{"bytes", `["REQ","s",{"#t":["` + strings.Repeat("x", 100) + `"]},{"#t":["` + strings.Repeat("y", 100) + `"]}]`, "invalid: filters too large (limit 200 bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseClientMessageLimited([]byte(tc.msg), lim)
+			var ee *EnvelopeError
+			if !errors.As(err, &ee) || ee.SubID != "s" || err.Error() != tc.want {
+				t.Fatalf("got %v, want %q for sub s", err, tc.want)
+			}
+		})
+	}
+	ok := `["REQ","s",{"kinds":[1,2,3,4,5],"#t":["a","b","c","d","e"]}]`
+	if _, err := ParseClientMessageLimited([]byte(ok), lim); err != nil {
+		t.Fatalf("within limits: %v", err)
+	}
+}
+
+// BenchmarkRefuseManyFilters measures refusing a REQ of 174,000 filters
+// with a limit of 10: the cost is that of reading ten, not all of them.
+func BenchmarkRefuseManyFilters(b *testing.B) {
+	msg := []byte(`["REQ","s"` + strings.Repeat(`,{}`, 174_000) + `]`)
+	lim := FilterLimits{MaxFilters: 10}
+	for b.Loop() {
+		if _, err := ParseClientMessageLimited(msg, lim); err == nil {
+			b.Fatal("accepted")
+		}
+	}
+}

@@ -2,6 +2,7 @@ package nostr
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -207,6 +208,9 @@ func (p *scanner) readHexArray(field string) ([]string, error) {
 		if se != strOK || !IsLowerHex(v, 64) {
 			return nil, shape()
 		}
+		if err := p.checkValues(field, len(out)); err != nil {
+			return nil, err
+		}
 		out = append(out, v)
 		if p.consume(',') {
 			continue
@@ -216,6 +220,15 @@ func (p *scanner) readHexArray(field string) ([]string, error) {
 		}
 		return nil, errSyntax
 	}
+}
+
+// checkValues refuses one more value in field when n values are already
+// held and the scanner bounds values per field.
+func (p *scanner) checkValues(field string, n int) error {
+	if p.maxValues > 0 && n >= p.maxValues {
+		return fmt.Errorf("invalid: too many values in %s (limit %d)", field, p.maxValues)
+	}
+	return nil
 }
 
 func (p *scanner) readStringArray(field string) ([]string, error) {
@@ -233,6 +246,9 @@ func (p *scanner) readStringArray(field string) ([]string, error) {
 				return nil, errors.New("invalid: " + field + " must be an array of strings")
 			}
 			return nil, fieldErr(field+" value", se)
+		}
+		if err := p.checkValues(field, len(out)); err != nil {
+			return nil, err
 		}
 		out = append(out, v)
 		if p.consume(',') {
@@ -259,6 +275,9 @@ func (p *scanner) readKinds() ([]int, error) {
 		v, ne := p.readUint(MaxKind)
 		if ne != numOK {
 			return nil, errKindsShape
+		}
+		if err := p.checkValues("kinds", len(out)); err != nil {
+			return nil, err
 		}
 		out = append(out, int(v))
 		if p.consume(',') {

@@ -151,11 +151,14 @@ func FuzzParseClientMessage(f *testing.F) {
 	for _, s := range []string{
 		`["REQ","s",{}]`, `["REQ","s",{"kinds":[1]},{"#e":["x"],"limit":5}]`, `["COUNT","c",{"authors":["` + hexB + `"]}]`,
 		`["CLOSE","s"]`, `["REQ",""]`, `["NOPE"]`, `[]`, `["EVENT",{"kind":-1,"id":"` + hexA + `"}]`, `["REQ","s",{"x":1}]`,
+		`["REQ","s",{},{},{}]`, `["COUNT","s",{"kinds":[1,2,3,4]}]`, `["REQ","s",{"#t":["a","b","c","d"]}]`,
+		`["REQ","s",{"#e":["` + hexA + `"],"#p":["` + hexB + `"]}]`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseClientMessage(data)
+		checkLimitedParse(t, data, m, err)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "invalid: ") {
 				t.Fatalf("error without prefix: %v", err)
@@ -202,6 +205,61 @@ func FuzzParseClientMessage(f *testing.F) {
 			t.Fatalf("writer round trip: %v\n%s", err, out)
 		}
 	})
+}
+
+// fuzzLimits are small enough for fuzzed messages to exceed them.
+var fuzzLimits = FilterLimits{MaxFilters: 2, MaxValues: 3, MaxBytes: 96}
+
+// checkLimitedParse checks ParseClientMessageLimited against the unlimited
+// parse (m, err) of data: a message within the limits parses identically,
+// one beyond them is refused with the subscription id, and nothing the
+// unlimited parser refuses is accepted.
+func checkLimitedParse(t *testing.T, data []byte, m ClientMessage, err error) {
+	t.Helper()
+	lm, lerr := ParseClientMessageLimited(data, fuzzLimits)
+	if err != nil {
+		if lerr == nil {
+			t.Fatalf("limited parse accepted what the unlimited one refuses: %v", err)
+		}
+		return
+	}
+	var filters []Filter
+	switch m := m.(type) {
+	case *ReqEnvelope:
+		filters = m.Filters
+	case *CountEnvelope:
+		filters = m.Filters
+	}
+	if lerr == nil {
+		if !reflect.DeepEqual(lm, m) {
+			t.Fatal("limited parse differs from the unlimited one")
+		}
+		if len(filters) > fuzzLimits.MaxFilters {
+			t.Fatalf("limited parse accepted %d filters", len(filters))
+		}
+		for _, f := range filters {
+			n := max(len(f.IDs), len(f.Authors), len(f.Kinds))
+			for _, v := range f.Tags {
+				n = max(n, len(v))
+			}
+			if n > fuzzLimits.MaxValues {
+				t.Fatalf("limited parse accepted %d values in a field", n)
+			}
+		}
+		return
+	}
+	if filters == nil {
+		t.Fatalf("limited parse refused a message without filters: %v", lerr)
+	}
+	var ee *EnvelopeError
+	if !errors.As(lerr, &ee) || ee.SubID == "" {
+		t.Fatalf("limit error without the subscription id: %v", lerr)
+	}
+	msg := lerr.Error()
+	if !strings.HasPrefix(msg, "invalid: too many filters") && !strings.HasPrefix(msg, "invalid: too many values in ") &&
+		!strings.HasPrefix(msg, "invalid: filters too large") {
+		t.Fatalf("limited parse refused with a non-limit error: %v", lerr)
+	}
 }
 
 // checkEmbeddedEvent compares the event parsed from an envelope with

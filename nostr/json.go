@@ -63,6 +63,8 @@ func (e strError) reason() string {
 type scanner struct {
 	s string
 	i int
+	// maxValues, when positive, bounds the values of one filter field.
+	maxValues int
 }
 
 // ws skips JSON whitespace.
