@@ -97,6 +97,9 @@ func (m *Matcher) Matches(e *Event) bool {
 			return false
 		}
 	}
+	if f.Search != "" {
+		return f.matchesSearch(e)
+	}
 	return true
 }
 

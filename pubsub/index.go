@@ -30,8 +30,9 @@ type Subscription struct {
 // event looks up its id, its author, each of its tags, each distinct word of
 // its content (package search's tokenizer; only in a community that has
 // search subscriptions, and never for gift wraps) and its kind, and checks
-// only the filters found there, plus the scan list, with
-// (*nostr.Filter).Matches.
+// only the filters found there, plus the scan list, with a nostr.Matcher:
+// the cost of checking one filter does not grow with the length of its
+// lists.
 // A filter with an explicitly empty list (kinds: [], "#p": [], …) can match
 // nothing and is not posted at all; Limit is ignored (a "limit": 0 filter
 // still receives live events).
@@ -82,7 +83,7 @@ type posting struct {
 // filterRef is one filter of an indexed subscription.
 type filterRef struct {
 	e     *entry
-	f     *nostr.Filter
+	f     *nostr.Matcher
 	posts []*posting
 }
 
@@ -375,7 +376,7 @@ func buildEntry(s *Subscription) *entry {
 		if !ok {
 			continue // can never match
 		}
-		fr := &filterRef{e: e, f: f}
+		fr := &filterRef{e: e, f: nostr.NewMatcher(f)}
 		if scan {
 			fr.posts = []*posting{{f: fr}}
 		} else {
