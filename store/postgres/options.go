@@ -19,6 +19,7 @@ type config struct {
 	linger      time.Duration
 	committers  int
 	logger      *slog.Logger
+	readDelay   time.Duration // tests only: event reads pg_sleep first (export_test.go)
 }
 
 func defaultConfig() config {

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/buzzrelay/buzz/store"
@@ -81,6 +83,16 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		// A server that drops packets must fail calls, not hang them.
 		pcfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
+	// A query whose context ends (its client went away, its subscription
+	// closed, its deadline passed) is cancelled in the server with a cancel
+	// request, and the connection stays in the pool; it is closed only if
+	// the server does not answer the cancellation within a second. (pgx's
+	// default closes the connection, and PostgreSQL, which does not notice
+	// a closed socket while it computes, is told by a cancel request sent
+	// on the way out — at the price of a new connection per cancellation.)
+	pcfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: time.Second}
+	}
 	pcfg.MaxConns = cfg.maxConns
 	pcfg.MinConns = 0
 	pcfg.HealthCheckPeriod = 10 * time.Second
@@ -122,6 +134,12 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	go s.maintenance()
 	return s, nil
 }
+
+// ReadConcurrency is how many queries the store serves at once: the pool
+// connections not reserved for its committers. A relay admits no more
+// concurrent queries than this, so a query waits in the relay's fair queue
+// rather than in the pool.
+func (s *Store) ReadConcurrency() int { return int(s.cfg.maxConns) - s.cfg.committers }
 
 // Close stops accepting Saves, waits for queued ones to be committed (or to
 // fail), and closes the pool. It is safe to call more than once.

@@ -22,6 +22,17 @@ import (
 // filter may name any number of ids.
 const inlineListMax = 256
 
+// spinForTest, when a test asked for slow reads, runs a query on a read
+// connection that only an interrupt (ctx ending) stops: a stand-in for a
+// slow query.
+func (s *Store) spinForTest(ctx context.Context) error {
+	if !s.cfg.slowReads {
+		return nil
+	}
+	var n int64
+	return s.rdb.QueryRowContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 1e15) SELECT max(x) FROM c`).Scan(&n)
+}
+
 // Query implements store.EventStore. The returned sequence holds a read
 // connection until the consumer stops or the rows end; stopping early closes
 // the rows.
@@ -46,6 +57,10 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 		}
 		if err != nil {
 			yield(store.Record{}, err)
+			return
+		}
+		if err := s.spinForTest(ctx); err != nil {
+			yield(store.Record{}, internal("query", err))
 			return
 		}
 		if f.Search != "" {
@@ -137,6 +152,9 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	}
 	if err != nil {
 		return 0, err
+	}
+	if err := s.spinForTest(ctx); err != nil {
+		return 0, internal("count", err)
 	}
 	var q sqlBuilder
 	q.add(`SELECT COUNT(*) FROM events e WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?) AND (0`,

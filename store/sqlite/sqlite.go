@@ -85,6 +85,7 @@ type config struct {
 	readConns   int
 	busyTimeout time.Duration
 	log         *slog.Logger
+	slowReads   bool // tests only: event reads spin in SQLite until cancelled (export_test.go)
 }
 
 // Option configures Open.
@@ -269,6 +270,11 @@ func (s *Store) open(ctx context.Context) error {
 	s.rstmts = newStmtCache(s.rdb)
 	return nil
 }
+
+// ReadConcurrency is how many queries the store serves at once: its read
+// connections. A relay admits no more concurrent queries than this, so a
+// query waits in the relay's fair queue rather than for a connection.
+func (s *Store) ReadConcurrency() int { return s.cfg.readConns }
 
 // Close stops accepting writes, waits until every write already queued is
 // committed and answered, and closes the database. It is safe to call more

@@ -1,0 +1,14 @@
+package sqlite
+
+// WithSlowReadsForTest makes every event read (Query, Count) first run a
+// query on a read connection that never ends unless interrupted: a
+// stand-in for a slow query that only cancellation stops.
+func WithSlowReadsForTest() Option {
+	return func(c *config) error {
+		c.slowReads = true
+		return nil
+	}
+}
+
+// ReadsInUse reports how many read connections are busy.
+func ReadsInUse(s *Store) int { return s.rdb.Stats().InUse }
