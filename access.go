@@ -630,19 +630,9 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 		OnMemberRemoved: r.onMemberRemoved}
 }
 
-// query reads one filter under scope (the plain query when the store
-// keeps no channels: then no event has a channel).
-func (c *conn) query(ctx context.Context, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
-	return c.r.queryScoped(ctx, c.tc.Community(), f, scope)
-}
-
-// count is query's COUNT.
-func (c *conn) count(ctx context.Context, filters []nostr.Filter, scope store.Scope) (int64, error) {
-	return c.r.countScoped(ctx, c.tc.Community(), filters, scope)
-}
-
-// queryScoped reads one filter of community under scope: every client
-// read (REQ, the HTTP API) goes through it.
+// queryScoped reads one filter of community under scope (the plain query when the store
+// keeps no channels: then no event has a channel). Every client read
+// (REQ, COUNT, the HTTP API) calls it through Relay.bounded (read.go).
 func (r *Relay) queryScoped(ctx context.Context, community tenant.CommunityID, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
 	if rc := r.channels; rc != nil {
 		return rc.store.QueryScoped(ctx, community, f, scope)

@@ -53,7 +53,8 @@ type Relay struct {
 	log      *slog.Logger
 	nip11    []byte // the NIP-11 document, encoded once
 
-	querySem chan struct{} // relay-wide bound on concurrent queries
+	reads     *queryGate // the fair queue of store reads (read.go)
+	admission admission  // open connections per address and community (admission.go)
 
 	channels *relayChannels // nil when the store keeps no channels
 	// moderation is the store's moderation state, nil when it keeps none
@@ -167,7 +168,7 @@ func New(opts ...Option) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.querySem = make(chan struct{}, cfg.limits.RelayQueryConcurrency)
+	r.reads = newReadGate(cfg.limits, cfg.store)
 	r.registerHTTPAPI()
 	r.registerModerationHTTP()
 	// Idle connections are cheap: the read buffer is small (a larger
@@ -244,6 +245,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, tenant.ErrUnmappedHost.Error(), http.StatusNotFound)
 		return
 	}
+	addr := r.ClientAddr(req)
 	r.mu.Lock()
 	if r.shutdown {
 		r.mu.Unlock()
@@ -252,14 +254,22 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	}
 	r.connWG.Add(1)
 	r.mu.Unlock()
+	if err := r.admission.admit(&r.cfg.limits, addr, tc.Community()); err != nil {
+		r.connWG.Done()
+		r.log.DebugContext(req.Context(), "buzz: upgrade refused", "addr", addr, "err", err)
+		refuseUpgrade(w, err)
+		return
+	}
 
 	hc := &hijackCapture{ResponseWriter: w}
 	ws, err := r.upgrader.Upgrade(hc, req, nil)
 	if err != nil {
+		r.admission.leave(addr, tc.Community())
 		r.connWG.Done()
 		return // the upgrader has answered the request
 	}
 	c := newConn(r, ws, hc.conn, tc)
+	c.addr = addr
 	if r.cfg.tracer != nil {
 		c.tracer = r.cfg.tracer(tc)
 	}
@@ -267,6 +277,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	if r.shutdown {
 		r.mu.Unlock()
 		c.closeNow(websocket.CloseServiceRestart, "relay restarting")
+		r.admission.leave(addr, tc.Community())
 		r.connWG.Done()
 		return
 	}
@@ -295,6 +306,7 @@ func (r *Relay) runConn(c *conn) {
 		r.mu.Lock()
 		delete(r.conns, c)
 		r.mu.Unlock()
+		r.admission.leave(c.addr, c.tc.Community())
 		r.connClosed(c)
 	}()
 	c.serve()
@@ -394,7 +406,7 @@ func (r *Relay) onMessage(msg pubsub.Message) {
 	frames := liveFrames{msg: msg}
 	r.index.Match(msg.Community, msg.Event, func(s *pubsub.Subscription) {
 		if c, ok := s.Owner.(*conn); ok {
-			c.deliverLive(s.ID, msg, &frames)
+			c.deliverLive(s, msg, &frames)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/time/rate"
 
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
@@ -37,6 +39,7 @@ type conn struct {
 	ws        *websocket.Conn
 	raw       *batchConn // nil when the upgrade did not go through hijackCapture
 	tc        tenant.TenantContext
+	addr      netip.Addr // the client's address (Relay.ClientAddr)
 	challenge string
 	log       *slog.Logger
 	limits    *Limits
@@ -44,11 +47,14 @@ type conn struct {
 	ctx    context.Context // cancelled when the connection is torn down
 	cancel context.CancelFunc
 
-	outMu   sync.Mutex
-	out     [][]byte      // queued messages, oldest first
-	writing int           // messages taken by the writer and not yet written
-	room    chan struct{} // closed when the queue has room again; nil unless someone waits
-	wake    chan struct{} // (cap 1) the writer has messages to write
+	rate *rate.Limiter // Limits.MessageRate; used by the reader only
+
+	outMu    sync.Mutex
+	out      [][]byte      // queued messages, oldest first
+	outBytes int           // bytes of out and of the messages being written
+	writing  int           // messages taken by the writer and not yet written
+	room     chan struct{} // closed when the queue has room again; nil unless someone waits
+	wake     chan struct{} // (cap 1) the writer has messages to write
 
 	finish     chan struct{} // closed: the writer drains the queue, sends the close frame, exits
 	writerDone chan struct{} // closed when the writer has exited
@@ -64,23 +70,32 @@ type conn struct {
 	eventSem chan struct{}
 	querySem chan struct{}
 
-	mu     sync.Mutex
-	subs   map[string]*subscription
-	authed []string // pubkeys authenticated with NIP-42, in order
+	mu           sync.Mutex
+	subs         map[string]*subscription
+	filterBytes  int                  // charged by the open subscriptions (see subscription.bytes)
+	pendingBytes int                  // live events held back by replaying subscriptions
+	counts       map[string]*countRun // COUNTs running, by subscription id
+	authed       []string             // pubkeys authenticated with NIP-42, in order
 
 	access connAccess   // channel read access (see access.go)
 	tracer trace.Tracer // isolation conformance trace; nil unless WithTracer
 }
+
+// countRun is one COUNT running; cancel ends its store read.
+type countRun struct{ cancel context.CancelFunc }
 
 // subscription is one open REQ. Its fields other than id, filters and cancel
 // are guarded by conn.mu.
 type subscription struct {
 	id      string
 	filters []nostr.Filter
+	live    *pubsub.Subscription // as added to the relay's index
 	cancel  context.CancelFunc
+	bytes   int // size of the REQ, charged against Limits.MaxConnFilterBytes
 
-	replaying bool             // stored events are still being sent
-	pending   []pubsub.Message // live events that arrived during the replay
+	replaying    bool             // stored events are still being sent
+	pending      []pubsub.Message // live events that arrived during the replay
+	pendingBytes int              // bytes of pending's events
 }
 
 func newConn(r *Relay, ws *websocket.Conn, raw *batchConn, tc tenant.TenantContext) *conn {
@@ -103,6 +118,7 @@ func newConn(r *Relay, ws *websocket.Conn, raw *batchConn, tc tenant.TenantConte
 		writerDone: make(chan struct{}),
 		eventSem:   make(chan struct{}, l.EventConcurrency),
 		querySem:   make(chan struct{}, l.QueryConcurrency),
+		rate:       rate.NewLimiter(rate.Limit(l.MessageRate), l.MessageBurst),
 		subs:       make(map[string]*subscription),
 	}
 }
@@ -300,9 +316,14 @@ func (c *conn) writeQueued() bool {
 	c.writing = len(batch)
 	c.outMu.Unlock()
 	ok := c.writeBatch(batch)
+	written := 0
+	for _, m := range batch {
+		written += len(m)
+	}
 	clear(batch)
 	c.outMu.Lock()
 	c.writing = 0
+	c.outBytes -= written
 	if c.out == nil && cap(batch) <= 64 {
 		c.out = batch[:0] // reuse a small queue; a large one goes back to the GC
 	}
@@ -346,9 +367,13 @@ func (c *conn) writeBatch(batch [][]byte) bool {
 
 // enqueue adds m to the outbound queue when it has room and wakes the
 // writer. When full, it returns the channel closed once there is room.
+// The queue has room for a message while it holds fewer than
+// Limits.SendQueue messages and m fits in Limits.SendQueueBytes (an empty
+// queue takes any message: one message is bounded by what produced it).
 func (c *conn) enqueue(m []byte) (queued bool, room <-chan struct{}) {
 	c.outMu.Lock()
-	if len(c.out)+c.writing >= c.limits.SendQueue {
+	n := len(c.out) + c.writing
+	if n >= c.limits.SendQueue || n > 0 && c.outBytes+len(m) > c.limits.SendQueueBytes {
 		if c.room == nil {
 			c.room = make(chan struct{})
 		}
@@ -357,6 +382,7 @@ func (c *conn) enqueue(m []byte) (queued bool, room <-chan struct{}) {
 		return false, room
 	}
 	c.out = append(c.out, m)
+	c.outBytes += len(m)
 	c.outMu.Unlock()
 	select {
 	case c.wake <- struct{}{}:

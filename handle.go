@@ -21,22 +21,37 @@ const (
 	msgNoFilters      = "invalid: at least one filter is required"
 	msgSubIDTooLong   = "invalid: subscription id too long (limit %d)"
 	msgTooManyFilters = "invalid: too many filters (limit %d)"
+	msgConnFilters    = "restricted: this connection's subscriptions hold too many filter bytes (limit %d); close some first"
+	msgQueryTimeout   = "error: query took too long (limit %s); narrow the filter"
+	msgRateLimited    = "rate-limited: too many messages on this connection (limit %d per second)"
 )
 
 // handle dispatches one client message. It runs on the reader goroutine:
 // whatever it does synchronously (CLOSE, AUTH, subscription registration)
 // is ordered with the client's later messages.
+//
+// Filters are bounded while they are parsed (Limits.MaxFilters,
+// MaxFilterValues, MaxSubscriptionBytes), and a message beyond the
+// connection's rate (Limits.MessageRate) is refused unprocessed.
 func (c *conn) handle(data []byte) {
-	msg, err := nostr.ParseClientMessage(data)
+	msg, err := nostr.ParseClientMessageLimited(data, nostr.FilterLimits{
+		MaxFilters: c.limits.MaxFilters,
+		MaxValues:  c.limits.MaxFilterValues,
+		MaxBytes:   c.limits.MaxSubscriptionBytes,
+	})
 	if err != nil {
 		c.refuseMessage(err)
+		return
+	}
+	if !c.rate.Allow() {
+		c.refuseRate(msg)
 		return
 	}
 	switch m := msg.(type) {
 	case *nostr.EventEnvelope:
 		c.handleEvent(m.Event)
 	case *nostr.ReqEnvelope:
-		c.handleReq(m.SubID, m.Filters)
+		c.handleReq(m.SubID, m.Filters, len(data))
 	case *nostr.CountEnvelope:
 		c.handleCount(m.SubID, m.Filters)
 	case *nostr.CloseEnvelope:
@@ -45,6 +60,28 @@ func (c *conn) handle(data []byte) {
 		c.handleAuth(m.Event)
 	default:
 		c.reply(nostr.AppendNotice(nil, "invalid: unsupported message type"))
+	}
+}
+
+// refuseRate answers a message refused for the connection's message rate:
+// OK false for an EVENT or AUTH, CLOSED for a REQ or COUNT, NOTICE for a
+// CLOSE (which is still honoured: closing costs the relay nothing).
+func (c *conn) refuseRate(msg nostr.ClientMessage) {
+	reason := fmt.Sprintf(msgRateLimited, c.limits.MessageRate)
+	switch m := msg.(type) {
+	case *nostr.EventEnvelope:
+		c.reply(nostr.AppendOK(nil, m.Event.ID, false, reason))
+	case *nostr.AuthEnvelope:
+		c.reply(nostr.AppendOK(nil, m.Event.ID, false, reason))
+	case *nostr.ReqEnvelope:
+		c.handleClose(m.SubID) // a replaced subscription ends, as with any refused REQ
+		c.reply(nostr.AppendClosed(nil, m.SubID, reason))
+	case *nostr.CountEnvelope:
+		c.reply(nostr.AppendClosed(nil, m.SubID, reason))
+	case *nostr.CloseEnvelope:
+		c.handleClose(m.SubID)
+	default:
+		c.reply(nostr.AppendNotice(nil, reason))
 	}
 }
 
@@ -159,7 +196,10 @@ func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope store.S
 // registered for live events before the stored events are queried, and live
 // events are held back until EOSE, so an event accepted at any moment is
 // delivered exactly once: from the query, or live after EOSE.
-func (c *conn) handleReq(subID string, filters []nostr.Filter) {
+//
+// size is the size of the REQ message, charged against the connection's
+// Limits.MaxConnFilterBytes while the subscription is open.
+func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
 	guard, g, st := c.armRead("req")
 	refuse := func(reason string, needAuth bool) {
 		c.refuseRead(guard, g, st, subID, reason, needAuth)
@@ -177,8 +217,7 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	if reason != "" {
 		// A replaced subscription of the same id ends too.
 		c.mu.Lock()
-		old := c.subs[subID]
-		delete(c.subs, subID)
+		old := c.takeSubLocked(subID)
 		c.mu.Unlock()
 		if old != nil {
 			old.cancel()
@@ -189,21 +228,38 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	}
 
 	ctx, cancel := context.WithCancel(c.ctx)
-	sub := &subscription{id: subID, filters: filters, cancel: cancel, replaying: true}
+	indexed := &pubsub.Subscription{Owner: c, ID: subID, Filters: filters}
+	sub := &subscription{id: subID, filters: filters, live: indexed, cancel: cancel, replaying: true, bytes: size}
 	c.mu.Lock()
 	old := c.subs[subID]
-	if old == nil && len(c.subs) >= c.limits.MaxSubscriptions {
+	held := c.filterBytes
+	if old != nil {
+		held -= old.bytes
+	}
+	if old == nil && len(c.subs) >= c.limits.MaxSubscriptions || held+size > c.limits.MaxConnFilterBytes {
+		reason := fmt.Sprintf(msgTooManySubs, c.limits.MaxSubscriptions)
+		if held+size > c.limits.MaxConnFilterBytes {
+			reason = fmt.Sprintf(msgConnFilters, c.limits.MaxConnFilterBytes)
+		}
+		if old != nil {
+			c.takeSubLocked(subID)
+		}
 		c.mu.Unlock()
 		cancel()
-		refuse(fmt.Sprintf(msgTooManySubs, c.limits.MaxSubscriptions), false)
+		if old != nil {
+			old.cancel()
+			c.r.index.Remove(c.tc.Community(), c, subID)
+		}
+		refuse(reason, false)
 		return
 	}
 	c.subs[subID] = sub
+	c.filterBytes = held + size
 	c.mu.Unlock()
 	if old != nil {
 		old.cancel()
 	}
-	c.r.index.Add(c.tc.Community(), &pubsub.Subscription{Owner: c, ID: subID, Filters: filters})
+	c.r.index.Add(c.tc.Community(), indexed)
 
 	if !c.acquireQuery() {
 		cancel()
@@ -218,24 +274,39 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter) {
 	}()
 }
 
+// acquireQuery takes one of the connection's query slots
+// (Limits.QueryConcurrency), waiting on the reader: a client with that many
+// queries running is not read from until one ends. Relay-wide, each store
+// read then waits its turn in the relay's fair queue (see read.go).
 func (c *conn) acquireQuery() bool {
 	select {
 	case c.querySem <- struct{}{}:
-	case <-c.ctx.Done():
-		return false
-	}
-	select {
-	case c.r.querySem <- struct{}{}:
 		return true
 	case <-c.ctx.Done():
-		<-c.querySem
 		return false
 	}
 }
 
 func (c *conn) releaseQuery() {
-	<-c.r.querySem
 	<-c.querySem
+}
+
+// failRead ends sub after its store read failed: CLOSED with the timeout
+// reason when the read ran past Limits.QueryTimeout, the internal-error
+// reason (the error logged, never sent) otherwise.
+func (c *conn) failRead(ctx context.Context, sub *subscription, g trace.Tracer, st trace.State, err error) {
+	g.SanitizedError(ctx, st, trace.ReasonServerError)
+	if errors.Is(err, errQueryTimeout) {
+		c.log.InfoContext(ctx, "buzz: query timed out", "err", err)
+		c.failSub(sub, c.timeoutReason())
+		return
+	}
+	c.log.ErrorContext(ctx, "buzz: query", "err", err)
+	c.failSub(sub, msgInternal)
+}
+
+func (c *conn) timeoutReason() string {
+	return fmt.Sprintf(msgQueryTimeout, c.limits.QueryTimeout)
 }
 
 // clamp returns f with its limit bounded by MaxLimit (MaxLimit when absent).
@@ -288,6 +359,7 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 			return
 		}
 		limit, n := c.clamp(*f).Limit, 0
+		delivered := true
 		send := func(rec store.Record) bool {
 			if _, dup := sent[rec.ID]; dup {
 				return true
@@ -295,6 +367,7 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 			sent[rec.ID] = struct{}{}
 			n++
 			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, rec.Raw)) {
+				delivered = false
 				return false
 			}
 			if tracing {
@@ -302,55 +375,48 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 			}
 			return true
 		}
-		for rec, err := range c.query(ctx, q, scope) {
-			if err != nil {
-				if tracing {
-					traceRows(ctx, g, st, f, rows)
-				}
-				if ctx.Err() != nil {
-					return
-				}
-				c.log.ErrorContext(ctx, "buzz: query", "err", err)
-				g.SanitizedError(ctx, st, trace.ReasonServerError)
-				c.failSub(sub, msgInternal)
-				return
-			}
-			for len(reports) > 0 && n < limit && (reports[0].CreatedAt > rec.CreatedAt ||
-				reports[0].CreatedAt == rec.CreatedAt && reports[0].ID < rec.ID) {
-				if !send(reports[0]) {
-					if tracing {
-						traceRows(ctx, g, st, f, rows)
+		// Stored events come a page at a time (read.go): the store is free
+		// again before any of a page is sent.
+		err = c.r.queryPaged(ctx, c.tc.Community(), c, q, scope, func(page []store.Record) bool {
+			for _, rec := range page {
+				for len(reports) > 0 && n < limit && (reports[0].CreatedAt > rec.CreatedAt ||
+					reports[0].CreatedAt == rec.CreatedAt && reports[0].ID < rec.ID) {
+					if !send(reports[0]) {
+						return false
 					}
-					return
+					reports = reports[1:]
 				}
-				reports = reports[1:]
-			}
-			if n >= limit {
-				break
-			}
-			if gated && !giftWrapVisible(rec.Raw, readers) {
-				continue
-			}
-			if !send(rec) {
-				if tracing {
-					traceRows(ctx, g, st, f, rows)
+				if n >= limit {
+					return false
 				}
-				return
-			}
-		}
-		for _, rec := range reports {
-			if n >= limit {
-				break
-			}
-			if !send(rec) {
-				if tracing {
-					traceRows(ctx, g, st, f, rows)
+				if gated && !giftWrapVisible(rec.Raw, readers) {
+					continue
 				}
-				return
+				if !send(rec) {
+					return false
+				}
+			}
+			return true
+		})
+		if err == nil && delivered {
+			for _, rec := range reports {
+				if n >= limit || !send(rec) {
+					break
+				}
 			}
 		}
 		if tracing {
 			traceRows(ctx, g, st, f, rows)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.failRead(ctx, sub, g, st, err)
+			return
+		}
+		if !delivered {
+			return
 		}
 	}
 	if !c.replyCtx(ctx, nostr.AppendEOSE(nil, sub.id)) {
@@ -371,7 +437,8 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 			return
 		}
 		pending := sub.pending
-		sub.pending = nil
+		c.pendingBytes -= sub.pendingBytes
+		sub.pending, sub.pendingBytes = nil, 0
 		if len(pending) == 0 {
 			sub.replaying = false
 			c.mu.Unlock()
@@ -395,7 +462,7 @@ func (c *conn) failSub(sub *subscription, reason string) {
 	c.mu.Lock()
 	open := c.subs[sub.id] == sub
 	if open {
-		delete(c.subs, sub.id)
+		c.takeSubLocked(sub.id)
 	}
 	c.mu.Unlock()
 	if !open {
@@ -411,51 +478,75 @@ func (c *conn) failSub(sub *subscription, reason string) {
 //
 // An event of a channel is delivered only if the connection may read the
 // channel (see access.go); a gift wrap only to its recipient (giftwrap.go).
-func (c *conn) deliverLive(subID string, m pubsub.Message, frames *liveFrames) {
+func (c *conn) deliverLive(matched *pubsub.Subscription, m pubsub.Message, frames *liveFrames) {
 	if !c.liveAllowed(m.Event) || !c.liveGiftWrapAllowed(m.Event) {
 		return
 	}
-	if c.deliverLiveLocked(subID, m, frames) && c.tracer != nil {
-		c.traceLive(subID, m)
+	if c.deliverLiveLocked(matched, m, frames) && c.tracer != nil {
+		c.traceLive(matched.ID, m)
 	}
 }
 
-// deliverLiveLocked queues m for subID under c.mu and reports whether it
-// was queued (or held until EOSE).
-func (c *conn) deliverLiveLocked(subID string, m pubsub.Message, frames *liveFrames) bool {
+// deliverLiveLocked queues m for the subscription the index matched under
+// c.mu and reports whether it was queued (or held until EOSE).
+func (c *conn) deliverLiveLocked(matched *pubsub.Subscription, m pubsub.Message, frames *liveFrames) bool {
+	subID := matched.ID
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sub := c.subs[subID]
-	if sub == nil || !matchesAny(sub.filters, m.Event) {
-		return false // closed, or replaced by a REQ whose filters do not match
+	if sub == nil {
+		return false // closed
+	}
+	if sub.live != matched && !sub.matches(m.Event) {
+		return false // replaced by a REQ whose filters do not match
 	}
 	if sub.replaying {
-		if len(sub.pending) >= c.limits.SendQueue {
+		if len(sub.pending) >= c.limits.SendQueue || c.pendingBytes+len(m.Raw) > c.limits.SendQueueBytes {
 			c.cutOff()
 			return false
 		}
 		sub.pending = append(sub.pending, m)
+		sub.pendingBytes += len(m.Raw)
+		c.pendingBytes += len(m.Raw)
 		return true
 	}
 	c.tryQueue(frames.frame(subID))
 	return true
 }
 
-func matchesAny(filters []nostr.Filter, ev *nostr.Event) bool {
-	for i := range filters {
-		if filters[i].Matches(ev) {
+// matches reports whether ev matches one of sub's filters.
+func (sub *subscription) matches(ev *nostr.Event) bool {
+	for i := range sub.filters {
+		if sub.filters[i].Matches(ev) {
 			return true
 		}
 	}
 	return false
 }
 
-// handleClose ends a subscription; an unknown id is ignored. No reply.
+// takeSubLocked removes subscription subID, if open, and returns it. c.mu
+// held.
+func (c *conn) takeSubLocked(subID string) *subscription {
+	sub := c.subs[subID]
+	if sub != nil {
+		delete(c.subs, subID)
+		c.filterBytes -= sub.bytes
+		c.pendingBytes -= sub.pendingBytes
+	}
+	return sub
+}
+
+// handleClose ends a subscription, and cancels a COUNT of that id still
+// running; an unknown id is ignored. No reply.
 func (c *conn) handleClose(subID string) {
 	c.mu.Lock()
-	sub := c.subs[subID]
-	delete(c.subs, subID)
+	sub := c.takeSubLocked(subID)
+	count := c.counts[subID]
+	delete(c.counts, subID)
 	c.mu.Unlock()
+	if count != nil {
+		count.cancel() // a COUNT of that id still running ends too
+	}
 	if sub == nil {
 		return
 	}
@@ -468,9 +559,15 @@ func (c *conn) dropAllSubs() {
 	c.mu.Lock()
 	subs := c.subs
 	c.subs = make(map[string]*subscription)
+	c.filterBytes, c.pendingBytes = 0, 0
+	counts := c.counts
+	c.counts = nil
 	c.mu.Unlock()
 	for _, s := range subs {
 		s.cancel()
+	}
+	for _, run := range counts {
+		run.cancel()
 	}
 	c.r.index.RemoveOwner(c.tc.Community(), c)
 }
@@ -496,24 +593,54 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 	if !c.acquireQuery() {
 		return
 	}
+	// The count runs on its own context, cancelled (in the store too) by a
+	// CLOSE of its id, a later COUNT of the same id, or the connection
+	// going away.
+	ctx, cancel := context.WithCancel(c.ctx)
+	run := &countRun{cancel: cancel}
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = make(map[string]*countRun)
+	}
+	prev := c.counts[subID]
+	c.counts[subID] = run
+	c.mu.Unlock()
+	if prev != nil {
+		prev.cancel()
+	}
 	c.tasks.Add(1)
 	go func() {
 		defer c.tasks.Done()
 		defer c.releaseQuery()
-		defer guard.Release(c.ctx)
-		n, err := c.countVisible(c.ctx, filters, scope)
-		if err != nil {
-			if c.ctx.Err() == nil {
-				c.log.ErrorContext(c.ctx, "buzz: count", "err", err)
-				g.SanitizedError(c.ctx, st, trace.ReasonServerError)
-				c.reply(nostr.AppendClosed(nil, subID, msgInternal))
+		defer guard.Release(ctx)
+		defer func() {
+			c.mu.Lock()
+			if c.counts[subID] == run {
+				delete(c.counts, subID)
 			}
+			c.mu.Unlock()
+			cancel()
+		}()
+		n, err := c.countVisible(ctx, filters, scope)
+		if err != nil {
+			if ctx.Err() != nil {
+				return // closed, replaced, or the connection is gone: nothing to answer
+			}
+			g.SanitizedError(ctx, st, trace.ReasonServerError)
+			reason := msgInternal
+			if errors.Is(err, errQueryTimeout) {
+				c.log.InfoContext(ctx, "buzz: count timed out", "err", err)
+				reason = c.timeoutReason()
+			} else {
+				c.log.ErrorContext(ctx, "buzz: count", "err", err)
+			}
+			c.reply(nostr.AppendClosed(nil, subID, reason))
 			return
 		}
 		// A count carries no rows; each filter's read is recorded empty.
 		for i := range filters {
-			traceRows(c.ctx, g, st, &filters[i], nil)
+			traceRows(ctx, g, st, &filters[i], nil)
 		}
-		c.reply(nostr.AppendCountResult(nil, subID, n))
+		c.replyCtx(ctx, nostr.AppendCountResult(nil, subID, n))
 	}()
 }

@@ -262,13 +262,18 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 	return filters, readers, scope, true
 }
 
-// acquireRelayQuery takes a slot of the relay-wide query bound.
-func (r *Relay) acquireRelayQuery(ctx context.Context) bool {
-	select {
-	case r.querySem <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
+// readFailed answers a failed HTTP read: the deadline reason when it ran
+// past Limits.QueryTimeout, the internal-error reason (logged) otherwise;
+// nothing when the client has gone.
+func (r *Relay) readFailed(ctx context.Context, w http.ResponseWriter, what string, err error) {
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(err, errQueryTimeout):
+		r.log.InfoContext(ctx, "buzz: "+what+" timed out", "err", err)
+		refusal(w, fmt.Sprintf(msgQueryTimeout, r.cfg.limits.QueryTimeout))
+	default:
+		r.log.ErrorContext(ctx, "buzz: "+what, "err", err)
+		refusal(w, msgInternal)
 	}
 }
 
@@ -306,18 +311,18 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request, tc tenant.T
 	if !ok {
 		return
 	}
+	// Each filter's page is one bounded read (read.go): in turn in the
+	// relay's fair queue, the client's address standing for its
+	// connection, under the query deadline.
 	ctx := req.Context()
-	if !r.acquireRelayQuery(ctx) {
-		return
-	}
-	defer func() { <-r.querySem }()
+	owner := r.ClientAddr(req)
 	recs := make(map[string]store.Record)
 	for i := range filters {
-		if err := r.queryPage(ctx, tc.Community(), filters[i], scope, readers, cur, recs); err != nil {
-			if ctx.Err() == nil {
-				r.log.ErrorContext(ctx, "buzz: HTTP query", "err", err)
-				refusal(w, msgInternal)
-			}
+		err := r.bounded(ctx, tc.Community(), owner, func(ctx context.Context) error {
+			return r.queryPage(ctx, tc.Community(), filters[i], scope, readers, cur, recs)
+		})
+		if err != nil {
+			r.readFailed(ctx, w, "HTTP query", err)
 			return
 		}
 	}
@@ -421,18 +426,12 @@ func (r *Relay) serveCount(w http.ResponseWriter, req *http.Request, tc tenant.T
 		return
 	}
 	ctx := req.Context()
-	if !r.acquireRelayQuery(ctx) {
-		return
-	}
-	defer func() { <-r.querySem }()
+	owner := r.ClientAddr(req)
 	n, err := countGiftWrapped(ctx, filters, readers, func(ctx context.Context, fs []nostr.Filter) (int64, error) {
-		return r.countScoped(ctx, tc.Community(), fs, scope)
+		return r.countBounded(ctx, tc.Community(), owner, fs, scope)
 	})
 	if err != nil {
-		if ctx.Err() == nil {
-			r.log.ErrorContext(ctx, "buzz: HTTP count", "err", err)
-			refusal(w, msgInternal)
-		}
+		r.readFailed(ctx, w, "HTTP count", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"count": n})

@@ -19,8 +19,25 @@ type Limits struct {
 	// MaxSubscriptions is the number of open subscriptions per connection
 	// (NIP-11 max_subscriptions).
 	MaxSubscriptions int
-	// MaxFilters is the number of filters per REQ or COUNT (NIP-11 max_filters).
+	// MaxFilters is the number of filters per REQ or COUNT (NIP-11
+	// max_filters). Filters are counted while the message is parsed: a REQ
+	// with one more is refused before the rest is read.
 	MaxFilters int
+	// MaxFilterValues is the number of values one filter field may list:
+	// ids, authors, kinds, and each tag ("#e", "#p", …) separately (NIP-11
+	// limitation.max_filter_values). More gets CLOSED "invalid: too many
+	// values in <field> (limit N)".
+	MaxFilterValues int
+	// MaxSubscriptionBytes bounds the filters of one REQ or COUNT, in bytes
+	// of JSON (NIP-11 limitation.max_subscription_bytes): CLOSED "invalid:
+	// filters too large (limit N bytes)".
+	MaxSubscriptionBytes int
+	// MaxConnFilterBytes bounds the filters of all the open subscriptions
+	// of one connection together, in bytes of JSON as received (NIP-11
+	// limitation.max_connection_filter_bytes). A REQ that would exceed it
+	// gets CLOSED "restricted: ...". With SendQueueBytes it bounds what a
+	// connection holds (see Limits.SendQueueBytes).
+	MaxConnFilterBytes int
 	// MaxSubIDLength is the longest subscription id, in bytes (NIP-11
 	// max_subid_length).
 	MaxSubIDLength int
@@ -40,6 +57,15 @@ type Limits struct {
 	// A live event that finds the queue full disconnects the connection
 	// (close code 1008): one slow reader never stalls fan-out to the others.
 	SendQueue int
+	// SendQueueBytes bounds the bytes of those messages, and separately the
+	// bytes of the live events held back while a subscription replays. A
+	// connection's memory is therefore bounded by about
+	// 2×SendQueueBytes + 8×MaxConnFilterBytes (parsed filters and their
+	// index entries) plus one message being read (MaxFrameBytes) and one
+	// page of stored events per running query (≤ 1 MiB each, at most
+	// QueryConcurrency of them). Exceeding the bound on live delivery closes
+	// the connection (1008); replies wait for room instead.
+	SendQueueBytes int
 	// WriteTimeout bounds one WebSocket write.
 	WriteTimeout time.Duration
 	// PingInterval is the keepalive period; PongTimeout is how long after a
@@ -50,10 +76,37 @@ type Limits struct {
 	// once (pipelined clients get throughput; OKs may then arrive out of
 	// order, each carrying its event id).
 	EventConcurrency int
-	// QueryConcurrency bounds concurrent REQ/COUNT queries per connection;
-	// RelayQueryConcurrency bounds them relay-wide.
-	QueryConcurrency      int
+	// QueryConcurrency bounds concurrent REQ/COUNT queries per connection.
+	QueryConcurrency int
+	// RelayQueryConcurrency bounds store reads running at once relay-wide.
+	// Zero takes the store's own read concurrency when it reports one
+	// (ReadConcurrency: 4 for the embedded store, the PostgreSQL pool minus
+	// its committers) and 16 otherwise: more would only queue inside the
+	// store, where no one is fair. Reads beyond it wait in a queue served in
+	// turn across communities, then across connections.
 	RelayQueryConcurrency int
+	// CommunityQueryShare is how many of the RelayQueryConcurrency slots one
+	// community may hold at once (default: three quarters of them, at least
+	// one), so that the others always find a slot.
+	CommunityQueryShare int
+	// QueryTimeout is the deadline of one store read (a page of a REQ's
+	// stored events, or a COUNT). A read that exceeds it is cancelled in the
+	// store and its subscription gets CLOSED "error: query took too long".
+	QueryTimeout time.Duration
+	// MessageRate is how many messages per second one connection may send,
+	// with bursts of MessageBurst. A message beyond it is refused with
+	// "rate-limited: ..." (OK false, CLOSED or NOTICE) and not processed.
+	MessageRate  int
+	MessageBurst int
+	// MaxConnections bounds open WebSocket connections relay-wide (HTTP 503
+	// on upgrade beyond it); MaxConnectionsPerAddress bounds them per client
+	// address (HTTP 429), the address being the one Relay.ClientAddr
+	// reports (see WithTrustedProxies); MaxCommunityConnections, when not
+	// zero, bounds them per community (HTTP 503), so one community cannot
+	// take every connection of a shared relay.
+	MaxConnections           int
+	MaxConnectionsPerAddress int
+	MaxCommunityConnections  int
 	// ExpirySweepInterval is the period of the NIP-40 sweeper that deletes
 	// expired events from the store.
 	ExpirySweepInterval time.Duration
@@ -62,22 +115,30 @@ type Limits struct {
 // DefaultLimits returns the limits used for every zero field of a Limits.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxFrameBytes:         512 << 10,
-		MaxSubscriptions:      1024,
-		MaxFilters:            10,
-		MaxSubIDLength:        256,
-		MaxLimit:              1000,
-		MaxContentBytes:       256 << 10,
-		MaxFutureSkew:         15 * time.Minute,
-		AuthWindow:            60 * time.Second,
-		SendQueue:             1000,
-		WriteTimeout:          10 * time.Second,
-		PingInterval:          30 * time.Second,
-		PongTimeout:           60 * time.Second,
-		EventConcurrency:      8,
-		QueryConcurrency:      4,
-		RelayQueryConcurrency: 256,
-		ExpirySweepInterval:   time.Minute,
+		MaxFrameBytes:            512 << 10,
+		MaxSubscriptions:         1024,
+		MaxFilters:               10,
+		MaxFilterValues:          1000,
+		MaxSubscriptionBytes:     128 << 10,
+		MaxConnFilterBytes:       1 << 20,
+		MaxSubIDLength:           256,
+		MaxLimit:                 1000,
+		MaxContentBytes:          256 << 10,
+		MaxFutureSkew:            15 * time.Minute,
+		AuthWindow:               60 * time.Second,
+		SendQueue:                1000,
+		SendQueueBytes:           8 << 20,
+		WriteTimeout:             10 * time.Second,
+		PingInterval:             30 * time.Second,
+		PongTimeout:              60 * time.Second,
+		EventConcurrency:         8,
+		QueryConcurrency:         4,
+		QueryTimeout:             10 * time.Second,
+		MessageRate:              1000,
+		MessageBurst:             2000,
+		MaxConnections:           10000,
+		MaxConnectionsPerAddress: 256,
+		ExpirySweepInterval:      time.Minute,
 	}
 }
 
@@ -104,21 +165,35 @@ func (l Limits) withDefaults() (Limits, error) {
 	fillInt("MaxFrameBytes", &l.MaxFrameBytes, d.MaxFrameBytes)
 	fillInt("MaxSubscriptions", &l.MaxSubscriptions, d.MaxSubscriptions)
 	fillInt("MaxFilters", &l.MaxFilters, d.MaxFilters)
+	fillInt("MaxFilterValues", &l.MaxFilterValues, d.MaxFilterValues)
+	fillInt("MaxSubscriptionBytes", &l.MaxSubscriptionBytes, d.MaxSubscriptionBytes)
+	fillInt("MaxConnFilterBytes", &l.MaxConnFilterBytes, d.MaxConnFilterBytes)
 	fillInt("MaxSubIDLength", &l.MaxSubIDLength, d.MaxSubIDLength)
 	fillInt("MaxLimit", &l.MaxLimit, d.MaxLimit)
 	fillInt("MaxContentBytes", &l.MaxContentBytes, d.MaxContentBytes)
 	fillDur("MaxFutureSkew", &l.MaxFutureSkew, d.MaxFutureSkew)
 	fillDur("AuthWindow", &l.AuthWindow, d.AuthWindow)
 	fillInt("SendQueue", &l.SendQueue, d.SendQueue)
+	fillInt("SendQueueBytes", &l.SendQueueBytes, d.SendQueueBytes)
 	fillDur("WriteTimeout", &l.WriteTimeout, d.WriteTimeout)
 	fillDur("PingInterval", &l.PingInterval, d.PingInterval)
 	fillDur("PongTimeout", &l.PongTimeout, d.PongTimeout)
 	fillInt("EventConcurrency", &l.EventConcurrency, d.EventConcurrency)
 	fillInt("QueryConcurrency", &l.QueryConcurrency, d.QueryConcurrency)
 	fillInt("RelayQueryConcurrency", &l.RelayQueryConcurrency, d.RelayQueryConcurrency)
+	fillInt("CommunityQueryShare", &l.CommunityQueryShare, d.CommunityQueryShare)
+	fillDur("QueryTimeout", &l.QueryTimeout, d.QueryTimeout)
+	fillInt("MessageRate", &l.MessageRate, d.MessageRate)
+	fillInt("MessageBurst", &l.MessageBurst, d.MessageBurst)
+	fillInt("MaxConnections", &l.MaxConnections, d.MaxConnections)
+	fillInt("MaxConnectionsPerAddress", &l.MaxConnectionsPerAddress, d.MaxConnectionsPerAddress)
+	fillInt("MaxCommunityConnections", &l.MaxCommunityConnections, d.MaxCommunityConnections)
 	fillDur("ExpirySweepInterval", &l.ExpirySweepInterval, d.ExpirySweepInterval)
 	if l.MaxFrameBytes > 0 && l.MaxFrameBytes < 1024 {
 		errs = append(errs, errors.New("buzz: Limits.MaxFrameBytes must be at least 1024"))
+	}
+	if l.MaxConnFilterBytes < l.MaxSubscriptionBytes {
+		errs = append(errs, errors.New("buzz: Limits.MaxConnFilterBytes must be at least MaxSubscriptionBytes"))
 	}
 	if l.MaxFutureSkew > 0 && l.MaxFutureSkew < time.Second {
 		errs = append(errs, errors.New("buzz: Limits.MaxFutureSkew must be at least 1s"))

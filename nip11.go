@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
@@ -54,6 +55,14 @@ type NIP11Limitation struct {
 	CreatedAtUpperLimit int64 `json:"created_at_upper_limit"`
 	AuthRequired        bool  `json:"auth_required"`
 	RestrictedWrites    bool  `json:"restricted_writes"`
+	// Buzz's own limits (not in NIP-11, which allows more fields): values
+	// per filter field, filter bytes per REQ and per connection, messages
+	// per second per connection, and the seconds a query may run.
+	MaxFilterValues          int `json:"max_filter_values"`
+	MaxSubscriptionBytes     int `json:"max_subscription_bytes"`
+	MaxConnectionFilterBytes int `json:"max_connection_filter_bytes"`
+	MaxMessageRate           int `json:"max_message_rate"`
+	MaxQuerySeconds          int `json:"max_query_seconds"`
 }
 
 // supportedNIPs are the NIPs this relay implements, all always on.
@@ -90,6 +99,12 @@ func (r *Relay) NIP11Document() NIP11Document {
 			CreatedAtUpperLimit: int64(l.MaxFutureSkew.Seconds()),
 			AuthRequired:        r.cfg.auth == AuthRequired,
 			RestrictedWrites:    r.cfg.auth == AuthRequired || len(r.cfg.eventPolicies) > 0,
+
+			MaxFilterValues:          l.MaxFilterValues,
+			MaxSubscriptionBytes:     l.MaxSubscriptionBytes,
+			MaxConnectionFilterBytes: l.MaxConnFilterBytes,
+			MaxMessageRate:           l.MessageRate,
+			MaxQuerySeconds:          int(max(1, l.QueryTimeout.Round(time.Second)/time.Second)),
 		},
 	}
 }

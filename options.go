@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -53,26 +54,27 @@ type FilterPolicy = func(ctx context.Context, tc tenant.TenantContext, f nostr.F
 type OnStored = func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event)
 
 type config struct {
-	store         store.EventStore
-	directory     tenant.Directory
-	profiles      CommunityProfiles
-	noHomePage    bool
-	broker        pubsub.Broker
-	relayScheme   string // "" = ws or wss
-	auth          AuthPolicy
-	limits        Limits
-	info          Info
-	logger        *slog.Logger
-	verifier      *nostr.Verifier
-	eventPolicies []EventPolicy
-	filterPolicy  []FilterPolicy
-	onStored      []OnStored
-	now           func() time.Time
-	tracer        trace.Factory   // nil: no conformance tracing
-	relayKey      nostr.SecretKey // master key of relay-signed events
-	hasRelayKey   bool
-	cluster       clusterConfig   // multi-process options (cluster.go)
-	httpAPI       *nip98.Verifier // nil: no NIP-98 HTTP API (httpapi.go)
+	store          store.EventStore
+	directory      tenant.Directory
+	profiles       CommunityProfiles
+	noHomePage     bool
+	broker         pubsub.Broker
+	relayScheme    string // "" = ws or wss
+	auth           AuthPolicy
+	limits         Limits
+	info           Info
+	logger         *slog.Logger
+	verifier       *nostr.Verifier
+	eventPolicies  []EventPolicy
+	filterPolicy   []FilterPolicy
+	onStored       []OnStored
+	now            func() time.Time
+	tracer         trace.Factory   // nil: no conformance tracing
+	relayKey       nostr.SecretKey // master key of relay-signed events
+	hasRelayKey    bool
+	cluster        clusterConfig   // multi-process options (cluster.go)
+	httpAPI        *nip98.Verifier // nil: no NIP-98 HTTP API (httpapi.go)
+	trustedProxies []netip.Prefix  // whose X-Forwarded-For is believed (admission.go)
 }
 
 // WithStore sets the event store. Required.

@@ -1,0 +1,295 @@
+package buzz
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// TestFilterLimitsRefused checks that filters beyond the limits are refused
+// with CLOSED and the limit named, and that NIP-11 lists them.
+func TestFilterLimitsRefused(t *testing.T) {
+	tr := newTestRelay(t, WithLimits(Limits{MaxFilters: 3, MaxFilterValues: 4, MaxSubscriptionBytes: 300, MaxConnFilterBytes: 600}))
+	c := tr.dial(t)
+	c.sendRaw([]byte(`["REQ","many"` + strings.Repeat(`,{}`, 174_000) + `]`))
+	c.expectClosed("many", "invalid: too many filters (limit 3)")
+	c.sendRaw([]byte(`["REQ","kinds",{"kinds":[1,2,3,4,5]}]`))
+	c.expectClosed("kinds", "invalid: too many values in kinds (limit 4)")
+	c.sendRaw([]byte(`["COUNT","tags",{"#t":["a","b","c","d","e"]}]`))
+	c.expectClosed("tags", "invalid: too many values in #t (limit 4)")
+	big := `{"#t":["` + strings.Repeat("x", 290) + `"]}`
+	c.sendRaw([]byte(`["REQ","big",` + big + `]`))
+	c.expectClosed("big", "invalid: filters too large (limit 300 bytes)")
+
+	// Per connection: two subscriptions of ~250 bytes fit, a third does not
+	// until one is closed.
+	mid := func(id string) []byte {
+		return []byte(`["REQ","` + id + `",{"#t":["` + strings.Repeat("y", 220) + `"]}]`)
+	}
+	for _, id := range []string{"s1", "s2"} {
+		c.sendRaw(mid(id))
+		c.untilEOSE(id)
+	}
+	c.sendRaw(mid("s3"))
+	c.expectClosed("s3", "restricted: this connection's subscriptions hold too many filter bytes (limit 600)")
+	c.sendRaw(nostr.AppendClose(nil, "s1"))
+	c.sendRaw(mid("s3"))
+	c.untilEOSE("s3")
+
+	doc := tr.relay.NIP11Document().Limitation
+	eq(t, "max_filter_values", doc.MaxFilterValues, 4)
+	eq(t, "max_subscription_bytes", doc.MaxSubscriptionBytes, 300)
+	eq(t, "max_connection_filter_bytes", doc.MaxConnectionFilterBytes, 600)
+}
+
+// TestMessageRateLimited checks that messages beyond the connection's rate
+// are refused with "rate-limited:" and not processed.
+func TestMessageRateLimited(t *testing.T) {
+	tr := newTestRelay(t, WithLimits(Limits{MessageRate: 1, MessageBurst: 2}))
+	c := tr.dial(t)
+	s := newSigner(t)
+	c.subscribe("a", nostr.Filter{})
+	c.subscribe("b", nostr.Filter{})
+	c.sendRaw(nostr.AppendReq(nil, "c", nostr.Filter{}))
+	c.expectClosed("c", "rate-limited: ")
+	ev := s.event(1, now(), "too fast")
+	c.sendEvent(ev)
+	if ok := c.expectOK(ev.ID); ok.OK || !strings.HasPrefix(ok.Message, "rate-limited: ") {
+		t.Fatalf("OK %v %q, want false rate-limited", ok.OK, ok.Message)
+	}
+	// Nothing was stored.
+	other := tr.dial(t)
+	if evs := other.req("x", nostr.Filter{IDs: []string{ev.ID}}); len(evs) != 0 {
+		t.Fatal("a rate-limited EVENT was stored")
+	}
+}
+
+// TestConnectionAdmission checks the per-address (429) and total (503)
+// connection limits, and that a closed connection frees its place.
+func TestConnectionAdmission(t *testing.T) {
+	tr := newTestRelay(t, WithLimits(Limits{MaxConnectionsPerAddress: 2, MaxConnections: 3}))
+	a := tr.dial(t)
+	tr.dial(t)
+	dialStatus := func(header http.Header) int {
+		ws, resp, err := websocket.DefaultDialer.Dial(tr.url, header)
+		if err == nil {
+			ws.Close()
+			return 101
+		}
+		return resp.StatusCode
+	}
+	eq(t, "third from one address", dialStatus(nil), http.StatusTooManyRequests)
+	a.ws.Close()
+	waitFor(t, "condition", func() bool { return dialStatus(nil) == 101 })
+
+	// Behind a trusted proxy, clients are told apart by X-Forwarded-For.
+	tp := newTestRelay(t, WithTrustedProxies(netip.MustParsePrefix("127.0.0.0/8")),
+		WithLimits(Limits{MaxConnectionsPerAddress: 1, MaxConnections: 2}))
+	xff := func(ip string) http.Header { return http.Header{"X-Forwarded-For": {ip}} }
+	dialKeep := func(h http.Header) (*websocket.Conn, int) {
+		ws, resp, err := websocket.DefaultDialer.Dial(tp.url, h)
+		if err != nil {
+			return nil, resp.StatusCode
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws, 101
+	}
+	_, st := dialKeep(xff("203.0.113.1"))
+	eq(t, "first client", st, 101)
+	_, st = dialKeep(xff("203.0.113.1"))
+	eq(t, "same client again", st, http.StatusTooManyRequests)
+	_, st = dialKeep(xff("203.0.113.2"))
+	eq(t, "second client", st, 101)
+	_, st = dialKeep(xff("203.0.113.3"))
+	eq(t, "beyond the total", st, http.StatusServiceUnavailable)
+}
+
+func TestClientAddr(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	for _, tc := range []struct {
+		remote, xff, want string
+	}{
+		{"192.0.2.7:1234", "", "192.0.2.7"},
+		{"192.0.2.7:1234", "198.51.100.1", "192.0.2.7"},                    // untrusted peer: header ignored
+		{"10.1.2.3:80", "198.51.100.1", "198.51.100.1"},                    // one trusted proxy
+		{"10.1.2.3:80", "6.6.6.6, 198.51.100.1, 10.9.9.9", "198.51.100.1"}, // spoofed leftmost entry ignored
+		{"10.1.2.3:80", "garbage", "10.1.2.3"},
+		{"[::1]:80", "2001:db8::1", "2001:db8::1"},
+		{"[::ffff:192.0.2.9]:80", "", "192.0.2.9"},
+	} {
+		req := &http.Request{RemoteAddr: tc.remote, Header: http.Header{}}
+		if tc.xff != "" {
+			req.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		if got := clientAddr(req, trusted); got.String() != tc.want {
+			t.Errorf("clientAddr(%s, %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
+		}
+	}
+}
+
+// TestQueryGateFair checks that a community holding its whole budget, with
+// more reads waiting, does not get the slot another community asks for,
+// and that within a community connections are served in turn.
+func TestQueryGateFair(t *testing.T) {
+	g := newQueryGate(4, 3)
+	ctx := context.Background()
+	a, b := tenant.NewCommunityID(), tenant.NewCommunityID()
+	for range 3 {
+		if err := g.acquire(ctx, a, "a1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a is at its budget: a fourth read of a waits although a slot is free.
+	var order []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wait := func(c tenant.CommunityID, owner string) {
+		wg.Add(1)
+		started := make(chan struct{})
+		go func() {
+			defer wg.Done()
+			close(started)
+			if err := g.acquire(ctx, c, owner); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, owner)
+			mu.Unlock()
+		}()
+		<-started
+	}
+	wait(a, "a1")
+	wait(a, "a1")
+	waitFor(t, "condition", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.ring) == 1 })
+	wait(a, "a2")
+	waitFor(t, "condition", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.comms[a].ring) == 2 })
+	// b gets the free slot at once.
+	done := make(chan error, 1)
+	go func() { done <- g.acquire(ctx, b, "b1") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("community b waited behind a's reads")
+	}
+	// Freed slots of a go to a's connections in turn: a1, then a2, then a1.
+	for range 3 {
+		g.release(a)
+		n := len(order)
+		waitFor(t, "condition", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == n+1 })
+	}
+	wg.Wait()
+	eq(t, "order", strings.Join(order, ","), "a1,a2,a1")
+
+	// A waiting read whose context ends leaves the queue.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- g.acquire(cctx, a, "a3") }()
+	waitFor(t, "condition", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.ring) == 1 })
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled wait got a slot")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	eq(t, "waiting communities", len(g.ring), 0)
+}
+
+// TestReplayPagesWithTies checks that a replay read in pages returns every
+// stored event once, in order, when many events share one created_at
+// across page boundaries.
+func TestReplayPagesWithTies(t *testing.T) {
+	tr := newTestRelay(t)
+	c := tr.dial(t)
+	s := newSigner(t)
+	base := now() - 100
+	var evs []*nostr.Event
+	for i := range 3*pageRecords + 7 {
+		evs = append(evs, s.event(1, base+int64(i/300), fmt.Sprint("tie ", i)))
+	}
+	for i := 0; i < len(evs); i += 100 {
+		batch := evs[i:min(i+100, len(evs))]
+		for _, ev := range batch {
+			c.sendEvent(ev)
+		}
+		c.expectOKs(batch)
+	}
+	got := c.req("all", nostr.Filter{Kinds: []int{1}})
+	eq(t, "events", len(got), len(evs))
+	seen := map[string]bool{}
+	for i, ev := range got {
+		if seen[ev.ID] {
+			t.Fatalf("event %d returned twice", i)
+		}
+		seen[ev.ID] = true
+		if i > 0 {
+			p := got[i-1]
+			if p.CreatedAt < ev.CreatedAt || p.CreatedAt == ev.CreatedAt && p.ID > ev.ID {
+				t.Fatalf("out of order at %d", i)
+			}
+		}
+	}
+	// A limit is honoured across pages.
+	eq(t, "limited", len(c.req("some", nostr.Filter{Kinds: []int{1}, Limit: pageRecords + 3, LimitSet: true})), pageRecords+3)
+}
+
+// TestSlowReplayDoesNotHoldStore checks that clients that ask for large
+// replays and never read do not hold the store's read connections: with
+// more such replays than the store has readers, another client's REQ is
+// still answered.
+func TestSlowReplayDoesNotHoldStore(t *testing.T) {
+	tr := newTestRelayWith(t, func(srv *httptest.Server) {
+		srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				_ = c.(*net.TCPConn).SetWriteBuffer(4096)
+			}
+		}
+	})
+	pub := tr.dial(t)
+	s := newSigner(t)
+	big := strings.Repeat("z", 4000)
+	var evs []*nostr.Event
+	for i := range 600 {
+		evs = append(evs, s.event(1, now()-int64(i), fmt.Sprint(big, i)))
+	}
+	for i := 0; i < len(evs); i += 100 {
+		for _, ev := range evs[i : i+100] {
+			pub.sendEvent(ev)
+		}
+		pub.expectOKs(evs[i : i+100])
+	}
+	slowDialer := &websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			_ = c.(*net.TCPConn).SetReadBuffer(4096)
+		}
+		return c, err
+	}}
+	// 2 connections × 4 replays of 600 events, never read: twice the
+	// embedded store's 4 read connections.
+	for range 2 {
+		slow := tr.dialWith(t, slowDialer)
+		for j := range 4 {
+			slow.sendRaw(nostr.AppendReq(nil, fmt.Sprint("s", j), nostr.Filter{Kinds: []int{1}}, nostr.Filter{Authors: []string{s.pub()}}))
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let the replays fill their sockets
+	innocent := tr.dial(t)
+	_ = innocent.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	eq(t, "innocent's events", len(innocent.req("i", nostr.Filter{Kinds: []int{1}, Limit: 10, LimitSet: true})), 10)
+}

@@ -1,0 +1,154 @@
+package buzz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Every store read the relay makes for a client goes through this file:
+// it waits its turn in the relay's fair queue (queryGate), runs under
+// Limits.QueryTimeout and the caller's context (a subscription's, a
+// COUNT's), and never holds a store connection while a client is slow to
+// read — a REQ's stored events are read a bounded page at a time, the
+// page's rows closed before any of it is sent.
+
+// Page bounds of one read of a replay: at most pageRecords events and,
+// beyond the first event, pageBytes of them.
+const (
+	pageRecords = 250
+	pageBytes   = 1 << 20
+)
+
+// errQueryTimeout is a read that ran past Limits.QueryTimeout.
+var errQueryTimeout = errors.New("buzz: query took too long")
+
+// readCapacity is implemented by stores that know how many reads they
+// serve at once (store/sqlite, store/postgres).
+type readCapacity interface {
+	ReadConcurrency() int
+}
+
+// defaultReadSlots is the relay's read concurrency for a store that does
+// not report one.
+const defaultReadSlots = 16
+
+// newReadGate sizes the relay's fair read queue from l and the store.
+func newReadGate(l Limits, st store.EventStore) *queryGate {
+	slots := l.RelayQueryConcurrency
+	if slots == 0 {
+		slots = defaultReadSlots
+		if rc, ok := st.(readCapacity); ok && rc.ReadConcurrency() > 0 {
+			slots = rc.ReadConcurrency()
+		}
+	}
+	share := l.CommunityQueryShare
+	if share == 0 {
+		share = max(1, slots*3/4)
+	}
+	return newQueryGate(slots, share)
+}
+
+// bounded runs read as one store read of community c for owner (the
+// connection, or any comparable value identifying the client): in turn
+// through the read queue, under the query deadline. A read that ran past
+// the deadline returns errQueryTimeout; one whose ctx ended, ctx's error.
+func (r *Relay) bounded(ctx context.Context, c tenant.CommunityID, owner any, read func(ctx context.Context) error) error {
+	if err := r.reads.acquire(ctx, c, owner); err != nil {
+		return err
+	}
+	defer r.reads.release(c)
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.limits.QueryTimeout)
+	defer cancel()
+	err := read(rctx)
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errQueryTimeout, err)
+	}
+	if err == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// countBounded is a COUNT as one bounded read.
+func (r *Relay) countBounded(ctx context.Context, c tenant.CommunityID, owner any, filters []nostr.Filter, scope store.Scope) (int64, error) {
+	var n int64
+	err := r.bounded(ctx, c, owner, func(ctx context.Context) error {
+		var err error
+		n, err = r.countScoped(ctx, c, filters, scope)
+		return err
+	})
+	return n, err
+}
+
+// queryPaged reads the stored events of f (whose Limit is set) under
+// scope, newest first, and hands them to send a page at a time, each page
+// read by one bounded read whose rows are closed before send is called.
+// A page continues from the created_at of the last event passed: the store
+// orders the events of one second by id, so those of that second already
+// passed come first again and are skipped. send returns false to stop.
+// Every event is passed at most once.
+func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any, f nostr.Filter, scope store.Scope, send func([]store.Record) bool) error {
+	remaining := f.Limit
+	seen := make(map[string]struct{})
+	var (
+		page   []store.Record
+		cursor int64 // created_at of the last event passed
+		ties   int   // events passed whose created_at is cursor
+	)
+	for first := true; remaining > 0; first = false {
+		pf := f
+		if !first {
+			pf.Until = &cursor
+		}
+		want := min(remaining, pageRecords)
+		pf.Limit = want + ties
+		more := false
+		err := r.bounded(ctx, c, owner, func(ctx context.Context) error {
+			page, more = page[:0], false
+			bytes := 0
+			for rec, err := range r.queryScoped(ctx, c, pf, scope) {
+				if err != nil {
+					return err
+				}
+				if _, dup := seen[rec.ID]; dup {
+					continue
+				}
+				page = append(page, rec)
+				bytes += len(rec.Raw)
+				if len(page) == want || bytes >= pageBytes {
+					more = true
+					return nil // stops the iteration: the rows are closed
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, rec := range page {
+			seen[rec.ID] = struct{}{}
+			if rec.CreatedAt != cursor {
+				cursor, ties = rec.CreatedAt, 0
+			}
+			ties++
+		}
+		remaining -= len(page)
+		if len(page) > 0 && !send(page) {
+			return nil
+		}
+		if !more {
+			return nil // the store has no more
+		}
+	}
+	return nil
+}
+
+// count is a COUNT of this connection's community as one bounded read.
+func (c *conn) count(ctx context.Context, filters []nostr.Filter, scope store.Scope) (int64, error) {
+	return c.r.countBounded(ctx, c.tc.Community(), c, filters, scope)
+}
