@@ -188,9 +188,9 @@ func TestQueryGateFair(t *testing.T) {
 		t.Fatal("community b waited behind a's reads")
 	}
 	// Freed slots of a go to a's connections in turn: a1, then a2, then a1.
-	for range 3 {
+	for i := range 3 {
 		g.release(a)
-		n := len(order)
+		n := i
 		waitFor(t, "condition", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == n+1 })
 	}
 	wg.Wait()
