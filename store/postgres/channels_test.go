@@ -21,3 +21,7 @@ func TestModeration(t *testing.T) {
 func TestProfiles(t *testing.T) {
 	storetest.RunProfiles(t, func(t *testing.T) storetest.ProfileBackend { return openStore(t) })
 }
+
+func TestNames(t *testing.T) {
+	storetest.RunNames(t, func(t *testing.T) storetest.NameBackend { return openStore(t) })
+}

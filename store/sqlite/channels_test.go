@@ -17,3 +17,7 @@ func TestModeration(t *testing.T) {
 func TestProfiles(t *testing.T) {
 	storetest.RunProfiles(t, func(t *testing.T) storetest.ProfileBackend { return openTemp(t) })
 }
+
+func TestNames(t *testing.T) {
+	storetest.RunNames(t, func(t *testing.T) storetest.NameBackend { return openTemp(t) })
+}
