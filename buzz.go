@@ -56,7 +56,8 @@ type Relay struct {
 	reads     *queryGate // the fair queue of store reads (read.go)
 	admission admission  // open connections per address and community (admission.go)
 
-	channels *relayChannels // nil when the store keeps no channels
+	channels *relayChannels  // nil when the store keeps no channels
+	names    store.NameStore // nil when the store keeps no NIP-05 names
 	// moderation is the store's moderation state, nil when it keeps none
 	// (moderation.go).
 	moderation store.ModerationStore
@@ -171,6 +172,7 @@ func New(opts ...Option) (*Relay, error) {
 	r.reads = newReadGate(cfg.limits, cfg.store)
 	r.registerHTTPAPI()
 	r.registerModerationHTTP()
+	r.registerNIP05()
 	// Idle connections are cheap: the read buffer is small (a larger
 	// message is read straight into the message buffer) and write buffers
 	// are only held while a message is being written.

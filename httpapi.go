@@ -34,8 +34,8 @@ import (
 //
 // Every request carries "Authorization: Nostr <base64 kind 27235 event>"
 // whose u tag is this community's URL (the scheme of the relay URL, the
-// request's host, path and query), whose method tag is POST and whose
-// payload tag is the SHA-256 of the body; each such event is accepted once
+// request's host, path and query), whose method tag is the request's and
+// whose payload tag is the SHA-256 of the body (required on POST); each such event is accepted once
 // per community (the verifier's replay guard, shared through Redis when
 // configured). A token minted for another community's host, or signed
 // wrongly, gets the same answer: 401 "NIP-98: invalid signature". Bodies are

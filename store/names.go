@@ -60,8 +60,9 @@ type NameStore interface {
 	// and the write are one atomic step, also across processes.
 	SetName(ctx context.Context, c tenant.CommunityID, pubkey, name string) error
 	// ReleaseName frees name and returns the pubkey that held it;
-	// ErrNoName when nobody holds it.
-	ReleaseName(ctx context.Context, c tenant.CommunityID, name string) (pubkey string, err error)
+	// ErrNoName when nobody holds it or, with holder set, when holder does
+	// not hold it (then nothing changes).
+	ReleaseName(ctx context.Context, c tenant.CommunityID, name, holder string) (pubkey string, err error)
 	// NameOwner returns the pubkey holding name; ErrNoName when nobody does.
 	NameOwner(ctx context.Context, c tenant.CommunityID, name string) (pubkey string, err error)
 	// PubKeyName returns the name pubkey holds; ErrNoName when it holds none.

@@ -45,15 +45,21 @@ WHERE users.nip05 IS DISTINCT FROM EXCLUDED.nip05`, c.UUID(), pk, n)
 }
 
 // ReleaseName implements store.NameStore.
-func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name string) (string, error) {
+func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name, holder string) (string, error) {
 	n, ok := store.NormalizeName(name)
 	if !ok || c.IsZero() {
 		return "", store.ErrNoName
 	}
-	var holder []byte
+	var only []byte // nil: any holder
+	if holder != "" {
+		if only, ok = decodeHex32(holder); !ok {
+			return "", store.ErrNoName
+		}
+	}
+	var released []byte
 	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `UPDATE users SET nip05 = NULL, updated_at = now()
-WHERE community_id = $1 AND lower(nip05) = $2 RETURNING pubkey`, c.UUID(), n).Scan(&holder)
+WHERE community_id = $1 AND lower(nip05) = $2 AND ($3::bytea IS NULL OR pubkey = $3) RETURNING pubkey`, c.UUID(), n, only).Scan(&released)
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -61,7 +67,7 @@ WHERE community_id = $1 AND lower(nip05) = $2 RETURNING pubkey`, c.UUID(), n).Sc
 	case err != nil:
 		return "", fmt.Errorf("postgres: release name: %w", err)
 	}
-	return hex.EncodeToString(holder), nil
+	return hex.EncodeToString(released), nil
 }
 
 // NameOwner implements store.NameStore.

@@ -53,7 +53,7 @@ func (s *Store) SetName(ctx context.Context, c tenant.CommunityID, pubkey, name 
 }
 
 // ReleaseName implements store.NameStore.
-func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name string) (string, error) {
+func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name, holder string) (string, error) {
 	n, ok := store.NormalizeName(name)
 	if !ok {
 		return "", store.ErrNoName
@@ -65,10 +65,17 @@ func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name stri
 	if err != nil {
 		return "", err
 	}
-	var holder []byte
+	var only []byte // nil: any holder
+	if holder != "" {
+		if only, ok = decodeHex32(holder); !ok {
+			return "", store.ErrNoName
+		}
+	}
+	var released []byte
 	err = s.submit(ctx, func(w *writer) error {
-		err := w.conn.QueryRowContext(w.ctx, `UPDATE users SET nip05 = NULL, updated_at = ? WHERE community = ? AND lower(nip05) = ? RETURNING pubkey`,
-			time.Now().Unix(), cseq, n).Scan(&holder)
+		err := w.conn.QueryRowContext(w.ctx, `UPDATE users SET nip05 = NULL, updated_at = ?
+			WHERE community = ? AND lower(nip05) = ? AND (?4 IS NULL OR pubkey = ?4) RETURNING pubkey`,
+			time.Now().Unix(), cseq, n, only).Scan(&released)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return store.ErrNoName
@@ -80,7 +87,7 @@ func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name stri
 	if err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(holder), nil
+	return hex.EncodeToString(released), nil
 }
 
 // NameOwner implements store.NameStore.

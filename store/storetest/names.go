@@ -61,11 +61,14 @@ func testNameClaim(t *testing.T, b NameBackend) {
 		t.Fatalf("old name still held: %v", err)
 	}
 	mustNil(t, b.SetName(ctxb(), c, bob.PubKey, "alice"))
-	holder, err := b.ReleaseName(ctxb(), c, "alice")
+	if _, err := b.ReleaseName(ctxb(), c, "alice", alice.PubKey); !errors.Is(err, store.ErrNoName) {
+		t.Fatalf("release on behalf of a non-holder: %v", err)
+	}
+	holder, err := b.ReleaseName(ctxb(), c, "alice", bob.PubKey)
 	if err != nil || holder != bob.PubKey {
 		t.Fatalf("release: %q %v", holder, err)
 	}
-	if _, err := b.ReleaseName(ctxb(), c, "alice"); !errors.Is(err, store.ErrNoName) {
+	if _, err := b.ReleaseName(ctxb(), c, "alice", ""); !errors.Is(err, store.ErrNoName) {
 		t.Fatalf("second release: %v", err)
 	}
 	if _, err := b.PubKeyName(ctxb(), c, bob.PubKey); !errors.Is(err, store.ErrNoName) {
@@ -107,10 +110,14 @@ func testNamePerCommunity(t *testing.T, b NameBackend) {
 	if _, err := b.NameOwner(ctxb(), cb, "alice"); !errors.Is(err, store.ErrNoName) {
 		t.Fatalf("name of A visible in B: %v", err)
 	}
-	if _, err := b.ReleaseName(ctxb(), cb, "alice"); !errors.Is(err, store.ErrNoName) {
+	if _, err := b.ReleaseName(ctxb(), cb, "alice", ""); !errors.Is(err, store.ErrNoName) {
 		t.Fatalf("B released A's name: %v", err)
 	}
 	mustNil(t, b.SetName(ctxb(), cb, bob.PubKey, "alice"))
+	if owner, err := b.ReleaseName(ctxb(), ca, "ALICE", ""); err != nil || owner != alice.PubKey {
+		t.Fatalf("release in A: %q %v", owner, err)
+	}
+	mustNil(t, b.SetName(ctxb(), ca, alice.PubKey, "alice"))
 	if owner, _ := b.NameOwner(ctxb(), ca, "alice"); owner != alice.PubKey {
 		t.Fatalf("A's alice is %q", owner)
 	}
