@@ -55,6 +55,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Operator configures the operator API (see operator.go).
 	Operator OperatorConfig
+	// AdminHost is the operators' console host (BUZZ_ADMIN_HOST, see
+	// admin.go), normalized; "" when unset.
+	AdminHost string
 	// Cluster configures Redis and shared limits (see cluster.go).
 	Cluster ClusterConfig
 	// RelayKey is the relay's master key (BUZZ_RELAY_PRIVATE_KEY; see
@@ -225,7 +228,7 @@ func settings() []setting {
 		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
 			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
-	}, append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...)...)
+	}, append(append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...), adminSettings()...)...)
 }
 
 // defaultConfig returns the configuration used when nothing is set.
@@ -300,6 +303,9 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 	}
 	cfg.RelayHost = host
 	if err := cfg.Operator.validate(); err != nil {
+		return Config{}, err
+	}
+	if err := validateAdminHost(cfg); err != nil {
 		return Config{}, err
 	}
 	if !bindSet {

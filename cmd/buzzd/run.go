@@ -208,6 +208,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		return err
 	}
 	handler, err := withOperatorAPI(cfg, backend, dir, clusterDisconnector{relay}, id, relay, logger, cl.replayGuard)
+	if err == nil {
+		// Outermost: the admin host is cut before every other route.
+		handler, err = withAdminHost(cfg, backend, handler, logger, cl.replayGuard)
+	}
 	if err != nil {
 		_ = relay.Shutdown(ctx)
 		return err
