@@ -213,7 +213,7 @@ func TestAdminNew(t *testing.T) {
 	for _, opts := range [][]admin.Option{
 		{admin.WithHost("https://admin.example")},
 		{admin.WithHost("admin.example/x")},
-		{admin.WithHost("admin.example")}, // no operators
+		{admin.WithHost("admin.example")},                                               // no operators
 		{admin.WithHost("admin.example"), admin.WithOperators(strings.Repeat("a", 64))}, // no store
 		{admin.WithOperators("ABC")},
 		{admin.WithScheme("ftp")},
