@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,8 @@ func runGen(ctx context.Context, args []string) error {
 	end := fs.String("end", time.Now().UTC().Format("2006-01-02"), "last day (UTC) of the month of timestamps")
 	out := fs.String("out", "/tmp/buzzseed.jsonl", "output file (one event per line)")
 	channels := fs.Int("channels", 0, "if > 0, a fifth of the notes become kind 9 chat messages in this many channels (h tag, Zipf)")
+	vocab := fs.Int("vocab", 0, "if > 0, note text draws Zipf-distributed words from a vocabulary of this many (for search benchmarks); 0 = the 30 fixed words")
+	sign := fs.Bool("sign", true, "sign the events (false writes a zero signature: COPY loads do not check signatures, and signing is most of gen's time)")
 	_ = fs.Parse(args)
 	endDay, err := time.Parse("2006-01-02", *end)
 	if err != nil {
@@ -38,12 +41,19 @@ func runGen(ctx context.Context, args []string) error {
 		return fmt.Errorf("need -authors >= 10 and -n >= 2*authors")
 	}
 	start := time.Now()
-	evs, keys := generate(*n, *authors, *seed, endDay.Add(24*time.Hour).Unix(), *channels)
-	fmt.Fprintf(os.Stderr, "generated %d events in %v; signing on %d cores\n", len(evs), time.Since(start).Round(time.Millisecond), runtime.GOMAXPROCS(0))
-	if err := signAll(ctx, evs, keys); err != nil {
-		return err
+	evs, keys := generate(*n, *authors, *seed, endDay.Add(24*time.Hour).Unix(), *channels, *vocab)
+	fmt.Fprintf(os.Stderr, "generated %d events in %v\n", len(evs), time.Since(start).Round(time.Millisecond))
+	if *sign {
+		if err := signAll(ctx, evs, keys); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "signed on %d cores in %v\n", runtime.GOMAXPROCS(0), time.Since(start).Round(time.Millisecond))
+	} else {
+		zero := strings.Repeat("0", 128)
+		for _, g := range evs {
+			g.ev.Sig = zero
+		}
 	}
-	fmt.Fprintf(os.Stderr, "signed in %v\n", time.Since(start).Round(time.Millisecond))
 	f, err := os.Create(*out + ".tmp")
 	if err != nil {
 		return err
@@ -81,8 +91,14 @@ type genEvent struct {
 // then notes (kind 1, with hashtags, replies and mentions), reactions
 // (kind 7) and long-form articles (kind 30023, one d per article) from
 // Zipf-distributed authors, uniformly over the 30 days before endUnix.
-func generate(n, nAuthors int, seed uint64, endUnix int64, nChannels int) ([]genEvent, []nostr.SecretKey) {
+func generate(n, nAuthors int, seed uint64, endUnix int64, nChannels, vocab int) ([]genEvent, []nostr.SecretKey) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	loremNote := func(rng *rand.Rand) string { return lorem(rng, words) }
+	if vocab > 0 {
+		v := vocabulary(vocab)
+		z := rand.NewZipf(rng, 1.07, 1, uint64(vocab-1))
+		loremNote = func(rng *rand.Rand) string { return loremZipf(rng, v, z) }
+	}
 	keys := make([]nostr.SecretKey, nAuthors)
 	pubs := make([]string, nAuthors)
 	var wg sync.WaitGroup
@@ -183,7 +199,7 @@ var words = []string{"nostr", "relay", "event", "community", "channel", "signal"
 	"coffee", "morning", "build", "ship", "test", "postgres", "index", "query", "latency", "hello", "world",
 	"bitcoin", "lightning", "zap", "note", "thread", "reply", "friend", "music", "photo", "sunset"}
 
-func loremNote(rng *rand.Rand) string {
+func lorem(rng *rand.Rand, words []string) string {
 	n := 5 + rng.IntN(40)
 	b := make([]byte, 0, n*7)
 	for i := range n {
@@ -193,6 +209,47 @@ func loremNote(rng *rand.Rand) string {
 		b = append(b, words[rng.IntN(len(words))]...)
 	}
 	return string(b)
+}
+
+// loremZipf is a note of 5–44 words drawn from v by z (word i has
+// frequency ∝ 1/(1+i)^1.07, like natural text), with some punctuation.
+func loremZipf(rng *rand.Rand, v []string, z *rand.Zipf) string {
+	n := 5 + rng.IntN(40)
+	b := make([]byte, 0, n*8)
+	for i := range n {
+		if i > 0 {
+			if rng.IntN(8) == 0 {
+				b = append(b, ',')
+			}
+			b = append(b, ' ')
+		}
+		w := v[z.Uint64()]
+		if i == 0 {
+			b = append(b, strings.ToUpper(w[:1])...)
+			w = w[1:]
+		}
+		b = append(b, w...)
+	}
+	return string(append(b, '.'))
+}
+
+// syllables build the synthetic vocabulary.
+var syllables = []string{"ka", "lo", "mi", "nu", "pe", "ra", "so", "ti", "vu", "ze", "ba", "do", "fi", "gu", "he", "jo", "ly", "me", "ni", "qua"}
+
+// vocabulary returns n distinct deterministic words: word i spells i in
+// base len(syllables), two syllables at least.
+func vocabulary(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		var w []byte
+		k := i
+		for j := 0; j < 2 || k > 0; j++ {
+			w = append(w, syllables[k%len(syllables)]...)
+			k /= len(syllables)
+		}
+		out[i] = string(w)
+	}
+	return out
 }
 
 // deriveKey returns author i's secret key for seed (SHA-256 of both; the

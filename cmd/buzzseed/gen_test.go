@@ -15,8 +15,8 @@ import (
 // addressable coordinate.
 func TestGenerateIsDeterministicAndValid(t *testing.T) {
 	end := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC).Unix()
-	a, keys := generate(400, 20, 9, end, 5)
-	b, _ := generate(400, 20, 9, end, 5)
+	a, keys := generate(400, 20, 9, end, 5, 0)
+	b, _ := generate(400, 20, 9, end, 5, 0)
 	if len(a) != 400 || len(b) != 400 {
 		t.Fatalf("generated %d and %d events, want 400", len(a), len(b))
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/tenant"
 )
 
 func runLoad(ctx context.Context, args []string) error {
@@ -32,23 +34,49 @@ func runLoad(ctx context.Context, args []string) error {
 	batchSize := fs.Int("batch", 256, "group-commit batch size (-mode save)")
 	linger := fs.Duration("linger", 0, "group-commit linger under load (-mode save)")
 	skip := fs.Int("skip", 0, "skip this many events of the file first (to resume an interrupted load)")
+	communities := fs.Int("communities", 1, "spread the events round-robin over this many communities (c000.<host> …; 1 = -host only)")
+	backend := fs.String("backend", "postgres", "postgres (-db) or sqlite (-dir; implies -mode save)")
+	dir := fs.String("dir", "/tmp/buzzseed-sqlite", "embedded store directory (-backend sqlite)")
+	analyze := fs.Bool("analyze", true, "VACUUM ANALYZE after a PostgreSQL load (false leaves the database never analysed, as a fresh deployment without autovacuum)")
 	_ = fs.Parse(args)
 
-	if err := createDatabase(ctx, *db); err != nil {
-		return err
-	}
-	if err := postgres.Migrate(ctx, *db); err != nil {
-		return err
-	}
-	s, err := postgres.Open(ctx, *db, postgres.WithMaxConns(16), postgres.WithCommitters(*committers),
-		postgres.WithGroupCommit(*batchSize, *linger))
-	if err != nil {
-		return err
+	var s store.Backend
+	switch *backend {
+	case "postgres":
+		if err := createDatabase(ctx, *db); err != nil {
+			return err
+		}
+		if err := postgres.Migrate(ctx, *db); err != nil {
+			return err
+		}
+		ps, err := postgres.Open(ctx, *db, postgres.WithMaxConns(16), postgres.WithCommitters(*committers),
+			postgres.WithGroupCommit(*batchSize, *linger))
+		if err != nil {
+			return err
+		}
+		s = ps
+	case "sqlite":
+		ss, err := sqlite.Open(ctx, *dir)
+		if err != nil {
+			return err
+		}
+		s, *mode = ss, "save"
+	default:
+		return fmt.Errorf("unknown -backend %q", *backend)
 	}
 	defer s.Close()
-	c, _, err := s.EnsureCommunity(ctx, *host)
-	if err != nil {
-		return err
+	cs := make([]tenant.CommunityID, max(1, *communities))
+	for k := range cs {
+		var err error
+		if cs[k], _, err = s.EnsureCommunity(ctx, communityHost(*host, k, len(cs))); err != nil {
+			return err
+		}
+	}
+	// The i-th event of the file (counting skipped ones) goes to cs[i % K].
+	seq := *skip
+	type item struct {
+		c  tenant.CommunityID
+		ev *nostr.Event
 	}
 	f, err := os.Open(*in)
 	if err != nil {
@@ -57,14 +85,14 @@ func runLoad(ctx context.Context, args []string) error {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	next := func() (*nostr.Event, error) {
+	next := func() (item, error) {
 		if !sc.Scan() {
-			if err := sc.Err(); err != nil {
-				return nil, err
-			}
-			return nil, nil
+			return item{}, sc.Err()
 		}
-		return nostr.ParseEvent(sc.Bytes())
+		ev, err := nostr.ParseEvent(sc.Bytes())
+		it := item{cs[seq%len(cs)], ev}
+		seq++
+		return it, err
 	}
 
 	for range *skip {
@@ -76,26 +104,40 @@ func runLoad(ctx context.Context, args []string) error {
 	var total int64
 	switch *mode {
 	case "copy":
-		batch := make([]*nostr.Event, 0, *chunk)
+		batch := make([]item, 0, *chunk)
 		flush := func() error {
 			if len(batch) == 0 {
 				return nil
 			}
-			n, err := postgres.BulkLoad(ctx, *db, c, batch)
-			total += n
+			for _, c := range cs {
+				var evs []*nostr.Event
+				for _, it := range batch {
+					if it.c == c {
+						evs = append(evs, it.ev)
+					}
+				}
+				if len(evs) == 0 {
+					continue
+				}
+				n, err := postgres.BulkLoad(ctx, *db, c, evs)
+				total += n
+				if err != nil {
+					return err
+				}
+			}
 			batch = batch[:0]
 			fmt.Fprintf(os.Stderr, "\r%d events, %.0f/s", total, float64(total)/time.Since(start).Seconds())
-			return err
+			return nil
 		}
 		for *limit == 0 || int(total)+len(batch) < *limit {
-			ev, err := next()
+			it, err := next()
 			if err != nil {
 				return err
 			}
-			if ev == nil {
+			if it.ev == nil {
 				break
 			}
-			batch = append(batch, ev)
+			batch = append(batch, it)
 			if len(batch) == *chunk {
 				if err := flush(); err != nil {
 					return err
@@ -106,15 +148,15 @@ func runLoad(ctx context.Context, args []string) error {
 			return err
 		}
 	case "save":
-		ch := make(chan *nostr.Event, 4096)
+		ch := make(chan item, 4096)
 		var saved, dup, failed atomic.Int64
 		var wg sync.WaitGroup
 		for range *workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for ev := range ch {
-					switch err := s.Save(ctx, c, ev); {
+				for it := range ch {
+					switch err := s.Save(ctx, it.c, it.ev); {
 					case err == nil:
 						saved.Add(1)
 					case errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded):
@@ -129,15 +171,15 @@ func runLoad(ctx context.Context, args []string) error {
 		}
 		read := 0
 		for *limit == 0 || read < *limit {
-			ev, err := next()
+			it, err := next()
 			if err != nil {
 				close(ch)
 				return err
 			}
-			if ev == nil {
+			if it.ev == nil {
 				break
 			}
-			ch <- ev
+			ch <- it
 			read++
 		}
 		close(ch)
@@ -149,6 +191,9 @@ func runLoad(ctx context.Context, args []string) error {
 	}
 	el := time.Since(start)
 	fmt.Fprintf(os.Stderr, "\nloaded %d events in %v: %.0f events/s (%s)\n", total, el.Round(time.Millisecond), float64(total)/el.Seconds(), *mode)
+	if *backend != "postgres" || !*analyze {
+		return nil
+	}
 	conn, err := pgx.Connect(ctx, *db)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@
 //	buzzseed migrate                                              # apply pending migrations to -db
 //	buzzseed query-bench [-n 2000] [-rls=false]
 //	buzzseed tag-compare [-n 1000] [-keep-gin]
+//	buzzseed search-bench [-backend postgres|sqlite] [-communities N] [-n 500]
 //
 // Every subcommand takes -db (default postgres://postgres@127.0.0.1:5432/buzzseed) and
 // -host (default seed.example, the community).
@@ -26,7 +27,11 @@
 // filters through Store.Query/Count with parameters sampled from the data
 // and prints p50/p90/p99 per shape. tag-compare measures the two tag-index
 // designs (JSONB containment with a GIN index vs the event_tags table) on the
-// same data.
+// same data. For search, gen -vocab N writes notes of Zipf-distributed words
+// from a synthetic vocabulary, load -communities K spreads the file over K
+// communities (c000.<host> …), load -backend sqlite fills an embedded store
+// through Save, and search-bench measures NIP-50 searches by word frequency
+// rank on either backend.
 //
 // -db must name a user that bypasses row-level security for load and
 // tag-compare (the schema owner, e.g. postgres); query-bench switches to the
@@ -62,6 +67,8 @@ func main() {
 		err = runQueryBench(ctx, os.Args[2:])
 	case "tag-compare":
 		err = runTagCompare(ctx, os.Args[2:])
+	case "search-bench":
+		err = runSearchBench(ctx, os.Args[2:])
 	default:
 		usage()
 	}
@@ -72,7 +79,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: buzzseed gen|load|migrate|query-bench|tag-compare [flags]  (buzzseed <cmd> -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: buzzseed gen|load|migrate|query-bench|search-bench|tag-compare [flags]  (buzzseed <cmd> -h for flags)")
 	os.Exit(2)
 }
 

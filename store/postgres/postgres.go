@@ -121,6 +121,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	if err := s.MaintainPartitions(ctx); err != nil {
 		cfg.logger.Warn("postgres: creating event partitions ahead failed; events land in the default partition until it succeeds", "err", err)
 	}
+	s.checkSearchIndexUsable(ctx)
 	s.audit = newAuditLinker(s)
 	for i := range auditLinkers {
 		s.wg.Add(1)
@@ -173,6 +174,19 @@ func (s *Store) MaintainPartitions(ctx context.Context) error {
 		return fmt.Errorf("postgres: ensure partitions: %w", err)
 	}
 	return nil
+}
+
+// checkSearchIndexUsable warns when NIP-50 searches cannot use
+// events_search_idx under row-level security: the tsvector @@ tsquery
+// operator must be LEAKPROOF (migration 25 marks it when run by a superuser;
+// a dump and restore does not keep the mark).
+func (s *Store) checkSearchIndexUsable(ctx context.Context) {
+	var leakproof bool
+	err := s.pool.QueryRow(ctx, `SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq(tsvector, tsquery)'::regprocedure`).Scan(&leakproof)
+	if err == nil && !leakproof && s.cfg.rlsRole != "" {
+		s.cfg.logger.Warn("postgres: searches scan every event of the community: ts_match_vq is not LEAKPROOF, so row-level security keeps events_search_idx unused",
+			"fix", "as a superuser: ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF")
+	}
 }
 
 func (s *Store) maintenance() {
