@@ -9,13 +9,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/testenv"
 
 	"github.com/redis/rueidis"
 
@@ -319,15 +319,8 @@ func TestHTTPAPIChannels(t *testing.T) {
 // with its own verifier over one Redis replay guard — a token accepted by
 // one pod is a replay on the other.
 func TestHTTPAPIReplayAcrossPods(t *testing.T) {
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis unreachable (CI=true): %v", err)
-		}
-		t.Skipf("redis unreachable, skipping: %v", err)
-	}
-	_ = conn.Close()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}, DisableCache: true})
+	addr := testenv.NeedRedis(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}

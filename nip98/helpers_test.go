@@ -8,18 +8,17 @@ import (
 	"encoding/hex"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/testenv"
 
 	"github.com/redis/rueidis"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
-
-const testRedisAddr = "127.0.0.1:6379"
 
 // testNow is the fixed time every test verifier sees.
 var testNow = time.Unix(1_750_000_000, 0)
@@ -104,22 +103,12 @@ func newVerifier(tb testing.TB, opts ...Option) *Verifier {
 	return v
 }
 
-func needRedis(tb testing.TB) {
-	tb.Helper()
-	c, err := net.DialTimeout("tcp", testRedisAddr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("redis at %s is unreachable (CI=true, not skipping): %v", testRedisAddr, err)
-		}
-		tb.Skipf("redis at %s is unreachable; skipping (set CI=true to fail instead): %v", testRedisAddr, err)
-	}
-	c.Close()
-}
+func needRedis(tb testing.TB) { testenv.NeedRedis(tb) }
 
 func newRedisClient(tb testing.TB) rueidis.Client {
 	tb.Helper()
 	needRedis(tb)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testRedisAddr}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.RedisAddr()}, DisableCache: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -172,7 +161,7 @@ func startRedisProxy(tb testing.TB) *redisProxy {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial("tcp", testRedisAddr)
+			up, err := net.Dial("tcp", testenv.RedisAddr())
 			if err != nil {
 				c.Close()
 				continue

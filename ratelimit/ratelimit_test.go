@@ -6,30 +6,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/testenv"
 
 	"github.com/redis/rueidis"
 
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-const testRedisAddr = "127.0.0.1:6379"
-
-func needRedis(tb testing.TB) {
-	tb.Helper()
-	c, err := net.DialTimeout("tcp", testRedisAddr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("redis at %s is unreachable (CI=true, not skipping): %v", testRedisAddr, err)
-		}
-		tb.Skipf("redis at %s is unreachable; skipping (set CI=true to fail instead): %v", testRedisAddr, err)
-	}
-	c.Close()
-}
+func needRedis(tb testing.TB) { testenv.NeedRedis(tb) }
 
 func randomNS() string {
 	var b [6]byte
@@ -39,7 +28,7 @@ func randomNS() string {
 
 func newClient(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testRedisAddr}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.RedisAddr()}, DisableCache: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,8 +7,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,8 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+
 	"github.com/gorilla/websocket"
-	"github.com/jackc/pgx/v5"
 	gonostr "github.com/nbd-wtf/go-nostr"
 )
 
@@ -392,44 +391,11 @@ func TestE2EEmbedded(t *testing.T) {
 	exerciseRelay(t, p)
 }
 
-// pgAdminURL is the maintenance database the PostgreSQL tests create their
-// own databases from.
-const pgAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
 // freshDatabase creates an empty database for one test and drops it after.
 // Without a reachable PostgreSQL the test skips, or fails when CI=true.
 func freshDatabase(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgAdminURL)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at 127.0.0.1:5432 is unreachable and CI=true: %v", err)
-		}
-		t.Skipf("PostgreSQL at 127.0.0.1:5432 is unreachable (%v); start it or run ./scripts/test.sh", err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "buzzd_e2e_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, pgAdminURL)
-		if err != nil {
-			t.Logf("drop %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("drop %s: %v", name, err)
-		}
-	})
-	return "postgres://postgres@127.0.0.1:5432/" + name + "?sslmode=disable"
+	return pgtest.NewEmptyDatabase(t)
 }
 
 func TestE2EPostgres(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/testenv"
 
 	"github.com/gorilla/websocket"
 	gonostr "github.com/nbd-wtf/go-nostr"
@@ -38,37 +39,12 @@ const (
 )
 
 // requireRedis checks that a Redis answers at addr: otherwise the test
-// skips, or fails when CI=true.
+// skips, or fails when CI=true (testenv's rule).
 func requireRedis(t *testing.T, addr string) {
 	t.Helper()
-	if err := pingRedis(addr); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Redis at %s is unreachable and CI=true: %v", addr, err)
-		}
-		t.Skipf("Redis at %s is unreachable (%v); start it or run ./scripts/test.sh", addr, err)
+	if err := testenv.PingRedis(addr); err != nil {
+		testenv.Unavailable(t, "Redis at "+addr, err)
 	}
-}
-
-// pingRedis sends an inline PING and expects +PONG.
-func pingRedis(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	buf := make([]byte, 16)
-	n, err := c.Read(buf)
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
-		return fmt.Errorf("unexpected reply %q", buf[:n])
-	}
-	return nil
 }
 
 // redisServer is a redis-server child process the test may kill and restart.
@@ -86,10 +62,7 @@ func (r *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port)
 func startRedisServer(t *testing.T) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server is not installed and CI=true: %v", err)
-		}
-		t.Skipf("redis-server is not installed (%v); run ./scripts/test.sh", err)
+		testenv.Unavailable(t, "redis-server (the binary)", err)
 	}
 	r := &redisServer{t: t, port: freePort(t)}
 	r.start()
@@ -109,7 +82,7 @@ func (r *redisServer) start() {
 	cmd := r.cmd
 	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for pingRedis(r.addr()) != nil {
+	for testenv.PingRedis(r.addr()) != nil {
 		if time.Now().After(deadline) {
 			r.t.Fatal("redis-server did not answer within 10s")
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/testenv"
+
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
@@ -481,7 +483,7 @@ func TestDefaultRouterIsCommunityWide(t *testing.T) {
 	comm := tenant.NewCommunityID()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	a, err := New(ctx, "redis://"+testRedisAddr, WithNamespace(ns)) // default router
+	a, err := New(ctx, "redis://"+testenv.RedisAddr(), WithNamespace(ns)) // default router
 	if err != nil {
 		t.Fatal(err)
 	}

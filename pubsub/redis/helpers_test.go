@@ -7,11 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/testenv"
 
 	"github.com/redis/rueidis"
 
@@ -20,21 +21,9 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-const testRedisAddr = "127.0.0.1:6379"
-
 // needRedis fails (CI=true) or skips the test when the local Redis is not
 // reachable.
-func needRedis(tb testing.TB) {
-	tb.Helper()
-	c, err := net.DialTimeout("tcp", testRedisAddr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("redis at %s is unreachable (CI=true, not skipping): %v", testRedisAddr, err)
-		}
-		tb.Skipf("redis at %s is unreachable; skipping (set CI=true to fail instead): %v", testRedisAddr, err)
-	}
-	c.Close()
-}
+func needRedis(tb testing.TB) { testenv.NeedRedis(tb) }
 
 func randomName(prefix string) string {
 	var b [6]byte
@@ -79,7 +68,7 @@ type pod struct {
 // newPod starts a broker on the test Redis in namespace ns, named so its
 // connections can be found in CLIENT LIST.
 func newPod(tb testing.TB, ns string, opts ...Option) *pod {
-	return newPodAt(tb, "redis://"+testRedisAddr, ns, opts...)
+	return newPodAt(tb, "redis://"+testenv.RedisAddr(), ns, opts...)
 }
 
 func newPodAt(tb testing.TB, url, ns string, opts ...Option) *pod {
@@ -197,7 +186,7 @@ func msgOf(c tenant.CommunityID, ev *nostr.Event) pubsub.Message {
 // rawClient is a plain client for inspecting Redis in tests.
 func rawClient(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testRedisAddr}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testenv.RedisAddr()}, DisableCache: true})
 	if err != nil {
 		tb.Fatalf("redis client: %v", err)
 	}
@@ -277,7 +266,7 @@ func (p *tcpProxy) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial("tcp", testRedisAddr)
+			up, err := net.Dial("tcp", testenv.RedisAddr())
 			if err != nil {
 				c.Close()
 				continue

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/testenv"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzzrelay/buzz/nostr"
@@ -27,10 +29,7 @@ func internalStore(t *testing.T) *Store {
 	}
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL unreachable (CI=true): %v", err)
-		}
-		t.Skipf("PostgreSQL unreachable, skipping: %v", err)
+		testenv.Unavailable(t, "PostgreSQL", err)
 	}
 	defer conn.Close(ctx)
 	name := "buzz_test_internal_" + tenant.NewCommunityID().String()[:8]

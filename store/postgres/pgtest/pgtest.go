@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/testenv"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzzrelay/buzz/store/postgres"
@@ -107,10 +109,7 @@ func connectAdmin(ctx context.Context, t testing.TB) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(ctx, AdminURL())
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("pgtest: PostgreSQL unreachable at %s (CI=true): %v", AdminURL(), err)
-		}
-		t.Skipf("pgtest: PostgreSQL unreachable at %s, skipping (set CI=true to fail instead): %v", AdminURL(), err)
+		testenv.Unavailable(t, "pgtest: PostgreSQL at "+AdminURL(), err)
 	}
 	return c
 }
