@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/Masterminds/squirrel v1.5.4
 	github.com/btcsuite/btcd/btcec/v2 v2.3.5
+	github.com/btcsuite/btcd/btcutil v1.1.6
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/google/cel-go v0.31.0
 	github.com/gorilla/websocket v1.5.3

@@ -31,9 +31,13 @@ func (r *Relay) Info() Info { return r.cfg.info }
 
 // NIP11Document is the NIP-11 relay information document.
 type NIP11Document struct {
-	Name          string          `json:"name,omitempty"`
-	Description   string          `json:"description,omitempty"`
-	PubKey        string          `json:"pubkey,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	PubKey      string `json:"pubkey,omitempty"`
+	// Self is the public key of the relay's master key (WithRelayKey), which
+	// NIP-11 names "self"; communities' state events are signed with keys
+	// derived from it.
+	Self          string          `json:"self,omitempty"`
 	Contact       string          `json:"contact,omitempty"`
 	Software      string          `json:"software,omitempty"`
 	Version       string          `json:"version,omitempty"`
@@ -72,17 +76,18 @@ var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45, 50}
 func (r *Relay) NIP11Document() NIP11Document {
 	l := r.cfg.limits
 	i := r.cfg.info
-	pub := i.PubKey
+	pub, self := i.PubKey, ""
 	if r.cfg.hasRelayKey {
-		pub = r.cfg.relayKey.PublicKey() // the master key only: never a community's
+		self = r.cfg.relayKey.PublicKey() // the master key only: never a community's
 	}
 	if !nostr.IsLowerHex(pub, 64) {
-		pub = ""
+		pub = self // no administrator named: the relay's own key
 	}
 	return NIP11Document{
 		Name:          i.Name,
 		Description:   i.Description,
 		PubKey:        pub,
+		Self:          self,
 		Contact:       i.Contact,
 		Software:      i.Software,
 		Version:       i.Version,

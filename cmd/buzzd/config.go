@@ -188,13 +188,14 @@ func settings() []setting {
 		{env: "BUZZ_RELAY_DESCRIPTION", flag: "relay-description", def: "(empty)",
 			usage: "NIP-11 description",
 			apply: func(c *Config, v string) error { c.Info.Description = v; return nil }},
-		{env: "BUZZ_RELAY_PUBKEY", flag: "relay-pubkey", def: "(unset)",
-			usage: "NIP-11 operator pubkey, 64 lowercase hex characters (omitted from NIP-11 when unset)",
+		{env: "BUZZ_RELAY_PUBKEY", flag: "relay-pubkey", def: "(the relay key's public key)",
+			usage: "NIP-11 pubkey of the relay's administrator, 64 hex characters or npub1…",
 			apply: func(c *Config, v string) error {
-				if v != "" && !isHex64(v) {
-					return errors.New("must be 64 lowercase hex characters")
+				pk, err := nostr.ParsePubKey(v)
+				if err != nil {
+					return errors.New("must be 64 hex characters or an npub")
 				}
-				c.Info.PubKey = v
+				c.Info.PubKey = pk
 				return nil
 			}},
 		{env: "BUZZ_RELAY_CONTACT", flag: "relay-contact", def: "(empty)",

@@ -198,7 +198,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{name: "frame text", env: map[string]string{"BUZZ_MAX_FRAME_BYTES": "512KiB"}, want: []string{"BUZZ_MAX_FRAME_BYTES", "positive"}},
 		{name: "filters", args: []string{"-max-filters", "x"}, want: []string{"-max-filters", "positive"}, wantUsage: true},
 		{name: "future duration", env: map[string]string{"BUZZ_MAX_FUTURE": "15"}, want: []string{"BUZZ_MAX_FUTURE", "duration"}},
-		{name: "pubkey", env: map[string]string{"BUZZ_RELAY_PUBKEY": strings.Repeat("AB", 32)}, want: []string{"BUZZ_RELAY_PUBKEY", "hex"}},
+		{name: "pubkey", env: map[string]string{"BUZZ_RELAY_PUBKEY": "npub1notakey"}, want: []string{"BUZZ_RELAY_PUBKEY", "hex"}},
 		{name: "log level", env: map[string]string{"BUZZ_LOG_LEVEL": "loud"}, want: []string{"BUZZ_LOG_LEVEL"}},
 		{name: "log format", env: map[string]string{"BUZZ_LOG_FORMAT": "xml"}, want: []string{"BUZZ_LOG_FORMAT", "text or json"}},
 		{name: "debug addr", env: map[string]string{"BUZZ_DEBUG_ADDR": "localhost"}, want: []string{"BUZZ_DEBUG_ADDR", "host:port"}},

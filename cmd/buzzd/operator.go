@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -32,7 +33,7 @@ type OperatorConfig struct {
 func operatorSettings() []setting {
 	return []setting{
 		{env: "RELAY_OPERATOR_PUBKEYS", flag: "operator-pubkeys", def: "(empty: operator API disabled)",
-			usage: "comma-separated hex public keys allowed to use the NIP-98 operator API (/operator/communities…); an invalid key is a start-up error",
+			usage: "comma-separated public keys (hex or npub) allowed to use the NIP-98 operator API (/operator/communities…); an invalid key is a start-up error",
 			apply: func(c *Config, v string) error {
 				keys, err := parseOperatorKeys(v)
 				if err != nil {
@@ -66,18 +67,18 @@ func operatorSettings() []setting {
 
 // parseOperatorKeys splits a comma-separated key list. Blank entries
 // (such as a trailing comma) are ignored; anything else must be 64 hex
-// characters, and is lowercased.
+// characters or an npub, and is returned as lowercase hex.
 func parseOperatorKeys(v string) ([]string, error) {
 	var keys []string
 	for i, k := range strings.Split(v, ",") {
-		k = strings.ToLower(strings.TrimSpace(k))
-		if k == "" {
+		if strings.TrimSpace(k) == "" {
 			continue
 		}
-		if !isHex64(k) {
-			return nil, fmt.Errorf("entry %d is not a 64-character hex public key", i+1)
+		pk, err := nostr.ParsePubKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d is not a public key (64 hex characters or npub1…)", i+1)
 		}
-		keys = append(keys, k)
+		keys = append(keys, pk)
 	}
 	return keys, nil
 }

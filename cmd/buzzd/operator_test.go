@@ -16,13 +16,18 @@ import (
 
 	"github.com/gorilla/websocket"
 	gonostr "github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
 )
 
 func TestParseConfigOperator(t *testing.T) {
 	_, pk1 := newKey(t)
 	_, pk2 := newKey(t)
+	npub2, err := nip19.EncodePublicKey(pk2) // go-nostr: an independent encoder
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := parseConfig("serve", nil, envMap(map[string]string{
-		"RELAY_OPERATOR_PUBKEYS":         " " + strings.ToUpper(pk1) + ", " + pk2 + ",",
+		"RELAY_OPERATOR_PUBKEYS":         " " + strings.ToUpper(pk1) + ", " + npub2 + ",",
 		"RELAY_OPERATOR_API_ORIGIN":      "HTTPS://Ops.Example:443/",
 		"BUZZ_MAX_COMMUNITIES_PER_OWNER": "3",
 	}), io.Discard)
@@ -41,6 +46,7 @@ func TestParseConfigOperator(t *testing.T) {
 	for name, env := range map[string]map[string]string{
 		"invalid key":           {"RELAY_OPERATOR_PUBKEYS": pk1 + ",nothex", "RELAY_OPERATOR_API_ORIGIN": "https://ops.example"},
 		"short key":             {"RELAY_OPERATOR_PUBKEYS": pk1[:60], "RELAY_OPERATOR_API_ORIGIN": "https://ops.example"},
+		"bad npub":              {"RELAY_OPERATOR_PUBKEYS": npub2[:len(npub2)-1] + "x", "RELAY_OPERATOR_API_ORIGIN": "https://ops.example"},
 		"keys without origin":   {"RELAY_OPERATOR_PUBKEYS": pk1},
 		"origin with path":      {"RELAY_OPERATOR_PUBKEYS": pk1, "RELAY_OPERATOR_API_ORIGIN": "https://ops.example/api"},
 		"origin without scheme": {"RELAY_OPERATOR_API_ORIGIN": "ops.example"},

@@ -16,11 +16,11 @@ import (
 func relayKeySettings() []setting {
 	return []setting{
 		{env: "BUZZ_RELAY_PRIVATE_KEY", flag: "relay-private-key", def: "(unset: the stored deployment key; generated on first start)", secret: true,
-			usage: "relay master secret key (64 hex); per-community keys signing channel state events are derived from it, and NIP-11 pubkey is its public key. buzzd keeps the deployment's key in the store (BUZZ_DATA_DIR/relay.key, mode 0600, or the PostgreSQL table deployment_keys); when set, it is stored on first start and must equal the stored key afterwards, else buzzd refuses to start",
+			usage: "relay master secret key (64 hex or nsec); per-community keys signing channel state events are derived from it, and NIP-11 pubkey is its public key. buzzd keeps the deployment's key in the store (BUZZ_DATA_DIR/relay.key, mode 0600, or the PostgreSQL table deployment_keys); when set, it is stored on first start and must equal the stored key afterwards, else buzzd refuses to start",
 			apply: func(c *Config, v string) error {
-				sk, err := nostr.ParseSecretKey(v)
+				sk, err := nostr.ParseSecretKeyAny(v)
 				if err != nil {
-					return errors.New("must be a secp256k1 secret key as 64 hex characters")
+					return errors.New("must be a secp256k1 secret key as 64 hex characters or an nsec")
 				}
 				c.RelayKey = &sk
 				return nil
