@@ -368,6 +368,9 @@ func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch
 	}
 	id := ch.Channel.ID
 	r.revokeChannel(ctx, tc.Community(), id, ch.Deleted || ch.BecamePrivate, ch.Revoked)
+	if r.wf != nil {
+		r.wf.onChannelChange(ctx, tc.Community(), ch)
+	}
 	for _, m := range channelMessages(ch) {
 		r.announce(ctx, tc.Community(), m)
 	}

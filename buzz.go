@@ -62,6 +62,7 @@ type Relay struct {
 	// (moderation.go).
 	moderation store.ModerationStore
 	keys       *communityKeys // per-community signing keys of relay-signed events
+	wf         *WorkflowHost  // nil without WithWorkflows (workflows.go)
 
 	readBufs sync.Pool // *[]byte: a connection's buffer for one inbound message
 	inflight *inflight // EVENTs being ingested (see inflight)
@@ -135,6 +136,9 @@ func New(opts ...Option) (*Relay, error) {
 		return nil, err
 	}
 	r.setupModeration()
+	if err := r.setupWorkflows(); err != nil {
+		return nil, err
+	}
 	policies := make([]ingest.EventPolicy, len(cfg.eventPolicies))
 	for i, p := range cfg.eventPolicies {
 		policies[i] = p
@@ -142,6 +146,9 @@ func New(opts ...Option) (*Relay, error) {
 	hooks := make([]ingest.OnStored, len(cfg.onStored))
 	for i, h := range cfg.onStored {
 		hooks[i] = h
+	}
+	if r.wf != nil {
+		hooks = append(hooks, r.wf.onStored)
 	}
 	p, err := ingest.New(ingest.Config{
 		Store:           cfg.store,
@@ -155,6 +162,7 @@ func New(opts ...Option) (*Relay, error) {
 		OnStored:        hooks,
 		Logger:          cfg.logger,
 		Channels:        r.ingestChannels(),
+		Commands:        r.workflowCommands(),
 		Moderation:      r.ingestModeration(),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,

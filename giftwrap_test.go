@@ -45,7 +45,11 @@ func backendRelay(t *testing.T, st store.Backend, opts ...Option) *testRelay {
 		_ = relay.Shutdown(ctx)
 		srv.Close()
 	})
-	return &testRelay{t: t, relay: relay, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http"), host: host}
+	tc, err := tenant.Bind(ctx, st, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testRelay{t: t, relay: relay, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http"), host: host, tc: tc}
 }
 
 // forBackends runs fn on a relay over the embedded store and over

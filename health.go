@@ -14,7 +14,8 @@ import (
 //	              then 503 {"status":"stopped"}.
 //	GET /readyz   readiness: 200 {"status":"ready","checks":{…}} when the
 //	              relay is not shutting down, the store answers and the
-//	              broker can carry messages; otherwise 503
+//	              broker can carry messages (and, with WithWorkflows,
+//	              every workflow engine loop runs); otherwise 503
 //	              {"status":"degraded","checks":{…}} where each check is
 //	              "ok" or names what failed ("unavailable", "shutting down").
 //
@@ -50,7 +51,7 @@ func (r *Relay) Ready(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	for _, name := range []string{"relay", "store", "broker"} {
+	for _, name := range []string{"relay", "store", "broker", "workflows"} {
 		if v := checks[name]; v != "ok" {
 			return &NotReadyError{Dependency: name, State: v}
 		}
@@ -98,6 +99,10 @@ func (r *Relay) readiness(ctx context.Context) (map[string]string, bool) {
 	}
 	if b, ok := r.cfg.broker.(readier); ok {
 		probes = append(probes, func(ctx context.Context) result { return result{"broker", b.Ready(ctx)} })
+	}
+	if r.wf != nil {
+		checks["workflows"] = "ok"
+		probes = append(probes, func(context.Context) result { return result{"workflows", r.wf.engine.Check()} })
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()

@@ -75,6 +75,7 @@ type config struct {
 	cluster        clusterConfig   // multi-process options (cluster.go)
 	httpAPI        *nip98.Verifier // nil: no NIP-98 HTTP API (httpapi.go)
 	trustedProxies []netip.Prefix  // whose X-Forwarded-For is believed (admission.go)
+	workflows      *workflowConfig // nil: no workflows (workflows.go)
 }
 
 // WithStore sets the event store. Required.

@@ -450,25 +450,34 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecisi
 // events after a command. Failures are logged: the command itself
 // committed, and the next change republishes the whole state.
 func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, change *store.ChannelChange) {
+	p.PublishChannelState(ctx, tc.Community(), *change)
+}
+
+// PublishChannelState stores and publishes the relay-signed state events
+// (39000–39003) that change calls for, as after a channel command; the
+// relay calls it for changes it makes itself (a workflow's
+// set_channel_topic). Without channels or a state key it does nothing.
+func (p *Pipeline) PublishChannelState(ctx context.Context, c tenant.CommunityID, ch store.ChannelChange) {
 	cs := p.cfg.Channels
-	if cs.StateKey == nil || change.Deleted {
+	change := &ch
+	if cs == nil || cs.StateKey == nil || change.Deleted {
 		return
 	}
 	var members []store.Member
 	if change.Members {
 		var err error
-		members, err = cs.Store.ChannelMembers(ctx, tc.Community(), change.Channel.ID)
+		members, err = cs.Store.ChannelMembers(ctx, c, change.Channel.ID)
 		if err != nil {
 			p.cfg.Logger.ErrorContext(ctx, "ingest: channel members for state events", "err", err)
 			return
 		}
 	}
-	for _, ev := range p.stateEvents(tc.Community(), change, members) {
-		if err := p.cfg.Store.Save(ctx, tc.Community(), ev); err != nil && !errors.Is(err, store.ErrDuplicate) {
+	for _, ev := range p.stateEvents(c, change, members) {
+		if err := p.cfg.Store.Save(ctx, c, ev); err != nil && !errors.Is(err, store.ErrDuplicate) {
 			p.cfg.Logger.ErrorContext(ctx, "ingest: save channel state event", "kind", ev.Kind, "err", err)
 			continue
 		}
-		msg := pubsub.Message{Community: tc.Community(), Event: ev, Raw: ev.AppendJSON(nil)}
+		msg := pubsub.Message{Community: c, Event: ev, Raw: ev.AppendJSON(nil)}
 		if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
 			p.cfg.Logger.ErrorContext(ctx, "ingest: publish channel state event", "kind", ev.Kind, "err", err)
 		}

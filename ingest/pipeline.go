@@ -31,6 +31,13 @@ import (
 // how its error becomes the OK message.
 type EventPolicy func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) error
 
+// CommandFunc executes an event kind the relay acts on (a workflow
+// definition, a manual trigger) after every admission check has passed.
+// It returns the OK outcome, and whether to go on storing (and publishing)
+// the event as any other; then, once stored, the OK message is out.Message.
+// A refusal (out.OK false) is returned as is and stores nothing.
+type CommandFunc func(ctx context.Context, s Submission) (out Outcome, store bool)
+
 // OnStored is an embedder hook called after an event was stored and published.
 type OnStored func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event)
 
@@ -61,6 +68,9 @@ type Config struct {
 	// at once (the relay records refusals in the community's audit chain,
 	// coalesced, off this path).
 	OnRateLimited func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event, reason string)
+	// Commands maps event kinds to the functions that execute them (step
+	// 9c), e.g. the workflow engine's 30620 and 46020.
+	Commands map[int]CommandFunc
 	// Channels enables channels and community access policies (see
 	// Channels); nil refuses every event that names a channel.
 	Channels *Channels
@@ -301,6 +311,19 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return out
 	}
 
+	// 9c. Commands the embedder executes (Config.Commands).
+	var cmdOut *Outcome
+	if fn := p.cfg.Commands[ev.Kind]; fn != nil {
+		out, keep := fn(ctx, s)
+		if !out.OK || !keep {
+			if out.OK {
+				g.AcceptEphemeral(ctx, st)
+			}
+			return out
+		}
+		cmdOut = &out
+	}
+
 	raw := ev.AppendJSON(nil)
 	msg := pubsub.Message{Community: s.Tenant.Community(), Event: ev, Raw: raw}
 
@@ -339,6 +362,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	// 13. Embedder hooks on stored events.
 	for _, fn := range p.cfg.OnStored {
 		fn(ctx, s.Tenant, ev)
+	}
+	if cmdOut != nil {
+		return Outcome{OK: true, Stored: true, Message: cmdOut.Message}
 	}
 	return Outcome{OK: true, Stored: true}
 }

@@ -1,0 +1,409 @@
+package buzz
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/nostr/nip17"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+// Workflows (WithWorkflows): the relay side of the workflow engine.
+//
+//   - Kind 30620 defines a workflow: content = YAML, d = workflow UUID,
+//     h = channel, optional name and expected-revision tags. The engine
+//     parses and authorizes it (a channel member; owner or admin when it
+//     calls webhooks; an update only by the same owner in the same
+//     channel), then the event is stored like any addressable event and the
+//     OK message is `response:{"workflow_id":…,"revision":…,"event_id":…}`.
+//     Errors: `invalid: …` (the field, a stale expected-revision),
+//     `restricted: …` (authority, another author's or channel's id).
+//   - Kind 46020 runs a webhook-triggered workflow by hand: d = workflow
+//     id, e = the id of its current 30620, h = channel, content a JSON
+//     object whose fields become trigger variables. It is executed, never
+//     stored; OK `response:{"run_id":…,"workflow_id":…,"status":…}`.
+//   - A NIP-09 deletion of the coordinate 30620:<owner>:<id> deletes the
+//     workflow with its runs.
+//   - Stored kind 9 messages and kind 7 reactions of a channel are matched
+//     against its workflows before the OK is sent: a run is persisted for
+//     each match (a failure is retried in the background by the engine's
+//     event loop, see workflowHost.Subscribe).
+//   - Workflow status events (46001–46012) are relay-signed: clients cannot
+//     publish them.
+//   - Removing a member from a channel (9001, 9022) disables the workflows
+//     they own there.
+//
+// Every lookup is scoped by the connection's community: a workflow id of
+// another community is answered exactly like a random one.
+
+// Messages of the workflow commands.
+const (
+	msgWorkflowUnknown    = "invalid: unknown workflow"
+	msgWorkflowBadD       = "invalid: d tag must be a workflow UUID (lowercase 8-4-4-4-12)"
+	msgWorkflowNoH        = "invalid: workflow events need an h tag naming their channel"
+	msgWorkflowStale      = "invalid: expected-revision does not match the workflow's current revision"
+	msgWorkflowNotOwner   = "restricted: this workflow id belongs to another author or channel"
+	msgWorkflowNotAllowed = "restricted: only channel members may define workflows, and only owners and admins ones that call webhooks"
+	msgWorkflowStatus     = "restricted: workflow status events are relay-signed"
+	msgManualStale        = "invalid: e tag must name the workflow's current definition event"
+	msgManualWrongTrigger = "invalid: only workflows triggered by webhook can be run by hand"
+	msgManualDisabled     = "restricted: the workflow is disabled"
+	msgManualNotMember    = "restricted: only channel members may run workflows"
+	msgManualContent      = "invalid: content must be empty or a JSON object"
+)
+
+// WorkflowBuilder builds the engine of a relay's workflows from the host
+// the relay offers it: h is the engine's event source and publisher, sets
+// channel topics (workflow.WithTopicSetter) and seals DMs
+// (workflow.WithDMSealer).
+type WorkflowBuilder func(h *WorkflowHost) (*workflow.Engine, error)
+
+// WithWorkflows enables workflows (see workflows.go): st is the engine's
+// store and build creates the engine, during New, from the relay's
+// WorkflowHost. The relay does not run the engine's loops: call
+// Relay.Workflows().Run. Workflows need a store with channels
+// (store.ChannelStore).
+func WithWorkflows(st workflow.Store, build WorkflowBuilder) Option {
+	return func(c *config) error {
+		if st == nil || build == nil {
+			return errors.New("buzz: WithWorkflows: nil store or builder")
+		}
+		c.workflows = &workflowConfig{store: st, build: build}
+		return nil
+	}
+}
+
+type workflowConfig struct {
+	store workflow.Store
+	build WorkflowBuilder
+}
+
+// Workflows returns the relay's workflow engine, nil without WithWorkflows.
+func (r *Relay) Workflows() *workflow.Engine {
+	if r.wf == nil {
+		return nil
+	}
+	return r.wf.engine
+}
+
+// WorkflowHost is what a relay offers its workflow engine: it implements
+// workflow.EventSource, workflow.Publisher, workflow.TopicSetter and
+// workflow.DMSealer on the relay's store, broker and per-community keys.
+type WorkflowHost struct {
+	r      *Relay
+	engine *workflow.Engine
+	store  workflow.Store
+	topics store.ChannelTopicSetter // nil: set_channel_topic unavailable
+
+	mu    sync.Mutex
+	retry []retryEvent // triggers whose matching failed, oldest first
+	wake  chan struct{}
+}
+
+type retryEvent struct {
+	c  tenant.CommunityID
+	ev *nostr.Event
+}
+
+// maxRetry bounds the triggers kept for retry while the store fails.
+const maxRetry = 100_000
+
+var (
+	_ workflow.EventSource = (*WorkflowHost)(nil)
+	_ workflow.Publisher   = (*WorkflowHost)(nil)
+	_ workflow.TopicSetter = (*WorkflowHost)(nil)
+	_ workflow.DMSealer    = (*WorkflowHost)(nil)
+)
+
+// setupWorkflows builds the engine (New calls it after channels are set up).
+func (r *Relay) setupWorkflows() error {
+	wc := r.cfg.workflows
+	if wc == nil {
+		return nil
+	}
+	if r.channels == nil {
+		return errors.New("buzz: WithWorkflows needs a store with channels (store.ChannelStore)")
+	}
+	h := &WorkflowHost{r: r, store: wc.store, wake: make(chan struct{}, 1)}
+	h.topics, _ = r.cfg.store.(store.ChannelTopicSetter)
+	e, err := wc.build(h)
+	if err != nil {
+		return fmt.Errorf("buzz: WithWorkflows: %w", err)
+	}
+	if e == nil {
+		return errors.New("buzz: WithWorkflows: the builder returned no engine")
+	}
+	h.engine = e
+	r.wf = h
+	return nil
+}
+
+// workflowCommands are the ingest commands of workflows.
+func (r *Relay) workflowCommands() map[int]ingest.CommandFunc {
+	if r.wf == nil {
+		return nil
+	}
+	m := map[int]ingest.CommandFunc{
+		workflow.KindDefinition:    r.wf.define,
+		workflow.KindManualTrigger: r.wf.trigger,
+	}
+	refuse := func(context.Context, ingest.Submission) (ingest.Outcome, bool) {
+		return ingest.Outcome{Message: msgWorkflowStatus}, false
+	}
+	for k := 46001; k <= 46012; k++ {
+		m[k] = refuse
+	}
+	return m
+}
+
+// workflowChannel returns the channel named by ev's h tag (admission has
+// already resolved it inside the community).
+func workflowChannel(ev *nostr.Event) (store.ChannelID, bool) {
+	id, ok, err := store.EventChannel(ev)
+	return id, ok && err == nil
+}
+
+// define executes a 30620.
+func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
+	ev, c := s.Event, s.Tenant.Community()
+	id, ok := workflow.ParseID(ev.DTag())
+	if !ok {
+		return ingest.Outcome{Message: msgWorkflowBadD}, false
+	}
+	ch, ok := workflowChannel(ev)
+	if !ok {
+		return ingest.Outcome{Message: msgWorkflowNoH}, false
+	}
+	wf, err := h.engine.Define(ctx, c, workflow.DefineRequest{
+		ID: id, Channel: ch, Author: ev.PubKey, YAML: []byte(ev.Content), EventID: ev.ID,
+		ExpectedRevision: ev.Tags.Find("expected-revision").Value(),
+	})
+	var fe *workflow.FieldError
+	switch {
+	case err == nil:
+	case errors.As(err, &fe):
+		return ingest.Outcome{Message: "invalid: " + fe.Error()}, false
+	case errors.Is(err, workflow.ErrRevisionConflict), errors.Is(err, workflow.ErrNotFound):
+		return ingest.Outcome{Message: msgWorkflowStale}, false
+	case errors.Is(err, workflow.ErrNotOwner):
+		return ingest.Outcome{Message: msgWorkflowNotOwner}, false
+	case errors.Is(err, workflow.ErrNotPermitted):
+		return ingest.Outcome{Message: msgWorkflowNotAllowed}, false
+	default:
+		h.r.log.ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
+		return ingest.Outcome{Message: ingest.MsgInternal}, false
+	}
+	return ingest.Outcome{OK: true, Message: response(map[string]any{
+		"workflow_id": wf.ID.String(), "revision": wf.Revision(), "event_id": ev.ID, "enabled": wf.Enabled,
+	})}, true
+}
+
+// trigger executes a 46020.
+func (h *WorkflowHost) trigger(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
+	ev, c := s.Event, s.Tenant.Community()
+	id, ok := workflow.ParseID(ev.DTag())
+	if !ok {
+		return ingest.Outcome{Message: msgWorkflowBadD}, false
+	}
+	ch, ok := workflowChannel(ev)
+	if !ok {
+		return ingest.Outcome{Message: msgWorkflowNoH}, false
+	}
+	fields := map[string]any{}
+	if strings.TrimSpace(ev.Content) != "" {
+		if err := json.Unmarshal([]byte(ev.Content), &fields); err != nil || fields == nil {
+			return ingest.Outcome{Message: msgManualContent}, false
+		}
+	}
+	run, _, err := h.engine.TriggerManual(ctx, c, workflow.ManualTrigger{
+		Workflow: id, Channel: ch, Revision: ev.Tags.Find("e").Value(), Author: ev.PubKey,
+		EventID: ev.ID, Fields: fields,
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, workflow.ErrNotFound):
+		return ingest.Outcome{Message: msgWorkflowUnknown}, false
+	case errors.Is(err, workflow.ErrRevisionConflict):
+		return ingest.Outcome{Message: msgManualStale}, false
+	case errors.Is(err, workflow.ErrWrongTrigger):
+		return ingest.Outcome{Message: msgManualWrongTrigger}, false
+	case errors.Is(err, workflow.ErrDisabled):
+		return ingest.Outcome{Message: msgManualDisabled}, false
+	case errors.Is(err, workflow.ErrNotPermitted):
+		return ingest.Outcome{Message: msgManualNotMember}, false
+	default:
+		h.r.log.ErrorContext(ctx, "buzz: manual workflow trigger", "community", c.String(), "err", err)
+		return ingest.Outcome{Message: ingest.MsgInternal}, false
+	}
+	return ingest.Outcome{OK: true, Message: response(map[string]any{
+		"run_id": run.ID.String(), "workflow_id": run.Workflow.String(), "status": string(run.Status),
+	})}, false
+}
+
+// response is an OK message carrying a JSON object.
+func response(v map[string]any) string {
+	b, _ := json.Marshal(v)
+	return "response:" + string(b)
+}
+
+// onStored feeds stored events to the workflows: triggers (kinds 9 and 7
+// of a channel) and deletions of 30620 coordinates.
+func (h *WorkflowHost) onStored(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) {
+	switch ev.Kind {
+	case store.KindChatMessage, 7:
+		if err := h.engine.HandleEvent(ctx, tc.Community(), ev); err != nil {
+			h.r.log.WarnContext(ctx, "buzz: workflow triggers of an event failed; retrying", "event", ev.ID, "err", err)
+			h.enqueue(tc.Community(), ev)
+		}
+	case nostr.KindDeletion:
+		h.deleteDefinitions(ctx, tc.Community(), ev)
+	}
+}
+
+// deleteDefinitions deletes the workflows whose 30620 coordinates the
+// deletion request ev names (its author's own only).
+func (h *WorkflowHost) deleteDefinitions(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) {
+	prefix := strconv.Itoa(workflow.KindDefinition) + ":" + ev.PubKey + ":"
+	for _, t := range ev.Tags {
+		if len(t) < 2 || t[0] != "a" || !strings.HasPrefix(t[1], prefix) {
+			continue
+		}
+		id, ok := workflow.ParseID(strings.TrimPrefix(t[1], prefix))
+		if !ok {
+			continue
+		}
+		wf, err := h.store.Workflow(ctx, c, id)
+		if err != nil || wf.Owner != ev.PubKey {
+			continue
+		}
+		if err := h.store.DeleteWorkflow(ctx, c, id); err != nil && !errors.Is(err, workflow.ErrNotFound) {
+			h.r.log.ErrorContext(ctx, "buzz: delete workflow", "community", c.String(), "workflow", id.String(), "err", err)
+			continue
+		}
+		h.engine.Invalidate(c, wf.Channel)
+	}
+}
+
+// onChannelChange disables, in the channel, the workflows of users who
+// stopped being its members.
+func (h *WorkflowHost) onChannelChange(ctx context.Context, c tenant.CommunityID, ch store.ChannelChange) {
+	for _, pk := range ch.Revoked {
+		n, err := h.store.DisableOwnerWorkflows(ctx, c, ch.Channel.ID, pk)
+		if err != nil {
+			h.r.log.ErrorContext(ctx, "buzz: disable a removed member's workflows", "community", c.String(), "err", err)
+			continue
+		}
+		if n > 0 {
+			h.engine.Invalidate(c, ch.Channel.ID)
+		}
+	}
+}
+
+func (h *WorkflowHost) enqueue(c tenant.CommunityID, ev *nostr.Event) {
+	h.mu.Lock()
+	if len(h.retry) >= maxRetry {
+		h.mu.Unlock()
+		h.r.log.Error("buzz: workflow trigger retry queue full; trigger dropped", "event", ev.ID)
+		return
+	}
+	h.retry = append(h.retry, retryEvent{c, ev})
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Subscribe implements workflow.EventSource. Stored events are matched as
+// they are stored (before their OK); Subscribe delivers again, in order,
+// those whose matching failed, until deliver succeeds for each.
+func (h *WorkflowHost) Subscribe(ctx context.Context, deliver func(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error) error {
+	for {
+		h.mu.Lock()
+		var next *retryEvent
+		if len(h.retry) > 0 {
+			next = &h.retry[0]
+		}
+		h.mu.Unlock()
+		if next == nil {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-h.wake:
+				continue
+			}
+		}
+		if err := deliver(ctx, next.c, next.ev); err != nil {
+			return err // the supervisor restarts Subscribe after a backoff
+		}
+		h.mu.Lock()
+		h.retry = h.retry[1:]
+		h.mu.Unlock()
+	}
+}
+
+// Sign implements workflow.Publisher with community c's relay key.
+func (h *WorkflowHost) Sign(_ context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	return ev.Sign(h.r.keys.key(c))
+}
+
+// Publish implements workflow.Publisher: ev is stored in community c (an
+// event of a channel only when c holds the channel) and delivered live;
+// an event already stored is not an error and not delivered again.
+func (h *WorkflowHost) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if ch, has, err := store.EventChannel(ev); err != nil {
+		return err
+	} else if has {
+		if _, err := h.r.channels.store.Channel(ctx, c, ch); err != nil {
+			return fmt.Errorf("buzz: publish into channel %s: %w", ch, err)
+		}
+	}
+	ticket := h.r.inflight.begin()
+	defer h.r.inflight.end(ticket)
+	err := h.r.cfg.store.Save(ctx, c, ev)
+	if errors.Is(err, store.ErrDuplicate) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := h.r.cfg.broker.Publish(ctx, pubsub.Message{Community: c, Event: ev, Raw: ev.AppendJSON(nil)}); err != nil {
+		h.r.log.ErrorContext(ctx, "buzz: publish workflow event", "community", c.String(), "event", ev.ID, "err", err)
+	}
+	return nil
+}
+
+// SetChannelTopic implements workflow.TopicSetter: the topic is the
+// channel's about; after a change the relay-signed 39000 is republished.
+func (h *WorkflowHost) SetChannelTopic(ctx context.Context, c tenant.CommunityID, channel store.ChannelID, topic string) error {
+	if h.topics == nil {
+		return errors.New("buzz: the store cannot set channel topics")
+	}
+	ch, changed, err := h.topics.SetChannelTopic(ctx, c, channel, topic)
+	if err != nil || !changed {
+		return err
+	}
+	h.r.pipeline.PublishChannelState(ctx, c, store.ChannelChange{Channel: ch, Metadata: true})
+	return nil
+}
+
+// SealDM implements workflow.DMSealer: a NIP-17 message from community c's
+// relay key, gift-wrapped to the recipient (gift wraps are p-gated, see
+// giftwrap.go).
+func (h *WorkflowHost) SealDM(_ context.Context, c tenant.CommunityID, to, text string) ([]*nostr.Event, error) {
+	wrap, err := nip17.Message(h.r.keys.key(c), to, text)
+	if err != nil {
+		return nil, err
+	}
+	return []*nostr.Event{wrap}, nil
+}

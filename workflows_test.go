@@ -1,0 +1,344 @@
+package buzz
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/nostr/nip59"
+	"github.com/buzzrelay/buzz/safehttp"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+// wfBackend is a store the relay and the workflow engine both run on.
+type wfBackend interface {
+	store.Backend
+	store.ChannelStore
+	workflow.Store
+}
+
+// hookServer is a local webhook receiver reached through safehttp's
+// injected dialer under a public-looking name.
+type hookServer struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []string // bodies
+	keys  []string // Idempotency-Key headers
+}
+
+func newHookServer(t *testing.T) *hookServer {
+	h := &hookServer{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.calls = append(h.calls, string(b))
+		h.keys = append(h.keys, r.Header.Get("Idempotency-Key"))
+		h.mu.Unlock()
+		_, _ = w.Write([]byte(`{"received":true}`))
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookServer) bodies() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.calls...)
+}
+
+type staticDNS map[string]netip.Addr
+
+func (d staticDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := d[host]; ok {
+		return []netip.Addr{a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// workflowRelay serves a relay with workflows on st, its engine running
+// (poll 20 ms) until the test ends. Webhooks to hooks.example reach hook.
+func workflowRelay(t *testing.T, st wfBackend, hook *hookServer) *testRelay {
+	t.Helper()
+	caller, err := safehttp.New(
+		safehttp.WithResolver(staticDNS{"hooks.example": netip.MustParseAddr("93.184.216.34")}),
+		safehttp.WithDialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, hook.srv.Listener.Addr().String())
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := backendRelay(t, st, WithRelayKey(testMaster), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
+		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h),
+			workflow.WithWebhookCaller(caller), workflow.WithPollInterval(20*time.Millisecond),
+			workflow.WithLogger(quietLogger()), workflow.WithCacheTTL(0))
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = tr.relay.Workflows().Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return tr
+}
+
+// define publishes a 30620 and returns its OK.
+func (c *rawClient) define(s *signer, id workflow.ID, ch store.ChannelID, yaml string, extra ...nostr.Tag) (*nostr.Event, *nostr.OKMessage) {
+	c.t.Helper()
+	tags := append([]nostr.Tag{{"d", id.String()}, chanTag(ch)}, extra...)
+	ev := s.event(workflow.KindDefinition, now(), yaml, tags...)
+	return ev, c.publish(ev)
+}
+
+// okResponse decodes an OK "response:{…}" message.
+func okResponse(t *testing.T, ok *nostr.OKMessage) map[string]any {
+	t.Helper()
+	if !ok.OK || !strings.HasPrefix(ok.Message, "response:") {
+		t.Fatalf("OK %v %q, want accepted with response:", ok.OK, ok.Message)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(ok.Message, "response:")), &m); err != nil {
+		t.Fatalf("response %q: %v", ok.Message, err)
+	}
+	return m
+}
+
+// waitFor reads live events on sub until one satisfies match.
+func (c *rawClient) waitFor(sub string, match func(*nostr.Event) bool) *nostr.Event {
+	c.t.Helper()
+	for {
+		ev := c.nextLive(sub)
+		if match(ev) {
+			return ev
+		}
+	}
+}
+
+const echoYAML = `name: Echo
+trigger: {on: message_posted, filter: 'str_contains(trigger_text, "ping")'}
+steps:
+  - id: reply
+    action: send_message
+    text: "pong to {{trigger.author}}: {{trigger.text}}"
+`
+
+func TestWorkflowsOverWebSocket(t *testing.T) {
+	forBackends(t, func(t *testing.T, b store.Backend) {
+		st, ok := b.(wfBackend)
+		if !ok {
+			t.Fatalf("%T does not implement the workflow store", b)
+		}
+		hook := newHookServer(t)
+		tr := workflowRelay(t, st, hook)
+		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
+		ac := tr.dial(t)
+		ac.authAs(alice, tr.host)
+		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		bc := tr.dial(t)
+		bc.authAs(bob, tr.host)
+		bc.mustAccept(bob.event(store.KindJoinRequest, now(), "", chanTag(ch)))
+
+		// Definition: accepted with workflow_id and revision.
+		echoID := workflow.NewID()
+		_, okm := ac.define(alice, echoID, ch, echoYAML)
+		resp := okResponse(t, okm)
+		eq(t, "workflow_id", resp["workflow_id"], any(echoID.String()))
+		rev, _ := resp["revision"].(string)
+		if rev == "" {
+			t.Fatalf("no revision in %v", resp)
+		}
+
+		// Validation errors name the field; nothing is stored.
+		for yaml, want := range map[string]string{
+			"name: x\n": "invalid: ",
+			"name: x\ntrigger: {on: nope}\nsteps: []\n":              "invalid: ",
+			strings.Replace(echoYAML, "id: reply", "id: bad-id!", 1): "invalid: steps",
+		} {
+			_, okm := ac.define(alice, workflow.NewID(), ch, yaml)
+			if okm.OK || !strings.HasPrefix(okm.Message, want) {
+				t.Errorf("definition %q: OK %v %q, want prefix %q", yaml, okm.OK, okm.Message, want)
+			}
+		}
+		// Stale expected-revision.
+		_, okm = ac.define(alice, echoID, ch, echoYAML, nostr.Tag{"expected-revision", strings.Repeat("0", 32)})
+		mustPrefix(t, "stale revision", okm.Message, "invalid: ")
+		// Authority: a non-member; a member defining a webhook caller;
+		// another author naming an existing id.
+		cc := tr.dial(t)
+		cc.authAs(carol, tr.host)
+		_, okm = cc.define(carol, workflow.NewID(), ch, echoYAML)
+		mustPrefix(t, "non-member", okm.Message, "restricted: ")
+		hookYAML := "name: Hook\ntrigger: {on: webhook}\nsteps:\n  - id: call\n    action: call_webhook\n    url: http://hooks.example/in\n    body: {who: '{{trigger.who}}'}\n"
+		_, okm = bc.define(bob, workflow.NewID(), ch, hookYAML)
+		mustPrefix(t, "member with call_webhook", okm.Message, "restricted: ")
+		_, okm = bc.define(bob, echoID, ch, echoYAML)
+		eq(t, "another author's id", okm.Message, msgWorkflowNotOwner)
+		// Clients cannot forge status events.
+		okm = bc.publish(bob.event(workflow.KindRunCompleted, now(), "{}", chanTag(ch)))
+		eq(t, "client status event", okm.Message, msgWorkflowStatus)
+
+		// message_posted: bob's "ping" gets a relay-signed pong and the
+		// run's status events, each with h, workflow_id, run_id, status.
+		ac.subscribe("live", nostr.Filter{Kinds: []int{9, workflow.KindRunTriggered, workflow.KindRunCompleted}, Tags: map[string][]string{"h": {ch.String()}}})
+		ping := bob.event(store.KindChatMessage, now(), "ping please", chanTag(ch))
+		bc.mustAccept(ping)
+		// The run's events arrive in any order relative to each other.
+		var pong *nostr.Event
+		statuses := map[int]*nostr.Event{}
+		for pong == nil || len(statuses) < 2 {
+			e := ac.nextLive("live")
+			switch {
+			case e.Kind == 9 && e.PubKey != bob.pub():
+				pong = e
+			case e.Kind != 9:
+				statuses[e.Kind] = e
+			}
+		}
+		eq(t, "pong", pong.Content, "pong to "+bob.pub()+": ping please")
+		var runID string
+		for _, kind := range []int{workflow.KindRunTriggered, workflow.KindRunCompleted} {
+			st := statuses[kind]
+			var body map[string]any
+			if err := json.Unmarshal([]byte(st.Content), &body); err != nil {
+				t.Fatal(err)
+			}
+			if body["workflow_id"] != echoID.String() || body["run_id"] == "" || body["status"] == "" || st.Tags.Find("h").Value() != ch.String() {
+				t.Fatalf("status %d = %s %v", kind, st.Content, st.Tags)
+			}
+			if st.PubKey != pong.PubKey {
+				t.Fatal("status event and message signed by different keys")
+			}
+			runID = body["run_id"].(string)
+		}
+		if runID == "" {
+			t.Fatal("no run id")
+		}
+		// A message that does not match the filter triggers nothing; the
+		// relay's own pong did not trigger a loop (one pong only).
+		bc.mustAccept(bob.event(store.KindChatMessage, now(), "hello", chanTag(ch)))
+		marker := bob.event(store.KindChatMessage, now(), "marker", chanTag(ch))
+		bc.mustAccept(marker)
+		for {
+			e := ac.nextLive("live")
+			if e.ID == marker.ID {
+				break
+			}
+			if e.Kind == 9 && e.PubKey == pong.PubKey {
+				t.Fatalf("unexpected relay message %q", e.Content)
+			}
+		}
+
+		ac = tr.dial(t) // the old connection keeps its live subscription
+		ac.authAs(alice, tr.host)
+
+		// Manual runs (46020) of a webhook-triggered workflow: call_webhook
+		// (alice owns the channel) and send_dm to bob, each effect once.
+		dmYAML := hookYAML + "  - id: dm\n    action: send_dm\n    to: '" + bob.pub() + "'\n    text: 'hook said {{steps.call.output.status}} for {{trigger.who}}'\n"
+		hookID := workflow.NewID()
+		def, okm := ac.define(alice, hookID, ch, dmYAML)
+		okResponse(t, okm)
+		manual := func(c *rawClient, s *signer, id workflow.ID, e string, content string) *nostr.OKMessage {
+			return c.publish(s.event(workflow.KindManualTrigger, now(), content, nostr.Tag{"d", id.String()}, nostr.Tag{"e", e}, chanTag(ch)))
+		}
+		okm = manual(bc, bob, hookID, strings.Repeat("0", 64), `{"who":"bob"}`)
+		eq(t, "stale e", okm.Message, msgManualStale)
+		okm = manual(bc, bob, echoID, def.ID, `{}`)
+		mustPrefix(t, "not a webhook workflow", okm.Message, "invalid: ")
+		okm = manual(bc, bob, hookID, def.ID, `[1]`)
+		eq(t, "array content", okm.Message, msgManualContent)
+		okm = manual(cc, carol, hookID, def.ID, `{"who":"carol"}`)
+		eq(t, "non-member trigger", okm.Message, msgManualNotMember)
+		run := okResponse(t, manual(bc, bob, hookID, def.ID, `{"who":"bob"}`))
+		if run["run_id"] == "" || run["workflow_id"] != hookID.String() {
+			t.Fatalf("manual response %v", run)
+		}
+		bc.subscribe("dm", nostr.Filter{Kinds: []int{nip59.KindGiftWrap}})
+		wrap := bc.nextLive("dm")
+		v, err := nostr.NewVerifier()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		rumor, err := nip59.Unwrap(wrap, bob.sk, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "dm text", rumor.Content, "hook said 200 for bob")
+		eq(t, "dm sender", rumor.PubKey, pong.PubKey)
+		if got := hook.bodies(); len(got) != 1 || got[0] != `{"who":"bob"}` {
+			t.Fatalf("webhook calls %q, want one", got)
+		}
+		bc = tr.dial(t)
+		bc.authAs(bob, tr.host)
+		// Alice is not the recipient: the wrap is invisible to her.
+		ac2 := tr.dial(t)
+		ac2.authAs(alice, tr.host)
+		if evs := ac2.req("w", nostr.Filter{IDs: []string{wrap.ID}}); len(evs) != 0 {
+			t.Fatal("alice read bob's DM")
+		}
+
+		// Cross-community: the same ids from another host answer exactly
+		// as random ones.
+		other := "other.example"
+		if _, _, err := st.EnsureCommunity(context.Background(), other); err != nil {
+			t.Fatal(err)
+		}
+		oc := tr.dialHost(t, other)
+		oc.authAs(bob, other)
+		och := oc.createChannel(bob, "x", store.VisibilityOpen)
+		probe := func(id workflow.ID) string {
+			return oc.publish(bob.event(workflow.KindManualTrigger, now(), `{}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(och))).Message
+		}
+		eq(t, "foreign workflow id vs random", probe(hookID), probe(workflow.NewID()))
+		eq(t, "foreign workflow id", probe(hookID), msgWorkflowUnknown)
+		// Defining the same id there makes an unrelated workflow.
+		_, okm = oc.define(bob, echoID, och, echoYAML)
+		okResponse(t, okm)
+
+		// set_channel_topic on a reaction, republishing 39000.
+		topicYAML := "name: Pin\ntrigger: {on: reaction_added, emoji: '📌'}\nsteps:\n  - id: t\n    action: set_channel_topic\n    topic: 'pinned: {{trigger.emoji}} by {{trigger.author | npub}}'\n"
+		_, okm = ac.define(alice, workflow.NewID(), ch, topicYAML)
+		okResponse(t, okm)
+		mc := tr.dial(t)
+		mc.subscribe("meta", nostr.Filter{Kinds: []int{store.KindChannelMetadata}, Tags: map[string][]string{"d": {ch.String()}}, Limit: 0, LimitSet: true})
+		bc.mustAccept(bob.event(7, now(), "📌", nostr.Tag{"e", ping.ID}, chanTag(ch)))
+		meta := mc.waitFor("meta", func(e *nostr.Event) bool { return strings.Contains(string(e.AppendJSON(nil)), "pinned: 📌") })
+		if meta.PubKey != pong.PubKey {
+			t.Fatal("39000 not signed by the community key")
+		}
+		chRow, err := st.Channel(context.Background(), tr.tc.Community(), ch)
+		if err != nil || !strings.HasPrefix(chRow.About, "pinned: 📌 by npub1") {
+			t.Fatalf("channel about %q, %v", chRow.About, err)
+		}
+
+		// Removing a member disables the workflows they own there.
+		bobWF := workflow.NewID()
+		_, okm = bc.define(bob, bobWF, ch, strings.Replace(echoYAML, "ping", "bobping", 1))
+		okResponse(t, okm)
+		ac.mustAccept(alice.event(store.KindRemoveUser, now(), "", chanTag(ch), nostr.Tag{"p", bob.pub()}))
+		wf, err := st.Workflow(context.Background(), tr.tc.Community(), bobWF)
+		if err != nil || wf.Enabled {
+			t.Fatalf("removed member's workflow: enabled %v, %v", wf.Enabled, err)
+		}
+
+		// NIP-09 deletion of the coordinate deletes the workflow.
+		ac.mustAccept(alice.event(nostr.KindDeletion, now(), "", nostr.Tag{"a", fmt.Sprintf("%d:%s:%s", workflow.KindDefinition, alice.pub(), hookID)}))
+		if _, err := st.Workflow(context.Background(), tr.tc.Community(), hookID); err == nil {
+			t.Fatal("workflow survived the deletion of its coordinate")
+		}
+		okm = manual(ac, alice, hookID, def.ID, `{}`)
+		eq(t, "deleted workflow", okm.Message, msgWorkflowUnknown)
+	})
+}
