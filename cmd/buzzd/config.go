@@ -63,6 +63,8 @@ type Config struct {
 	// RelayKey is the relay's master key (BUZZ_RELAY_PRIVATE_KEY; see
 	// relaykey.go), nil when unset.
 	RelayKey *nostr.SecretKey
+	// Workflows configures the workflow engine (see workflows.go).
+	Workflows WorkflowConfig
 }
 
 // Defaults that are buzzd's own (the relay's limits default to
@@ -229,7 +231,7 @@ func settings() []setting {
 		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
 			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
-	}, append(append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...), adminSettings()...)...)
+	}, append(append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...), append(adminSettings(), workflowSettings()...)...)...)
 }
 
 // defaultConfig returns the configuration used when nothing is set.
@@ -243,6 +245,7 @@ func defaultConfig() Config {
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "text",
 		ShutdownTimeout: defaultShutdownTimeout,
+		Workflows:       defaultWorkflowConfig(),
 	}
 }
 

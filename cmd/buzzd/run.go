@@ -188,7 +188,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("HTTP API: %w", err)
 	}
-	relay, err := buzz.New(append([]buzz.Option{
+	wfOpts, err := workflowOptions(cfg, backend, logger)
+	if err != nil {
+		return err
+	}
+	relay, err := buzz.New(append(append([]buzz.Option{
 		buzz.WithStore(backend),
 		buzz.WithDirectory(fence),
 		buzz.WithControlHook(fence.onControl),
@@ -199,10 +203,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithLogger(logger),
 		buzz.WithRelayKey(relayKey),
 		buzz.WithHTTPAPI(apiVerifier),
-	}, cl.relayOptions...)...)
+	}, cl.relayOptions...), wfOpts...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
+	stopWorkflows := runWorkflows(relay, logger)
+	defer stopWorkflows()
 	if err := mountOwnerAPI(cfg, backend, relay, logger, cl.replayGuard); err != nil {
 		_ = relay.Shutdown(ctx)
 		return err
@@ -251,6 +257,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	var errs []error
+	stopWorkflows() // runs stop at a step boundary; their leases are released for other pods
 	if err := relay.Shutdown(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("relay shutdown: %w", err))
 	}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/safehttp"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+// WorkflowConfig configures the workflow engine (BUZZ_WORKFLOW_*).
+type WorkflowConfig struct {
+	// Enabled runs the engine (on by default, on both backends).
+	Enabled bool
+	// Lease is how long a run stays held without a heartbeat: after a pod
+	// dies, another takes its runs over once it lapses.
+	Lease time.Duration
+	// Concurrency is how many runs one process executes at once.
+	Concurrency int
+	// Poll is how often an idle engine looks for claimable runs.
+	Poll time.Duration
+}
+
+func defaultWorkflowConfig() WorkflowConfig {
+	return WorkflowConfig{Enabled: true, Lease: 30 * time.Second, Concurrency: 16, Poll: time.Second}
+}
+
+func workflowSettings() []setting {
+	d := defaultWorkflowConfig()
+	return []setting{
+		{env: "BUZZ_WORKFLOWS", flag: "workflows", def: "true", isBool: true,
+			usage: "run the workflow engine: kind 30620 definitions, 46020 manual runs, message and reaction triggers, durable runs (all pods of a deployment share the runs)",
+			apply: func(c *Config, v string) (err error) { c.Workflows.Enabled, err = parseBool(v); return err }},
+		{env: "BUZZ_WORKFLOW_LEASE", flag: "workflow-lease", def: fmtDuration(d.Lease),
+			usage: "how long a pod holds a workflow run without a heartbeat; when a pod dies another takes its runs over after this (Go duration, 50ms-10m)",
+			apply: func(c *Config, v string) error {
+				l, err := parsePositiveDuration(v)
+				if err == nil && (l < 50*time.Millisecond || l > 10*time.Minute) {
+					err = errors.New("want a duration from 50ms to 10m")
+				}
+				c.Workflows.Lease = l
+				return err
+			}},
+		{env: "BUZZ_WORKFLOW_CONCURRENCY", flag: "workflow-concurrency", def: fmt.Sprint(d.Concurrency),
+			usage: "workflow runs one process executes at once (1-10000); further runs wait in the store, never dropped",
+			apply: func(c *Config, v string) error {
+				n, err := parsePositive(v)
+				if err == nil && n > 10000 {
+					err = errors.New("want 1-10000")
+				}
+				c.Workflows.Concurrency = n
+				return err
+			}},
+		{env: "BUZZ_WORKFLOW_POLL", flag: "workflow-poll", def: fmtDuration(d.Poll),
+			usage: "how often an idle engine looks for due, orphaned or other pods' runs (Go duration, 10ms-1m)",
+			apply: func(c *Config, v string) error {
+				p, err := parsePositiveDuration(v)
+				if err == nil && (p < 10*time.Millisecond || p > time.Minute) {
+					err = errors.New("want a duration from 10ms to 1m")
+				}
+				c.Workflows.Poll = p
+				return err
+			}},
+	}
+}
+
+// workflowBackend is a store the engine runs on (both of buzzd's are).
+type workflowBackend interface {
+	workflow.Store
+	workflow.Authority
+}
+
+// workflowOptions returns the relay options that enable workflows on
+// backend (none when BUZZ_WORKFLOWS is off).
+func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]buzz.Option, error) {
+	if !cfg.Workflows.Enabled {
+		logger.Info("workflow engine disabled (BUZZ_WORKFLOWS=false)")
+		return nil, nil
+	}
+	st, ok := backend.(workflowBackend)
+	if !ok {
+		return nil, fmt.Errorf("workflows: the %T store keeps no workflows (set BUZZ_WORKFLOWS=false)", backend)
+	}
+	caller, err := safehttp.New()
+	if err != nil {
+		return nil, fmt.Errorf("workflows: %w", err)
+	}
+	opts := []workflow.Option{
+		workflow.WithLogger(logger),
+		workflow.WithAuthority(st),
+		workflow.WithWebhookCaller(caller),
+		workflow.WithLease(cfg.Workflows.Lease, 0),
+		workflow.WithConcurrency(cfg.Workflows.Concurrency),
+		workflow.WithPollInterval(cfg.Workflows.Poll),
+	}
+	if cfg.Cluster.PodName != "" {
+		opts = append(opts, workflow.WithWorkerName(cfg.Cluster.PodName))
+	}
+	return []buzz.Option{buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
+		return workflow.New(st, h, h, append(opts, workflow.WithTopicSetter(h), workflow.WithDMSealer(h))...)
+	})}, nil
+}
+
+// runWorkflows runs the relay's engine until the returned stop is called;
+// stop waits for the engine to hand its runs back (leases released).
+func runWorkflows(relay *buzz.Relay, logger *slog.Logger) (stop func()) {
+	eng := relay.Workflows()
+	if eng == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := eng.Run(ctx); err != nil {
+			logger.Error("workflow engine stopped", "err", err)
+		}
+	}()
+	logger.Info("workflow engine running", "worker", eng.WorkerName())
+	return func() {
+		cancel()
+		<-done
+	}
+}
