@@ -2,6 +2,7 @@ package buzz
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -274,5 +275,40 @@ func TestModerationReports(t *testing.T) {
 		mustPrefix(t, "bad status", resolve(moderator, mia, rep.ID, "done").Message, "invalid:")
 		// Nothing of all this reached Mallory live.
 		mc.expectSilence(200 * time.Millisecond)
+	})
+}
+
+// failingRestrictions is a store whose restriction lookups fail.
+type failingRestrictions struct{ *sqlite.Store }
+
+func (failingRestrictions) PubkeyRestrictions(context.Context, tenant.CommunityID, string, time.Time) ([]store.Restriction, error) {
+	return nil, errors.New("restrictions unavailable")
+}
+
+func TestModerationFailsClosed(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	m := newModRelay(t, failingRestrictions{st})
+	alice := newSigner(t)
+	c := m.dial(t, m.host)
+	eq(t, "EVENT when restrictions cannot be read", c.publish(alice.event(1, now(), "x")).Message, ingest.MsgModerationInternal)
+	eq(t, "AUTH when restrictions cannot be read", c.auth(m.authEvent(c, alice, m.host)).Message, ingest.MsgModerationInternal)
+}
+
+func TestModerationBeforeMembership(t *testing.T) {
+	eachBackend(t, func(t *testing.T, m *modRelay) {
+		const host = "closed.example"
+		owner, stranger := newSigner(t), newSigner(t)
+		id := m.owned(t, host, owner)
+		if err := m.store.SetCommunityAccess(context.Background(), id, store.AccessMembers); err != nil {
+			t.Fatal(err)
+		}
+		sc := m.authed(t, host, stranger)
+		eq(t, "a non-member before the ban", sc.publish(stranger.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+		eq(t, "owner bans a non-member", m.authed(t, host, owner).publish(m.cmd(owner, ingest.KindBan, nostr.Tag{"p", stranger.pub()})).OK, true)
+		eq(t, "the ban is checked first", sc.publish(stranger.event(1, now(), "y")).Message, "blocked: you are banned from this community")
 	})
 }
