@@ -147,6 +147,11 @@ func New(opts ...Option) (*Relay, error) {
 	for i, h := range cfg.onStored {
 		hooks[i] = h
 	}
+	r.setupNames()
+	if r.names != nil {
+		policies = append(policies, r.profileNamePolicy)
+		hooks = append(hooks, r.profileNameStored)
+	}
 	if r.wf != nil {
 		hooks = append(hooks, r.wf.onStored)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -37,17 +38,28 @@ import (
 // Answers: 200 {"name", "pubkey"}; 409 name_taken when another pubkey holds
 // the name (nothing changes); 400 invalid_name; 403 forbidden; 404
 // not_found for releasing a name nobody holds.
+//
+// A profile claims too: a kind 0 whose content's "nip05" is name@host,
+// where host is the community's own host, gives name to its author once it
+// is stored (replacing the author's previous name), and is refused with
+// "restricted: …" when another pubkey holds the name. A kind 0 naming
+// another host, or none, changes no name.
 const (
 	NIP05Path = "/.well-known/nostr.json"
 	NamesPath = "/names"
 )
 
+// setupNames enables NIP-05 names when the store keeps them.
+func (r *Relay) setupNames() {
+	if ns, ok := r.cfg.store.(store.NameStore); ok {
+		r.names = ns
+	}
+}
+
 func (r *Relay) registerNIP05() {
-	ns, ok := r.cfg.store.(store.NameStore)
-	if !ok {
+	if r.names == nil {
 		return
 	}
-	r.names = ns
 	r.HandleCommunity("GET "+NIP05Path, r.serveNIP05)
 	if r.cfg.httpAPI != nil {
 		r.HandleCommunity("POST "+NamesPath, r.serveClaimName)
@@ -220,4 +232,60 @@ func (r *Relay) serveReleaseName(w http.ResponseWriter, req *http.Request, tc te
 func (r *Relay) internalError(w http.ResponseWriter, req *http.Request, what string, err error) {
 	r.log.ErrorContext(req.Context(), "buzz: "+what, "err", err)
 	apiError(w, http.StatusInternalServerError, "error", msgInternal)
+}
+
+// profileName returns the name a kind 0 event claims in tc's community:
+// the local part of its "nip05" when the domain is tc's host.
+func profileName(tc tenant.TenantContext, ev *nostr.Event) (string, bool) {
+	if ev.Kind != nostr.KindProfile {
+		return "", false
+	}
+	var meta struct {
+		NIP05 string `json:"nip05"`
+	}
+	if json.Unmarshal([]byte(ev.Content), &meta) != nil {
+		return "", false
+	}
+	local, domain, ok := strings.Cut(meta.NIP05, "@")
+	if !ok {
+		return "", false
+	}
+	host, err := tenant.NormalizeHost(domain)
+	if err != nil || host != tc.Host() {
+		return "", false
+	}
+	return store.NormalizeName(local)
+}
+
+// profileNamePolicy refuses a kind 0 claiming a name of this community
+// that another pubkey holds.
+func (r *Relay) profileNamePolicy(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) error {
+	name, ok := profileName(tc, ev)
+	if !ok {
+		return nil
+	}
+	holder, err := r.names.NameOwner(ctx, tc.Community(), name)
+	switch {
+	case errors.Is(err, store.ErrNoName):
+		return nil
+	case err != nil:
+		r.log.ErrorContext(ctx, "buzz: NIP-05 name of a profile", "err", err)
+		return errors.New(msgInternal)
+	case holder != ev.PubKey:
+		return errors.New("restricted: the nip05 name " + name + "@" + tc.Host() + " is held by another user")
+	}
+	return nil
+}
+
+// profileNameStored gives a stored kind 0's name to its author.
+func (r *Relay) profileNameStored(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) {
+	name, ok := profileName(tc, ev)
+	if !ok {
+		return
+	}
+	if err := r.names.SetName(ctx, tc.Community(), ev.PubKey, name); err != nil {
+		// Taken between the policy and now (a race lost): the profile is
+		// stored, the name stays with the winner.
+		r.log.WarnContext(ctx, "buzz: NIP-05 name of a stored profile", "err", err)
+	}
 }

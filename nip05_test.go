@@ -131,6 +131,24 @@ func TestNIP05(t *testing.T) {
 		}
 		eq(t, "member of C", claim(carol, "c.example", map[string]string{"name": "carol"}), http.StatusOK)
 
+		// Profiles claim: a kind 0 whose nip05 is name@<this host>.
+		dave, eve := newSigner(t), newSigner(t)
+		profile := func(s *signer, nip05 string) *nostr.Event {
+			return s.event(nostr.KindProfile, now(), `{"name":"x","nip05":"`+nip05+`"}`)
+		}
+		c := p.dial(t)
+		c.mustAccept(profile(dave, "Dave@A.example"))
+		eq(t, "profile claims dave", p.nip05(t, hostA, "dave").Names["dave"], dave.pub())
+		ok := c.publish(profile(eve, "dave@a.example"))
+		eq(t, "eve's profile naming dave", ok.OK, false)
+		eq(t, "eve's profile message", ok.Message, "restricted: the nip05 name dave@a.example is held by another user")
+		c.mustAccept(profile(eve, "eve@b.example")) // another host: no name here or there
+		eq(t, "eve has no name in A", len(p.nip05(t, hostA, "eve").Names), 0)
+		eq(t, "eve has no name in B", len(p.nip05(t, hostB, "eve").Names), 0)
+		c.mustAccept(dave.event(nostr.KindProfile, now()+1, `{"nip05":"david@a.example"}`))
+		eq(t, "dave moved to david", p.nip05(t, hostA, "david").Names["david"], dave.pub())
+		eq(t, "dave is free", len(p.nip05(t, hostA, "dave").Names), 0)
+
 		code, _, body := p.get(t, "nowhere.example", NIP05Path+"?name=alice")
 		eq(t, "unmapped host", code, http.StatusNotFound)
 		eq(t, "unmapped body", string(body), tenant.ErrUnmappedHost.Error()+"\n")
