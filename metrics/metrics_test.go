@@ -1,0 +1,379 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/buzzrelay/buzz/metrics"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// scrape serves reg over promhttp (as buzzd does) and parses the text
+// exposition with the client library's parser.
+func scrape(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept", "text/plain")
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.PanicOnError}).ServeHTTP(rec, req)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		t.Fatalf("parse exposition: %v\n%s", err, rec.Body.String())
+	}
+	return fams
+}
+
+// byCommunity returns family name's values keyed by the community label.
+func byCommunity(t *testing.T, fams map[string]*dto.MetricFamily, name string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	f := fams[name]
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		var label string
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "community" {
+				label = l.GetValue()
+			}
+		}
+		if _, dup := out[label]; dup {
+			t.Fatalf("%s: community %q twice", name, label)
+		}
+		switch {
+		case m.GetCounter() != nil:
+			out[label] = m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			out[label] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	f := fams[name]
+	if f == nil {
+		t.Fatalf("no family %s", name)
+	}
+next:
+	for _, m := range f.GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.GetLabel() {
+				found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue()
+		case m.GetHistogram() != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	t.Fatalf("%s%v: no such series", name, labels)
+	return 0
+}
+
+var perCommunity = []string{
+	"buzz_community_connections", "buzz_community_events_received_total", "buzz_community_events_stored_total",
+	"buzz_community_events_refused_total", "buzz_community_reqs_total", "buzz_community_live_deliveries_total",
+}
+
+// traffic sends n events to each community (n[i] to cs[i]), one refused
+// per community, and opens one connection per community.
+func traffic(r *metrics.Recorder, cs []tenant.CommunityID, n []int) {
+	for i, c := range cs {
+		r.ConnOpened(c)
+		for j := range n[i] {
+			r.EventIngested(c, j > 0, j > 0, "rate-limited: slow down")
+		}
+		r.Req(c)
+		r.LiveDelivered(c)
+	}
+}
+
+func communities(n int) []tenant.CommunityID {
+	cs := make([]tenant.CommunityID, n)
+	for i := range cs {
+		cs[i] = tenant.NewCommunityID()
+	}
+	return cs
+}
+
+// TestScrapeModes checks the exported series for all, off and top:2 with
+// four communities of different activity.
+func TestScrapeModes(t *testing.T) {
+	cs := communities(4)
+	n := []int{5, 9, 1, 3} // busiest: cs[1], then cs[0]
+	total := 18.0
+	top2, _ := metrics.ModeTop(2)
+	for _, tc := range []struct {
+		mode metrics.Mode
+		want map[string]float64 // events received by community label
+	}{
+		{metrics.ModeAll, map[string]float64{cs[0].String(): 5, cs[1].String(): 9, cs[2].String(): 1, cs[3].String(): 3}},
+		{metrics.ModeOff, map[string]float64{}},
+		{top2, map[string]float64{cs[1].String(): 9, cs[0].String(): 5, metrics.OtherCommunity: 4}},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			r, err := metrics.New(reg, metrics.WithPerCommunity(tc.mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			traffic(r, cs, n)
+			r.StoreLatency(metrics.OpSave, 3*time.Millisecond)
+			r.StoreLatency(metrics.OpQuery, time.Millisecond)
+			r.SlowReaderDisconnected(cs[0])
+			fams := scrape(t, reg)
+
+			// Fleet totals in every mode.
+			for name, want := range map[string]float64{
+				"buzz_total_connections":                   4,
+				"buzz_total_events_received_total":         total,
+				"buzz_total_events_stored_total":           total - 4,
+				"buzz_total_reqs_total":                    4,
+				"buzz_total_live_deliveries_total":         4,
+				"buzz_total_slow_reader_disconnects_total": 1,
+			} {
+				if got := value(t, fams, name); got != want {
+					t.Errorf("%s = %v, want %v", name, got, want)
+				}
+			}
+			if got := value(t, fams, "buzz_total_events_refused_total", "reason", "rate-limited"); got != 4 {
+				t.Errorf("refused rate-limited = %v", got)
+			}
+			if got := value(t, fams, "buzz_total_events_refused_total", "reason", "invalid"); got != 0 {
+				t.Errorf("refused invalid = %v", got)
+			}
+			if got := value(t, fams, "buzz_total_store_seconds", "op", "save"); got != 1 {
+				t.Errorf("save latency samples = %v", got)
+			}
+
+			got := byCommunity(t, fams, "buzz_community_events_received_total")
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("received by community %v, want %v", got, tc.want)
+			}
+			for _, name := range perCommunity {
+				if s := byCommunity(t, fams, name); len(s) != len(tc.want) {
+					t.Errorf("%s: %d series, want %d", name, len(s), len(tc.want))
+				}
+			}
+			if tc.mode != metrics.ModeOff {
+				conns, sum := byCommunity(t, fams, "buzz_community_connections"), 0.0
+				for _, v := range conns {
+					sum += v
+				}
+				if sum != 4 {
+					t.Errorf("community connections sum to %v, want 4", sum)
+				}
+			}
+		})
+	}
+}
+
+// TestTopKCardinalityAndRerank: with top:2 every per-community metric has
+// at most three series however many communities there are; re-ranking
+// follows recent activity, and every exported counter — "other" included
+// — stays monotonic as communities move in and out of the top set.
+func TestTopKCardinalityAndRerank(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	reg := prometheus.NewRegistry()
+	top2, _ := metrics.ModeTop(2)
+	r, err := metrics.New(reg, metrics.WithPerCommunity(top2), metrics.WithRerankInterval(time.Minute), metrics.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := communities(50)
+	for i, c := range cs {
+		for range i + 1 { // cs[49] busiest, then cs[48]
+			r.EventIngested(c, true, true, "")
+		}
+	}
+	fams := scrape(t, reg)
+	for _, name := range perCommunity {
+		if s := byCommunity(t, fams, name); len(s) != 3 {
+			t.Fatalf("%s: %d series, want 3", name, len(s))
+		}
+	}
+	got := byCommunity(t, fams, "buzz_community_events_received_total")
+	if got[cs[49].String()] != 50 || got[cs[48].String()] != 49 || got[metrics.OtherCommunity] != 48*49/2 {
+		t.Fatalf("first ranking: %v", got)
+	}
+	prevOther := got[metrics.OtherCommunity]
+
+	// cs[0] and cs[1] become the busiest; before the interval passes the
+	// ranking stays.
+	for range 100 {
+		r.EventIngested(cs[0], true, true, "")
+		r.EventIngested(cs[1], true, true, "")
+	}
+	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	if _, ok := got[cs[0].String()]; ok || got[metrics.OtherCommunity] != prevOther+200 {
+		t.Fatalf("re-ranked before the interval: %v", got)
+	}
+	prevOther = got[metrics.OtherCommunity]
+	now = now.Add(time.Minute)
+	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	if got[cs[0].String()] != 101 || got[cs[1].String()] != 102 || len(got) != 3 {
+		t.Fatalf("after re-ranking: %v", got)
+	}
+	if got[metrics.OtherCommunity] < prevOther {
+		t.Fatalf("other went down: %v -> %v", prevOther, got[metrics.OtherCommunity])
+	}
+	// The series never undercount: they sum to at least the fleet total.
+	sum := 0.0
+	for _, v := range got {
+		sum += v
+	}
+	if fleet := float64(50*51/2 + 200); sum < fleet {
+		t.Fatalf("community series sum to %v, fleet received %v", sum, fleet)
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]string{"all": "all", "off": "off", "top:1": "top:1", "top:1000": "top:1000"} {
+		m, err := metrics.ParseMode(in)
+		if err != nil || m.String() != want {
+			t.Errorf("ParseMode(%q) = %v, %v", in, m, err)
+		}
+	}
+	for _, bad := range []string{"", "ALL", "none", "top", "top:", "top:0", "top:-1", "top:1001", "top:02", "top:2x", " all", "top: 2"} {
+		if _, err := metrics.ParseMode(bad); err == nil {
+			t.Errorf("ParseMode(%q) accepted", bad)
+		}
+	}
+}
+
+func TestNewValidation(t *testing.T) {
+	if _, err := metrics.New(nil); err == nil {
+		t.Error("nil registerer accepted")
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := metrics.New(reg, metrics.WithRerankInterval(time.Millisecond)); err == nil {
+		t.Error("1ms re-rank interval accepted")
+	}
+	if _, err := metrics.New(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.New(reg); err == nil {
+		t.Error("a second Recorder on one registry accepted")
+	}
+}
+
+func TestRedisUp(t *testing.T) {
+	var down bool
+	reg := prometheus.NewRegistry()
+	_, err := metrics.New(reg, metrics.WithRedisPing(func(context.Context) error {
+		if down {
+			return errors.New("down")
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, scrape(t, reg), "buzz_total_redis_up"); v != 1 {
+		t.Errorf("up = %v", v)
+	}
+	down = true
+	if v := value(t, scrape(t, reg), "buzz_total_redis_up"); v != 0 {
+		t.Errorf("down = %v", v)
+	}
+}
+
+// BenchmarkHotPath measures the per-event calls; they must not allocate.
+func BenchmarkHotPath(b *testing.B) {
+	top2, _ := metrics.ModeTop(2)
+	for _, mode := range []metrics.Mode{metrics.ModeOff, metrics.ModeAll, top2} {
+		b.Run(mode.String(), func(b *testing.B) {
+			r, err := metrics.New(prometheus.NewRegistry(), metrics.WithPerCommunity(mode))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs := communities(64)
+			for _, c := range cs {
+				r.EventIngested(c, true, true, "") // first sight allocates once
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c := cs[i&63]
+				r.EventIngested(c, i&7 != 0, i&7 != 0, "rate-limited: slow down")
+				r.LiveDelivered(c)
+				r.StoreLatency(metrics.OpSave, time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestHotPathAllocations pins the benchmark's promise in the test suite.
+func TestHotPathAllocations(t *testing.T) {
+	r, err := metrics.New(prometheus.NewRegistry(), metrics.WithPerCommunity(metrics.ModeAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tenant.NewCommunityID()
+	r.EventIngested(c, true, true, "")
+	allocs := testing.AllocsPerRun(1000, func() {
+		r.ConnOpened(c)
+		r.EventIngested(c, false, false, "invalid: bad")
+		r.Req(c)
+		r.LiveDelivered(c)
+		r.StoreLatency(metrics.OpQuery, time.Millisecond)
+		r.ConnClosed(c)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per event", allocs)
+	}
+}
+
+// TestConcurrentScrape records from several goroutines while scraping (run
+// with -race), and checks nothing is lost.
+func TestConcurrentScrape(t *testing.T) {
+	top2, _ := metrics.ModeTop(2)
+	reg := prometheus.NewRegistry()
+	r, err := metrics.New(reg, metrics.WithPerCommunity(top2), metrics.WithRerankInterval(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := communities(5)
+	done := make(chan struct{})
+	for w := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 500 {
+				r.EventIngested(cs[(w+i)%len(cs)], true, true, "")
+			}
+		}()
+	}
+	for range 20 {
+		scrape(t, reg)
+	}
+	for range 4 {
+		<-done
+	}
+	if v := value(t, scrape(t, reg), "buzz_total_events_received_total"); v != 2000 {
+		t.Fatalf("received %v, want 2000", v)
+	}
+}
