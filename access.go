@@ -638,13 +638,15 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 // (REQ, COUNT, the HTTP API) calls it through Relay.bounded (read.go).
 func (r *Relay) queryScoped(ctx context.Context, community tenant.CommunityID, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
 	if rc := r.channels; rc != nil {
-		return rc.store.QueryScoped(ctx, community, f, scope)
+		return r.observeQuery(rc.store.QueryScoped(ctx, community, f, scope))
 	}
-	return r.cfg.store.Query(ctx, community, f)
+	return r.observeQuery(r.cfg.store.Query(ctx, community, f))
 }
 
 // countScoped is queryScoped's COUNT.
 func (r *Relay) countScoped(ctx context.Context, community tenant.CommunityID, filters []nostr.Filter, scope store.Scope) (int64, error) {
+	start := time.Now()
+	defer func() { r.cfg.metrics.StoreLatency("count", time.Since(start)) }()
 	if rc := r.channels; rc != nil {
 		return rc.store.CountScoped(ctx, community, filters, scope)
 	}

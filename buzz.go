@@ -89,9 +89,10 @@ type Relay struct {
 // the NIP-40 expiry sweeper), which Shutdown stops.
 func New(opts ...Option) (*Relay, error) {
 	cfg := config{
-		limits: DefaultLimits(),
-		logger: slog.Default(),
-		now:    time.Now,
+		limits:  DefaultLimits(),
+		logger:  slog.Default(),
+		now:     time.Now,
+		metrics: noMetrics{},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -172,6 +173,7 @@ func New(opts ...Option) (*Relay, error) {
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,
 		OnRateLimited:   r.refusalHook(),
+		StoreLatency:    cfg.metrics.StoreLatency,
 	})
 	if err != nil {
 		return nil, err
@@ -298,6 +300,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	}
 	r.conns[c] = struct{}{}
 	r.mu.Unlock()
+	r.cfg.metrics.ConnOpened(tc.Community())
 
 	// The connection is served on its own goroutine and ServeHTTP returns,
 	// so the HTTP server's per-connection state (its buffers, the request)
@@ -321,6 +324,7 @@ func (r *Relay) runConn(c *conn) {
 		r.mu.Lock()
 		delete(r.conns, c)
 		r.mu.Unlock()
+		r.cfg.metrics.ConnClosed(c.tc.Community())
 		r.admission.leave(c.addr, c.tc.Community())
 		r.connClosed(c)
 	}()

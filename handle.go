@@ -129,6 +129,7 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 		}
 		out := c.r.pipeline.Ingest(c.ctx, sub)
 		c.r.inflight.end(ticket)
+		c.r.cfg.metrics.EventIngested(c.tc.Community(), out.OK, out.Stored, out.Message)
 		c.r.afterIngest(c, ev, out)
 		if out.RequestAuth {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
@@ -200,6 +201,7 @@ func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope store.S
 // size is the size of the REQ message, charged against the connection's
 // Limits.MaxConnFilterBytes while the subscription is open.
 func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
+	c.r.cfg.metrics.Req(c.tc.Community())
 	guard, g, st := c.armRead("req")
 	refuse := func(reason string, needAuth bool) {
 		c.refuseRead(guard, g, st, subID, reason, needAuth)
@@ -482,7 +484,11 @@ func (c *conn) deliverLive(matched *pubsub.Subscription, m pubsub.Message, frame
 	if !c.liveAllowed(m.Event) || !c.liveGiftWrapAllowed(m.Event) {
 		return
 	}
-	if c.deliverLiveLocked(matched, m, frames) && c.tracer != nil {
+	if !c.deliverLiveLocked(matched, m, frames) {
+		return
+	}
+	c.r.cfg.metrics.LiveDelivered(c.tc.Community())
+	if c.tracer != nil {
 		c.traceLive(matched.ID, m)
 	}
 }

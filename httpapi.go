@@ -461,6 +461,7 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 		AuthedAs: func(pk string) bool { return pk == pubkey },
 	})
 	r.inflight.end(ticket)
+	r.cfg.metrics.EventIngested(tc.Community(), out.OK, out.Stored, out.Message)
 	status := http.StatusOK
 	if !out.OK {
 		status = prefixStatus(out.Message)

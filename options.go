@@ -76,6 +76,7 @@ type config struct {
 	httpAPI        *nip98.Verifier // nil: no NIP-98 HTTP API (httpapi.go)
 	trustedProxies []netip.Prefix  // whose X-Forwarded-For is believed (admission.go)
 	workflows      *workflowConfig // nil: no workflows (workflows.go)
+	metrics        Metrics         // noMetrics unless WithMetrics (metrics_hook.go)
 }
 
 // WithStore sets the event store. Required.

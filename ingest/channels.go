@@ -402,6 +402,10 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecisi
 	ev, c := s.Event, s.Tenant.Community()
 	var err error
 	var change *store.ChannelChange
+	if obs := p.cfg.StoreLatency; obs != nil {
+		start := time.Now()
+		defer func() { obs("save", time.Since(start)) }()
+	}
 	if d.cmd != nil {
 		var ch store.ChannelChange
 		ch, err = p.cfg.Channels.Store.ApplyChannelCommand(ctx, c, *d.cmd, ev)

@@ -71,6 +71,9 @@ type Config struct {
 	// Commands maps event kinds to the functions that execute them (step
 	// 9c), e.g. the workflow engine's 30620 and 46020.
 	Commands map[int]CommandFunc
+	// StoreLatency, when set, is told how long each write to the store
+	// took (op "save": Save, ApplyChannelCommand).
+	StoreLatency func(op string, d time.Duration)
 	// Channels enables channels and community access policies (see
 	// Channels); nil refuses every event that names a channel.
 	Channels *Channels

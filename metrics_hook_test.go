@@ -1,0 +1,117 @@
+package buzz
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/buzzrelay/buzz/metrics"
+	"github.com/buzzrelay/buzz/nostr"
+)
+
+func scrapeRegistry(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
+// sample returns the value of family name's series whose labels include
+// all of want (name, value pairs).
+func sample(t *testing.T, fams map[string]*dto.MetricFamily, name string, want ...string) float64 {
+	t.Helper()
+	f := fams[name]
+	if f == nil {
+		t.Fatalf("no %s", name)
+	}
+outer:
+	for _, m := range f.GetMetric() {
+		for i := 0; i+1 < len(want); i += 2 {
+			ok := false
+			for _, l := range m.GetLabel() {
+				ok = ok || l.GetName() == want[i] && l.GetValue() == want[i+1]
+			}
+			if !ok {
+				continue outer
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue()
+		case m.GetHistogram() != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	t.Fatalf("%s%v: no series", name, want)
+	return 0
+}
+
+// TestRelayMetrics: a relay reports connections, events (stored and
+// refused), REQs, live deliveries and store latency to its Metrics.
+func TestRelayMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rec, err := metrics.New(reg, metrics.WithPerCommunity(metrics.ModeAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTestRelay(t, WithMetrics(rec))
+	sub, pub := tr.dial(t), tr.dial(t)
+	s := newSigner(t)
+	sub.subscribe("live", nostr.Filter{Kinds: []int{1}})
+	pub.mustAccept(s.event(1, now(), "one"))
+	pub.mustAccept(s.event(1, now(), "two"))
+	bad := s.event(1, now(), "x")
+	bad.Sig = bad.Sig[:len(bad.Sig)-2] + "00"
+	if ok := pub.publish(bad); ok.OK {
+		t.Fatal("bad signature accepted")
+	}
+	for range 2 {
+		if _, ok := sub.next().(*nostr.EventMessage); !ok {
+			t.Fatal("live event not delivered")
+		}
+	}
+	c := tr.tc.Community().String()
+	fams := scrapeRegistry(t, reg)
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"buzz_total_connections", nil, 2},
+		{"buzz_total_events_received_total", nil, 3},
+		{"buzz_total_events_stored_total", nil, 2},
+		{"buzz_total_events_refused_total", []string{"reason", "invalid"}, 1},
+		{"buzz_total_reqs_total", nil, 1},
+		{"buzz_total_live_deliveries_total", nil, 2},
+		{"buzz_community_events_received_total", []string{"community", c}, 3},
+		{"buzz_community_connections", []string{"community", c}, 2},
+		{"buzz_community_live_deliveries_total", []string{"community", c}, 2},
+	} {
+		if got := sample(t, fams, tc.name, tc.labels...); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	if n := sample(t, fams, "buzz_total_store_seconds", "op", "save"); n != 2 {
+		t.Errorf("save latency samples %v, want 2", n)
+	}
+	if n := sample(t, fams, "buzz_total_store_seconds", "op", "query"); n < 1 {
+		t.Errorf("query latency samples %v", n)
+	}
+	_ = sub.ws.Close()
+	waitFor(t, "connection close counted", func() bool {
+		return sample(t, scrapeRegistry(t, reg), "buzz_total_connections") == 1
+	})
+}
