@@ -193,7 +193,9 @@ type cluster struct {
 	// replayGuard is the operator API's NIP-98 replay guard: Redis when
 	// REDIS_URL is set, else nil (the verifier's in-process default).
 	replayGuard nip98.ReplayGuard
-	close       func() error
+	// redisPing asks Redis for a PONG (nil without REDIS_URL).
+	redisPing func(context.Context) error
+	close     func() error
 }
 
 // openCluster connects to Redis when configured and builds the broker, the
@@ -259,6 +261,10 @@ func openCluster(ctx context.Context, cfg ClusterConfig, logger *slog.Logger) (*
 		return nil, fmt.Errorf("NIP-98 replay guard: %w", err)
 	}
 	cl.replayGuard = g
+	cl.redisPing = func(ctx context.Context) error {
+		c := b.Client()
+		return c.Do(ctx, c.B().Ping().Build()).Error()
+	}
 	logger.Info("redis connected", "redis", redactRedisURL(cfg.RedisURL), "pod", pod, "namespace", ns)
 	return cl, nil
 }

@@ -60,6 +60,8 @@ type Config struct {
 	AdminHost string
 	// Cluster configures Redis and shared limits (see cluster.go).
 	Cluster ClusterConfig
+	// Metrics configures the Prometheus endpoint (see metrics.go).
+	Metrics MetricsConfig
 	// RelayKey is the relay's master key (BUZZ_RELAY_PRIVATE_KEY; see
 	// relaykey.go), nil when unset.
 	RelayKey *nostr.SecretKey
@@ -231,7 +233,7 @@ func settings() []setting {
 		{env: "BUZZ_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: fmtDuration(defaultShutdownTimeout),
 			usage: "how long a graceful shutdown may take before connections are dropped (Go duration)",
 			apply: func(c *Config, v string) (err error) { c.ShutdownTimeout, err = parsePositiveDuration(v); return err }},
-	}, append(append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...), append(adminSettings(), workflowSettings()...)...)...)
+	}, append(append(append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...), append(adminSettings(), workflowSettings()...)...), metricsSettings()...)...)
 }
 
 // defaultConfig returns the configuration used when nothing is set.

@@ -192,6 +192,14 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+	metricsOpt, msrv, err := startMetrics(cfg.Metrics, cl.redisPing, logger)
+	if err != nil {
+		return err
+	}
+	if msrv != nil {
+		defer msrv.srv.Close()
+		cl.relayOptions = append(cl.relayOptions, metricsOpt)
+	}
 	relay, err := buzz.New(append(append([]buzz.Option{
 		buzz.WithStore(backend),
 		buzz.WithDirectory(fence),

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gonostr "github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// TestMetricsConfig: BUZZ_USAGE_METRICS_PER_COMMUNITY accepts all, off
+// and top:K; any other value stops buzzd at start.
+func TestMetricsConfig(t *testing.T) {
+	for v, want := range map[string]string{"": "off", "all": "all", "off": "off", "top:3": "top:3"} {
+		cfg, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": v, "BUZZ_METRICS_ADDR": "127.0.0.1:9102"}), io.Discard)
+		if err != nil || cfg.Metrics.PerCommunity.String() != want || cfg.Metrics.Addr != "127.0.0.1:9102" {
+			t.Errorf("%q: %v %v", v, cfg.Metrics, err)
+		}
+	}
+	for _, v := range []string{"top", "top:0", "some", "ALL", "top:k"} {
+		_, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": v}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "BUZZ_USAGE_METRICS_PER_COMMUNITY") {
+			t.Errorf("%q: %v, want a start-up error naming the variable", v, err)
+		}
+	}
+	if _, err := parseConfig("serve", []string{"-metrics-addr", "nonsense"}, envMap(nil), io.Discard); err == nil {
+		t.Error("a malformed metrics address was accepted")
+	}
+	var ue usageError
+	err := run(t.Context(), []string{"serve"}, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": "bogus"}), io.Discard, io.Discard)
+	if err == nil || errors.As(err, &ue) {
+		t.Errorf("serve with a bogus mode: %v", err)
+	}
+}
+
+// TestE2EMetrics runs buzzd with BUZZ_METRICS_ADDR: the metrics listener
+// serves the exposition (parsed with the client library's parser) with the
+// fleet totals and the top:1 community series, while the public listener
+// serves no metrics on any host.
+func TestE2EMetrics(t *testing.T) {
+	mport := freePort(t)
+	p := startBuzzd(t, freePort(t), e2eSettings("BUZZ_DATA_DIR", t.TempDir(),
+		"BUZZ_METRICS_ADDR", "127.0.0.1:"+strconv.Itoa(mport), "BUZZ_USAGE_METRICS_PER_COMMUNITY", "top:1"))
+	sk, _ := newKey(t)
+	c := connect(t, p.url)
+	if err := c.publish(signed(t, sk, 1, time.Now().Unix(), "counted", gonostr.Tags{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.query(gonostr.Filter{Kinds: []int{1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	get := func(url string) (int, []byte) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	var body []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var st int
+		st, body = get("http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics")
+		if st != http.StatusOK {
+			t.Fatalf("metrics listener: %d", st)
+		}
+		if bytes.Contains(body, []byte("buzz_total_events_stored_total 1")) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	for _, name := range []string{"buzz_total_connections", "buzz_total_events_received_total", "buzz_total_events_stored_total",
+		"buzz_total_reqs_total", "buzz_total_store_seconds", "buzz_community_events_received_total", "go_goroutines"} {
+		if fams[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+	if f := fams["buzz_total_events_stored_total"]; f == nil || f.GetMetric()[0].GetCounter().GetValue() != 1 {
+		t.Errorf("stored: %v", f)
+	}
+	if f := fams["buzz_community_events_received_total"]; f == nil || len(f.GetMetric()) != 2 { // the community and other
+		t.Errorf("top:1 series: %v", f)
+	}
+	// Never on the public listener.
+	if st, b := get("http://127.0.0.1:" + strconv.Itoa(p.port) + "/metrics"); st == http.StatusOK || bytes.Contains(b, []byte("buzz_total")) {
+		t.Fatalf("public listener served metrics: %d %s", st, b)
+	}
+}
