@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,6 +154,8 @@ func TestHTTPAPI(t *testing.T) {
 		eq(t, "ws sees http event", strings.Join(ids(c.req("s", nostr.Filter{IDs: []string{note.ID}})), ","), note.ID)
 		wsNote := bob.event(1, now(), "hello over ws")
 		c.mustAccept(wsNote)
+
+		eq(t, "NIP-11 lists NIP-98", slices.Contains(p.relay.NIP11Document().SupportedNIPs, 98), true)
 
 		// /query with one filter and with a list; /count.
 		code, body = p.apiJSON(t, bob, hostA, QueryPath, nostr.Filter{IDs: []string{wsNote.ID}})
@@ -312,6 +315,14 @@ func TestHTTPAPIChannels(t *testing.T) {
 		code, body2 := p.apiJSON(t, stranger, host, QueryPath, hFilter(storetest.NewChannelID()))
 		eq(t, "random channel", code, http.StatusForbidden)
 		eq(t, "random channel body", string(body2), string(body))
+		// On another community's host the channel does not exist either:
+		// its owner gets the answer of a random id.
+		if _, _, err := p.st.EnsureCommunity(context.Background(), "b.example"); err != nil {
+			t.Fatal(err)
+		}
+		code, body3 := p.apiJSON(t, owner, "b.example", QueryPath, hFilter(id))
+		eq(t, "channel of A named on B", code, http.StatusForbidden)
+		eq(t, "channel of A named on B body", string(body3), string(body))
 	})
 }
 

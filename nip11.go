@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
@@ -69,8 +70,22 @@ type NIP11Limitation struct {
 	MaxQuerySeconds          int `json:"max_query_seconds"`
 }
 
-// supportedNIPs are the NIPs this relay implements, all always on.
+// supportedNIPs are the NIPs this relay implements, all always on; NIP-05
+// (the store keeps names) and NIP-98 (WithHTTPAPI) are added when on.
 var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45, 50}
+
+// nips is the supported_nips list of this relay.
+func (r *Relay) nips() []int {
+	out := slices.Clone(supportedNIPs[:])
+	if r.names != nil {
+		out = append(out, 5)
+	}
+	if r.cfg.httpAPI != nil {
+		out = append(out, 98)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // NIP11Document returns the document the relay serves.
 func (r *Relay) NIP11Document() NIP11Document {
@@ -92,7 +107,7 @@ func (r *Relay) NIP11Document() NIP11Document {
 		Software:      i.Software,
 		Version:       i.Version,
 		Icon:          i.Icon,
-		SupportedNIPs: supportedNIPs[:],
+		SupportedNIPs: r.nips(),
 		Limitation: NIP11Limitation{
 			MaxMessageLength:    l.MaxFrameBytes,
 			MaxSubscriptions:    l.MaxSubscriptions,
