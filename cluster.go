@@ -269,6 +269,8 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 				inv.Invalidate(h)
 			}
 		}
+		hosts := m.Hosts
+		r.cl.goAction(func(ctx context.Context) { r.closeUnboundHosts(ctx, community, hosts) })
 	case control.RestrictionChanged:
 		r.restrictionChanged(community, m)
 	}

@@ -2,6 +2,8 @@ package buzz
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -84,4 +86,26 @@ func (r *Relay) connsOf(c tenant.CommunityID, skip map[*conn]bool) []*conn {
 		}
 	}
 	return out
+}
+
+// closeUnboundHosts closes, on this process, the connections of community
+// bound through one of hosts when that host no longer selects the
+// community (a removed host alias), with CloseCommunityGone. A host the
+// directory cannot look up right now keeps its connections (logged).
+func (r *Relay) closeUnboundHosts(ctx context.Context, community tenant.CommunityID, hosts []string) {
+	for _, c := range r.connsOf(community, nil) {
+		host := c.tc.Host()
+		if !slices.Contains(hosts, host) {
+			continue
+		}
+		id, err := r.cfg.directory.LookupHost(ctx, host)
+		switch {
+		case err == nil && id == community:
+			continue // still served
+		case err != nil && !errors.Is(err, tenant.ErrUnmappedHost):
+			r.log.WarnContext(ctx, "buzz: host lookup after a host change", "err", err)
+			continue
+		}
+		c.beginClose(CloseCommunityGone, CloseCommunityGoneText)
+	}
 }

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,7 +11,17 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/operator"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/tenant"
 )
+
+// publisherFunc adapts a func to operator.ControlPublisher.
+type publisherFunc func(ctx context.Context, c tenant.CommunityID, m control.Message) error
+
+func (f publisherFunc) PublishControl(ctx context.Context, c tenant.CommunityID, m control.Message) error {
+	return f(ctx, c, m)
+}
 
 // authOver dials host, authenticates as sk with relay tag relayURL and
 // returns the OK message's accepted flag and text.
@@ -47,7 +58,10 @@ func (e *env) authOver(host, relayURL string, sk nostr.SecretKey) (bool, string)
 
 func TestOperatorAliases(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func(t *testing.T) backend) {
-		e := newEnv(t, open(t))
+		var e *env
+		e = newEnv(t, open(t), operator.WithControlPublisher(publisherFunc(func(ctx context.Context, c tenant.CommunityID, m control.Message) error {
+			return e.relay.PublishControl(ctx, c, m)
+		})))
 		status, body := e.api(e.op, http.MethodPost, "/operator/communities", map[string]any{"host": "c.example"})
 		expect(t, status, body, http.StatusCreated, "")
 		id := body["community_id"].(string)
@@ -86,8 +100,22 @@ func TestOperatorAliases(t *testing.T) {
 			t.Fatal("AUTH naming the alias accepted on the primary host")
 		}
 
+		bound, code := e.dial("alias.example")
+		if code != http.StatusSwitchingProtocols {
+			t.Fatalf("dial the alias: %d", code)
+		}
+		primary, _ := e.dial("c.example")
 		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases/remove", map[string]any{"alias": "alias.example"})
 		expect(t, status, body, http.StatusOK, "")
+		// A connection bound through the removed alias is closed; one
+		// through the community's own host is not.
+		if got := closeCode(t, bound); got != websocket.ClosePolicyViolation {
+			t.Fatalf("connection through the removed alias closed with %d, want 1008", got)
+		}
+		_ = primary.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, _, err := primary.ReadMessage(); !strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("connection through the primary host: %v", err)
+		}
 		if body["community_id"] != id || body["status"] != "removed" {
 			t.Fatalf("removed %v", body)
 		}
