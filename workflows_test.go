@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/nostr/nip59"
 	"github.com/buzzrelay/buzz/safehttp"
@@ -79,7 +80,11 @@ func workflowRelay(t *testing.T, st wfBackend, hook *hookServer) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := backendRelay(t, st, WithRelayKey(testMaster), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
+	apiV, err := nip98.NewVerifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := backendRelay(t, st, WithRelayKey(testMaster), WithHTTPAPI(apiV), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
 		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h),
 			workflow.WithWebhookCaller(caller), workflow.WithPollInterval(20*time.Millisecond),
 			workflow.WithLogger(quietLogger()), workflow.WithCacheTTL(0))

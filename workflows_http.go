@@ -1,0 +1,303 @@
+package buzz
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+// The workflow HTTP API, served on every community host when both
+// WithWorkflows and WithHTTPAPI are set, NIP-98 authenticated like the
+// rest of the HTTP API (u = this community's URL; POSTs carry a payload
+// tag):
+//
+//	GET  /workflows?channel=<uuid>        the channel's workflows
+//	GET  /workflows/{id}                  one workflow, with its definition
+//	POST /workflows/{id}/enable, /disable channel owner or admin, or the
+//	                                      workflow's owner → the workflow
+//	GET  /workflows/{id}/runs?cursor=&limit=
+//	                                      its runs, newest first, each with
+//	                                      its trace; limit default 100, max
+//	                                      1000; next_cursor ("" at the end)
+//
+// The signer must be able to read the workflow's channel. A workflow or
+// channel that does not exist in this community — another community's id,
+// a channel the signer cannot read — is 404 {"error":"not_found",…} with
+// the same bytes as a random id.
+const (
+	WorkflowsPath = "/workflows"
+)
+
+const (
+	msgWorkflowNotFound = "invalid: no such workflow"
+	msgChannelNotFound  = "invalid: no such channel"
+	msgWorkflowForbid   = "restricted: only the channel's owners and admins, or the workflow's owner, may enable or disable it"
+	msgBadChannelParam  = "invalid: channel must be a channel UUID"
+	msgBadRunPage       = "invalid: limit must be a positive integer and cursor one a previous page returned"
+)
+
+func (r *Relay) registerWorkflowAPI() {
+	if r.wf == nil || r.cfg.httpAPI == nil {
+		return
+	}
+	r.HandleCommunity("GET "+WorkflowsPath, r.serveWorkflowList)
+	r.HandleCommunity("GET "+WorkflowsPath+"/{id}", r.serveWorkflowGet)
+	r.HandleCommunity("POST "+WorkflowsPath+"/{id}/enable", func(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+		r.serveWorkflowEnable(w, req, tc, true)
+	})
+	r.HandleCommunity("POST "+WorkflowsPath+"/{id}/disable", func(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+		r.serveWorkflowEnable(w, req, tc, false)
+	})
+	r.HandleCommunity("GET "+WorkflowsPath+"/{id}/runs", r.serveWorkflowRuns)
+}
+
+// authenticateAny is authenticate for any method: a POST must carry a
+// payload tag, a GET has no body.
+func (r *Relay) authenticateAny(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (string, bool) {
+	if req.Method == http.MethodPost {
+		pk, _, ok := r.authenticate(w, req, tc)
+		return pk, ok
+	}
+	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, req.Body, MaxHTTPBodyBytes))
+	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(r.origin(req, tc), req), nil)
+	hr.Scope = nip98.CommunityScope(tc.Community())
+	pk, err := r.cfg.httpAPI.Verify(req.Context(), hr)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", nip98.Scheme)
+		apiError(w, http.StatusUnauthorized, "unauthorized", nip98Message(err))
+		return "", false
+	}
+	return pk, true
+}
+
+func notFound(w http.ResponseWriter, msg string) {
+	apiError(w, http.StatusNotFound, "not_found", msg)
+}
+
+
+
+// readableChannel returns the signer's role in channel id (ok when the
+// channel exists in tc's community and the signer may read it).
+func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id store.ChannelID, pubkey string) (role store.Role, ok bool, err error) {
+	cs := r.channels.store
+	ch, err := cs.Channel(req.Context(), tc.Community(), id)
+	if errors.Is(err, store.ErrNoChannel) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	role, member, err := cs.ChannelRole(req.Context(), tc.Community(), id, pubkey)
+	if err != nil {
+		return "", false, err
+	}
+	return role, store.MayRead(ch, member), nil
+}
+
+// visibleWorkflow returns workflow {id} of tc's community when the signer
+// may read its channel; it answers 404 itself otherwise.
+func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string) (workflow.Workflow, store.Role, bool) {
+	id, ok := workflow.ParseID(req.PathValue("id"))
+	if !ok {
+		notFound(w, msgWorkflowNotFound)
+		return workflow.Workflow{}, "", false
+	}
+	wf, err := r.wf.store.Workflow(req.Context(), tc.Community(), id)
+	if errors.Is(err, workflow.ErrNotFound) {
+		notFound(w, msgWorkflowNotFound)
+		return workflow.Workflow{}, "", false
+	}
+	if err != nil {
+		r.internalError(w, req, "workflow", err)
+		return workflow.Workflow{}, "", false
+	}
+	role, readable, err := r.readableChannel(req, tc, wf.Channel, pubkey)
+	if err != nil {
+		r.internalError(w, req, "channel", err)
+		return workflow.Workflow{}, "", false
+	}
+	if !readable {
+		notFound(w, msgWorkflowNotFound)
+		return workflow.Workflow{}, "", false
+	}
+	return wf, role, true
+}
+
+// workflowJSON is a workflow as the API returns it.
+type workflowJSON struct {
+	ID         string          `json:"id"`
+	Channel    string          `json:"channel"`
+	Owner      string          `json:"owner"`
+	Name       string          `json:"name"`
+	Enabled    bool            `json:"enabled"`
+	Trigger    string          `json:"trigger"`
+	Revision   string          `json:"revision"`
+	EventID    string          `json:"event_id,omitempty"`
+	Definition json.RawMessage `json:"definition,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+func toWorkflowJSON(wf *workflow.Workflow, withDef bool) workflowJSON {
+	out := workflowJSON{
+		ID: wf.ID.String(), Channel: wf.Channel.String(), Owner: wf.Owner, Name: wf.Name,
+		Enabled: wf.Enabled, Revision: wf.Revision(), EventID: wf.EventID,
+		CreatedAt: wf.CreatedAt.UTC(), UpdatedAt: wf.UpdatedAt.UTC(),
+	}
+	if wf.Definition != nil {
+		out.Trigger = string(wf.Definition.Trigger.On)
+		if out.Name == "" {
+			out.Name = wf.Definition.Name
+		}
+		if withDef {
+			out.Definition = wf.Definition.CanonicalJSON()
+		}
+	}
+	return out
+}
+
+func (r *Relay) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	pk, ok := r.authenticateAny(w, req, tc)
+	if !ok {
+		return
+	}
+	ch, ok := store.ParseChannelID(req.URL.Query().Get("channel"))
+	if !ok {
+		apiError(w, http.StatusBadRequest, "invalid", msgBadChannelParam)
+		return
+	}
+	_, readable, err := r.readableChannel(req, tc, ch, pk)
+	if err != nil {
+		r.internalError(w, req, "channel", err)
+		return
+	}
+	if !readable {
+		notFound(w, msgChannelNotFound)
+		return
+	}
+	wfs, err := r.wf.store.Workflows(req.Context(), tc.Community(), ch)
+	if err != nil {
+		r.internalError(w, req, "workflows", err)
+		return
+	}
+	out := make([]workflowJSON, len(wfs))
+	for i := range wfs {
+		out[i] = toWorkflowJSON(&wfs[i], false)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workflows": out})
+}
+
+func (r *Relay) serveWorkflowGet(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	pk, ok := r.authenticateAny(w, req, tc)
+	if !ok {
+		return
+	}
+	wf, _, ok := r.visibleWorkflow(w, req, tc, pk)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, toWorkflowJSON(&wf, true))
+}
+
+func (r *Relay) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, enabled bool) {
+	pk, ok := r.authenticateAny(w, req, tc)
+	if !ok {
+		return
+	}
+	wf, role, ok := r.visibleWorkflow(w, req, tc, pk)
+	if !ok {
+		return
+	}
+	if role != store.RoleOwner && role != store.RoleAdmin && pk != wf.Owner {
+		apiError(w, http.StatusForbidden, "restricted", msgWorkflowForbid)
+		return
+	}
+	err := r.wf.store.SetWorkflowEnabled(req.Context(), tc.Community(), wf.ID, enabled)
+	if errors.Is(err, workflow.ErrNotFound) {
+		notFound(w, msgWorkflowNotFound)
+		return
+	}
+	if err != nil {
+		r.internalError(w, req, "enable", err)
+		return
+	}
+	r.wf.engine.Invalidate(tc.Community(), wf.Channel)
+	wf.Enabled = enabled
+	writeJSON(w, http.StatusOK, toWorkflowJSON(&wf, false))
+}
+
+// runJSON is a run as the API returns it.
+type runJSON struct {
+	ID             string               `json:"id"`
+	Workflow       string               `json:"workflow_id"`
+	Status         string               `json:"status"`
+	TriggerEventID string               `json:"trigger_event_id"`
+	Trigger        map[string]any       `json:"trigger"`
+	CurrentStep    int                  `json:"current_step"`
+	Trace          []workflow.StepTrace `json:"trace"`
+	ErrorCode      string               `json:"error_code,omitempty"`
+	Error          string               `json:"error,omitempty"`
+	ResumeAt       *time.Time           `json:"resume_at,omitempty"`
+	CreatedAt      time.Time            `json:"created_at"`
+	StartedAt      *time.Time           `json:"started_at,omitempty"`
+	CompletedAt    *time.Time           `json:"completed_at,omitempty"`
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (r *Relay) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	pk, ok := r.authenticateAny(w, req, tc)
+	if !ok {
+		return
+	}
+	wf, _, ok := r.visibleWorkflow(w, req, tc, pk)
+	if !ok {
+		return
+	}
+	page := workflow.RunPage{Cursor: req.URL.Query().Get("cursor")}
+	if l := req.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			apiError(w, http.StatusBadRequest, "invalid", msgBadRunPage)
+			return
+		}
+		page.Limit = min(n, workflow.MaxRunPage)
+	}
+	runs, next, err := r.wf.store.Runs(req.Context(), tc.Community(), wf.ID, page)
+	if errors.Is(err, workflow.ErrBadCursor) {
+		apiError(w, http.StatusBadRequest, "invalid", msgBadRunPage)
+		return
+	}
+	if err != nil {
+		r.internalError(w, req, "runs", err)
+		return
+	}
+	out := make([]runJSON, len(runs))
+	for i, run := range runs {
+		trace := run.Trace
+		if trace == nil {
+			trace = []workflow.StepTrace{}
+		}
+		out[i] = runJSON{
+			ID: run.ID.String(), Workflow: run.Workflow.String(), Status: string(run.Status),
+			TriggerEventID: run.TriggerEventID, Trigger: run.Trigger, CurrentStep: run.CurrentStep,
+			Trace: trace, ErrorCode: run.ErrorCode, Error: run.Error, ResumeAt: optTime(run.ResumeAt),
+			CreatedAt: run.CreatedAt.UTC(), StartedAt: optTime(run.StartedAt), CompletedAt: optTime(run.CompletedAt),
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "next_cursor": next})
+}
