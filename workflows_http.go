@@ -82,8 +82,6 @@ func notFound(w http.ResponseWriter, msg string) {
 	apiError(w, http.StatusNotFound, "not_found", msg)
 }
 
-
-
 // readableChannel returns the signer's role in channel id (ok when the
 // channel exists in tc's community and the signer may read it).
 func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id store.ChannelID, pubkey string) (role store.Role, ok bool, err error) {
