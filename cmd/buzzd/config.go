@@ -481,6 +481,9 @@ Usage:
   buzzd audit verify [-host H | -all] [flags]
                           recompute audit chains; print each community's first
                           broken seq; exit status 1 if any chain is broken
+  buzzd admin <command>   change communities, members and owners on the configured
+                          store directly (keygen, community, channel, member;
+                          see buzzd admin help)
   buzzd version           print the version and exit
   buzzd help              print this help
 

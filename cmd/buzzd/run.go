@@ -49,6 +49,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return serve(ctx, cfg, logger)
 	case "audit":
 		return runAudit(ctx, args, lookupEnv, stdout, stderr)
+	case "admin":
+		return runAdmin(ctx, args, lookupEnv, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("version takes no arguments")}
@@ -59,7 +61,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		printUsage(stdout)
 		return nil
 	default:
-		return usageError{fmt.Errorf("unknown command %q (want serve, migrate, audit, version or help)", cmd)}
+		return usageError{fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
 	}
 }
 

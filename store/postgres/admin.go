@@ -411,3 +411,20 @@ func (s *Store) AddHostAlias(ctx context.Context, alias string, id tenant.Commun
 	}
 	return outcome
 }
+
+// Communities lists every community of the registry, archived ones
+// included, oldest first (for the local admin CLI).
+func (s *Store) Communities(ctx context.Context) ([]store.Community, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+communityCols+` FROM communities ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: communities: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Community, error) { return scanCommunity(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: communities: %w", err)
+	}
+	if out == nil {
+		out = []store.Community{}
+	}
+	return out, nil
+}

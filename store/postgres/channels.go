@@ -561,3 +561,33 @@ func (s *Store) SetCommunityProfile(ctx context.Context, c tenant.CommunityID, p
 	s.audit.pending(c)
 	return nil
 }
+
+// Channels lists community c's channels that are not deleted, oldest
+// first (for the local admin CLI). An unknown community has none.
+func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]store.Channel, error) {
+	if c.IsZero() {
+		return []store.Channel{}, nil
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, c.UUID())
+	out := []store.Channel{}
+	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ch, err := scanPGChannel(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, ch)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: channels: %w", err)
+	}
+	return out, nil
+}

@@ -361,3 +361,25 @@ func (s *Store) AddHostAlias(ctx context.Context, alias string, id tenant.Commun
 	}
 	return err
 }
+
+// Communities lists every community of the registry, archived ones
+// included, oldest first (for the local admin CLI).
+func (s *Store) Communities(ctx context.Context) ([]store.Community, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+communityCols+` FROM communities ORDER BY created_at, seq`)
+	if err != nil {
+		return nil, internal("communities", err)
+	}
+	defer rows.Close()
+	out := []store.Community{}
+	for rows.Next() {
+		row, err := scanCommunity(rows)
+		if err != nil {
+			return nil, internal("communities", err)
+		}
+		out = append(out, row.c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal("communities", err)
+	}
+	return out, nil
+}

@@ -582,3 +582,32 @@ func (s *Store) SetCommunityProfile(ctx context.Context, c tenant.CommunityID, p
 		return w.appendAudit(cseq, c, store.ProfileAudit(ctx, p))
 	})
 }
+
+// Channels lists community c's channels that are not deleted, oldest
+// first (for the local admin CLI). An unknown community has none.
+func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]store.Channel, error) {
+	out := []store.Channel{}
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+channelCols+` FROM channels WHERE community = ? AND deleted_at IS NULL ORDER BY created_at, id`, cseq)
+	if err != nil {
+		return nil, internal("channels", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ch, err := scanChannel(rows)
+		if err != nil {
+			return nil, internal("channels", err)
+		}
+		out = append(out, ch)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal("channels", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,606 @@
+package main
+
+// buzzd admin: the operator API's changes, and a few listings, for whoever
+// can run the binary next to the store — no NIP-98 tooling needed.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/operator"
+	"github.com/buzzrelay/buzz/pubsub/redis"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+const adminUsage = `usage: buzzd admin <command> [flags]
+
+  keygen                                   print a new key pair (hex and bech32)
+  community add HOST [-owner PUBKEY] [-create-only]
+  community list [-owner PUBKEY]           every community, or one owner's
+  community archive HOST                   unmap HOST (the RELAY_URL community is protected)
+  community unarchive HOST
+  community transfer HOST NEW_OWNER
+  channel list HOST
+  member add HOST PUBKEY [-role ROLE]      ROLE: admin, moderator, member (default)
+  member role HOST PUBKEY ROLE
+  member remove HOST PUBKEY
+
+A PUBKEY is 64 hex characters or an npub. Flags: -json prints JSON for
+scripts; -actor PUBKEY names who acts in the audit chain (default: none,
+a local administrator). The store is the one buzzd is configured with
+(DATABASE_URL, else BUZZ_DATA_DIR; every buzzd setting and flag applies).
+Changes go through the same store calls, quotas and audit entries as the
+operator API; with REDIS_URL set, running pods are told at once (host
+changes, disconnects of an archived community or removed member).
+`
+
+// adminStore is what the admin CLI needs of a backend; store/sqlite and
+// store/postgres implement it.
+type adminStore interface {
+	store.Backend
+	operator.Store
+	PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role store.Role) error
+	RemoveCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string) error
+	CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error)
+	Communities(ctx context.Context) ([]store.Community, error)
+	Channels(ctx context.Context, c tenant.CommunityID) ([]store.Channel, error)
+}
+
+// adminFlags are the flags of the admin commands (the settings' flags are
+// passed on to parseConfig).
+type adminFlags struct {
+	json, createOnly bool
+	actor, owner     string
+	role             string
+}
+
+// runAdmin runs "buzzd admin …" (args without "admin").
+func runAdmin(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	var f adminFlags
+	words, rest, err := splitAdminArgs(args, &f)
+	if err != nil {
+		return err
+	}
+	if len(words) == 0 || words[0] == "help" {
+		fmt.Fprint(stdout, adminUsage)
+		return nil
+	}
+	if words[0] == "keygen" {
+		if len(words) != 1 {
+			return usageError{errors.New("admin keygen takes no arguments")}
+		}
+		return adminKeygen(stdout, f.json)
+	}
+	if len(words) < 2 {
+		return usageError{fmt.Errorf("admin %s: want a subcommand (see buzzd admin help)", words[0])}
+	}
+	cfg, err := parseConfig("admin", rest, lookupEnv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if f.actor != "" {
+		if f.actor, err = nostr.ParsePubKey(f.actor); err != nil {
+			return usageError{errors.New("-actor: want 64 hex characters or an npub")}
+		}
+	}
+	a := &adminCmd{cfg: cfg, flags: f, out: stdout, log: newLogger(cfg, stderr)}
+	backend, err := openBackend(ctx, cfg, a.log)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	st, ok := backend.(adminStore)
+	if !ok {
+		return errors.New("admin: the store does not keep a community registry")
+	}
+	a.st = st
+	return a.dispatch(audit.WithActor(ctx, f.actor), words)
+}
+
+// splitAdminArgs separates the command words, the admin flags (into f) and
+// the settings' flags (returned in rest, for parseConfig). Flags may come
+// anywhere, with "-name value" or "-name=value".
+func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err error) {
+	settingIsBool := map[string]bool{}
+	for _, s := range settings() {
+		settingIsBool[s.flag] = s.isBool
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			words = append(words, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		value := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", usageError{fmt.Errorf("flag -%s needs a value", name)}
+			}
+			i++
+			return args[i], nil
+		}
+		switch name {
+		case "json", "create-only":
+			b := true
+			if hasVal {
+				if b, err = parseBool(val); err != nil {
+					return nil, nil, usageError{fmt.Errorf("-%s: %w", name, err)}
+				}
+			}
+			if name == "json" {
+				f.json = b
+			} else {
+				f.createOnly = b
+			}
+		case "actor", "owner", "role":
+			v, err := value()
+			if err != nil {
+				return nil, nil, err
+			}
+			switch name {
+			case "actor":
+				f.actor = v
+			case "owner":
+				f.owner = v
+			default:
+				f.role = v
+			}
+		case "h", "help":
+			return []string{"help"}, nil, nil
+		default:
+			isBool, known := settingIsBool[name]
+			if !known {
+				return nil, nil, usageError{fmt.Errorf("admin: unknown flag -%s", name)}
+			}
+			rest = append(rest, a)
+			if !isBool && !hasVal {
+				if i+1 >= len(args) {
+					return nil, nil, usageError{fmt.Errorf("flag -%s needs a value", name)}
+				}
+				i++
+				rest = append(rest, args[i])
+			}
+		}
+	}
+	return words, rest, nil
+}
+
+// keyPair is keygen's output.
+type keyPair struct {
+	SecretKey string `json:"secret_key"`
+	Nsec      string `json:"nsec"`
+	PubKey    string `json:"pubkey"`
+	Npub      string `json:"npub"`
+}
+
+func adminKeygen(w io.Writer, asJSON bool) error {
+	sk, err := nostr.GenerateSecretKey()
+	if err != nil {
+		return err
+	}
+	kp := keyPair{SecretKey: sk.Hex(), PubKey: sk.PublicKey()}
+	if kp.Nsec, err = nostr.EncodeNsec(sk); err != nil {
+		return err
+	}
+	if kp.Npub, err = nostr.EncodeNpub(kp.PubKey); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSONLine(w, kp)
+	}
+	_, err = fmt.Fprintf(w, "secret key  %s\nnsec        %s\npublic key  %s\nnpub        %s\nKeep the secret key private; give the public key (either form) to buzzd.\n",
+		kp.SecretKey, kp.Nsec, kp.PubKey, kp.Npub)
+	return err
+}
+
+// adminCmd runs one admin command on a store.
+type adminCmd struct {
+	cfg   Config
+	flags adminFlags
+	st    adminStore
+	out   io.Writer
+	log   *slog.Logger
+}
+
+// communityJSON is a community in -json output.
+type communityJSON struct {
+	CommunityID string  `json:"community_id"`
+	Host        string  `json:"host"`
+	OwnerPubKey *string `json:"owner_pubkey"`
+	CreatedAt   string  `json:"created_at"`
+	ArchivedAt  *string `json:"archived_at"`
+	Status      string  `json:"status,omitempty"`
+}
+
+func toJSON(c store.Community, status string) communityJSON {
+	j := communityJSON{CommunityID: c.ID.String(), Host: c.Host, CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339), Status: status}
+	if c.OwnerPubKey != "" {
+		j.OwnerPubKey = &c.OwnerPubKey
+	}
+	if c.Archived() {
+		s := c.ArchivedAt.UTC().Format(time.RFC3339)
+		j.ArchivedAt = &s
+	}
+	return j
+}
+
+func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
+	want := func(n int, form string) error {
+		if len(w) != n {
+			return usageError{fmt.Errorf("admin: want \"buzzd admin %s\"", form)}
+		}
+		return nil
+	}
+	switch w[0] + " " + w[1] {
+	case "community add":
+		if err := want(3, "community add HOST [-owner PUBKEY] [-create-only]"); err != nil {
+			return err
+		}
+		return a.communityAdd(ctx, w[2])
+	case "community list":
+		if err := want(2, "community list [-owner PUBKEY]"); err != nil {
+			return err
+		}
+		return a.communityList(ctx)
+	case "community archive", "community unarchive":
+		if err := want(3, w[1]+" HOST"); err != nil {
+			return err
+		}
+		return a.communityArchive(ctx, w[2], w[1] == "archive")
+	case "community transfer":
+		if err := want(4, "community transfer HOST NEW_OWNER"); err != nil {
+			return err
+		}
+		return a.communityTransfer(ctx, w[2], w[3])
+	case "channel list":
+		if err := want(3, "channel list HOST"); err != nil {
+			return err
+		}
+		return a.channelList(ctx, w[2])
+	case "member add":
+		if err := want(4, "member add HOST PUBKEY [-role ROLE]"); err != nil {
+			return err
+		}
+		role := a.flags.role
+		if role == "" {
+			role = string(store.RoleMember)
+		}
+		return a.memberPut(ctx, w[2], w[3], role, "added")
+	case "member role":
+		if err := want(5, "member role HOST PUBKEY ROLE"); err != nil {
+			return err
+		}
+		return a.memberPut(ctx, w[2], w[3], w[4], "role set")
+	case "member remove":
+		if err := want(4, "member remove HOST PUBKEY"); err != nil {
+			return err
+		}
+		return a.memberRemove(ctx, w[2], w[3])
+	}
+	return usageError{fmt.Errorf("admin: unknown command %q (see buzzd admin help)", strings.Join(w[:2], " "))}
+}
+
+// community resolves a HOST argument, archived communities included.
+func (a *adminCmd) community(ctx context.Context, raw string) (store.Community, error) {
+	host, err := tenant.NormalizeHost(raw)
+	if err != nil {
+		return store.Community{}, usageError{fmt.Errorf("%q is not a host", raw)}
+	}
+	c, err := a.st.CommunityByHost(ctx, host)
+	if errors.Is(err, store.ErrNoCommunity) {
+		return c, fmt.Errorf("no community has the host %s", host)
+	}
+	return c, err
+}
+
+func (a *adminCmd) maxOwned() int {
+	if a.cfg.Operator.MaxCommunitiesPerOwner > 0 {
+		return a.cfg.Operator.MaxCommunitiesPerOwner
+	}
+	return operator.DefaultMaxCommunitiesPerOwner
+}
+
+func (a *adminCmd) communityAdd(ctx context.Context, raw string) error {
+	host, err := tenant.NormalizeHost(raw)
+	if err != nil || tenant.ValidateHost(host) != nil {
+		return usageError{fmt.Errorf("%q is not a valid host", raw)}
+	}
+	owner := ""
+	if a.flags.owner != "" {
+		if owner, err = nostr.ParsePubKey(a.flags.owner); err != nil {
+			return usageError{errors.New("-owner: want 64 hex characters or an npub")}
+		}
+	}
+	c, created, err := a.st.CreateCommunity(ctx, store.NewCommunity{Host: host, OwnerPubKey: owner, CreateOnly: a.flags.createOnly, MaxPerOwner: a.maxOwned()})
+	if err != nil {
+		return adminStoreError(err, a.maxOwned())
+	}
+	status := "existed"
+	if created {
+		status = "created"
+		a.tellPods(ctx, c.ID, control.HostsChanged{Hosts: []string{c.Host}})
+	}
+	if a.flags.json {
+		return writeJSONLine(a.out, toJSON(c, status))
+	}
+	_, err = fmt.Fprintf(a.out, "%s community %s for %s%s\n", status, c.ID, c.Host, ownerNote(c.OwnerPubKey))
+	return err
+}
+
+func (a *adminCmd) communityList(ctx context.Context) error {
+	var cs []store.Community
+	var err error
+	if a.flags.owner != "" {
+		owner, perr := nostr.ParsePubKey(a.flags.owner)
+		if perr != nil {
+			return usageError{errors.New("-owner: want 64 hex characters or an npub")}
+		}
+		cs, err = a.st.OwnedCommunities(ctx, owner)
+	} else {
+		cs, err = a.st.Communities(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		out := make([]communityJSON, 0, len(cs))
+		for _, c := range cs {
+			out = append(out, toJSON(c, ""))
+		}
+		return writeJSONLine(a.out, out)
+	}
+	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tCOMMUNITY\tOWNER\tCREATED\tSTATE")
+	for _, c := range cs {
+		state := "active"
+		if c.Archived() {
+			state = "archived " + c.ArchivedAt.UTC().Format(time.RFC3339)
+		}
+		owner := "-"
+		if c.OwnerPubKey != "" {
+			owner = npubOr(c.OwnerPubKey)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Host, c.ID, owner, c.CreatedAt.UTC().Format(time.RFC3339), state)
+	}
+	return tw.Flush()
+}
+
+func (a *adminCmd) communityArchive(ctx context.Context, raw string, archived bool) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	if archived {
+		if boot, err := a.st.CommunityByHost(ctx, a.cfg.RelayHost); err == nil && boot.ID == c.ID {
+			return fmt.Errorf("%s is the community of RELAY_URL and cannot be archived", c.Host)
+		}
+	}
+	c, changed, err := a.st.SetArchived(ctx, c.ID, c.OwnerPubKey, archived, a.maxOwned())
+	if err != nil {
+		return adminStoreError(err, a.maxOwned())
+	}
+	status := map[[2]bool]string{{true, true}: "archived", {true, false}: "already_archived", {false, true}: "unarchived", {false, false}: "already_active"}[[2]bool{archived, changed}]
+	a.tellPods(ctx, c.ID, control.HostsChanged{Hosts: []string{c.Host}, Archived: c.Archived()})
+	if archived {
+		a.tellPods(ctx, c.ID, control.DisconnectCommunity{})
+	}
+	if a.flags.json {
+		return writeJSONLine(a.out, toJSON(c, status))
+	}
+	_, err = fmt.Fprintf(a.out, "%s: %s (community %s)\n", strings.ReplaceAll(status, "_", " "), c.Host, c.ID)
+	return err
+}
+
+func (a *adminCmd) communityTransfer(ctx context.Context, raw, newOwnerRaw string) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	newOwner, err := nostr.ParsePubKey(newOwnerRaw)
+	if err != nil {
+		return usageError{errors.New("NEW_OWNER: want 64 hex characters or an npub")}
+	}
+	c2, prev, changed, err := a.st.TransferCommunity(ctx, c.ID.UUID(), newOwner, c.OwnerPubKey, a.maxOwned())
+	if err != nil {
+		return adminStoreError(err, a.maxOwned())
+	}
+	status := "already_owner"
+	if changed {
+		status = "transferred"
+	}
+	if a.flags.json {
+		j := toJSON(c2, status)
+		return writeJSONLine(a.out, struct {
+			communityJSON
+			PreviousOwner string `json:"previous_owner,omitempty"`
+		}{j, prev})
+	}
+	_, err = fmt.Fprintf(a.out, "%s: %s now belongs to %s (before: %s)\n", strings.ReplaceAll(status, "_", " "), c2.Host, npubOr(c2.OwnerPubKey), npubOr(prev))
+	return err
+}
+
+// channelJSON is a channel in -json output.
+type channelJSON struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Visibility string `json:"visibility"`
+	Type       string `json:"type"`
+	CreatedBy  string `json:"created_by"`
+	CreatedAt  int64  `json:"created_at"`
+}
+
+func (a *adminCmd) channelList(ctx context.Context, raw string) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	chs, err := a.st.Channels(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		out := make([]channelJSON, 0, len(chs))
+		for _, ch := range chs {
+			out = append(out, channelJSON{ID: uuidText(ch.ID), Name: ch.Name, Visibility: string(ch.Visibility), Type: string(ch.Type), CreatedBy: ch.CreatedBy, CreatedAt: ch.CreatedAt})
+		}
+		return writeJSONLine(a.out, out)
+	}
+	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANNEL\tNAME\tVISIBILITY\tTYPE\tCREATED")
+	for _, ch := range chs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", uuidText(ch.ID), oneLine(ch.Name), ch.Visibility, ch.Type, time.Unix(ch.CreatedAt, 0).UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+// memberJSON is a membership change in -json output.
+type memberJSON struct {
+	CommunityID string `json:"community_id"`
+	Host        string `json:"host"`
+	PubKey      string `json:"pubkey"`
+	Role        string `json:"role,omitempty"`
+	Status      string `json:"status"`
+}
+
+func (a *adminCmd) memberPut(ctx context.Context, raw, pkRaw, roleRaw, status string) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	pk, err := nostr.ParsePubKey(pkRaw)
+	if err != nil {
+		return usageError{errors.New("PUBKEY: want 64 hex characters or an npub")}
+	}
+	role := store.Role(roleRaw)
+	if !store.ValidCommunityRole(role) {
+		return usageError{fmt.Errorf("role %q: want admin, moderator or member", roleRaw)}
+	}
+	if err := a.st.PutCommunityMember(ctx, c.ID, pk, role); err != nil {
+		return err
+	}
+	a.tellPods(ctx, c.ID, control.MembershipChanged{})
+	if a.flags.json {
+		return writeJSONLine(a.out, memberJSON{CommunityID: c.ID.String(), Host: c.Host, PubKey: pk, Role: string(role), Status: strings.ReplaceAll(status, " ", "_")})
+	}
+	_, err = fmt.Fprintf(a.out, "%s: %s is %s of %s\n", status, npubOr(pk), role, c.Host)
+	return err
+}
+
+func (a *adminCmd) memberRemove(ctx context.Context, raw, pkRaw string) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	pk, err := nostr.ParsePubKey(pkRaw)
+	if err != nil {
+		return usageError{errors.New("PUBKEY: want 64 hex characters or an npub")}
+	}
+	if err := a.st.RemoveCommunityMember(ctx, c.ID, pk); err != nil {
+		return err
+	}
+	// Other pods close what the removed member may no longer read.
+	a.tellPods(ctx, c.ID, control.MembershipChanged{PubKey: pk})
+	if a.flags.json {
+		return writeJSONLine(a.out, memberJSON{CommunityID: c.ID.String(), Host: c.Host, PubKey: pk, Status: "removed"})
+	}
+	_, err = fmt.Fprintf(a.out, "removed: %s from %s\n", npubOr(pk), c.Host)
+	return err
+}
+
+// tellPods publishes m to the running pods when REDIS_URL is set; without
+// it there is no bus to reach them (they see host changes when their cache
+// entries expire). A failure is reported on the log, not as an error: the
+// change itself is committed.
+func (a *adminCmd) tellPods(ctx context.Context, c tenant.CommunityID, m control.Message) {
+	if a.cfg.Cluster.RedisURL == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ns := a.cfg.Cluster.RedisNamespace
+	if ns == "" {
+		ns = redis.DefaultNamespace
+	}
+	b, err := redis.New(cctx, a.cfg.Cluster.RedisURL, redis.WithNamespace(ns), redis.WithClientName("buzzd-admin"), redis.WithLogger(a.log))
+	if err == nil {
+		err = b.PublishControl(cctx, c, m)
+		_ = b.Close()
+	}
+	if err != nil {
+		a.log.Warn("admin: running pods were not told of the change; they see it when their caches expire", "redis", redactRedisURL(a.cfg.Cluster.RedisURL), "err", err)
+	}
+}
+
+// adminStoreError turns the registry's sentinel errors into sentences.
+func adminStoreError(err error, maxOwned int) error {
+	switch {
+	case errors.Is(err, store.ErrCommunityExists):
+		return errors.New("the host is already mapped to a community (-create-only)")
+	case errors.Is(err, store.ErrCommunityLimit):
+		return fmt.Errorf("the owner already has %d active communities (BUZZ_MAX_COMMUNITIES_PER_OWNER)", maxOwned)
+	case errors.Is(err, store.ErrOwnerConflict):
+		return errors.New("the community already belongs to another owner")
+	case errors.Is(err, store.ErrInvalidHost):
+		return errors.New("invalid host")
+	}
+	return err
+}
+
+func ownerNote(pk string) string {
+	if pk == "" {
+		return " (no owner)"
+	}
+	return " (owner " + npubOr(pk) + ")"
+}
+
+// npubOr returns pk as an npub, or pk itself if it cannot be encoded.
+func npubOr(pk string) string {
+	if pk == "" {
+		return "-"
+	}
+	if n, err := nostr.EncodeNpub(pk); err == nil {
+		return n
+	}
+	return pk
+}
+
+func uuidText(id store.ChannelID) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:])
+}
+
+// oneLine keeps a client-chosen name on one line of the table.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr/nip19"
+
+	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/sqlite"
+)
+
+// adminRun runs "buzzd admin args…" through run with env, and returns stdout
+// and the error.
+func adminRun(t *testing.T, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), append([]string{"admin"}, args...), envMap(env), &out, &errOut)
+	return out.String(), err
+}
+
+func TestAdminKeygen(t *testing.T) {
+	out, err := adminRun(t, nil, "keygen", "-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kp keyPair
+	if err := json.Unmarshal([]byte(out), &kp); err != nil {
+		t.Fatalf("keygen -json: %v: %s", err, out)
+	}
+	sk, err := nostr.ParseSecretKey(kp.SecretKey)
+	if err != nil || sk.PublicKey() != kp.PubKey {
+		t.Fatalf("key pair does not match: %+v", kp)
+	}
+	// go-nostr decodes the bech32 forms independently.
+	if p, v, err := nip19.Decode(kp.Npub); err != nil || p != "npub" || v.(string) != kp.PubKey {
+		t.Fatalf("npub %s: %v %v", kp.Npub, v, err)
+	}
+	if p, v, err := nip19.Decode(kp.Nsec); err != nil || p != "nsec" || v.(string) != kp.SecretKey {
+		t.Fatalf("nsec: %v %v", v, err)
+	}
+	human, err := adminRun(t, nil, "keygen")
+	if err != nil || !strings.Contains(human, "npub1") || !strings.Contains(human, "nsec1") {
+		t.Fatalf("keygen: %v\n%s", err, human)
+	}
+}
+
+// TestAdminCLI runs every admin command against both backends and checks
+// the store and its audit chain afterwards.
+func TestAdminCLI(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		dir := t.TempDir()
+		adminCLI(t, map[string]string{"BUZZ_DATA_DIR": dir}, func(t *testing.T) adminStore {
+			st, err := sqlite.Open(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := freshDatabase(t)
+		adminCLI(t, map[string]string{"DATABASE_URL": url, "BUZZ_AUTO_MIGRATE": "on"}, func(t *testing.T) adminStore {
+			st, err := postgres.Open(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		})
+	})
+}
+
+func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) adminStore) {
+	env["RELAY_URL"] = "ws://boot.example"
+	env["BUZZ_LOG_LEVEL"] = "error"
+	_, alice := newKey(t)
+	_, bob := newKey(t)
+	_, carol := newKey(t)
+	_, actor := newKey(t)
+	aliceNpub, _ := nip19.EncodePublicKey(alice)
+	carolNpub, _ := nip19.EncodePublicKey(carol)
+	ctx := context.Background()
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := adminRun(t, env, append(args, "-actor", actor)...)
+		if err != nil {
+			t.Fatalf("admin %v: %v", args, err)
+		}
+		return out
+	}
+	jsonOf := func(out string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		return m
+	}
+
+	// community add: npub or hex owner, human or JSON output, idempotent.
+	if out := must("community", "add", "team.example", "-owner", aliceNpub); !strings.HasPrefix(out, "created community ") || !strings.Contains(out, aliceNpub) {
+		t.Fatalf("add: %q", out)
+	}
+	if m := jsonOf(must("community", "add", "Team.Example", "-owner", alice, "-json")); m["status"] != "existed" || m["owner_pubkey"] != alice {
+		t.Fatalf("add again: %v", m)
+	}
+	if _, err := adminRun(t, env, "community", "add", "team.example", "-create-only"); err == nil {
+		t.Fatal("-create-only on an existing host succeeded")
+	}
+	must("community", "add", "boot.example")
+	must("community", "add", "second.example")
+
+	// community list, all and by owner.
+	var all []communityJSON
+	if err := json.Unmarshal([]byte(must("community", "list", "-json")), &all); err != nil || len(all) != 3 {
+		t.Fatalf("list: %v %+v", err, all)
+	}
+	var mine []communityJSON
+	if err := json.Unmarshal([]byte(must("community", "list", "-owner", aliceNpub, "-json")), &mine); err != nil || len(mine) != 1 || mine[0].Host != "team.example" {
+		t.Fatalf("list by owner: %v %+v", err, mine)
+	}
+	if out := must("community", "list"); !strings.Contains(out, "HOST") || !strings.Contains(out, "second.example") {
+		t.Fatalf("list (human): %s", out)
+	}
+
+	// archive / unarchive; the RELAY_URL community is protected.
+	if m := jsonOf(must("community", "archive", "team.example", "-json")); m["status"] != "archived" || m["archived_at"] == nil {
+		t.Fatalf("archive: %v", m)
+	}
+	if _, err := adminRun(t, env, "community", "archive", "boot.example"); err == nil || !strings.Contains(err.Error(), "RELAY_URL") {
+		t.Fatalf("archive the RELAY_URL community: %v", err)
+	}
+	if out := must("community", "unarchive", "team.example"); !strings.HasPrefix(out, "unarchived: team.example") {
+		t.Fatalf("unarchive: %q", out)
+	}
+
+	// transfer.
+	if m := jsonOf(must("community", "transfer", "team.example", bob, "-json")); m["status"] != "transferred" || m["owner_pubkey"] != bob || m["previous_owner"] != alice {
+		t.Fatalf("transfer: %v", m)
+	}
+
+	// members: add (npub), role, remove.
+	if m := jsonOf(must("member", "add", "team.example", carolNpub, "-role", "admin", "-json")); m["status"] != "added" || m["role"] != "admin" || m["pubkey"] != carol {
+		t.Fatalf("member add: %v", m)
+	}
+	st := open(t)
+	defer st.Close()
+	team, err := st.CommunityByHost(ctx, "team.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := st.CommunityRole(ctx, team.ID, carol); err != nil || !ok || r != store.RoleAdmin {
+		t.Fatalf("carol's role: %v %v %v", r, ok, err)
+	}
+	must("member", "role", "team.example", carol, "moderator")
+	if r, _, _ := st.CommunityRole(ctx, team.ID, carol); r != store.RoleModerator {
+		t.Fatalf("carol's role after member role: %v", r)
+	}
+	if _, err := adminRun(t, env, "member", "role", "team.example", carol, "emperor"); err == nil {
+		t.Fatal("an unknown role was accepted")
+	}
+	must("member", "remove", "team.example", carolNpub)
+	if _, ok, _ := st.CommunityRole(ctx, team.ID, carol); ok {
+		t.Fatal("carol is still a member")
+	}
+
+	// channel list: one channel created through the store's own command path.
+	sk, _ := nostr.GenerateSecretKey()
+	ch := newUUID()
+	ev := &nostr.Event{Kind: 9007, CreatedAt: 1_700_000_000, Tags: nostr.Tags{{"h", ch}, {"name", "general\nchat"}}}
+	if err := ev.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := store.ParseChannelID(ch)
+	cmd, err := ingest.ParseChannelCommand(ev, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.(store.ChannelStore).ApplyChannelCommand(ctx, team.ID, cmd, ev); err != nil {
+		t.Fatal(err)
+	}
+	var chans []channelJSON
+	if err := json.Unmarshal([]byte(must("channel", "list", "team.example", "-json")), &chans); err != nil || len(chans) != 1 || chans[0].ID != ch || chans[0].Name != "general\nchat" {
+		t.Fatalf("channel list: %v %+v", err, chans)
+	}
+	if out := must("channel", "list", "team.example"); !strings.Contains(out, ch) || !strings.Contains(out, "general chat") {
+		t.Fatalf("channel list (human): %s", out)
+	}
+	if out := must("channel", "list", "second.example", "-json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("another community's channels: %s", out)
+	}
+
+	// Bad input: a clear error, nothing changed.
+	for _, args := range [][]string{
+		{"community", "add", "not a host"},
+		{"community", "archive", "nowhere.example"},
+		{"member", "add", "team.example", "npub1bad"},
+		{"community", "frobnicate", "x"},
+		{"community", "add", "x.example", "-bogus"},
+	} {
+		if _, err := adminRun(t, env, args...); err == nil {
+			t.Errorf("admin %v succeeded", args)
+		}
+	}
+
+	// Every change is in the community's audit chain, by the -actor.
+	al, ok := st.(store.AuditLog)
+	if !ok {
+		t.Fatal("the store keeps no audit chain")
+	}
+	if err := al.SyncAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	es, err := al.AuditEntries(ctx, team.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[audit.Action]bool{}
+	for _, e := range es {
+		if e.Action != audit.ChannelCreated && e.Actor != actor {
+			t.Errorf("%s entry by %q, want the -actor", e.Action, e.Actor)
+		}
+		seen[e.Action] = true
+	}
+	for _, a := range []audit.Action{audit.CommunityProvisioned, audit.CommunityArchived, audit.CommunityUnarchived,
+		audit.CommunityTransferred, audit.CommunityMemberPut, audit.CommunityMemberRemoved} {
+		if !seen[a] {
+			t.Errorf("no %s entry in %v", a, seen)
+		}
+	}
+}
