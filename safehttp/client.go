@@ -55,6 +55,7 @@ type Client struct {
 	timeout  time.Duration
 	maxBody  int64
 	tlsConf  *tls.Config
+	allowed  []netip.Prefix // exempt from CheckAddr (WithAllowedPrefixes)
 }
 
 // Option configures a Client; New validates every option.
@@ -118,6 +119,33 @@ func WithTLSConfig(t *tls.Config) Option {
 		c.tlsConf = t
 		return nil
 	}
+}
+
+// WithAllowedPrefixes exempts destinations inside the given ranges from
+// the address check — for an operator who runs webhook receivers on an
+// internal network on purpose (e.g. 10.20.0.0/16). Everything else is
+// still refused. Use narrow ranges: an exempted range is reachable by
+// every workflow author allowed to call webhooks.
+func WithAllowedPrefixes(ps ...netip.Prefix) Option {
+	return func(c *Client) error {
+		for _, p := range ps {
+			if !p.IsValid() {
+				return fmt.Errorf("safehttp: invalid allowed prefix %v", p)
+			}
+			c.allowed = append(c.allowed, p.Masked())
+		}
+		return nil
+	}
+}
+
+// check is CheckAddr with the allowed ranges exempted.
+func (c *Client) check(a netip.Addr) error {
+	for _, p := range c.allowed {
+		if p.Contains(a) || p.Contains(a.Unmap()) {
+			return nil
+		}
+	}
+	return CheckAddr(a)
 }
 
 // New returns a Client.
@@ -247,7 +275,7 @@ func (c *Client) Do(ctx context.Context, r Request) (Response, error) {
 // literal, else the first resolved address — after checking all of them.
 func (c *Client) resolve(ctx context.Context, host string) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
-		if err := CheckAddr(a); err != nil {
+		if err := c.check(a); err != nil {
 			return netip.Addr{}, err
 		}
 		return a, nil
@@ -263,7 +291,7 @@ func (c *Client) resolve(ctx context.Context, host string) (netip.Addr, error) {
 	// internal address is not a webhook target, whichever address a
 	// later resolution would pick.
 	for _, a := range addrs {
-		if err := CheckAddr(a); err != nil {
+		if err := c.check(a); err != nil {
 			return netip.Addr{}, fmt.Errorf("%w (resolved from %s)", err, host)
 		}
 	}

@@ -269,3 +269,24 @@ func TestOptionsValidated(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 }
+
+func TestAllowedPrefixes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("inside")) }))
+	defer srv.Close()
+	c, err := New(WithAllowedPrefixes(netip.MustParsePrefix("127.0.0.1/32")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(context.Background(), Request{Method: "GET", URL: srv.URL})
+	if err != nil || string(resp.Body) != "inside" {
+		t.Fatalf("allowed loopback: %q %v", resp.Body, err)
+	}
+	for _, u := range []string{"http://127.0.0.2/", "http://169.254.169.254/", "http://10.0.0.1/"} {
+		if _, err := c.Do(context.Background(), Request{URL: u}); !errors.Is(err, ErrForbiddenAddress) {
+			t.Errorf("%s outside the allowed range: %v", u, err)
+		}
+	}
+	if _, err := New(WithAllowedPrefixes(netip.Prefix{})); err == nil {
+		t.Fatal("invalid prefix accepted")
+	}
+}

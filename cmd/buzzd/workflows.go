@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/buzzrelay/buzz"
@@ -24,6 +26,9 @@ type WorkflowConfig struct {
 	Concurrency int
 	// Poll is how often an idle engine looks for claimable runs.
 	Poll time.Duration
+	// WebhookAllow are ranges call_webhook may reach although the SSRF
+	// guard refuses them (internal receivers an operator trusts).
+	WebhookAllow []netip.Prefix
 }
 
 func defaultWorkflowConfig() WorkflowConfig {
@@ -66,6 +71,22 @@ func workflowSettings() []setting {
 				c.Workflows.Poll = p
 				return err
 			}},
+		{env: "BUZZ_WORKFLOW_WEBHOOK_ALLOW", flag: "workflow-webhook-allow", def: "(empty)",
+			usage: "comma-separated CIDR ranges call_webhook may reach although they are private, loopback or otherwise refused by the SSRF guard (e.g. 10.20.0.0/16 for in-cluster receivers); keep them narrow",
+			apply: func(c *Config, v string) error {
+				c.Workflows.WebhookAllow = nil
+				for _, f := range strings.Split(v, ",") {
+					if f = strings.TrimSpace(f); f == "" {
+						continue
+					}
+					p, err := netip.ParsePrefix(f)
+					if err != nil {
+						return fmt.Errorf("want CIDR ranges such as 10.20.0.0/16: %q", f)
+					}
+					c.Workflows.WebhookAllow = append(c.Workflows.WebhookAllow, p)
+				}
+				return nil
+			}},
 	}
 }
 
@@ -86,7 +107,7 @@ func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]
 	if !ok {
 		return nil, fmt.Errorf("workflows: the %T store keeps no workflows (set BUZZ_WORKFLOWS=false)", backend)
 	}
-	caller, err := safehttp.New()
+	caller, err := safehttp.New(safehttp.WithAllowedPrefixes(cfg.Workflows.WebhookAllow...))
 	if err != nil {
 		return nil, fmt.Errorf("workflows: %w", err)
 	}
