@@ -98,6 +98,8 @@ func runAdmin(ctx context.Context, args []string, lookupEnv func(string) (string
 			return usageError{errors.New("-actor: want 64 hex characters or an npub")}
 		}
 	}
+	// A command's output is its answer: the log says only what went wrong.
+	cfg.LogLevel = max(cfg.LogLevel, slog.LevelWarn)
 	a := &adminCmd{cfg: cfg, flags: f, out: stdout, log: newLogger(cfg, stderr)}
 	backend, err := openBackend(ctx, cfg, a.log)
 	if err != nil {

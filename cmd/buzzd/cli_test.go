@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/nbd-wtf/go-nostr/nip19"
 
@@ -235,4 +241,57 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 			t.Errorf("no %s entry in %v", a, seen)
 		}
 	}
+}
+
+// TestAdminCLITellsPods: with REDIS_URL, the admin CLI's changes reach a
+// running pod at once — a provisioned host is served, an archived
+// community's sockets close (1008) and its host is refused, an unarchived
+// one is served again — though the pod caches hosts for an hour.
+func TestAdminCLITellsPods(t *testing.T) {
+	requireRedis(t, "127.0.0.1:6379")
+	dbURL := freshDatabase(t)
+	d := startDeployment(t, 1, dbURL, "redis://127.0.0.1:6379", map[string]string{
+		"BUZZ_HOST_CACHE_TTL": "1h", "BUZZ_HOST_NEGATIVE_CACHE_TTL": "1m",
+	})
+	p := d.pods[0]
+	env := map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": "redis://127.0.0.1:6379",
+		"BUZZ_REDIS_NAMESPACE": strings.TrimPrefix(p.name, "pod-0-"), "RELAY_URL": "ws://" + hostAlpha}
+	const host = "cli.scaleout.test"
+	dl := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	refused := func() bool {
+		ws, resp, err := dl.Dial("ws://127.0.0.1:"+strconv.Itoa(p.port), http.Header{"Host": {host}})
+		if err == nil {
+			ws.Close()
+			return false
+		}
+		return resp != nil && resp.StatusCode == http.StatusNotFound
+	}
+	if !refused() { // now cached as unmapped for a minute
+		t.Fatal("an unprovisioned host is served")
+	}
+	if _, err := adminRun(t, env, "community", "add", host); err != nil {
+		t.Fatal(err)
+	}
+	p.waitHost(t, host)
+	c := p.dial(t, host)
+	if _, err := adminRun(t, env, "community", "archive", host); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := c.ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation {
+				t.Fatalf("archived community's socket ended with %v, want close 1008", err)
+			}
+			break
+		}
+	}
+	if !refused() {
+		t.Fatal("the archived community is still served")
+	}
+	if _, err := adminRun(t, env, "community", "unarchive", host); err != nil {
+		t.Fatal(err)
+	}
+	p.waitHost(t, host)
 }
