@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -273,6 +274,7 @@ func TestModerationReports(t *testing.T) {
 		eq(t, "resolve again", resolve(moderator, mia, rep.ID, "dismissed").Message, ingest.MsgReportClosed)
 		eq(t, "resolve an unknown report", resolve(moderator, mia, strings.Repeat("cd", 32), "resolved").Message, ingest.MsgNoReport)
 		mustPrefix(t, "bad status", resolve(moderator, mia, rep.ID, "done").Message, "invalid:")
+		eq(t, "NIP-11 lists NIP-56", slices.Contains(m.relay.NIP11Document().SupportedNIPs, 56), true)
 		// Nothing of all this reached Mallory live.
 		mc.expectSilence(200 * time.Millisecond)
 	})

@@ -71,7 +71,8 @@ type NIP11Limitation struct {
 }
 
 // supportedNIPs are the NIPs this relay implements, all always on; NIP-05
-// (the store keeps names) and NIP-98 (WithHTTPAPI) are added when on.
+// (the store keeps names), NIP-56 (the store keeps the report queue) and
+// NIP-98 (WithHTTPAPI) are added when on.
 var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45, 50}
 
 // nips is the supported_nips list of this relay.
@@ -82,6 +83,9 @@ func (r *Relay) nips() []int {
 	}
 	if r.cfg.httpAPI != nil {
 		out = append(out, 98)
+	}
+	if r.moderation != nil {
+		out = append(out, 56)
 	}
 	slices.Sort(out)
 	return out
