@@ -24,6 +24,7 @@ import (
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -368,4 +369,26 @@ func TestHTTPAPIReplayAcrossPods(t *testing.T) {
 		eq(t, "replay on pod 2", code, http.StatusUnauthorized)
 		eq(t, "replay body", string(res), `{"error":"unauthorized","message":"NIP-98: replay detected"}`)
 	})
+}
+
+// TestHTTPAPISchemeFromRelayURL: with a wss relay URL, a NIP-98 u tag must
+// name https on the community's host; http is refused like a bad signature.
+func TestHTTPAPISchemeFromRelayURL(t *testing.T) {
+	v, err := nip98.NewVerifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	p := startPod(t, st, "a.example", WithHTTPAPI(v), WithRelayURL("wss://relay.example"))
+	s := newSigner(t)
+	body := []byte(`{"kinds":[1]}`)
+	code, _ := p.post(t, "a.example", CountPath, nip98Token(t, s, "https://a.example"+CountPath, body), body)
+	eq(t, "https token", code, http.StatusOK)
+	code, res := p.post(t, "a.example", CountPath, nip98Token(t, s, "http://a.example"+CountPath, body), body)
+	eq(t, "http token", code, http.StatusUnauthorized)
+	eq(t, "http token body", string(res), `{"error":"unauthorized","message":"NIP-98: invalid signature"}`)
 }
