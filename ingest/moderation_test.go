@@ -127,3 +127,32 @@ func TestMayModerate(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseMemberCommand: a parsed 9030/9031/9032 names one 64-hex pubkey
+// and a community role PutCommunityMember accepts; 9032 always names its
+// role, 9031 never does.
+func FuzzParseMemberCommand(f *testing.F) {
+	p := strings.Repeat("a", 64)
+	f.Add(KindChangeCommunityRole, `[["p","`+p+`"],["role","moderator"]]`)
+	f.Add(KindAddCommunityMember, `[["p","`+p+`","admin"]]`)
+	f.Add(KindRemoveCommunityMember, `[["p","`+p+`"],["role","member"]]`)
+	f.Add(KindChangeCommunityRole, `[["p","`+p+`","member"],["role","admin"]]`)
+	f.Fuzz(func(t *testing.T, kind int, tagsJSON string) {
+		var tags nostr.Tags
+		if json.Unmarshal([]byte(tagsJSON), &tags) != nil {
+			return
+		}
+		ev := &nostr.Event{Kind: kind, Tags: tags}
+		target, role, err := parseMemberCommand(ev)
+		if err != nil {
+			return
+		}
+		if !nostr.IsLowerHex(target, 64) || !store.ValidCommunityRole(role) {
+			t.Fatalf("parsed %q %q", target, role)
+		}
+		named := len(ev.Tags.All("role")) > 0
+		if kind == KindRemoveCommunityMember && named || kind == KindChangeCommunityRole && !named && len(ev.Tags.All("p")[0]) < 3 {
+			t.Fatalf("kind %d parsed with tags %v", kind, tags)
+		}
+	})
+}
