@@ -66,3 +66,16 @@ func (p pgTamper) Swap(t *testing.T, c tenant.CommunityID, a, b int64) {
 	p.exec(t, `UPDATE audit_log SET seq = $3 WHERE community_id = $1 AND seq = $2`, c.UUID(), b, a)
 	p.exec(t, `UPDATE audit_log SET seq = $2 WHERE community_id = $1 AND seq = -1`, c.UUID(), b)
 }
+
+// BenchmarkAuditCost: ingest of audited writes with auditing on and off.
+//
+//	go test ./store/postgres -run '^$' -bench BenchmarkAuditCost -benchtime 4000x
+func BenchmarkAuditCost(b *testing.B) {
+	storetest.RunAuditBenchmarks(b, func(b *testing.B, audit bool) storetest.AuditBackend {
+		var opts []postgres.Option
+		if !audit {
+			opts = append(opts, postgres.WithoutAuditForBenchmark())
+		}
+		return openStore(b, opts...)
+	})
+}

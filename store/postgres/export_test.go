@@ -11,3 +11,12 @@ func WithReadDelayForTest(d time.Duration) Option {
 		return nil
 	}
 }
+
+// WithoutAuditForBenchmark makes deletions and channel commands append no
+// audit entry, to measure what auditing costs.
+func WithoutAuditForBenchmark() Option {
+	return func(c *config) error {
+		c.noAudit = true
+		return nil
+	}
+}

@@ -20,6 +20,7 @@ type config struct {
 	committers  int
 	logger      *slog.Logger
 	readDelay   time.Duration // tests only: event reads pg_sleep first (export_test.go)
+	noAudit     bool          // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
 }
 
 func defaultConfig() config {

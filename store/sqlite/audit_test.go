@@ -70,3 +70,16 @@ func (s sqliteTamper) Swap(t *testing.T, c tenant.CommunityID, a, b int64) {
 	s.exec(t, `UPDATE audit_log SET seq = ? WHERE community = `+communityOf+` AND seq = ?`, a, u[:], b)
 	s.exec(t, `UPDATE audit_log SET seq = ? WHERE community = `+communityOf+` AND seq = -1`, b, u[:])
 }
+
+// BenchmarkAuditCost: ingest of audited writes with auditing on and off.
+//
+//	go test ./store/sqlite -run '^$' -bench BenchmarkAuditCost -benchtime 4000x
+func BenchmarkAuditCost(b *testing.B) {
+	storetest.RunAuditBenchmarks(b, func(b *testing.B, audit bool) storetest.AuditBackend {
+		var opts []sqlite.Option
+		if !audit {
+			opts = append(opts, sqlite.WithoutAuditForBenchmark())
+		}
+		return openTemp(b, opts...)
+	})
+}

@@ -12,3 +12,12 @@ func WithSlowReadsForTest() Option {
 
 // ReadsInUse reports how many read connections are busy.
 func ReadsInUse(s *Store) int { return s.rdb.Stats().InUse }
+
+// WithoutAuditForBenchmark makes deletions and channel commands append no
+// audit entry, to measure what auditing costs.
+func WithoutAuditForBenchmark() Option {
+	return func(c *config) error {
+		c.noAudit = true
+		return nil
+	}
+}

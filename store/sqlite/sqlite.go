@@ -86,6 +86,7 @@ type config struct {
 	busyTimeout time.Duration
 	log         *slog.Logger
 	slowReads   bool // tests only: event reads spin in SQLite until cancelled (export_test.go)
+	noAudit     bool // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
 }
 
 // Option configures Open.
