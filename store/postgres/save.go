@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -47,9 +46,28 @@ type saveArgs struct {
 	delDTags  []string
 	delLocks  []int64
 
-	// audit is the chain entry of a deletion request, queued in the
-	// transaction that stores it (nil for other kinds).
-	audit *audit.Record
+	// audit is the chain entry of a deletion request, queued by the same
+	// statement that stores it (nil for other kinds).
+	audit *auditArgs
+}
+
+// auditArgs are the audit bind parameters of buzz_save_event_audited.
+type auditArgs struct {
+	action, object, detail string
+	actor                  []byte // nil: no actor
+	at                     time.Time
+}
+
+// savedAuditedSQL is saveSQL that also queues the event's audit entry when
+// the event is stored (migration 21).
+const savedAuditedSQL = `SELECT buzz_save_event_audited($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23::text::jsonb, $24)`
+
+// statement returns the SQL that saves the event and its arguments.
+func (a *saveArgs) statement() (string, []any) {
+	if a.audit == nil {
+		return saveSQL, a.values()
+	}
+	return savedAuditedSQL, append(a.values(), a.audit.action, a.audit.actor, a.audit.object, a.audit.detail, a.audit.at)
 }
 
 func (a *saveArgs) values() []any {
@@ -237,8 +255,14 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 		return err
 	}
 	if ev.Kind == nostr.KindDeletion && !s.cfg.noAudit {
-		r := store.DeletionAudit(ev)
-		args.audit = &r
+		p, err := store.DeletionAudit(ev).Prepare(time.Now())
+		if err != nil {
+			return err
+		}
+		args.audit = &auditArgs{action: string(p.Action), object: p.Object, detail: string(p.Detail), at: p.Time}
+		if p.HasActor {
+			args.audit.actor = p.Actor[:]
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -332,27 +356,7 @@ func (s *Store) commitBatch(batch []*saveReq) {
 	if len(batch) == 0 {
 		return
 	}
-	// Deletion requests carry an audit entry, queued only if the request
-	// is stored: each takes its own transaction, after the rest.
-	var audited []*saveReq
-	live = batch[:0]
-	for _, r := range batch {
-		if r.args.audit != nil {
-			audited = append(audited, r)
-		} else {
-			live = append(live, r)
-		}
-	}
-	batch = live
-	defer func() {
-		for _, r := range audited {
-			r.done <- s.saveOne(ctx, r.args)
-		}
-	}()
-	switch len(batch) {
-	case 0:
-		return
-	case 1:
+	if len(batch) == 1 {
 		batch[0].done <- s.saveOne(ctx, batch[0].args)
 		return
 	}
@@ -365,6 +369,9 @@ func (s *Store) commitBatch(batch []*saveReq) {
 		return
 	}
 	for i, r := range batch {
+		if codes[i] == 0 && r.args.audit != nil {
+			s.audit.pending(tenant.FromUUID(r.args.community))
+		}
 		r.done <- saveResult(codes[i])
 	}
 }
@@ -372,13 +379,11 @@ func (s *Store) commitBatch(batch []*saveReq) {
 // saveOne writes one event in its own transaction. A deadlock victim (its
 // transaction was rolled back whole) is retried.
 func (s *Store) saveOne(ctx context.Context, a *saveArgs) error {
-	if a.audit != nil {
-		return s.saveAudited(ctx, a)
-	}
 	var code int16
 	var err error
+	q, args := a.statement()
 	for attempt := 0; attempt < 3; attempt++ {
-		err = s.pool.QueryRow(ctx, saveSQL, a.values()...).Scan(&code)
+		err = s.pool.QueryRow(ctx, q, args...).Scan(&code)
 		if !isDeadlock(err) {
 			break
 		}
@@ -386,34 +391,8 @@ func (s *Store) saveOne(ctx context.Context, a *saveArgs) error {
 	if err != nil {
 		return fmt.Errorf("postgres: save: %w", err)
 	}
-	return saveResult(code)
-}
-
-// saveAudited writes one event and, if it was stored, its audit entry, in
-// one transaction. A deadlock victim is retried.
-func (s *Store) saveAudited(ctx context.Context, a *saveArgs) error {
-	c := tenant.FromUUID(a.community)
-	var code int16
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		err = s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, saveSQL, a.values()...).Scan(&code); err != nil {
-				return err
-			}
-			if code != 0 {
-				return nil
-			}
-			return queueAudit(ctx, tx, c, *a.audit)
-		})
-		if !isDeadlock(err) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("postgres: save: %w", err)
-	}
-	if code == 0 {
-		s.audit.pending(c)
+	if code == 0 && a.audit != nil {
+		s.audit.pending(tenant.FromUUID(a.community))
 	}
 	return saveResult(code)
 }
@@ -548,7 +527,8 @@ func (s *Store) saveMany(ctx context.Context, batch []*saveReq) (codes []int16, 
 		a := r.args
 		if !a.isPlain() {
 			flush()
-			b.Queue(saveSQL, a.values()...)
+			q, args := a.statement()
+			b.Queue(q, args...)
 			steps = append(steps, step{single: i})
 			continue
 		}
