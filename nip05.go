@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -126,7 +127,7 @@ func (r *Relay) serveClaimName(w http.ResponseWriter, req *http.Request, tc tena
 	if !ok {
 		return
 	}
-	ctx := req.Context()
+	ctx := audit.WithActor(req.Context(), signer)
 	var in struct {
 		Name   string `json:"name"`
 		PubKey string `json:"pubkey"`
@@ -187,7 +188,7 @@ func (r *Relay) serveReleaseName(w http.ResponseWriter, req *http.Request, tc te
 	if !ok {
 		return
 	}
-	ctx := req.Context()
+	ctx := audit.WithActor(req.Context(), signer)
 	name, valid := store.NormalizeName(req.PathValue("name"))
 	if !valid {
 		apiError(w, http.StatusBadRequest, "invalid_name", "invalid: a name is 1-64 characters of a-z 0-9 - _ .")
@@ -283,7 +284,7 @@ func (r *Relay) profileNameStored(ctx context.Context, tc tenant.TenantContext, 
 	if !ok {
 		return
 	}
-	if err := r.names.SetName(ctx, tc.Community(), ev.PubKey, name); err != nil {
+	if err := r.names.SetName(audit.WithActor(ctx, ev.PubKey), tc.Community(), ev.PubKey, name); err != nil {
 		// Taken between the policy and now (a race lost): the profile is
 		// stored, the name stays with the winner.
 		r.log.WarnContext(ctx, "buzz: NIP-05 name of a stored profile", "err", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -17,6 +18,19 @@ import (
 // lower case (NormalizeName). A name held in one community says nothing
 // about another: the same name may be held by different pubkeys in two
 // communities.
+
+// Audit actions of names (see package audit). Object: the name; detail
+// "pubkey": the holder; Actor: audit.ActorFrom(ctx) of the call.
+const (
+	AuditNameSet      audit.Action = "nip05_name_set"
+	AuditNameReleased audit.Action = "nip05_name_released"
+)
+
+// NameAudit is the audit record of a name given to (or released from)
+// pubkey, by the actor in ctx.
+func NameAudit(ctx context.Context, action audit.Action, name, pubkey string) audit.Record {
+	return audit.Record{Action: action, Actor: audit.ActorFrom(ctx), Object: name, Detail: map[string]any{"pubkey": pubkey}}
+}
 
 // MaxNameLen is the longest name NormalizeName accepts, in bytes.
 const MaxNameLen = 64
@@ -55,11 +69,12 @@ func NormalizeName(name string) (string, bool) {
 // the backend (an invalid one is ErrInvalidName).
 type NameStore interface {
 	// SetName gives name to pubkey in community c, replacing the name
-	// pubkey held before (if any). Setting the name pubkey already holds
-	// changes nothing. ErrNameTaken when another pubkey holds it; the check
+	// pubkey held before (if any), and records AuditNameSet. Setting the
+	// name pubkey already holds changes (and records) nothing. ErrNameTaken when another pubkey holds it; the check
 	// and the write are one atomic step, also across processes.
 	SetName(ctx context.Context, c tenant.CommunityID, pubkey, name string) error
-	// ReleaseName frees name and returns the pubkey that held it;
+	// ReleaseName frees name, records AuditNameReleased and returns the
+	// pubkey that held it;
 	// ErrNoName when nobody holds it or, with holder set, when holder does
 	// not hold it (then nothing changes).
 	ReleaseName(ctx context.Context, c tenant.CommunityID, name, holder string) (pubkey string, err error)

@@ -28,11 +28,16 @@ func (s *Store) SetName(ctx context.Context, c tenant.CommunityID, pubkey, name 
 	if !ok {
 		return errors.New("postgres: name holder must be 64 lowercase hex characters")
 	}
+	changed := false
 	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO users (community_id, pubkey, nip05) VALUES ($1, $2, $3)
+		tag, err := tx.Exec(ctx, `INSERT INTO users (community_id, pubkey, nip05) VALUES ($1, $2, $3)
 ON CONFLICT (community_id, pubkey) DO UPDATE SET nip05 = EXCLUDED.nip05, updated_at = now()
 WHERE users.nip05 IS DISTINCT FROM EXCLUDED.nip05`, c.UUID(), pk, n)
-		return err
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		changed = true
+		return queueAudit(ctx, tx, c, store.NameAudit(ctx, store.AuditNameSet, n, pubkey))
 	})
 	var pgErr *pgconn.PgError
 	switch {
@@ -40,6 +45,9 @@ WHERE users.nip05 IS DISTINCT FROM EXCLUDED.nip05`, c.UUID(), pk, n)
 		return store.ErrNameTaken
 	case err != nil:
 		return fmt.Errorf("postgres: set name: %w", err)
+	}
+	if changed {
+		s.audit.pending(c)
 	}
 	return nil
 }
@@ -58,8 +66,12 @@ func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name, hol
 	}
 	var released []byte
 	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `UPDATE users SET nip05 = NULL, updated_at = now()
+		err := tx.QueryRow(ctx, `UPDATE users SET nip05 = NULL, updated_at = now()
 WHERE community_id = $1 AND lower(nip05) = $2 AND ($3::bytea IS NULL OR pubkey = $3) RETURNING pubkey`, c.UUID(), n, only).Scan(&released)
+		if err != nil {
+			return err
+		}
+		return queueAudit(ctx, tx, c, store.NameAudit(ctx, store.AuditNameReleased, n, hex.EncodeToString(released)))
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -67,6 +79,7 @@ WHERE community_id = $1 AND lower(nip05) = $2 AND ($3::bytea IS NULL OR pubkey =
 	case err != nil:
 		return "", fmt.Errorf("postgres: release name: %w", err)
 	}
+	s.audit.pending(c)
 	return hex.EncodeToString(released), nil
 }
 

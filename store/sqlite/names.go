@@ -48,7 +48,7 @@ func (s *Store) SetName(ctx context.Context, c tenant.CommunityID, pubkey, name 
 			}
 			return internal("set name", err)
 		}
-		return nil
+		return w.appendAudit(cseq, c, store.NameAudit(ctx, store.AuditNameSet, n, pubkey))
 	})
 }
 
@@ -82,7 +82,7 @@ func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name, hol
 		case err != nil:
 			return internal("release name", err)
 		}
-		return nil
+		return w.appendAudit(cseq, c, store.NameAudit(ctx, store.AuditNameReleased, n, hex.EncodeToString(released)))
 	})
 	if err != nil {
 		return "", err

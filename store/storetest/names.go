@@ -2,9 +2,11 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/store"
 )
 
@@ -12,6 +14,7 @@ import (
 type NameBackend interface {
 	store.Backend
 	store.NameStore
+	store.AuditLog
 }
 
 // RunNames is the conformance suite of store.NameStore.
@@ -25,6 +28,7 @@ func RunNames(t *testing.T, open func(t *testing.T) NameBackend) {
 		{"PerCommunity", testNamePerCommunity},
 		{"ConcurrentClaims", testNameConcurrent},
 		{"Invalid", testNameInvalid},
+		{"Audit", testNameAudit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -173,5 +177,29 @@ func mustNil(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func testNameAudit(t *testing.T, b NameBackend) {
+	c, _, err := b.EnsureCommunity(ctxb(), "names.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, alice := NewAuthor(t), NewAuthor(t)
+	ctx := audit.WithActor(ctxb(), admin.PubKey)
+	mustNil(t, b.SetName(ctx, c, alice.PubKey, "Alice"))
+	mustNil(t, b.SetName(ctx, c, alice.PubKey, "alice")) // no change, no entry
+	if _, err := b.ReleaseName(ctx, c, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range AuditChain(t, b, c) {
+		if e.Action == store.AuditNameSet || e.Action == store.AuditNameReleased {
+			got = append(got, string(e.Action)+" "+e.Object+" "+e.Actor)
+		}
+	}
+	want := []string{"nip05_name_set alice " + admin.PubKey, "nip05_name_released alice " + admin.PubKey}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audit entries %q, want %q", got, want)
 	}
 }
