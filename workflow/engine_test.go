@@ -470,3 +470,108 @@ steps:
 		}
 	})
 }
+
+// crashingPub stores events through the shared recorder but makes its
+// engine "die" right after the relay stored the first message: the effect
+// was performed, its completion never recorded.
+type crashingPub struct {
+	*recorder
+	crash func()
+	once  sync.Once
+}
+
+func (p *crashingPub) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if err := p.recorder.Publish(ctx, c, ev); err != nil {
+		return err
+	}
+	crashed := false
+	if ev.Kind == store.KindChatMessage {
+		p.once.Do(func() { p.crash(); crashed = true })
+	}
+	if crashed {
+		return errors.New("pod died")
+	}
+	return nil
+}
+
+// crashingHook crashes its engine during the first call, after the
+// receiver got the request.
+type crashingHook struct {
+	calls atomic.Int32
+	crash func()
+}
+
+func (h *crashingHook) Call(ctx context.Context, r workflow.WebhookRequest) (workflow.WebhookResponse, error) {
+	if h.calls.Add(1) == 1 {
+		h.crash()
+		return workflow.WebhookResponse{}, errors.New("pod died")
+	}
+	return workflow.WebhookResponse{Status: 200}, nil
+}
+
+func TestEngineTakeoverMidEffect(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
+		b := open(t)
+		lease := workflow.WithLease(300*time.Millisecond, 100*time.Millisecond)
+		a := newEnv(t, b, lease, workflow.WithWorkerName("pod-a"))
+		a.stop()
+		// Rebuild pod A with a publisher that crashes it mid-publish.
+		cp := &crashingPub{recorder: a.pub}
+		var err error
+		a.e, err = workflow.New(b, a.feed, cp, workflow.WithAuthority(a.auth), workflow.WithPollInterval(20*time.Millisecond), lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.crash = a.e.Halt
+		a.start()
+		w := a.define(`
+name: MidEffect
+trigger: {on: message_posted}
+steps:
+  - {id: say, action: send_message, text: "said once"}
+`)
+		a.post(store.KindChatMessage, "go")
+		eventually(t, func() bool { return len(a.pub.of(store.KindChatMessage)) == 1 }, "the message stored")
+		b2 := a.sibling(lease, workflow.WithWorkerName("pod-b"))
+		r := b2.finished(w, 1)[0]
+		if r.Status != workflow.RunCompleted {
+			t.Fatalf("run %+v", r)
+		}
+		msgs := a.pub.of(store.KindChatMessage)
+		if len(msgs) != 1 || msgs[0].Content != "said once" {
+			t.Fatalf("messages %+v", msgs)
+		}
+		// Pod B replayed the recorded event: the same id, deduplicated by
+		// the relay's store, so one message exists.
+		if id, _ := r.Trace[0].Output["event_id"].(string); id != msgs[0].ID {
+			t.Fatalf("trace names %q, stored %q", id, msgs[0].ID)
+		}
+	})
+}
+
+func TestEngineWebhookNeverCalledTwice(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
+		b := open(t)
+		lease := workflow.WithLease(300*time.Millisecond, 100*time.Millisecond)
+		hook := &crashingHook{}
+		a := newEnv(t, b, lease, workflow.WithWebhookCaller(hook), workflow.WithWorkerName("pod-a"))
+		hook.crash = a.e.Halt
+		w := a.define(`
+name: Hook
+trigger: {on: message_posted}
+steps:
+  - {id: call, action: call_webhook, url: "https://hooks.example/x"}
+`)
+		a.post(store.KindChatMessage, "go")
+		eventually(t, func() bool { return hook.calls.Load() == 1 }, "the webhook call")
+		b2 := a.sibling(lease, workflow.WithWebhookCaller(hook), workflow.WithWorkerName("pod-b"))
+		r := b2.finished(w, 1)[0]
+		// The call may have reached the receiver: pod B does not repeat it.
+		if r.Status != workflow.RunFailed || r.ErrorCode != workflow.CodeEffectUncertain {
+			t.Fatalf("run %+v", r)
+		}
+		if n := hook.calls.Load(); n != 1 {
+			t.Fatalf("webhook called %d times", n)
+		}
+	})
+}
