@@ -60,6 +60,7 @@ type recorder struct {
 	mu        sync.Mutex
 	events    []*nostr.Event
 	publishes map[string]int
+	onPublish func(*nostr.Event) // called for each newly stored event
 }
 
 func newRecorder(t testing.TB, feed *workflow.Feed) *recorder {
@@ -81,7 +82,11 @@ func (r *recorder) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.
 	if first {
 		r.events = append(r.events, ev)
 	}
+	hook := r.onPublish
 	r.mu.Unlock()
+	if first && hook != nil {
+		hook(ev)
+	}
 	if first && r.feed != nil {
 		return r.feed.Publish(ctx, c, ev)
 	}
@@ -150,7 +155,7 @@ func (m *members) ChannelRole(_ context.Context, _ tenant.CommunityID, ch store.
 
 // env is one engine over a backend.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	b      workflowtest.Backend
 	e      *workflow.Engine
 	feed   *workflow.Feed
@@ -164,7 +169,7 @@ type env struct {
 	done   chan struct{}
 }
 
-func newEnv(t *testing.T, b workflowtest.Backend, opts ...workflow.Option) *env {
+func newEnv(t testing.TB, b workflowtest.Backend, opts ...workflow.Option) *env {
 	t.Helper()
 	feed := workflow.NewFeed(64)
 	ev := &env{t: t, b: b, feed: feed, pub: newRecorder(t, feed), auth: newMembers(),
@@ -273,7 +278,7 @@ func (ev *env) finished(w workflow.Workflow, n int) []workflow.Run {
 	return rs
 }
 
-func eventually(t *testing.T, cond func() bool, format string, args ...any) {
+func eventually(t testing.TB, cond func() bool, format string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

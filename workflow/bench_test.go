@@ -1,0 +1,114 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/workflow"
+	"github.com/buzzrelay/buzz/workflow/workflowtest"
+)
+
+func benchBackends(b *testing.B, fn func(b *testing.B, bk workflowtest.Backend)) {
+	b.Run("sqlite", func(b *testing.B) {
+		s, err := sqlite.Open(context.Background(), b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() }) // after the engine stops
+		fn(b, s)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		s, err := postgres.Open(context.Background(), pgtest.NewDatabase(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() }) // after the engine stops
+		fn(b, s)
+	})
+}
+
+const benchWorkflow = `
+name: Bench
+trigger: {on: message_posted, filter: 'str_contains(trigger_text, "go")'}
+steps:
+  - {id: reply, action: send_message, text: "re {{trigger.text}}"}
+`
+
+// BenchmarkTriggerToFirstStatus measures, one trigger at a time, the time
+// from handing a stored message to the engine to the run's first status
+// event (46001) being published.
+func BenchmarkTriggerToFirstStatus(b *testing.B) {
+	benchBackends(b, func(b *testing.B, bk workflowtest.Backend) {
+		ev := newEnv(b, bk, workflow.WithPollInterval(time.Second), workflow.WithLogger(slog.New(slog.DiscardHandler)))
+		ev.define(benchWorkflow)
+		first := make(chan struct{}, 1)
+		ev.pub.mu.Lock()
+		ev.pub.onPublish = func(e *nostr.Event) {
+			if e.Kind == workflow.KindRunTriggered {
+				first <- struct{}{}
+			}
+		}
+		ev.pub.mu.Unlock()
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			ev.post(store.KindChatMessage, "go "+strconv.Itoa(i))
+			<-first
+			lat = append(lat, time.Since(start))
+		}
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	})
+}
+
+// BenchmarkRunsPerSecond measures sustained throughput: b.N triggers
+// handed over at once, timed until every run completed (one send_message
+// step each, default concurrency).
+func BenchmarkRunsPerSecond(b *testing.B) {
+	benchBackends(b, func(b *testing.B, bk workflowtest.Backend) {
+		ev := newEnv(b, bk, workflow.WithPollInterval(time.Second), workflow.WithLogger(slog.New(slog.DiscardHandler)))
+		ev.define(benchWorkflow)
+		var (
+			mu   sync.Mutex
+			done int
+			all  = make(chan struct{})
+		)
+		ev.pub.mu.Lock()
+		ev.pub.onPublish = func(e *nostr.Event) {
+			if e.Kind != workflow.KindRunCompleted {
+				return
+			}
+			var body map[string]any
+			_ = json.Unmarshal([]byte(e.Content), &body)
+			mu.Lock()
+			done++
+			if done == b.N {
+				close(all)
+			}
+			mu.Unlock()
+		}
+		ev.pub.mu.Unlock()
+		b.ResetTimer()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			ev.post(store.KindChatMessage, "go "+strconv.Itoa(i))
+		}
+		<-all
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	})
+}
