@@ -112,3 +112,36 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 	})
 }
+
+// BenchmarkHandleEvent100Workflows measures what a stored message costs
+// the engine when its channel has 100 active message-triggered workflows
+// whose filters do not match it (the common case): the matching work
+// ingest pays per message, from the warm workflow cache.
+func BenchmarkHandleEvent100Workflows(b *testing.B) {
+	benchBackends(b, func(b *testing.B, bk workflowtest.Backend) {
+		ev := newEnv(b, bk, workflow.WithLogger(slog.New(slog.DiscardHandler)), workflow.WithCacheTTL(time.Hour))
+		for i := range 100 {
+			ev.define(`
+name: W` + strconv.Itoa(i) + `
+trigger: {on: message_posted, filter: 'starts_with(trigger_text, "/deploy-` + strconv.Itoa(i) + `")'}
+steps: [{id: a, action: send_message, text: "deploying"}]
+`)
+		}
+		msg := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: store.KindChatMessage, Content: "an ordinary message",
+			Tags: nostr.Tags{{"h", ev.ch.String()}}}
+		if err := msg.Sign(ev.user); err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := ev.e.HandleEvent(ctx, ev.c, msg); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := ev.e.HandleEvent(ctx, ev.c, msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -603,3 +603,47 @@ func isIdent(s string) bool {
 	}
 	return true
 }
+
+// Delete removes a workflow (and its runs) on its owner's request (a NIP-09
+// deletion of its 30620). ErrNotFound when there is no such workflow in
+// the community; ErrNotPermitted when author is not its owner.
+func (e *Engine) Delete(ctx context.Context, c tenant.CommunityID, id ID, author string) error {
+	wf, err := e.store.Workflow(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if wf.Owner != author {
+		return ErrNotPermitted
+	}
+	if err := e.store.DeleteWorkflow(ctx, c, id); err != nil {
+		return err
+	}
+	e.Invalidate(c, wf.Channel)
+	return nil
+}
+
+// SetEnabled enables or disables a workflow (callers check who may).
+func (e *Engine) SetEnabled(ctx context.Context, c tenant.CommunityID, id ID, enabled bool) error {
+	wf, err := e.store.Workflow(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if err := e.store.SetWorkflowEnabled(ctx, c, id, enabled); err != nil {
+		return err
+	}
+	e.Invalidate(c, wf.Channel)
+	return nil
+}
+
+// MemberRemoved disables every workflow pubkey owns in channel (call it
+// when a member is removed or leaves) and returns how many were enabled.
+// The per-run authority check is the backstop on other engines until
+// their cache expires.
+func (e *Engine) MemberRemoved(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, pubkey string) (int64, error) {
+	n, err := e.store.DisableOwnerWorkflows(ctx, c, ch, pubkey)
+	if err != nil {
+		return 0, err
+	}
+	e.Invalidate(c, ch)
+	return n, nil
+}

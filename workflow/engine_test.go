@@ -575,3 +575,49 @@ steps:
 		}
 	})
 }
+
+func TestEngineMemberRemovedDeleteAndEnable(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
+		ev := newEnv(t, open(t))
+		ctx := context.Background()
+		w := ev.define(`
+name: Removed
+trigger: {on: message_posted}
+steps: [{id: a, action: send_message, text: "hi {{trigger.text}}"}]
+`)
+		n, err := ev.e.MemberRemoved(ctx, ev.c, ev.ch, ev.owner)
+		if err != nil || n != 1 {
+			t.Fatalf("MemberRemoved: %d, %v", n, err)
+		}
+		// Handled synchronously, so it is matched before the re-enable.
+		ignored := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: store.KindChatMessage, Content: "ignored",
+			Tags: nostr.Tags{{"h", ev.ch.String()}}}
+		if err := ignored.Sign(ev.user); err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.e.HandleEvent(ctx, ev.c, ignored); err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.e.SetEnabled(ctx, ev.c, w.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		ev.post(store.KindChatMessage, "seen")
+		rs := ev.finished(w, 1)
+		if rs[0].Trigger["text"] != "seen" {
+			t.Fatalf("run of %v", rs[0].Trigger["text"])
+		}
+		if err := ev.e.Delete(ctx, ev.c, w.ID, ev.user.PublicKey()); !errors.Is(err, workflow.ErrNotPermitted) {
+			t.Fatalf("delete by non-owner: %v", err)
+		}
+		other := workflowtest.Community(t, ev.b, "elsewhere.example")
+		if err := ev.e.Delete(ctx, other, w.ID, ev.owner); !errors.Is(err, workflow.ErrNotFound) {
+			t.Fatalf("delete from another community: %v", err)
+		}
+		if err := ev.e.Delete(ctx, ev.c, w.ID, ev.owner); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ev.b.Workflow(ctx, ev.c, w.ID); !errors.Is(err, workflow.ErrNotFound) {
+			t.Fatalf("after delete: %v", err)
+		}
+	})
+}

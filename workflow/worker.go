@@ -45,6 +45,11 @@ func (e *Engine) dispatchLoop(ctx context.Context) error {
 func (e *Engine) startRun(ctx context.Context, l Lease) {
 	rctx, cancel := context.WithCancel(ctx)
 	e.heldMu.Lock()
+	if old := e.held[l.Run]; old != nil {
+		// This engine's own lease lapsed (heartbeats late) and it claimed
+		// the run again: the old execution is fenced off; stop it.
+		old.cancel()
+	}
 	e.held[l.Run] = &heldRun{lease: l, cancel: cancel}
 	e.heldMu.Unlock()
 	e.workers.Add(1)
