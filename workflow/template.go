@@ -1,11 +1,12 @@
 package workflow
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/buzzrelay/buzz/nostr"
 )
 
 // maxExpansion bounds the length of one expanded field.
@@ -154,66 +155,11 @@ func truncateRunes(s string, n int) string {
 	return s
 }
 
-// npub encodes a 64-hex public key as NIP-19 bech32 "npub1…".
+// npub encodes a 64-hex public key as NIP-19 "npub1…".
 func npub(hexKey string) (string, bool) {
-	if len(hexKey) != 64 {
+	if !nostr.IsLowerHex(hexKey, 64) {
 		return "", false
 	}
-	raw, err := hex.DecodeString(hexKey)
-	if err != nil {
-		return "", false
-	}
-	return bech32Encode("npub", raw), true
-}
-
-// bech32Encode is BIP-173 bech32 encoding of data (8-bit bytes) under hrp.
-func bech32Encode(hrp string, data []byte) string {
-	const charset = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-	// Regroup 8-bit bytes into 5-bit groups.
-	var five []byte
-	acc, bits := 0, 0
-	for _, b := range data {
-		acc = acc<<8 | int(b)
-		bits += 8
-		for bits >= 5 {
-			bits -= 5
-			five = append(five, byte(acc>>bits&31))
-		}
-	}
-	if bits > 0 {
-		five = append(five, byte(acc<<(5-bits)&31))
-	}
-	polymod := func(values []byte) uint32 {
-		gen := [5]uint32{0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3}
-		chk := uint32(1)
-		for _, v := range values {
-			top := chk >> 25
-			chk = (chk&0x1ffffff)<<5 ^ uint32(v)
-			for i := 0; i < 5; i++ {
-				if (top>>i)&1 == 1 {
-					chk ^= gen[i]
-				}
-			}
-		}
-		return chk
-	}
-	var exp []byte
-	for i := 0; i < len(hrp); i++ {
-		exp = append(exp, hrp[i]>>5)
-	}
-	exp = append(exp, 0)
-	for i := 0; i < len(hrp); i++ {
-		exp = append(exp, hrp[i]&31)
-	}
-	mod := polymod(append(append(exp, five...), 0, 0, 0, 0, 0, 0)) ^ 1
-	var b strings.Builder
-	b.WriteString(hrp)
-	b.WriteByte('1')
-	for _, v := range five {
-		b.WriteByte(charset[v])
-	}
-	for i := 0; i < 6; i++ {
-		b.WriteByte(charset[(mod>>(5*(5-i)))&31])
-	}
-	return b.String()
+	n, err := nostr.EncodeNpub(hexKey)
+	return n, err == nil
 }
