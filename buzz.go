@@ -243,6 +243,14 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case acceptsNIP11(req):
 		r.serveNIP11(w, req)
 	default:
+		if _, pattern := r.mux.Handler(req); pattern == "" {
+			// No route: an unmapped host gets the same fixed 404 as on
+			// every route, a mapped one the mux's plain 404.
+			if _, err := r.Bind(req); err != nil {
+				http.Error(w, tenant.ErrUnmappedHost.Error(), http.StatusNotFound)
+				return
+			}
+		}
 		r.mux.ServeHTTP(w, req)
 	}
 }

@@ -103,4 +103,22 @@ func TestCommunityIdentity(t *testing.T) {
 	if st, _, body := tr.get(t, "unmapped.example", "text/html"); st != http.StatusNotFound || strings.TrimSpace(body) != tenant.ErrUnmappedHost.Error() {
 		t.Fatalf("unmapped host: %d %q", st, body)
 	}
+	// Any other path: the same fixed 404 on an unmapped host; a mapped
+	// host's unknown path is a plain 404 that says nothing of hosts.
+	for host, want := range map[string]string{"unmapped.example": tenant.ErrUnmappedHost.Error(), tr.host: "404 page not found"} {
+		resp, err := http.Get(tr.srv.URL + "/no/such/route")
+		if host != tr.host {
+			req, _ := http.NewRequest(http.MethodGet, tr.srv.URL+"/no/such/route", nil)
+			req.Host = host
+			resp, err = http.DefaultClient.Do(req)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || strings.TrimSpace(string(b)) != want {
+			t.Fatalf("%s /no/such/route: %d %q, want %q", host, resp.StatusCode, b, want)
+		}
+	}
 }
