@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ type Config struct {
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
 	Limits buzz.Limits
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For header
+	// names the client (buzz.WithTrustedProxies).
+	TrustedProxies []netip.Prefix
 	// Info is the relay's NIP-11 self-description.
 	Info buzz.Info
 	// LogLevel and LogFormat ("text" or "json") configure the logger.
@@ -183,6 +187,66 @@ func settings() []setting {
 		{env: "BUZZ_SEND_QUEUE", flag: "send-queue", def: strconv.Itoa(lim.SendQueue),
 			usage: "outbound messages buffered per connection; a live event that finds it full disconnects that slow reader",
 			apply: func(c *Config, v string) (err error) { c.Limits.SendQueue, err = parsePositive(v); return err }},
+		{env: "BUZZ_SEND_QUEUE_BYTES", flag: "send-queue-bytes", def: strconv.Itoa(lim.SendQueueBytes),
+			usage: "bytes of outbound messages buffered per connection (and, separately, of live events held back during a replay); beyond it live delivery disconnects that reader",
+			apply: func(c *Config, v string) (err error) { c.Limits.SendQueueBytes, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_FILTER_VALUES", flag: "max-filter-values", def: strconv.Itoa(lim.MaxFilterValues),
+			usage: "values one filter field may list (ids, authors, kinds, each #tag); more gets CLOSED invalid:",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxFilterValues, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_SUBSCRIPTION_BYTES", flag: "max-subscription-bytes", def: strconv.Itoa(lim.MaxSubscriptionBytes),
+			usage: "bytes of JSON the filters of one REQ or COUNT may take",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.MaxSubscriptionBytes, err = parsePositive(v)
+				return err
+			}},
+		{env: "BUZZ_MAX_CONN_FILTER_BYTES", flag: "max-conn-filter-bytes", def: strconv.Itoa(lim.MaxConnFilterBytes),
+			usage: "bytes of REQ filters the open subscriptions of one connection may hold together",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxConnFilterBytes, err = parsePositive(v); return err }},
+		{env: "BUZZ_QUERY_TIMEOUT", flag: "query-timeout", def: fmtDuration(lim.QueryTimeout),
+			usage: "deadline of one store read (a page of a REQ, a COUNT); beyond it the read is cancelled in the store and CLOSED error: (Go duration)",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.QueryTimeout, err = parsePositiveDuration(v)
+				return err
+			}},
+		{env: "BUZZ_QUERY_CONCURRENCY", flag: "query-concurrency", def: strconv.Itoa(lim.QueryConcurrency),
+			usage: "REQ/COUNT queries of one connection running at once",
+			apply: func(c *Config, v string) (err error) { c.Limits.QueryConcurrency, err = parsePositive(v); return err }},
+		{env: "BUZZ_RELAY_QUERY_CONCURRENCY", flag: "relay-query-concurrency", def: "(the store's)",
+			usage: "store reads running at once relay-wide, served in turn across communities and connections; default: what the store serves (4 embedded, PostgreSQL pool minus committers)",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.RelayQueryConcurrency, err = parsePositive(v)
+				return err
+			}},
+		{env: "BUZZ_COMMUNITY_QUERY_SHARE", flag: "community-query-share", def: "(3/4 of them)",
+			usage: "of those reads, how many one community may hold at once",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.CommunityQueryShare, err = parsePositive(v)
+				return err
+			}},
+		{env: "BUZZ_MESSAGE_RATE", flag: "message-rate", def: strconv.Itoa(lim.MessageRate),
+			usage: "messages per second one connection may send (sustained); beyond it messages are refused rate-limited:",
+			apply: func(c *Config, v string) (err error) { c.Limits.MessageRate, err = parsePositive(v); return err }},
+		{env: "BUZZ_MESSAGE_BURST", flag: "message-burst", def: strconv.Itoa(lim.MessageBurst),
+			usage: "messages one connection may send in a burst above that rate",
+			apply: func(c *Config, v string) (err error) { c.Limits.MessageBurst, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_CONNECTIONS", flag: "max-connections", def: strconv.Itoa(lim.MaxConnections),
+			usage: "open WebSocket connections relay-wide; beyond it upgrades get HTTP 503",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxConnections, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_CONNECTIONS_PER_ADDRESS", flag: "max-connections-per-address", def: strconv.Itoa(lim.MaxConnectionsPerAddress),
+			usage: "open WebSocket connections per client address (see BUZZ_TRUSTED_PROXIES); beyond it upgrades get HTTP 429",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.MaxConnectionsPerAddress, err = parsePositive(v)
+				return err
+			}},
+		{env: "BUZZ_MAX_COMMUNITY_CONNECTIONS", flag: "max-community-connections", def: "(no limit)",
+			usage: "open WebSocket connections per community; beyond it upgrades get HTTP 503",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.MaxCommunityConnections, err = parsePositive(v)
+				return err
+			}},
+		{env: "BUZZ_TRUSTED_PROXIES", flag: "trusted-proxies", def: "(none)",
+			usage: "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client",
+			apply: func(c *Config, v string) (err error) { c.TrustedProxies, err = parsePrefixes(v); return err }},
 		{env: "BUZZ_EVENT_CONCURRENCY", flag: "event-concurrency", def: strconv.Itoa(lim.EventConcurrency),
 			usage: "EVENTs of one connection processed at once (pipelined clients get OKs out of order)",
 			apply: func(c *Config, v string) (err error) { c.Limits.EventConcurrency, err = parsePositive(v); return err }},
@@ -389,6 +453,28 @@ func parseBool(v string) (bool, error) {
 		return false, nil
 	}
 	return false, errors.New("want true/false, 1/0, yes/no or on/off")
+}
+
+// parsePrefixes reads a comma-separated list of addresses (a /32 or /128
+// prefix each) and CIDR prefixes.
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", f)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 func parsePositive(v string) (int, error) {

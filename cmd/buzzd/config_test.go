@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -334,5 +335,22 @@ func TestREADMEConfigTable(t *testing.T) {
 		if !strings.Contains(got, "`"+s.env+"`") || !strings.Contains(got, "`-"+s.flag+"`") {
 			t.Errorf("README config table lacks %s / -%s", s.env, s.flag)
 		}
+	}
+}
+
+func TestParseConfigAdmission(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"-max-connections-per-address", "8", "-query-timeout", "3s"},
+		envMap(map[string]string{"BUZZ_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1", "BUZZ_MESSAGE_RATE": "50"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(cfg.TrustedProxies); got != "[10.0.0.0/8 192.0.2.1/32]" {
+		t.Errorf("trusted proxies %s", got)
+	}
+	if cfg.Limits.MaxConnectionsPerAddress != 8 || cfg.Limits.QueryTimeout != 3*time.Second || cfg.Limits.MessageRate != 50 {
+		t.Errorf("limits %+v", cfg.Limits)
+	}
+	if _, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_TRUSTED_PROXIES": "proxy.example"}), io.Discard); err == nil {
+		t.Error("a host name was accepted as a trusted proxy")
 	}
 }

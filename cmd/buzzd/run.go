@@ -209,6 +209,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithRelayURL(cfg.RelayURL),
 		buzz.WithAuth(auth),
 		buzz.WithLimits(cfg.Limits),
+		buzz.WithTrustedProxies(cfg.TrustedProxies...),
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
 		buzz.WithRelayKey(relayKey),
