@@ -21,7 +21,7 @@ import (
 // TestFilterLimitsRefused checks that filters beyond the limits are refused
 // with CLOSED and the limit named, and that NIP-11 lists them.
 func TestFilterLimitsRefused(t *testing.T) {
-	tr := newTestRelay(t, WithLimits(Limits{MaxFilters: 3, MaxFilterValues: 4, MaxSubscriptionBytes: 300, MaxConnFilterBytes: 600}))
+	tr := newTestRelay(t, WithLimits(Limits{MaxFilters: 3, MaxFilterValues: 4, MaxSubscriptionBytes: 300, MaxConnFilterBytes: 700}))
 	c := tr.dial(t)
 	c.sendRaw([]byte(`["REQ","many"` + strings.Repeat(`,{}`, 174_000) + `]`))
 	c.expectClosed("many", "invalid: too many filters (limit 3)")
@@ -33,7 +33,7 @@ func TestFilterLimitsRefused(t *testing.T) {
 	c.sendRaw([]byte(`["REQ","big",` + big + `]`))
 	c.expectClosed("big", "invalid: filters too large (limit 300 bytes)")
 
-	// Per connection: two subscriptions of ~250 bytes fit, a third does not
+	// Per connection: two subscriptions of ~250 bytes and one value (~320 charged) fit, a third does not
 	// until one is closed.
 	mid := func(id string) []byte {
 		return []byte(`["REQ","` + id + `",{"#t":["` + strings.Repeat("y", 220) + `"]}]`)
@@ -43,7 +43,7 @@ func TestFilterLimitsRefused(t *testing.T) {
 		c.untilEOSE(id)
 	}
 	c.sendRaw(mid("s3"))
-	c.expectClosed("s3", "restricted: this connection's subscriptions hold too many filter bytes (limit 600)")
+	c.expectClosed("s3", "restricted: this connection's subscriptions hold too many filter bytes (limit 700)")
 	c.sendRaw(nostr.AppendClose(nil, "s1"))
 	c.sendRaw(mid("s3"))
 	c.untilEOSE("s3")
@@ -51,7 +51,7 @@ func TestFilterLimitsRefused(t *testing.T) {
 	doc := tr.relay.NIP11Document().Limitation
 	eq(t, "max_filter_values", doc.MaxFilterValues, 4)
 	eq(t, "max_subscription_bytes", doc.MaxSubscriptionBytes, 300)
-	eq(t, "max_connection_filter_bytes", doc.MaxConnectionFilterBytes, 600)
+	eq(t, "max_connection_filter_bytes", doc.MaxConnectionFilterBytes, 700)
 }
 
 // TestMessageRateLimited checks that messages beyond the connection's rate

@@ -51,7 +51,7 @@ func (c *conn) handle(data []byte) {
 	case *nostr.EventEnvelope:
 		c.handleEvent(m.Event)
 	case *nostr.ReqEnvelope:
-		c.handleReq(m.SubID, m.Filters, len(data))
+		c.handleReq(m.SubID, m.Filters, filterCharge(len(data), m.Filters))
 	case *nostr.CountEnvelope:
 		c.handleCount(m.SubID, m.Filters)
 	case *nostr.CloseEnvelope:
@@ -61,6 +61,26 @@ func (c *conn) handle(data []byte) {
 	default:
 		c.reply(nostr.AppendNotice(nil, "invalid: unsupported message type"))
 	}
+}
+
+// valueCharge is what one listed filter value costs a connection beyond
+// its JSON bytes: about what it takes in memory once parsed, matched
+// through a set and posted in the live index, so a kind written in two
+// bytes is charged like the memory it holds.
+const valueCharge = 64
+
+// filterCharge is the charge of a REQ of size bytes with filters against
+// Limits.MaxConnFilterBytes: its size plus valueCharge per listed value.
+func filterCharge(size int, filters []nostr.Filter) int {
+	n := 0
+	for i := range filters {
+		f := &filters[i]
+		n += len(f.IDs) + len(f.Authors) + len(f.Kinds)
+		for _, v := range f.Tags {
+			n += len(v)
+		}
+	}
+	return size + valueCharge*n
 }
 
 // refuseRate answers a message refused for the connection's message rate:
@@ -198,8 +218,8 @@ func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope store.S
 // events are held back until EOSE, so an event accepted at any moment is
 // delivered exactly once: from the query, or live after EOSE.
 //
-// size is the size of the REQ message, charged against the connection's
-// Limits.MaxConnFilterBytes while the subscription is open.
+// size is what the subscription is charged against the connection's
+// Limits.MaxConnFilterBytes while it is open (see filterCharge).
 func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
 	c.r.cfg.metrics.Req(c.tc.Community())
 	guard, g, st := c.armRead("req")

@@ -33,8 +33,10 @@ type Limits struct {
 	// filters too large (limit N bytes)".
 	MaxSubscriptionBytes int
 	// MaxConnFilterBytes bounds the filters of all the open subscriptions
-	// of one connection together, in bytes of JSON as received (NIP-11
-	// limitation.max_connection_filter_bytes). A REQ that would exceed it
+	// of one connection together (NIP-11
+	// limitation.max_connection_filter_bytes): each REQ is charged its size
+	// in bytes plus 64 per value its filters list, about what a value
+	// costs in memory once parsed and indexed. A REQ that would exceed it
 	// gets CLOSED "restricted: ...". With SendQueueBytes it bounds what a
 	// connection holds (see Limits.SendQueueBytes).
 	MaxConnFilterBytes int

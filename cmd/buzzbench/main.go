@@ -12,7 +12,8 @@
 //	buzzbench [flags] [scenario,...]
 //
 // Scenarios: ingest, ingest-pipelined, req, count, visible, fanout, idle,
-// mixed, slowreader, or "all". See -h for the flags.
+// mixed, slowreader, abuse (issue 17's noisy neighbours: each attack while an
+// innocent client measures), or "all". See -h for the flags.
 package main
 
 import (
@@ -35,7 +36,7 @@ import (
 // scenarioNames is every scenario in the order "all" runs them. The main
 // corpus must be ingested before req/count/mixed/slowreader; they load it
 // (untimed) when no ingest ran first.
-var scenarioNames = []string{"ingest", "ingest-pipelined", "req", "count", "visible", "fanout", "mixed", "idle", "slowreader"}
+var scenarioNames = []string{"ingest", "ingest-pipelined", "req", "count", "visible", "fanout", "mixed", "idle", "slowreader", "abuse"}
 
 var defaultScenarios = "ingest,req,count,visible,fanout"
 
@@ -337,6 +338,8 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 			r = runMixed(sctx, e)
 		case "idle":
 			r = runIdle(sctx, e)
+		case "abuse":
+			r = runAbuse(sctx, e)
 		case "slowreader":
 			r = runSlowReader(sctx, e)
 		}
