@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +51,11 @@ type Store struct {
 	stop   chan struct{}
 
 	audit *auditLinker // links queued audit entries into chains
+
+	// Planner statistics (analyze.go).
+	saved     atomic.Int64 // events stored since the last ANALYZE began
+	analyzeAt atomic.Int64 // saved count that starts the next one
+	analyzing atomic.Bool
 }
 
 // Open connects to the database at databaseURL (a PostgreSQL URL or DSN) and
@@ -133,14 +139,17 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	s.wg.Add(1)
 	go s.maintenance()
+	s.analyzeSoon() // a database never analysed plans badly from its first query
 	return s, nil
 }
 
-// ReadConcurrency is how many queries the store serves at once: the pool
-// connections not reserved for its committers. A relay admits no more
-// concurrent queries than this, so a query waits in the relay's fair queue
-// rather than in the pool.
-func (s *Store) ReadConcurrency() int { return int(s.cfg.maxConns) - s.cfg.committers }
+// ReadConcurrency is how many client queries the store serves at once:
+// the pool connections not reserved for its committers, less two kept free
+// for the lookups that ingest and access checks make. A relay admits no
+// more concurrent client queries than this, so a query waits in the
+// relay's fair queue rather than in the pool, and never in front of an
+// EVENT's lookups.
+func (s *Store) ReadConcurrency() int { return max(1, int(s.cfg.maxConns)-s.cfg.committers-2) }
 
 // Close stops accepting Saves, waits for queued ones to be committed (or to
 // fail), and closes the pool. It is safe to call more than once.

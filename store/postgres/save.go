@@ -282,6 +282,9 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	}
 	select {
 	case err := <-req.done:
+		if err == nil {
+			s.noteSaved(1)
+		}
 		return err
 	case <-ctx.Done():
 		// The event may still commit; it is not acknowledged.

@@ -272,10 +272,12 @@ func (s *Store) open(ctx context.Context) error {
 	return nil
 }
 
-// ReadConcurrency is how many queries the store serves at once: its read
-// connections. A relay admits no more concurrent queries than this, so a
-// query waits in the relay's fair queue rather than for a connection.
-func (s *Store) ReadConcurrency() int { return s.cfg.readConns }
+// ReadConcurrency is how many client queries the store serves at once:
+// its read connections but one, which stays free for the lookups that
+// ingest and access checks make. A relay admits no more concurrent client
+// queries than this, so a query waits in the relay's fair queue rather than
+// for a connection, and never in front of an EVENT's lookups.
+func (s *Store) ReadConcurrency() int { return max(1, s.cfg.readConns-1) }
 
 // Close stops accepting writes, waits until every write already queued is
 // committed and answered, and closes the database. It is safe to call more
