@@ -82,8 +82,9 @@ type Limits struct {
 	QueryConcurrency int
 	// RelayQueryConcurrency bounds store reads running at once relay-wide.
 	// Zero takes the store's own read concurrency when it reports one
-	// (ReadConcurrency: 4 for the embedded store, the PostgreSQL pool minus
-	// its committers) and 16 otherwise: more would only queue inside the
+	// (ReadConcurrency: 3 of the embedded store's 4 readers, the PostgreSQL
+	// pool less its committers and two — the rest serve EVENTs' lookups) and
+	// 16 otherwise: more would only queue inside the
 	// store, where no one is fair. Reads beyond it wait in a queue served in
 	// turn across communities, then across connections.
 	RelayQueryConcurrency int

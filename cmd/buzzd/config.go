@@ -212,7 +212,7 @@ func settings() []setting {
 			usage: "REQ/COUNT queries of one connection running at once",
 			apply: func(c *Config, v string) (err error) { c.Limits.QueryConcurrency, err = parsePositive(v); return err }},
 		{env: "BUZZ_RELAY_QUERY_CONCURRENCY", flag: "relay-query-concurrency", def: "(the store's)",
-			usage: "store reads running at once relay-wide, served in turn across communities and connections; default: what the store serves (4 embedded, PostgreSQL pool minus committers)",
+			usage: "store reads running at once relay-wide, served in turn across communities and connections; default: what the store serves (3 embedded, PostgreSQL pool less committers and 2)",
 			apply: func(c *Config, v string) (err error) {
 				c.Limits.RelayQueryConcurrency, err = parsePositive(v)
 				return err
