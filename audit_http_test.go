@@ -170,6 +170,23 @@ func TestAuditHTTP(t *testing.T) {
 		if st1, pg = get(adminB, "b.example", "", "b.example"); st1 != http.StatusOK || len(pg.Entries) != 2 || pg.Entries[1].Object != "b-only" {
 			t.Errorf("admin of B: %d %+v", st1, pg)
 		}
+		// A community's owner reads its chain too.
+		ob, ok := st.(interface {
+			CreateCommunity(context.Context, store.NewCommunity) (store.Community, bool, error)
+		})
+		if !ok {
+			t.Fatal("backend has no operator registry")
+		}
+		owner := newSigner(t)
+		if _, _, err := ob.CreateCommunity(ctx, store.NewCommunity{Host: "owned.example", OwnerPubKey: owner.pub()}); err != nil {
+			t.Fatal(err)
+		}
+		if st1, pg = get(owner, "owned.example", "", "owned.example"); st1 != http.StatusOK || len(pg.Entries) != 1 || pg.Entries[0].Action != string(audit.CommunityProvisioned) {
+			t.Errorf("owner: %d %+v", st1, pg)
+		}
+		if st1, _ = get(owner, "a.example", "", "a.example"); st1 != http.StatusForbidden {
+			t.Errorf("owner of another community on A: %d", st1)
+		}
 		// Unmapped host.
 		if st1, _ = get(adminA, "nobody.example", "", "nobody.example"); st1 != http.StatusNotFound {
 			t.Errorf("unmapped host: %d", st1)

@@ -377,3 +377,20 @@ func TestConcurrentScrape(t *testing.T) {
 		t.Fatalf("received %v, want 2000", v)
 	}
 }
+
+// FuzzParseMode: ParseMode accepts exactly the spellings String writes
+// back, and never panics.
+func FuzzParseMode(f *testing.F) {
+	for _, s := range []string{"all", "off", "top:2", "top:1000", "top:0", "top:", "top:-1", "top:+1", "top:1e3", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := metrics.ParseMode(s)
+		if err != nil {
+			return
+		}
+		if m.String() != s {
+			t.Fatalf("ParseMode(%q).String() = %q", s, m.String())
+		}
+	})
+}
