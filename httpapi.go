@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
@@ -209,31 +210,36 @@ func parseFilters(body []byte) ([]nostr.Filter, error) {
 // readRequest is the part of /query and /count shared by both: parse and
 // check the filters, then decide access for reader. It answers the request
 // and returns ok false on refusal.
-func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (filters []nostr.Filter, readers []string, scope store.Scope, ok bool) {
+func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (filters []nostr.Filter, readers []string, scope store.Scope, rt readTrace, ok bool) {
 	pubkey, body, ok := r.authenticate(w, req, tc)
 	if !ok {
-		return nil, nil, scope, false
+		return nil, nil, scope, rt, false
 	}
 	ctx := req.Context()
+	rt = r.armHTTPRead(tc, pubkey, seam)
+	refuse := func(reason string) {
+		rt.refuse(ctx, reason)
+		refusal(w, reason)
+	}
 	filters, err := parseFilters(body)
 	if err != nil {
-		refusal(w, ingest.Reason(err, "invalid: "))
-		return nil, nil, scope, false
+		refuse(ingest.Reason(err, "invalid: "))
+		return nil, nil, scope, rt, false
 	}
 	lim := r.cfg.limits
 	switch {
 	case len(filters) == 0:
-		refusal(w, msgNoFilters)
-		return nil, nil, scope, false
+		refuse(msgNoFilters)
+		return nil, nil, scope, rt, false
 	case len(filters) > lim.MaxFilters:
-		refusal(w, fmt.Sprintf(msgTooManyFilters, lim.MaxFilters))
-		return nil, nil, scope, false
+		refuse(fmt.Sprintf(msgTooManyFilters, lim.MaxFilters))
+		return nil, nil, scope, rt, false
 	}
 	for _, f := range filters {
 		for _, fn := range r.cfg.filterPolicy {
 			if err := fn(ctx, tc, f); err != nil {
-				refusal(w, ingest.Reason(err, "blocked: "))
-				return nil, nil, scope, false
+				refuse(ingest.Reason(err, "blocked: "))
+				return nil, nil, scope, rt, false
 			}
 		}
 	}
@@ -246,21 +252,75 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 		var ids []store.ChannelID
 		ids, err = r.channels.store.ReadableChannels(ctx, tc.Community(), readers)
 		scope = store.ChannelsScope(ids...)
-		if err == nil && !channelsReadable(filters, scope, nil) {
+		if err == nil && !channelsReadable(filters, scope, rt.channelCheck(ctx, tc)) {
 			reason = ingest.MsgChannelDenied
 		}
 	}
 	if err != nil {
 		r.log.ErrorContext(ctx, "buzz: HTTP read access", "err", err)
-		refusal(w, msgInternal)
-		return nil, nil, scope, false
+		refuse(msgInternal)
+		return nil, nil, scope, rt, false
 	}
 	if reason != "" {
-		refusal(w, reason)
-		return nil, nil, scope, false
+		refuse(reason)
+		return nil, nil, scope, rt, false
 	}
-	return filters, readers, scope, true
+	return filters, readers, scope, rt, true
 }
+
+// readTrace is the isolation trace (WithTracer) of one HTTP read: the read
+// seam armed for the signer, as a REQ or COUNT arms it on a connection.
+// Its zero value (no tracer) records nothing.
+type readTrace struct {
+	guard *trace.Guard
+	g     trace.Tracer
+	st    trace.State
+}
+
+func (r *Relay) armHTTPRead(tc tenant.TenantContext, actor, seam string) readTrace {
+	if r.cfg.tracer == nil {
+		return readTrace{}
+	}
+	st := trace.State{Tenant: tc, Actor: actor}
+	guard := trace.Arm(r.cfg.tracer(tc), st, seam)
+	return readTrace{guard: guard, g: guard, st: st}
+}
+
+// refuse records a refusal and ends the seam.
+func (rt readTrace) refuse(ctx context.Context, reason string) {
+	if rt.g == nil {
+		return
+	}
+	rt.g.SanitizedError(ctx, rt.st, sanitizeReason(reason))
+	rt.guard.Release(ctx)
+}
+
+// channelCheck records each channel decision of channelsReadable.
+func (rt readTrace) channelCheck(ctx context.Context, tc tenant.TenantContext) func(id *store.ChannelID, ok bool) {
+	if rt.g == nil {
+		return nil
+	}
+	return func(id *store.ChannelID, ok bool) {
+		switch {
+		case id == nil:
+			rt.g.AuthCheck(ctx, rt.st, "", tenant.CommunityID{}, false)
+		case ok:
+			rt.g.AuthCheck(ctx, rt.st, id.String(), tc.Community(), true)
+		default:
+			rt.g.AuthCheck(ctx, rt.st, id.String(), tenant.CommunityID{}, false)
+		}
+	}
+}
+
+// rows records the rows one filter returned (nil for a count).
+func (rt readTrace) rows(ctx context.Context, f *nostr.Filter, rows []tenant.CommunityID) {
+	if rt.g != nil {
+		traceRows(ctx, rt.g, rt.st, f, rows)
+	}
+}
+
+// done ends the seam.
+func (rt readTrace) done(ctx context.Context) { rt.guard.Release(ctx) }
 
 // readFailed answers a failed HTTP read: the deadline reason when it ran
 // past Limits.QueryTimeout, the internal-error reason (logged) otherwise;
@@ -307,21 +367,35 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request, tc tenant.T
 		}
 		return
 	}
-	filters, readers, scope, ok := r.readRequest(w, req, tc)
+	filters, readers, scope, rt, ok := r.readRequest(w, req, tc, "req")
 	if !ok {
 		return
 	}
+	defer rt.done(req.Context())
 	// Each filter's page is one bounded read (read.go): in turn in the
 	// relay's fair queue, the client's address standing for its
 	// connection, under the query deadline.
 	ctx := req.Context()
 	owner := r.ClientAddr(req)
 	recs := make(map[string]store.Record)
+	var rows *[]tenant.CommunityID // the communities of each filter's rows, when tracing
+	if rt.g != nil {
+		rows = new([]tenant.CommunityID)
+	}
 	for i := range filters {
+		if rows != nil {
+			*rows = (*rows)[:0]
+		}
 		err := r.bounded(ctx, tc.Community(), owner, func(ctx context.Context) error {
-			return r.queryPage(ctx, tc.Community(), filters[i], scope, readers, cur, recs)
+			return r.queryPage(ctx, tc.Community(), filters[i], scope, readers, cur, recs, rows)
 		})
+		if rows != nil {
+			rt.rows(ctx, &filters[i], *rows)
+		}
 		if err != nil {
+			if rt.g != nil {
+				rt.g.SanitizedError(ctx, rt.st, trace.ReasonServerError)
+			}
 			r.readFailed(ctx, w, "HTTP query", err)
 			return
 		}
@@ -354,7 +428,9 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request, tc tenant.T
 // queryPage adds to recs the events of one filter on the page after cur
 // (see QueryPath), at most the filter's clamped limit of them, under the
 // same rules as a REQ's replay.
-func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope store.Scope, readers []string, cur cursor, recs map[string]store.Record) error {
+//
+// rows, when not nil, receives the community of every row taken (tracing).
+func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope store.Scope, readers []string, cur cursor, recs map[string]store.Record, rows *[]tenant.CommunityID) error {
 	if f.LimitSet && f.Limit == 0 {
 		return nil
 	}
@@ -387,6 +463,9 @@ func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 				continue
 			}
 			recs[rec.ID] = rec
+			if rows != nil {
+				*rows = append(*rows, rec.Community)
+			}
 			n++
 		}
 		return nil
@@ -421,18 +500,26 @@ func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 }
 
 func (r *Relay) serveCount(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	filters, readers, scope, ok := r.readRequest(w, req, tc)
+	filters, readers, scope, rt, ok := r.readRequest(w, req, tc, "count")
 	if !ok {
 		return
 	}
 	ctx := req.Context()
+	defer rt.done(ctx)
 	owner := r.ClientAddr(req)
 	n, err := countGiftWrapped(ctx, filters, readers, func(ctx context.Context, fs []nostr.Filter) (int64, error) {
 		return r.countBounded(ctx, tc.Community(), owner, fs, scope)
 	})
 	if err != nil {
+		if rt.g != nil {
+			rt.g.SanitizedError(ctx, rt.st, trace.ReasonServerError)
+		}
 		r.readFailed(ctx, w, "HTTP count", err)
 		return
+	}
+	// A count carries no rows; each filter's read is recorded empty.
+	for i := range filters {
+		rt.rows(ctx, &filters[i], nil)
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"count": n})
 }
@@ -455,11 +542,15 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 		return
 	}
 	ticket := r.inflight.begin()
-	out := r.pipeline.Ingest(req.Context(), ingest.Submission{
+	sub := ingest.Submission{
 		Tenant:   tc,
 		Event:    ev,
 		AuthedAs: func(pk string) bool { return pk == pubkey },
-	})
+	}
+	if r.cfg.tracer != nil {
+		sub.Tracer, sub.Actor = r.cfg.tracer(tc), pubkey
+	}
+	out := r.pipeline.Ingest(req.Context(), sub)
 	r.inflight.end(ticket)
 	r.cfg.metrics.EventIngested(tc.Community(), out.OK, out.Stored, out.Message)
 	status := http.StatusOK

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
@@ -391,4 +392,48 @@ func TestHTTPAPISchemeFromRelayURL(t *testing.T) {
 	code, res := p.post(t, "a.example", CountPath, nip98Token(t, s, "http://a.example"+CountPath, body), body)
 	eq(t, "http token", code, http.StatusUnauthorized)
 	eq(t, "http token body", string(res), `{"error":"unauthorized","message":"NIP-98: invalid signature"}`)
+}
+
+// TestHTTPAPITraced runs HTTP writes and reads, in two communities, under
+// the isolation tracer: every trace passes the independent checker.
+func TestHTTPAPITraced(t *testing.T) {
+	rec := trace.NewRecorder()
+	v, err := nip98.NewVerifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	p := startPod(t, st, "a.example", WithHTTPAPI(v), WithTracer(rec.Open), WithRelayKey(testMaster))
+	if _, _, err := st.EnsureCommunity(context.Background(), "b.example"); err != nil {
+		t.Fatal(err)
+	}
+	alice, mallory := newSigner(t), newSigner(t)
+	id := storetest.NewChannelID()
+	eq(t, "create", p.publishHTTP(t, alice, "a.example", alice.event(store.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", "p"}, nostr.Tag{"visibility", "private"})).Accepted, true)
+	msg := alice.event(store.KindChatMessage, now(), "secret", chanTag(id))
+	eq(t, "message", p.publishHTTP(t, alice, "a.example", msg).Accepted, true)
+	note := alice.event(1, now(), "note")
+	eq(t, "note", p.publishHTTP(t, alice, "a.example", note).Accepted, true)
+	eq(t, "duplicate", p.publishHTTP(t, alice, "a.example", note).Message, ingest.MsgDuplicate)
+
+	p.queryHTTP(t, alice, "a.example", QueryPath, hFilter(id))
+	p.queryHTTP(t, alice, "a.example", QueryPath, nostr.Filter{IDs: []string{note.ID, msg.ID}}, nostr.Filter{Kinds: []int{1, 9}})
+	p.countHTTP(t, alice, "a.example", nostr.Filter{Kinds: []int{1}})
+	code, _ := p.apiJSON(t, mallory, "a.example", QueryPath, hFilter(id))
+	eq(t, "mallory #h", code, http.StatusForbidden)
+	p.queryHTTP(t, mallory, "b.example", QueryPath, nostr.Filter{IDs: []string{note.ID, msg.ID}})
+	code, _ = p.apiJSON(t, mallory, "b.example", CountPath, hFilter(id))
+	eq(t, "mallory #h on b", code, http.StatusForbidden)
+	eq(t, "foreign channel event into b", p.publishHTTP(t, mallory, "b.example", msg).Accepted, false)
+	eq(t, "note into b", p.publishHTTP(t, mallory, "b.example", note).Accepted, true)
+	seen := checkTraces(t, rec, false)
+	for _, a := range []string{"write_insert", "read_message_rows", "read_by_id_rows", "auth_check"} {
+		if !seen[a] {
+			t.Errorf("HTTP traffic never traced %s (saw %v)", a, seen)
+		}
+	}
 }
