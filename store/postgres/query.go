@@ -183,8 +183,9 @@ func (p *predicate) conds(skip string) sq.And {
   WHERE jsonb_typeof(x.tag) = 'array' AND x.tag->>0 = ? AND x.tag->>1 = ANY(?))`, t.name, t.values))
 	}
 	if p.tsquery != "" {
-		and = append(and, sq.Expr("e.kind <> ?", search.KindGiftWrap),
-			sq.Expr(tsMatch, p.tsquery))
+		// The match itself is searchFrom's (event_search); gift wraps are
+		// never indexed there, and never match here either.
+		and = append(and, sq.Expr("e.kind <> ?", search.KindGiftWrap))
 	}
 	return and
 }
@@ -496,6 +497,7 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	}
 	now := time.Now().Unix()
 	var or sq.Or
+	var searches []*predicate
 	for i := range filters {
 		p, err := compileFilter(&filters[i])
 		if errors.Is(err, errNothing) {
@@ -505,13 +507,23 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 			return 0, err
 		}
 		p.withScope(sc)
+		if p.tsquery != "" {
+			searches = append(searches, p)
+			continue
+		}
 		or = append(or, p.conds(""))
 	}
-	if len(or) == 0 {
+	if len(or) == 0 && len(searches) == 0 {
 		return 0, nil
 	}
-	sqlStr, args, err := sq.Select("count(*)").From("events e").Where(live(c, now)).Where(or).
-		PlaceholderFormat(sq.Dollar).ToSql()
+	var q sq.Sqlizer = sq.Select("count(*)").From("events e").Where(live(c, now)).Where(or)
+	if len(searches) > 0 {
+		q = countWithSearches(c, now, or, searches)
+	}
+	sqlStr, args, err := q.ToSql()
+	if err == nil {
+		sqlStr, err = sq.Dollar.ReplacePlaceholders(sqlStr)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("postgres: build count: %w", err)
 	}
@@ -532,7 +544,7 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 }
 
 // DeleteExpired removes, in every community, the events whose NIP-40
-// expiration is at or before now, with their tag rows.
+// expiration is at or before now, with their tag and search rows.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id FROM communities`)
 	if err != nil {
@@ -553,6 +565,9 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
     SELECT g.community_id, x.tag->>0 AS name, x.tag->>1 AS value, g.created_at, g.id
     FROM gone g, jsonb_array_elements(g.tags) AS x(tag)
     WHERE jsonb_typeof(x.tag) = 'array' AND jsonb_array_length(x.tag) >= 2 AND length(x.tag->>0) = 1),
+  searchdel AS (
+    DELETE FROM event_search s USING gone g
+    WHERE s.community_id = g.community_id AND s.event_id = g.id AND s.created_at = g.created_at),
   tagdel AS (
     DELETE FROM event_tags t USING tagrows r
     WHERE t.community_id = r.community_id AND t.name = r.name AND t.created_at = r.created_at

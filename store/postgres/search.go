@@ -10,11 +10,6 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// tsMatch is the search condition: an equality on the search_tsv column of
-// events_search_idx, whose community_id key the live community condition
-// fills, so the index reads one community's postings only.
-const tsMatch = "e.search_tsv @@ to_tsquery('simple'::regconfig, ?)"
-
 // tsqueryText is q as to_tsquery input: each word quoted, a phrase's words
 // joined by <-> (followed by), words and phrases joined by &. Words hold
 // only letters and numbers, so nothing needs escaping; to_tsquery
@@ -43,16 +38,49 @@ func tsqueryText(q *search.Query) string {
 	return b.String()
 }
 
+// searchFrom selects sel from the matches of p's search: the rows of
+// event_search in community c whose tsvector matches (its GIN index is the
+// only index of that table a community condition can use, so the plan does
+// not depend on statistics), each joined to its live event by one
+// primary-key probe carrying every other condition of p. LIMIT 1 keeps the
+// LATERAL subquery from being flattened into a join PostgreSQL could drive
+// from the events side. The matches' alias is s, the event's e (columns
+// id, created_at, raw).
+func searchFrom(c tenant.CommunityID, now int64, p *predicate, sel string) sq.SelectBuilder {
+	event := sq.Select(cols).From("events e").
+		Where(sq.Expr("e.created_at = s.created_at AND e.id = s.event_id")).
+		Where(live(c, now)).Where(p.conds("")).Limit(1)
+	return sq.Select(sel).From("event_search s").
+		JoinClause(sq.Expr("CROSS JOIN LATERAL (?) AS e", event)).
+		Where(sq.Expr("s.community_id = ? AND s.tsv @@ to_tsquery('simple'::regconfig, ?)", c.UUID(), p.tsquery))
+}
+
 // searchQuery ranks a filter with a search by relevance: ts_rank of the
-// stored tsvector (term frequency within the event and, for several
+// stored tsvector (each word's frequency in the event and, for several
 // words, their proximity; nothing of other events), then newest first.
-// Every match is ranked before the limit applies, so the rows come from
-// the GIN index (a bitmap scan), not from a timeline index in order.
+// Every match is ranked before the limit applies.
 func searchQuery(c tenant.CommunityID, now int64, p *predicate, f *nostr.Filter) sq.Sqlizer {
-	b := sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).
-		OrderByClause("ts_rank(e.search_tsv, to_tsquery('simple'::regconfig, ?)) DESC, "+order, p.tsquery)
+	b := searchFrom(c, now, p, "e.id, e.created_at, e.raw").
+		OrderByClause("ts_rank(s.tsv, to_tsquery('simple'::regconfig, ?)) DESC, "+order, p.tsquery)
 	if f.LimitSet {
 		b = b.Limit(uint64(f.Limit))
 	}
 	return b
+}
+
+// countWithSearches counts the distinct events matching any of the
+// filters: those without search (or, as conditions on events) and the
+// searches, each through searchFrom, merged by UNION.
+func countWithSearches(c tenant.CommunityID, now int64, or sq.Or, searches []*predicate) sq.Sqlizer {
+	var parts []string
+	var args []any
+	if len(or) > 0 {
+		parts = append(parts, "(?)")
+		args = append(args, sq.Select("e.created_at, e.id").From("events e").Where(live(c, now)).Where(or))
+	}
+	for _, p := range searches {
+		parts = append(parts, "(?)")
+		args = append(args, searchFrom(c, now, p, "e.created_at, e.id"))
+	}
+	return sq.Expr("SELECT count(*) FROM ("+strings.Join(parts, " UNION ")+") AS x", args...)
 }
