@@ -22,7 +22,7 @@ import (
 // backendRelay is a relay on st served over a real HTTP server, its host
 // mapped to a community. The testRelay it returns has no sqlite store
 // (store is nil): use it for dialing only.
-func backendRelay(t *testing.T, st store.Backend, opts ...Option) *testRelay {
+func backendRelay(t testing.TB, st store.Backend, opts ...Option) *testRelay {
 	t.Helper()
 	ctx := context.Background()
 	var h http.Handler

@@ -38,7 +38,7 @@ type hookServer struct {
 	keys  []string // Idempotency-Key headers
 }
 
-func newHookServer(t *testing.T) *hookServer {
+func newHookServer(t testing.TB) *hookServer {
 	h := &hookServer{}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -69,7 +69,7 @@ func (d staticDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 
 // workflowRelay serves a relay with workflows on st, its engine running
 // (poll 20 ms) until the test ends. Webhooks to hooks.example reach hook.
-func workflowRelay(t *testing.T, st wfBackend, hook *hookServer) *testRelay {
+func workflowRelay(t testing.TB, st wfBackend, hook *hookServer) *testRelay {
 	t.Helper()
 	caller, err := safehttp.New(
 		safehttp.WithResolver(staticDNS{"hooks.example": netip.MustParseAddr("93.184.216.34")}),
@@ -87,7 +87,7 @@ func workflowRelay(t *testing.T, st wfBackend, hook *hookServer) *testRelay {
 	tr := backendRelay(t, st, WithRelayKey(testMaster), WithHTTPAPI(apiV), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
 		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h),
 			workflow.WithWebhookCaller(caller), workflow.WithPollInterval(20*time.Millisecond),
-			workflow.WithLogger(quietLogger()), workflow.WithCacheTTL(0))
+			workflow.WithLogger(quietLogger()))
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -1,0 +1,186 @@
+package buzz
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+// Workflow benchmarks over real WebSockets (see BENCHMARKS.md):
+//
+//	go test -run '^$' -bench BenchmarkWorkflowWS -benchtime 1x .
+//
+// Each reports custom metrics; the loop count is irrelevant (use 1x).
+
+func benchBackends(b *testing.B, fn func(b *testing.B, st wfBackend)) {
+	b.Run("sqlite", func(b *testing.B) {
+		st, err := sqlite.Open(context.Background(), b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		fn(b, st)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		st, err := postgres.Open(context.Background(), pgtest.NewDatabase(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		fn(b, st)
+	})
+}
+
+// benchChannel opens a relay with workflows on st and a channel owned by
+// the returned signer.
+func benchChannel(b *testing.B, st wfBackend) (*testRelay, *signer, store.ChannelID) {
+	tr := workflowRelay(b, st, newHookServer(b))
+	owner := newSigner(b)
+	c := tr.dial(b)
+	ch := c.createChannel(owner, "bench", store.VisibilityOpen)
+	return tr, owner, ch
+}
+
+func define(b *testing.B, c *rawClient, s *signer, ch store.ChannelID, yaml string) {
+	_, ok := c.define(s, workflow.NewID(), ch, yaml)
+	if !ok.OK {
+		b.Fatalf("define: %s", ok.Message)
+	}
+}
+
+const benchEcho = `name: Bench
+trigger: {on: message_posted, filter: 'starts_with(trigger_text, "go ")'}
+steps:
+  - id: reply
+    action: send_message
+    text: "ack {{trigger.text}}"
+`
+
+// BenchmarkWorkflowWSLatency: a message that triggers a workflow, sent
+// over a WebSocket, until its 46001 (triggered) arrives on another
+// connection; one at a time. Then runs/s: many triggering messages from
+// 8 connections, until every run's 46005 (completed) has arrived.
+func BenchmarkWorkflowWSLatency(b *testing.B) {
+	benchBackends(b, func(b *testing.B, st wfBackend) {
+		tr, owner, ch := benchChannel(b, st)
+		oc := tr.dial(b)
+		define(b, oc, owner, ch, benchEcho)
+		watch := tr.dial(b)
+		watch.subscribe("st", nostr.Filter{Kinds: []int{workflow.KindRunTriggered, workflow.KindRunCompleted},
+			Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
+		poster := newSigner(b)
+		pc := tr.dial(b)
+		const n = 200
+		lat := make([]time.Duration, 0, n)
+		done := 0 // completions seen
+		b.ResetTimer()
+		for i := range n {
+			ev := poster.event(store.KindChatMessage, now(), fmt.Sprintf("go %d", i), chanTag(ch))
+			start := time.Now()
+			pc.sendEvent(ev)
+			for {
+				e := watch.nextLive("st")
+				if e.Kind == workflow.KindRunCompleted {
+					done++
+				}
+				if e.Kind == workflow.KindRunTriggered {
+					lat = append(lat, time.Since(start))
+					break
+				}
+			}
+			pc.expectOK(ev.ID)
+		}
+		// Drain the completions of these runs.
+		for done < n {
+			if watch.nextLive("st").Kind == workflow.KindRunCompleted {
+				done++
+			}
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+
+		// Sustained runs/s.
+		const conns, per = 8, 100
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range conns {
+			c := tr.dial(b)
+			s := newSigner(b)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range per {
+					ev := s.event(store.KindChatMessage, now(), fmt.Sprintf("go %d/%d", w, i), chanTag(ch))
+					c.sendEvent(ev)
+					c.expectOK(ev.ID)
+				}
+			}()
+		}
+		done = 0
+		for done < conns*per {
+			if watch.nextLive("st").Kind == workflow.KindRunCompleted {
+				done++
+			}
+		}
+		wg.Wait()
+		b.ReportMetric(float64(conns*per)/time.Since(start).Seconds(), "runs/s")
+	})
+}
+
+// BenchmarkWorkflowWSIngest: kind 9 messages into one channel from 8
+// connections (one EVENT in flight each), with no workflow and with 100
+// enabled message_posted workflows in that channel whose filters do not
+// match these messages (the cost of matching; a matching workflow adds a
+// run per message).
+func BenchmarkWorkflowWSIngest(b *testing.B) {
+	for _, nwf := range []int{0, 100} {
+		b.Run(fmt.Sprintf("workflows=%d", nwf), func(b *testing.B) {
+			benchBackends(b, func(b *testing.B, st wfBackend) {
+				tr, owner, ch := benchChannel(b, st)
+				oc := tr.dial(b)
+				for i := range nwf {
+					define(b, oc, owner, ch, fmt.Sprintf("name: W%d\ntrigger: {on: message_posted, filter: 'str_contains(trigger_text, \"deploy-%d\")'}\nsteps:\n  - id: r\n    action: send_message\n    text: x\n", i, i))
+				}
+				const conns, per = 8, 500
+				clients := make([]*rawClient, conns)
+				signers := make([]*signer, conns)
+				evs := make([][]*nostr.Event, conns)
+				for w := range conns {
+					clients[w], signers[w] = tr.dial(b), newSigner(b)
+					for i := range per {
+						evs[w] = append(evs[w], signers[w].event(store.KindChatMessage, now(), fmt.Sprintf("hello %d %d", w, i), chanTag(ch)))
+					}
+				}
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for w := range conns {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for _, ev := range evs[w] {
+							clients[w].sendEvent(ev)
+							if ok := clients[w].expectOK(ev.ID); !ok.OK {
+								b.Errorf("refused: %s", ok.Message)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(conns*per)/time.Since(start).Seconds(), "events/s")
+			})
+		})
+	}
+}
