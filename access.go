@@ -675,3 +675,45 @@ func (c *conn) armRead(seam string) (*trace.Guard, trace.Tracer, trace.State) {
 	g := trace.Arm(c.tracer, st, seam)
 	return g, g, st
 }
+
+// policyChanged applies a change of community's access policy to this
+// process: cached policies are dropped at once, and when the community
+// became members-only, the live subscriptions of every connection without
+// a member among its authenticated pubkeys are closed (CLOSED
+// "restricted: community access revoked"), on its own goroutine.
+func (r *Relay) policyChanged(community tenant.CommunityID, m control.PolicyChanged) {
+	r.pipeline.ForgetPolicy(community)
+	rc := r.channels
+	if rc == nil {
+		return
+	}
+	rc.mu.Lock()
+	delete(rc.policies, community)
+	rc.mu.Unlock()
+	if store.AccessPolicy(m.Access) != store.AccessMembers {
+		return
+	}
+	r.cl.goAction(func(ctx context.Context) {
+		for _, c := range r.connsOf(community, nil) {
+			member := false
+			for _, pk := range c.readers() {
+				if _, ok, err := rc.store.CommunityRole(ctx, community, pk); err == nil && ok {
+					member = true
+					break
+				}
+			}
+			if member {
+				continue
+			}
+			c.mu.Lock()
+			subs := make([]*subscription, 0, len(c.subs))
+			for _, s := range c.subs {
+				subs = append(subs, s)
+			}
+			c.mu.Unlock()
+			for _, s := range subs {
+				c.failSub(s, msgCommunityRevoked)
+			}
+		}
+	})
+}

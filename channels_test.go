@@ -11,6 +11,7 @@ import (
 
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
@@ -550,4 +551,45 @@ func TestCommunityMembershipCommands(t *testing.T) {
 	}
 	// In an open community the commands work too but gate nothing.
 	eq(t, "in a community without owner", tr.dial(t).publish(owner.event(ingest.KindAddCommunityMember, now(), "", nostr.Tag{"p", bob.pub()})).Message, ingest.MsgCommunityRole)
+}
+
+// TestPolicyChangeRevokes: a switch to members-only announced on the control
+// bus (control.PolicyChanged) takes effect at once, though the policy was
+// read a moment before: live subscriptions of connections without a member
+// are closed, a member's stays, and new REQs obey the new policy.
+func TestPolicyChangeRevokes(t *testing.T) {
+	tr := newTestRelay(t)
+	ctx := context.Background()
+	insider, outsider := newSigner(t), newSigner(t)
+	if err := tr.store.PutCommunityMember(ctx, tr.tc.Community(), insider.pub(), store.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	in, out, anon := tr.dial(t), tr.dial(t), tr.dial(t)
+	in.authAs(insider, tr.host)
+	out.authAs(outsider, tr.host)
+	for _, c := range []*rawClient{in, out, anon} {
+		c.subscribe("live", nostr.Filter{Kinds: []int{1}}) // caches "open"
+	}
+	if err := tr.store.SetCommunityAccess(ctx, tr.tc.Community(), store.AccessMembers); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.relay.PublishControl(ctx, tr.tc.Community(), control.PolicyChanged{Access: string(store.AccessMembers)}); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "outsider's CLOSED", out.expectClosed("live", "restricted:"), msgCommunityRevoked)
+	eq(t, "anonymous CLOSED", anon.expectClosed("live", "restricted:"), msgCommunityRevoked)
+	out.sendRaw(nostr.AppendReq(nil, "again", nostr.Filter{}))
+	out.expectClosed("again", "restricted:")
+	eq(t, "outsider EVENT", out.publish(outsider.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+	note := insider.event(1, now(), "still here")
+	in.sendEvent(note)
+	for {
+		m := in.next()
+		if em, ok := m.(*nostr.EventMessage); ok && em.Event.ID == note.ID {
+			break // the member's live subscription still delivers
+		}
+		if cm, ok := m.(*nostr.ClosedMessage); ok {
+			t.Fatalf("member's subscription closed: %q", cm.Message)
+		}
+	}
 }

@@ -273,6 +273,8 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 		r.cl.goAction(func(ctx context.Context) { r.closeUnboundHosts(ctx, community, hosts) })
 	case control.RestrictionChanged:
 		r.restrictionChanged(community, m)
+	case control.PolicyChanged:
+		r.policyChanged(community, m)
 	}
 }
 

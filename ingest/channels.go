@@ -601,3 +601,9 @@ func sanitize(msg string) trace.Reason {
 	}
 	return trace.ReasonRestricted
 }
+
+// ForgetPolicy drops the cached access policy of c (it was changed, here or
+// by another process).
+func (p *Pipeline) ForgetPolicy(c tenant.CommunityID) {
+	p.chans.forget(policyKey{c})
+}

@@ -30,22 +30,25 @@ import (
 // Mount ServeCommunity on the community hosts (buzz.Relay.HandleCommunity),
 // which binds the host first: an unmapped host never reaches it.
 type OwnerAPI struct {
-	registry Store
-	settings SettingsStore
-	verifier *nip98.Verifier
-	scheme   string
-	log      *slog.Logger
+	registry  Store
+	settings  SettingsStore
+	verifier  *nip98.Verifier
+	publisher ControlPublisher
+	scheme    string
+	log       *slog.Logger
 }
 
 // OwnerConfig configures NewOwnerAPI. Registry, Settings and Verifier are
-// required; Scheme is "https" (default) or "http"; Logger defaults to
+// required; Scheme is "https" (default) or "http"; Publisher, when set,
+// tells every relay process of a policy change at once; Logger defaults to
 // slog.Default().
 type OwnerConfig struct {
-	Registry Store
-	Settings SettingsStore
-	Verifier *nip98.Verifier
-	Scheme   string
-	Logger   *slog.Logger
+	Registry  Store
+	Settings  SettingsStore
+	Verifier  *nip98.Verifier
+	Publisher ControlPublisher
+	Scheme    string
+	Logger    *slog.Logger
 }
 
 // CodeNotOwner: a valid signer who is not the community's owner (403).
@@ -66,7 +69,8 @@ func NewOwnerAPI(cfg OwnerConfig) (*OwnerAPI, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &OwnerAPI{registry: cfg.Registry, settings: cfg.Settings, verifier: cfg.Verifier, scheme: cfg.Scheme, log: cfg.Logger}, nil
+	return &OwnerAPI{registry: cfg.Registry, settings: cfg.Settings, verifier: cfg.Verifier, publisher: cfg.Publisher,
+		scheme: cfg.Scheme, log: cfg.Logger}, nil
 }
 
 // Patterns are the net/http.ServeMux patterns ServeCommunity answers.
@@ -97,7 +101,7 @@ func (o *OwnerAPI) ServeCommunity(w http.ResponseWriter, r *http.Request, tc ten
 			if err := decode(body, &req); err != nil {
 				return err
 			}
-			return setPolicy(ctx, o.settings, c.ID, req.Access)
+			return setPolicy(ctx, o.settings, o.publisher, o.log, c.ID, req.Access)
 		}
 	default:
 		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "not found"))

@@ -3,8 +3,10 @@ package operator
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
+	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -83,13 +85,25 @@ func setProfile(ctx context.Context, s SettingsStore, id tenant.CommunityID, p s
 	return s.SetCommunityProfile(ctx, id, p)
 }
 
-// setPolicy parses and stores access for id.
-func setPolicy(ctx context.Context, s SettingsStore, id tenant.CommunityID, access string) error {
+// setPolicy parses and stores access for id, then tells every relay
+// process through pub (when set): their cached policies go, and a switch to
+// members-only closes non-members' live subscriptions at once. A failed
+// publish is logged: the policy is stored, and caches expire within
+// seconds.
+func setPolicy(ctx context.Context, s SettingsStore, pub ControlPublisher, log *slog.Logger, id tenant.CommunityID, access string) error {
 	p := store.AccessPolicy(access)
 	if !p.Valid() {
 		return errorf(http.StatusBadRequest, CodeInvalidPolicy, `access must be "open" or "members"`)
 	}
-	return s.SetCommunityAccess(ctx, id, p)
+	if err := s.SetCommunityAccess(ctx, id, p); err != nil {
+		return err
+	}
+	if pub != nil {
+		if err := pub.PublishControl(ctx, id, control.PolicyChanged{Access: string(p)}); err != nil {
+			log.WarnContext(ctx, "operator: other processes not told of the policy change", "community", id.String(), "err", err)
+		}
+	}
+	return nil
 }
 
 // communityOf resolves a request's host field to its community.
@@ -150,7 +164,7 @@ func (h *Handler) postPolicy(ctx context.Context, actor string, _ *http.Request,
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := setPolicy(ctx, h.settings, c.ID, req.Access); err != nil {
+	if err := setPolicy(ctx, h.settings, h.publisher, h.log, c.ID, req.Access); err != nil {
 		return 0, nil, h.storeError(err)
 	}
 	h.log.InfoContext(ctx, "operator: community policy set", "operator", actor, "community", c.ID.String(), "access", req.Access)

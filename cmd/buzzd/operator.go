@@ -165,7 +165,7 @@ func mountOwnerAPI(cfg Config, backend store.Backend, relay *buzz.Relay, logger 
 	if strings.HasPrefix(cfg.RelayURL, "wss://") {
 		scheme = "https"
 	}
-	api, err := operator.NewOwnerAPI(operator.OwnerConfig{Registry: reg, Settings: ss, Verifier: v, Scheme: scheme, Logger: logger})
+	api, err := operator.NewOwnerAPI(operator.OwnerConfig{Registry: reg, Settings: ss, Verifier: v, Publisher: relay, Scheme: scheme, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("owner API: %w", err)
 	}

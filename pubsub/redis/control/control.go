@@ -86,6 +86,14 @@ type RestrictionChanged struct {
 	Banned bool   `json:"banned,omitempty"`
 }
 
+// PolicyChanged says the community's access policy changed to Access
+// ("open" or "members"): cached policies must be dropped, and when it is
+// "members", live subscriptions of connections without a member among
+// their authenticated pubkeys closed.
+type PolicyChanged struct {
+	Access string `json:"access"`
+}
+
 // Wire discriminators.
 const (
 	TypeMembershipChanged   = "membership_changed"
@@ -94,6 +102,7 @@ const (
 	TypeDisconnectCommunity = "disconnect_community"
 	TypeHostsChanged        = "hosts_changed"
 	TypeRestrictionChanged  = "restriction_changed"
+	TypePolicyChanged       = "policy_changed"
 )
 
 func (MembershipChanged) Type() string   { return TypeMembershipChanged }
@@ -102,6 +111,7 @@ func (DisconnectPubkey) Type() string    { return TypeDisconnectPubkey }
 func (DisconnectCommunity) Type() string { return TypeDisconnectCommunity }
 func (HostsChanged) Type() string        { return TypeHostsChanged }
 func (RestrictionChanged) Type() string  { return TypeRestrictionChanged }
+func (PolicyChanged) Type() string       { return TypePolicyChanged }
 
 func (MembershipChanged) isMessage()   {}
 func (VisibilityChanged) isMessage()   {}
@@ -109,6 +119,7 @@ func (DisconnectPubkey) isMessage()    {}
 func (DisconnectCommunity) isMessage() {}
 func (HostsChanged) isMessage()        {}
 func (RestrictionChanged) isMessage()  {}
+func (PolicyChanged) isMessage()       {}
 
 // Handler receives control messages. It must not block: it runs on the
 // delivering goroutine.
@@ -187,6 +198,8 @@ func Decode(data []byte) (Decoded, error) {
 		d.Message, err = decodeBody[HostsChanged](env.Body)
 	case TypeRestrictionChanged:
 		d.Message, err = decodeBody[RestrictionChanged](env.Body)
+	case TypePolicyChanged:
+		d.Message, err = decodeBody[PolicyChanged](env.Body)
 	default:
 		return d, fmt.Errorf("%w %q", ErrUnknownType, env.Type)
 	}
