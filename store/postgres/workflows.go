@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
@@ -104,7 +105,10 @@ ON CONFLICT (community_id, id) DO NOTHING RETURNING `+pgWorkflowCols,
 					retry = true // created concurrently: decide again against it
 					return nil
 				}
-				return err
+				if err != nil {
+					return err
+				}
+				return queueAudit(ctx, tx, c, workflow.PutAudit(p, true))
 			case err != nil:
 				return err
 			}
@@ -120,12 +124,16 @@ ON CONFLICT (community_id, id) DO NOTHING RETURNING `+pgWorkflowCols,
     trigger_on = $6, event_id = $7, enabled = $8, updated_at = now()
 WHERE community_id = $1 AND id = $2 RETURNING `+pgWorkflowCols,
 				c.UUID(), [16]byte(p.ID), p.Definition.Name, def, hash[:], string(p.Definition.Trigger.On), evID, p.Definition.Enabled))
-			return err
+			if err != nil {
+				return err
+			}
+			return queueAudit(ctx, tx, c, workflow.PutAudit(p, false))
 		})
 		if err != nil {
 			return workflow.Workflow{}, pgWorkflowErr("put workflow", err)
 		}
 		if !retry {
+			s.audit.pending(c)
 			return out, nil
 		}
 	}
@@ -197,12 +205,25 @@ WHERE community_id = $1 AND channel_id = $2 AND trigger_on = $3 AND enabled AND 
 
 // execCount runs one statement in community c and returns rows affected.
 func (s *Store) execCount(ctx context.Context, c tenant.CommunityID, q string, args ...any) (int64, error) {
+	return s.execCountAudited(ctx, c, nil, q, args...)
+}
+
+// execCountAudited is execCount that, when the statement affected rows,
+// queues rec(n) in c's audit chain in the same transaction (rec nil: no
+// entry).
+func (s *Store) execCountAudited(ctx context.Context, c tenant.CommunityID, rec func(n int64) audit.Record, q string, args ...any) (int64, error) {
 	var n int64
 	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, q, args...)
 		n = tag.RowsAffected()
-		return err
+		if err != nil || n == 0 || rec == nil {
+			return err
+		}
+		return queueAudit(ctx, tx, c, rec(n))
 	})
+	if err == nil && n > 0 && rec != nil {
+		s.audit.pending(c)
+	}
 	return n, err
 }
 
@@ -211,7 +232,8 @@ func (s *Store) DeleteWorkflow(ctx context.Context, c tenant.CommunityID, id wor
 	if c.IsZero() {
 		return workflow.ErrNotFound
 	}
-	n, err := s.execCount(ctx, c, `DELETE FROM workflows WHERE community_id = $1 AND id = $2`, c.UUID(), [16]byte(id))
+	n, err := s.execCountAudited(ctx, c, func(int64) audit.Record { return workflow.DeleteAudit(ctx, id) },
+		`DELETE FROM workflows WHERE community_id = $1 AND id = $2`, c.UUID(), [16]byte(id))
 	if err != nil {
 		return pgWorkflowErr("delete workflow", err)
 	}
@@ -226,7 +248,8 @@ func (s *Store) SetWorkflowEnabled(ctx context.Context, c tenant.CommunityID, id
 	if c.IsZero() {
 		return workflow.ErrNotFound
 	}
-	n, err := s.execCount(ctx, c, `UPDATE workflows SET enabled = $3, updated_at = now() WHERE community_id = $1 AND id = $2`,
+	n, err := s.execCountAudited(ctx, c, func(int64) audit.Record { return workflow.EnabledAudit(ctx, id, enabled) },
+		`UPDATE workflows SET enabled = $3, updated_at = now() WHERE community_id = $1 AND id = $2`,
 		c.UUID(), [16]byte(id), enabled)
 	if err != nil {
 		return pgWorkflowErr("set workflow enabled", err)
@@ -243,7 +266,8 @@ func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID,
 	if !ok || c.IsZero() {
 		return 0, nil
 	}
-	n, err := s.execCount(ctx, c, `UPDATE workflows SET enabled = false, updated_at = now()
+	n, err := s.execCountAudited(ctx, c, func(n int64) audit.Record { return workflow.OwnerDisabledAudit(ctx, ch, owner, n) },
+		`UPDATE workflows SET enabled = false, updated_at = now()
 WHERE community_id = $1 AND channel_id = $2 AND owner_pubkey = $3 AND enabled`, c.UUID(), [16]byte(ch), pk)
 	if err != nil {
 		return 0, pgWorkflowErr("disable owner workflows", err)

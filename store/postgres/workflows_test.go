@@ -11,3 +11,7 @@ import (
 func TestWorkflowConformance(t *testing.T) {
 	workflowtest.Run(t, func(t *testing.T) workflowtest.Backend { return openStore(t) })
 }
+
+func TestWorkflowAudit(t *testing.T) {
+	workflowtest.RunAudit(t, func(t *testing.T) workflowtest.AuditBackend { return openStore(t) })
+}

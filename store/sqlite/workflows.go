@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
@@ -104,7 +105,10 @@ func (s *Store) PutWorkflow(ctx context.Context, c tenant.CommunityID, p workflo
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sqlWorkflowCols,
 				cseq, p.ID[:], p.Definition.Name, owner, p.Channel[:], def, hash[:], string(p.Definition.Trigger.On), evID,
 				p.Definition.Enabled, now, now))
-			return err
+			if err != nil {
+				return err
+			}
+			return w.appendAudit(cseq, c, workflow.PutAudit(p, true))
 		case err != nil:
 			return internal("put workflow", err)
 		}
@@ -121,7 +125,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sqlWorkflowCols,
 		out, err = scanSQLWorkflow(c, w.conn.QueryRowContext(w.ctx, `UPDATE workflows SET name = ?, definition = ?, hash = ?,
     trigger_on = ?, event_id = ?, enabled = ?, updated_at = ? WHERE community = ? AND id = ? RETURNING `+sqlWorkflowCols,
 			p.Definition.Name, def, hash[:], string(p.Definition.Trigger.On), evID, p.Definition.Enabled, now, cseq, p.ID[:]))
-		return err
+		if err != nil {
+			return err
+		}
+		return w.appendAudit(cseq, c, workflow.PutAudit(p, false))
 	})
 	if err != nil {
 		return workflow.Workflow{}, internal("put workflow", err)
@@ -198,6 +205,13 @@ WHERE community = ? AND channel = ? AND trigger_on = ? AND enabled ORDER BY id`,
 // writeCount runs statements in one write transaction and returns the rows
 // the first affected.
 func (s *Store) writeCount(ctx context.Context, op string, stmts []string, args ...any) (int64, error) {
+	return s.writeCountAudited(ctx, op, tenant.CommunityID{}, 0, nil, stmts, args...)
+}
+
+// writeCountAudited is writeCount that, when the first statement affected
+// rows, appends rec(n) to community c's audit chain (cseq its key) in the
+// same transaction (rec nil: no entry).
+func (s *Store) writeCountAudited(ctx context.Context, op string, c tenant.CommunityID, cseq int64, rec func(n int64) audit.Record, stmts []string, args ...any) (int64, error) {
 	var n int64
 	err := s.submit(ctx, func(w *writer) error {
 		for i, q := range stmts {
@@ -211,7 +225,10 @@ func (s *Store) writeCount(ctx context.Context, op string, stmts []string, args 
 				}
 			}
 		}
-		return nil
+		if n == 0 || rec == nil {
+			return nil
+		}
+		return w.appendAudit(cseq, c, rec(n))
 	})
 	return n, err
 }
@@ -222,7 +239,7 @@ func (s *Store) DeleteWorkflow(ctx context.Context, c tenant.CommunityID, id wor
 	if err != nil {
 		return err
 	}
-	n, err := s.writeCount(ctx, "delete workflow", []string{
+	n, err := s.writeCountAudited(ctx, "delete workflow", c, cseq, func(int64) audit.Record { return workflow.DeleteAudit(ctx, id) }, []string{
 		`DELETE FROM workflows WHERE community = ?1 AND id = ?2`,
 		`DELETE FROM workflow_effects WHERE community = ?1 AND run IN (SELECT id FROM workflow_runs WHERE community = ?1 AND workflow = ?2)`,
 		`DELETE FROM workflow_run_queue WHERE community = ?1 AND run IN (SELECT id FROM workflow_runs WHERE community = ?1 AND workflow = ?2)`,
@@ -243,7 +260,7 @@ func (s *Store) SetWorkflowEnabled(ctx context.Context, c tenant.CommunityID, id
 	if err != nil {
 		return err
 	}
-	n, err := s.writeCount(ctx, "set workflow enabled", []string{
+	n, err := s.writeCountAudited(ctx, "set workflow enabled", c, cseq, func(int64) audit.Record { return workflow.EnabledAudit(ctx, id, enabled) }, []string{
 		`UPDATE workflows SET enabled = ?3, updated_at = ?4 WHERE community = ?1 AND id = ?2`,
 	}, cseq, id[:], enabled, time.Now().UnixMilli())
 	if err != nil {
@@ -268,7 +285,7 @@ func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID,
 	if err != nil {
 		return 0, err
 	}
-	return s.writeCount(ctx, "disable owner workflows", []string{
+	return s.writeCountAudited(ctx, "disable owner workflows", c, cseq, func(n int64) audit.Record { return workflow.OwnerDisabledAudit(ctx, ch, owner, n) }, []string{
 		`UPDATE workflows SET enabled = 0, updated_at = ?4 WHERE community = ?1 AND channel = ?2 AND owner = ?3 AND enabled`,
 	}, cseq, ch[:], pk, time.Now().UnixMilli())
 }

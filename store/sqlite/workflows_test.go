@@ -9,3 +9,7 @@ import (
 func TestWorkflowConformance(t *testing.T) {
 	workflowtest.Run(t, func(t *testing.T) workflowtest.Backend { return openTemp(t) })
 }
+
+func TestWorkflowAudit(t *testing.T) {
+	workflowtest.RunAudit(t, func(t *testing.T) workflowtest.AuditBackend { return openTemp(t) })
+}
