@@ -479,7 +479,9 @@ func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 	}
 	if cur.lastID != "" && until == cur.until {
 		// The rest of the cursor's second: ids after the last one. The
-		// store returns one second's events in id order.
+		// store returns one second's events in id order, at most MaxLimit
+		// of them: a second holding more (of this filter) than that may
+		// give a short page.
 		if f.Since == nil || *f.Since <= until {
 			q := f
 			q.Since, q.Until = &until, &until
