@@ -32,6 +32,9 @@ const adminUsage = `usage: buzzd admin <command> [flags]
   community archive HOST                   unmap HOST (the RELAY_URL community is protected)
   community unarchive HOST
   community transfer HOST NEW_OWNER
+  community profile HOST [-name N] [-description D] [-icon URL] [-contact URI]
+                                           show the profile, or change the fields given
+  community policy HOST [open|members]     show or set who may read and write
   channel list HOST
   member add HOST PUBKEY [-role ROLE]      ROLE: admin, moderator, member (default)
   member role HOST PUBKEY ROLE
@@ -51,6 +54,7 @@ changes, disconnects of an archived community or removed member).
 type adminStore interface {
 	store.Backend
 	operator.Store
+	operator.SettingsStore
 	PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role store.Role) error
 	RemoveCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string) error
 	CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error)
@@ -64,6 +68,7 @@ type adminFlags struct {
 	json, createOnly bool
 	actor, owner     string
 	role             string
+	profile          map[string]string // -name, -description, -icon, -contact given
 }
 
 // runAdmin runs "buzzd admin …" (args without "admin").
@@ -152,7 +157,7 @@ func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err err
 			} else {
 				f.createOnly = b
 			}
-		case "actor", "owner", "role":
+		case "actor", "owner", "role", "name", "description", "icon", "contact":
 			v, err := value()
 			if err != nil {
 				return nil, nil, err
@@ -162,8 +167,13 @@ func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err err
 				f.actor = v
 			case "owner":
 				f.owner = v
-			default:
+			case "role":
 				f.role = v
+			default:
+				if f.profile == nil {
+					f.profile = map[string]string{}
+				}
+				f.profile[name] = v
 			}
 		case "h", "help":
 			return []string{"help"}, nil, nil
@@ -272,6 +282,20 @@ func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
 			return err
 		}
 		return a.communityTransfer(ctx, w[2], w[3])
+	case "community profile":
+		if err := want(3, "community profile HOST [-name N] [-description D] [-icon URL] [-contact URI]"); err != nil {
+			return err
+		}
+		return a.communityProfile(ctx, w[2])
+	case "community policy":
+		if len(w) != 3 && len(w) != 4 {
+			return usageError{errors.New("admin: want \"buzzd admin community policy HOST [open|members]\"")}
+		}
+		access := ""
+		if len(w) == 4 {
+			access = w[3]
+		}
+		return a.communityPolicy(ctx, w[2], access)
 	case "channel list":
 		if err := want(3, "channel list HOST"); err != nil {
 			return err
@@ -437,6 +461,81 @@ func (a *adminCmd) communityTransfer(ctx context.Context, raw, newOwnerRaw strin
 	}
 	_, err = fmt.Fprintf(a.out, "%s: %s now belongs to %s (before: %s)\n", strings.ReplaceAll(status, "_", " "), c2.Host, npubOr(c2.OwnerPubKey), npubOr(prev))
 	return err
+}
+
+// settingsJSON is a community's profile and policy in -json output.
+type settingsJSON struct {
+	CommunityID string                 `json:"community_id"`
+	Host        string                 `json:"host"`
+	Profile     store.CommunityProfile `json:"profile"`
+	Access      string                 `json:"access"`
+}
+
+func (a *adminCmd) printSettings(ctx context.Context, c store.Community) error {
+	p, err := a.st.CommunityProfile(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	acc, err := a.st.CommunityAccess(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return writeJSONLine(a.out, settingsJSON{CommunityID: c.ID.String(), Host: c.Host, Profile: p, Access: string(acc)})
+	}
+	_, err = fmt.Fprintf(a.out, "host         %s\nname         %s\ndescription  %s\nicon         %s\ncontact      %s\naccess       %s\n",
+		c.Host, oneLine(p.Name), oneLine(p.Description), p.Icon, p.Contact, acc)
+	return err
+}
+
+func (a *adminCmd) communityProfile(ctx context.Context, raw string) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	if len(a.flags.profile) > 0 {
+		p, err := a.st.CommunityProfile(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		for k, v := range a.flags.profile {
+			switch k {
+			case "name":
+				p.Name = v
+			case "description":
+				p.Description = v
+			case "icon":
+				p.Icon = v
+			case "contact":
+				p.Contact = v
+			}
+		}
+		if err := p.Validate(); err != nil {
+			return usageError{err}
+		}
+		if err := a.st.SetCommunityProfile(ctx, c.ID, p); err != nil {
+			return err
+		}
+	}
+	return a.printSettings(ctx, c)
+}
+
+func (a *adminCmd) communityPolicy(ctx context.Context, raw, access string) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	if access != "" {
+		p := store.AccessPolicy(access)
+		if !p.Valid() {
+			return usageError{errors.New(`policy: want "open" or "members"`)}
+		}
+		if err := a.st.SetCommunityAccess(ctx, c.ID, p); err != nil {
+			return err
+		}
+		a.tellPods(ctx, c.ID, control.PolicyChanged{Access: access})
+	}
+	return a.printSettings(ctx, c)
 }
 
 // channelJSON is a channel in -json output.

@@ -177,6 +177,31 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 		t.Fatal("carol is still a member")
 	}
 
+	// profile and policy.
+	var set settingsJSON
+	if err := json.Unmarshal([]byte(must("community", "profile", "team.example", "-name", "Team", "-icon", "https://team.example/i.png", "-json")), &set); err != nil ||
+		set.Profile.Name != "Team" || set.Profile.Icon != "https://team.example/i.png" || set.Access != "open" {
+		t.Fatalf("profile: %v %+v", err, set)
+	}
+	if out := must("community", "profile", "team.example", "-contact", "mailto:t@team.example"); !strings.Contains(out, "Team") || !strings.Contains(out, "mailto:t@team.example") {
+		t.Fatalf("profile keeps the other fields: %s", out)
+	}
+	if _, err := adminRun(t, env, "community", "profile", "team.example", "-icon", "javascript:alert(1)"); err == nil {
+		t.Fatal("a bad icon was accepted")
+	}
+	if out := must("community", "policy", "team.example", "members"); !strings.Contains(out, "members") {
+		t.Fatalf("policy: %s", out)
+	}
+	if _, err := adminRun(t, env, "community", "policy", "team.example", "everyone"); err == nil {
+		t.Fatal("an unknown policy was accepted")
+	}
+	if p, _ := st.CommunityProfile(ctx, team.ID); p.Name != "Team" || p.Contact != "mailto:t@team.example" {
+		t.Fatalf("stored profile: %+v", p)
+	}
+	if acc, _ := st.CommunityAccess(ctx, team.ID); acc != store.AccessMembers {
+		t.Fatalf("stored policy: %v", acc)
+	}
+
 	// channel list: one channel created through the store's own command path.
 	sk, _ := nostr.GenerateSecretKey()
 	ch := newUUID()
@@ -236,7 +261,8 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 		seen[e.Action] = true
 	}
 	for _, a := range []audit.Action{audit.CommunityProvisioned, audit.CommunityArchived, audit.CommunityUnarchived,
-		audit.CommunityTransferred, audit.CommunityMemberPut, audit.CommunityMemberRemoved} {
+		audit.CommunityTransferred, audit.CommunityMemberPut, audit.CommunityMemberRemoved,
+		store.AuditProfileChanged, audit.CommunityPolicyChanged} {
 		if !seen[a] {
 			t.Errorf("no %s entry in %v", a, seen)
 		}
