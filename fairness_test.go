@@ -2,6 +2,7 @@ package buzz
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -292,4 +293,70 @@ func TestSlowReplayDoesNotHoldStore(t *testing.T) {
 	innocent := tr.dial(t)
 	_ = innocent.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
 	eq(t, "innocent's events", len(innocent.req("i", nostr.Filter{Kinds: []int{1}, Limit: 10, LimitSet: true})), 10)
+}
+
+// TestAdmissionCommunityBudget checks the per-community connection limit
+// and that leaving frees a place.
+func TestAdmissionCommunityBudget(t *testing.T) {
+	l := DefaultLimits()
+	l.MaxCommunityConnections = 2
+	var ad admission
+	a, b := tenant.NewCommunityID(), tenant.NewCommunityID()
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}) }
+	for i := range 2 {
+		if err := ad.admit(&l, addr(i), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ad.admit(&l, addr(9), a); err != errTooManyCommunity {
+		t.Fatalf("third connection to a: %v, want errTooManyCommunity", err)
+	}
+	if err := ad.admit(&l, addr(9), b); err != nil {
+		t.Fatalf("another community: %v", err)
+	}
+	ad.leave(addr(0), a)
+	if err := ad.admit(&l, addr(9), a); err != nil {
+		t.Fatalf("after a leave: %v", err)
+	}
+}
+
+// TestSendQueueBytesCutsOff checks that a connection whose queued frames
+// exceed Limits.SendQueueBytes is disconnected, even though its queue
+// holds far fewer messages than Limits.SendQueue.
+func TestSendQueueBytesCutsOff(t *testing.T) {
+	tr := newTestRelayWith(t, func(srv *httptest.Server) {
+		srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				_ = c.(*net.TCPConn).SetWriteBuffer(4096)
+			}
+		}
+	}, WithLimits(Limits{SendQueue: 100_000, SendQueueBytes: 64 << 10}))
+	slow := tr.dialWith(t, &websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			_ = c.(*net.TCPConn).SetReadBuffer(4096)
+		}
+		return c, err
+	}})
+	slow.subscribe("all", nostr.Filter{})
+	pub := tr.dial(t)
+	s := newSigner(t)
+	big := strings.Repeat("z", 4000)
+	for i := range 200 {
+		pub.mustAccept(s.event(1, now(), fmt.Sprint(big, i)))
+	}
+	// 200 × 4 KB is far more than 64 KiB of queue plus the socket buffers.
+	_ = slow.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := slow.ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) && ce.Code != websocket.ClosePolicyViolation && ce.Code != websocket.CloseAbnormalClosure {
+				t.Fatalf("closed with %d, want 1008 or 1006", ce.Code)
+			}
+			if !errors.As(err, &ce) && !isClosedErr(err) {
+				t.Fatalf("slow reader: %v, want the connection closed", err)
+			}
+			return
+		}
+	}
 }
