@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,3 +72,41 @@ func TestAnalyzesAfterGrowth(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestWarnsWithoutAutovacuum checks that Open warns exactly when the
+// server runs without autovacuum.
+func TestWarnsWithoutAutovacuum(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	s, err := postgres.Open(ctx, url, postgres.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	var on string
+	if err := mon.QueryRow(ctx, `SHOW autovacuum`).Scan(&on); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	warned := strings.Contains(logs.String(), "autovacuum is off")
+	mu.Unlock()
+	if warned != (on == "off") {
+		t.Fatalf("autovacuum %s, warned %v", on, warned)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

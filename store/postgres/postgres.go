@@ -140,6 +140,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	s.wg.Add(1)
 	go s.maintenance()
 	s.analyzeSoon() // a database never analysed plans badly from its first query
+	s.warnIfNoAutovacuum(ctx)
 	return s, nil
 }
 
@@ -195,6 +196,19 @@ func (s *Store) checkSearchIndexUsable(ctx context.Context) {
 	if err == nil && !leakproof && s.cfg.rlsRole != "" {
 		s.cfg.logger.Warn("postgres: searches scan every event of the community: ts_match_vq is not LEAKPROOF, so row-level security keeps events_search_idx unused",
 			"fix", "as a superuser: ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF")
+	}
+}
+
+// warnIfNoAutovacuum logs a warning when the server runs without
+// autovacuum: the store keeps the event tables' statistics itself
+// (analyze.go), but nothing else vacuums them or analyses the other tables.
+func (s *Store) warnIfNoAutovacuum(ctx context.Context) {
+	var on string
+	if err := s.pool.QueryRow(ctx, `SHOW autovacuum`).Scan(&on); err != nil {
+		return
+	}
+	if on != "on" {
+		s.cfg.logger.Warn("postgres: autovacuum is off; the store analyses the event tables as they grow, but dead rows are never vacuumed and other tables never analysed — turn autovacuum on")
 	}
 }
 
