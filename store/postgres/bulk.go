@@ -17,7 +17,8 @@ import (
 // deletion requests, and hold at most one version per replaceable or
 // addressable coordinate. It connects as the URL's user, which must not be
 // subject to row-level security (COPY refuses RLS tables): use the schema
-// owner or a superuser, never the relay's role.
+// owner or a superuser, never the relay's role. The event tables are
+// analysed afterwards, so queries plan on current statistics at once.
 func BulkLoad(ctx context.Context, databaseURL string, c tenant.CommunityID, events []*nostr.Event) (int64, error) {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
@@ -57,6 +58,11 @@ func BulkLoad(ctx context.Context, databaseURL string, c tenant.CommunityID, eve
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("postgres: bulk load: commit: %w", err)
+	}
+	// Bulk growth leaves the planner blind until statistics are taken
+	// (see analyze.go): take them now, on the owner's connection.
+	if _, err := conn.Exec(ctx, analyzeSQL); err != nil {
+		return n, fmt.Errorf("postgres: bulk load: analyze: %w", err)
 	}
 	return n, nil
 }
