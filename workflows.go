@@ -282,15 +282,10 @@ func (h *WorkflowHost) deleteDefinitions(ctx context.Context, c tenant.Community
 		if !ok {
 			continue
 		}
-		wf, err := h.store.Workflow(ctx, c, id)
-		if err != nil || wf.Owner != ev.PubKey {
-			continue
-		}
-		if err := h.store.DeleteWorkflow(ctx, c, id); err != nil && !errors.Is(err, workflow.ErrNotFound) {
+		err := h.engine.Delete(ctx, c, id, ev.PubKey)
+		if err != nil && !errors.Is(err, workflow.ErrNotFound) && !errors.Is(err, workflow.ErrNotPermitted) {
 			h.r.log.ErrorContext(ctx, "buzz: delete workflow", "community", c.String(), "workflow", id.String(), "err", err)
-			continue
 		}
-		h.engine.Invalidate(c, wf.Channel)
 	}
 }
 
@@ -298,13 +293,8 @@ func (h *WorkflowHost) deleteDefinitions(ctx context.Context, c tenant.Community
 // stopped being its members.
 func (h *WorkflowHost) onChannelChange(ctx context.Context, c tenant.CommunityID, ch store.ChannelChange) {
 	for _, pk := range ch.Revoked {
-		n, err := h.store.DisableOwnerWorkflows(ctx, c, ch.Channel.ID, pk)
-		if err != nil {
+		if _, err := h.engine.MemberRemoved(ctx, c, ch.Channel.ID, pk); err != nil {
 			h.r.log.ErrorContext(ctx, "buzz: disable a removed member's workflows", "community", c.String(), "err", err)
-			continue
-		}
-		if n > 0 {
-			h.engine.Invalidate(c, ch.Channel.ID)
 		}
 	}
 }

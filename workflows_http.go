@@ -218,7 +218,7 @@ func (r *Relay) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc
 		apiError(w, http.StatusForbidden, "restricted", msgWorkflowForbid)
 		return
 	}
-	err := r.wf.store.SetWorkflowEnabled(req.Context(), tc.Community(), wf.ID, enabled)
+	err := r.wf.engine.SetEnabled(req.Context(), tc.Community(), wf.ID, enabled)
 	if errors.Is(err, workflow.ErrNotFound) {
 		notFound(w, msgWorkflowNotFound)
 		return
@@ -227,7 +227,6 @@ func (r *Relay) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc
 		r.internalError(w, req, "enable", err)
 		return
 	}
-	r.wf.engine.Invalidate(tc.Community(), wf.Channel)
 	wf.Enabled = enabled
 	writeJSON(w, http.StatusOK, toWorkflowJSON(&wf, false))
 }
