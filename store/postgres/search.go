@@ -47,21 +47,36 @@ func tsqueryText(q *search.Query) string {
 // from the events side. The matches' alias is s, the event's e (columns
 // id, created_at, raw).
 func searchFrom(c tenant.CommunityID, now int64, p *predicate, sel string) sq.SelectBuilder {
-	event := sq.Select(cols).From("events e").
+	return sq.Select(sel).From("event_search s").
+		JoinClause(sq.Expr("CROSS JOIN LATERAL (?) AS e", probe(c, now, p))).
+		Where(sq.Expr("s.community_id = ? AND s.tsv @@ to_tsquery('simple'::regconfig, ?)", c.UUID(), p.tsquery))
+}
+
+// probe is the LATERAL lookup of match s's event: live, in community c, and
+// meeting every condition of p but the search.
+func probe(c tenant.CommunityID, now int64, p *predicate) sq.SelectBuilder {
+	return sq.Select(cols).From("events e").
 		Where(sq.Expr("e.created_at = s.created_at AND e.id = s.event_id")).
 		Where(live(c, now)).Where(p.conds("")).Limit(1)
-	return sq.Select(sel).From("event_search s").
-		JoinClause(sq.Expr("CROSS JOIN LATERAL (?) AS e", event)).
-		Where(sq.Expr("s.community_id = ? AND s.tsv @@ to_tsquery('simple'::regconfig, ?)", c.UUID(), p.tsquery))
 }
 
 // searchQuery ranks a filter with a search by relevance: ts_rank of the
 // stored tsvector (each word's frequency in the event and, for several
 // words, their proximity; nothing of other events), then newest first.
-// Every match is ranked before the limit applies.
+// The matches are ranked in event_search alone (a sorted subquery, which
+// PostgreSQL does not flatten), then probed in that order, so a limited
+// read stops after enough of them pass the other conditions instead of
+// probing every match.
 func searchQuery(c tenant.CommunityID, now int64, p *predicate, f *nostr.Filter) sq.Sqlizer {
-	b := searchFrom(c, now, p, "e.id, e.created_at, e.raw").
-		OrderByClause("ts_rank(s.tsv, to_tsquery('simple'::regconfig, ?)) DESC, "+order, p.tsquery)
+	const byRank = "s.relevance DESC, s.created_at DESC, s.event_id"
+	ranked := sq.Select("s.created_at, s.event_id").
+		Column(sq.Expr("ts_rank(s.tsv, to_tsquery('simple'::regconfig, ?)) AS relevance", p.tsquery)).
+		From("event_search s").
+		Where(sq.Expr("s.community_id = ? AND s.tsv @@ to_tsquery('simple'::regconfig, ?)", c.UUID(), p.tsquery)).
+		OrderBy("relevance DESC, s.created_at DESC, s.event_id")
+	b := sq.Select("e.id, e.created_at, e.raw").FromSelect(ranked, "s").
+		JoinClause(sq.Expr("CROSS JOIN LATERAL (?) AS e", probe(c, now, p))).
+		OrderBy(byRank)
 	if f.LimitSet {
 		b = b.Limit(uint64(f.Limit))
 	}
