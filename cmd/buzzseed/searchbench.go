@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -48,6 +50,7 @@ func runSearchBench(ctx context.Context, args []string) error {
 	vocab := fs.Int("vocab", 50000, "the -vocab the corpus was generated with")
 	communities := fs.Int("communities", 1, "the -communities it was loaded into; the first is measured")
 	n := fs.Int("n", 500, "measured queries per shape")
+	skip := fs.String("skip", "", "comma-separated shape numbers (1-based) not to run")
 	seed := fs.Uint64("seed", 7, "random seed for word choice")
 	_ = fs.Parse(args)
 	var st searchStore
@@ -104,7 +107,10 @@ func runSearchBench(ctx context.Context, args []string) error {
 		*backend, h, total, *communities, *n)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "shape\tp50\tp90\tp99\tmax\tavg rows\t")
-	for _, sh := range shapes {
+	for i, sh := range shapes {
+		if slices.Contains(strings.Split(*skip, ","), strconv.Itoa(i+1)) {
+			continue
+		}
 		r := rand.New(rand.NewPCG(*seed, 1))
 		lat := make([]time.Duration, 0, *n)
 		rows := 0
@@ -135,6 +141,9 @@ func runSearchBench(ctx context.Context, args []string) error {
 		slices.Sort(lat)
 		q := func(p float64) string { return fmtDur(lat[min(len(lat)-1, int(p*float64(len(lat))))]) }
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t\n", sh.name, q(0.50), q(0.90), q(0.99), fmtDur(lat[len(lat)-1]), float64(rows)/float64(len(lat)))
+		if err := tw.Flush(); err != nil { // a row as soon as it is measured
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
 }
