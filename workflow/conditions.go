@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -61,11 +63,33 @@ var condEnv = sync.OnceValues(func() (*cel.Env, error) {
 	)
 })
 
+// condProgram is a compiled condition.
+type condProgram struct {
+	prg cel.Program
+	// linear: no comprehension and only operators and functions whose
+	// cost is linear in their input and whose result is small (no string
+	// concatenation), so the whole evaluation is bounded by the
+	// expression's size times the input's: it runs without cost tracking
+	// or deadline, which makes it about ten times cheaper. Anything else
+	// is cost-limited and deadline-bound.
+	linear bool
+}
+
+// linearFuncs are the calls a linear condition may make.
+var linearFuncs = map[string]bool{
+	operators.LogicalAnd: true, operators.LogicalOr: true, operators.LogicalNot: true,
+	operators.Equals: true, operators.NotEquals: true, operators.Less: true, operators.LessEquals: true,
+	operators.Greater: true, operators.GreaterEquals: true, operators.Conditional: true,
+	operators.Negate: true, operators.In: true, operators.OldIn: true, operators.Index: true,
+	"str_contains": true, "starts_with": true, "ends_with": true, "len": true, "size": true,
+	"contains": true, "startsWith": true, "endsWith": true,
+}
+
 // compileCondition parses a condition. Identifiers are resolved when the
 // condition is evaluated (the variables of a webhook trigger or of a step
 // output are only known then), so a reference to a variable that is not
 // set is an evaluation error, not a parse error.
-func compileCondition(src string) (cel.Program, error) {
+func compileCondition(src string) (*condProgram, error) {
 	if len(src) > MaxConditionBytes {
 		return nil, fmt.Errorf("condition is longer than %d bytes", MaxConditionBytes)
 	}
@@ -77,25 +101,55 @@ func compileCondition(src string) (cel.Program, error) {
 	if iss.Err() != nil {
 		return nil, fmt.Errorf("not a valid condition: %s", strings.ReplaceAll(iss.Err().Error(), "\n", " "))
 	}
-	prg, err := env.Program(ast,
-		cel.CostLimit(conditionCostLimit),
-		cel.InterruptCheckFrequency(64),
-	)
+	linear := true
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.ComprehensionKind:
+			linear = false
+		case celast.CallKind:
+			if !linearFuncs[e.AsCall().FunctionName()] {
+				linear = false
+			}
+		}
+	}))
+	var opts []cel.ProgramOption
+	if !linear {
+		opts = append(opts, cel.CostLimit(conditionCostLimit), cel.InterruptCheckFrequency(64))
+	}
+	prg, err := env.Program(ast, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid condition: %w", err)
 	}
-	return prg, nil
+	return &condProgram{prg: prg, linear: linear}, nil
 }
 
 // errConditionType: a condition evaluated to something other than a bool.
 var errConditionType = errors.New("condition did not evaluate to true or false")
 
-// evalCondition evaluates prg with vars, bounded by conditionTimeout and
-// the cost limit.
-func evalCondition(ctx context.Context, prg cel.Program, vars map[string]any) (bool, error) {
+// evalCondition evaluates p with vars (a map or a prepared
+// interpreter.Activation), bounded by conditionTimeout and the cost limit.
+func evalCondition(ctx context.Context, p *condProgram, vars any) (bool, error) {
+	if p.linear {
+		return evalConditionIn(ctx, p, vars)
+	}
 	ctx, cancel := context.WithTimeout(ctx, conditionTimeout)
 	defer cancel()
-	out, _, err := prg.ContextEval(ctx, vars)
+	return evalConditionIn(ctx, p, vars)
+}
+
+// evalConditionIn evaluates p; a condition that is not linear runs under
+// ctx's deadline (which the caller sets; several conditions may share it)
+// and the cost limit.
+func evalConditionIn(ctx context.Context, p *condProgram, vars any) (bool, error) {
+	var (
+		out ref.Val
+		err error
+	)
+	if p.linear {
+		out, _, err = p.prg.Eval(vars)
+	} else {
+		out, _, err = p.prg.ContextEval(ctx, vars)
+	}
 	if err != nil {
 		return false, fmt.Errorf("condition: %w", err)
 	}
@@ -110,12 +164,12 @@ func evalCondition(ctx context.Context, prg cel.Program, vars map[string]any) (b
 // are safe for concurrent use). It is bounded: when full it starts over.
 type conditionCache struct {
 	mu sync.Mutex
-	m  map[string]cel.Program
+	m  map[string]*condProgram
 }
 
 const maxCachedConditions = 4096
 
-func (c *conditionCache) get(src string) (cel.Program, error) {
+func (c *conditionCache) get(src string) (*condProgram, error) {
 	c.mu.Lock()
 	p, ok := c.m[src]
 	c.mu.Unlock()
@@ -128,7 +182,7 @@ func (c *conditionCache) get(src string) (cel.Program, error) {
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedConditions {
-		c.m = make(map[string]cel.Program)
+		c.m = make(map[string]*condProgram)
 	}
 	c.m[src] = p
 	c.mu.Unlock()

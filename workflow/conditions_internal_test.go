@@ -71,3 +71,21 @@ func TestConditionCostLimit(t *testing.T) {
 		t.Fatalf("expensive condition ran %v", d)
 	}
 }
+
+func TestConditionLinearity(t *testing.T) {
+	for src, want := range map[string]bool{
+		`str_contains(trigger_text, "a") && len(trigger_text) < 5 || !(trigger_author in ["x", "y"])`: true,
+		`trigger.text == "a" ? steps.a.output.ok : false`:                                             true,
+		`trigger_text + trigger_text == "aa"`:                                                         false,
+		`trigger_list.exists(x, x == 1)`:                                                              false,
+		`trigger_text.matches("a+")`:                                                                  false,
+	} {
+		p, err := compileCondition(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if p.linear != want {
+			t.Errorf("%s: linear %v, want %v", src, p.linear, want)
+		}
+	}
+}

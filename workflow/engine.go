@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/cel-go/interpreter"
+
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -440,7 +442,19 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 		return nil
 	}
 	vars := eventTrigger(ev, ch)
-	var cvars map[string]any
+	// The filters of one event share one activation and one deadline
+	// (conditionTimeout); each is also cost-limited.
+	var act interpreter.Activation
+	for i := range wfs {
+		if wfs[i].Definition.Trigger.Filter != "" {
+			if act, err = interpreter.NewActivation(scope(vars, nil)); err != nil {
+				return fmt.Errorf("workflow: trigger variables: %w", err)
+			}
+			break
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, conditionTimeout)
+	defer cancel()
 	created := false
 	for i := range wfs {
 		wf := &wfs[i]
@@ -449,14 +463,11 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 			continue
 		}
 		if t.Filter != "" {
-			if cvars == nil {
-				cvars = scope(vars, nil)
-			}
 			prg, err := e.conds.get(t.Filter)
 			if err != nil {
 				continue
 			}
-			match, err := evalCondition(ctx, prg, cvars)
+			match, err := evalConditionIn(fctx, prg, act)
 			if err != nil {
 				e.log.Debug("workflow: trigger filter failed", "workflow", wf.ID, "err", err)
 				continue
