@@ -21,3 +21,7 @@ func TestProfiles(t *testing.T) {
 func TestNames(t *testing.T) {
 	storetest.RunNames(t, func(t *testing.T) storetest.NameBackend { return openTemp(t) })
 }
+
+func TestListings(t *testing.T) {
+	storetest.RunListings(t, func(t *testing.T) storetest.ListingBackend { return openTemp(t) })
+}
