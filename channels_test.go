@@ -108,7 +108,7 @@ func TestChannelCreatePostAndState(t *testing.T) {
 	eq(t, "kind 9 without h", ok.Message, "invalid: kind 9 requires an h tag naming its channel")
 	msg := bob.event(store.KindChatMessage, now(), "hello", chanTag(id))
 	c.mustAccept(msg)
-	for _, bad := range []nostr.Tag{{"h", "general"}, {"h", strings.ToUpper(id.String())}, {"h"}} {
+	for _, bad := range []nostr.Tag{{"h", "General"}, {"h", strings.ToUpper(id.String())}, {"h"}, {"h", "a b"}} {
 		ok := c.publish(bob.event(store.KindChatMessage, now(), "bad h", bad))
 		eq(t, "malformed h", ok.Message, ingest.MsgBadChannelTag)
 	}

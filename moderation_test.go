@@ -215,7 +215,7 @@ func TestModerationBansAndTimeouts(t *testing.T) {
 		eq(t, "timeout without end", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()})).Message, "invalid: a expiration tag is required")
 		stale := mia.event(ingest.KindBan, m.now().Add(-10*time.Minute).Unix(), "", nostr.Tag{"p", bob.pub()})
 		eq(t, "stale command", mc.publish(stale).Message, ingest.MsgCommandStale)
-		eq(t, "command with h", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"h", "x"})).Message, ingest.MsgBadChannelTag)
+		eq(t, "command with h", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"h", "x"})).Message, ingest.MsgCommunityCommandH)
 	})
 }
 

@@ -55,7 +55,7 @@ const (
 	// private channel of which the author is no member, a guest posting.
 	MsgChannelDenied   = "restricted: not a channel member"
 	MsgRelaySigned     = "restricted: relay-signed kinds cannot be published"
-	MsgBadChannelTag   = "invalid: h tag must name exactly one channel UUID"
+	MsgBadChannelTag   = "invalid: h tag must name exactly one group id (a-z0-9-_)"
 	msgMissingChannel  = "invalid: kind %d requires an h tag naming its channel"
 	MsgMembersOnly     = "restricted: this community is open to its members only"
 	MsgMembersOnlyAuth = "auth-required: this community is open to its members only; authenticate (NIP-42)"
@@ -63,6 +63,14 @@ const (
 	MsgChannelExists   = "restricted: a channel with this id already exists"
 	MsgNoSuchEvent     = "invalid: the channel holds no such event"
 	MsgBadCommand      = "invalid: malformed channel command"
+	// MsgCommunityCommandH answers a community-level command (moderation,
+	// community membership) that names a group.
+	MsgCommunityCommandH = "invalid: a community command takes no h tag"
+	// MsgAlreadyMember answers a member's repeated join (NIP-29).
+	MsgAlreadyMember = "duplicate: already a member of this group"
+	// MsgUnsupportedFlags answers a 9007 or 9002 asking for a combination
+	// of NIP-29 flags this relay cannot honour.
+	MsgUnsupportedFlags = "restricted: a hidden group must also be private on this relay"
 )
 
 // RequiresChannel reports whether events of kind must name a channel: chat
@@ -254,6 +262,11 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		}
 		return channelDecision{}, ""
 	}
+	if IsModerationCommand(ev.Kind) || isCommunityCommand(ev.Kind) {
+		// Community-level commands never name a group (any h is refused
+		// before it is resolved).
+		return channelDecision{}, MsgCommunityCommandH
+	}
 	c := s.Tenant.Community()
 	deny := func() (channelDecision, string) {
 		// The claim is recorded as resolved: nothing, whatever community
@@ -272,7 +285,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		}
 		d.cmd = &cmd
 		if ev.Kind != store.KindCreateChannel {
-			if _, err := p.lookupChannel(ctx, c, id); errors.Is(err, store.ErrNoChannel) {
+			if ch, err := p.lookupChannel(ctx, c, id); errors.Is(err, store.ErrNoChannel) || err == nil && ch.GroupID() != cmd.GroupID {
 				return deny()
 			} else if err != nil {
 				p.cfg.Logger.ErrorContext(ctx, "ingest: channel lookup", "community", c.String(), "err", err)
@@ -285,7 +298,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		return d, ""
 	}
 	ch, err := p.lookupChannel(ctx, c, id)
-	if errors.Is(err, store.ErrNoChannel) {
+	if errors.Is(err, store.ErrNoChannel) || err == nil && ch.GroupID() != store.EventGroupID(ev) {
 		return deny()
 	}
 	if err != nil {
@@ -306,11 +319,16 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 
 // ParseChannelCommand reads a command event of channel id into a
 // store.ChannelCommand. Tags: 9007 and 9002 "name", "about", "picture",
-// "visibility" (open|private), 9007 "channel_type"; 9000 "p" = [p, pubkey,
-// role?]; 9001 "p"; 9005 "e". A tag given twice, a missing required tag or
-// an unknown value is an error.
+// "visibility" (open|private) and the NIP-29 flags (single-element tags):
+// "private"/"public", "closed"/"open", "restricted"/"unrestricted",
+// "hidden"/"visible"; 9007 "channel_type"; 9000 "p" = [p, pubkey, role?];
+// 9001 "p"; 9005 "e". Buzz's "visibility" private stands for private,
+// closed, restricted and hidden, open for none of them; an explicit flag
+// tag overrides what visibility implies for that flag. A tag given twice,
+// contradicting flags, a missing required tag or an unknown value is an
+// error.
 func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelCommand, error) {
-	cmd := store.ChannelCommand{Kind: ev.Kind, Actor: ev.PubKey, Channel: id}
+	cmd := store.ChannelCommand{Kind: ev.Kind, Actor: ev.PubKey, Channel: id, GroupID: store.EventGroupID(ev)}
 	bad := errors.New("malformed channel command")
 	seen := map[string]bool{}
 	one := func(t nostr.Tag) (string, error) {
@@ -320,11 +338,28 @@ func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelComm
 		seen[t[0]] = true
 		return t[1], nil
 	}
+	meta := ev.Kind == store.KindCreateChannel || ev.Kind == store.KindEditMetadata
+	// Explicit NIP-29 flags: index 0 private, 1 closed, 2 restricted, 3 hidden.
+	var explicit [4]*bool
+	flag := func(i int, v bool) error {
+		if explicit[i] != nil && *explicit[i] != v {
+			return bad
+		}
+		explicit[i] = &v
+		return nil
+	}
 	for _, t := range ev.Tags {
 		if len(t) == 0 {
 			continue
 		}
-		meta := ev.Kind == store.KindCreateChannel || ev.Kind == store.KindEditMetadata
+		if meta {
+			if i, v, ok := flagTag(t[0]); ok {
+				if err := flag(i, v); err != nil {
+					return cmd, err
+				}
+				continue
+			}
+		}
 		switch {
 		case meta && (t[0] == "name" || t[0] == "about" || t[0] == "picture"):
 			v, err := one(t)
@@ -368,10 +403,37 @@ func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelComm
 			cmd.EventID = v
 		}
 	}
+	if meta {
+		cmd.Private, cmd.Closed, cmd.Restricted, cmd.Hidden = explicit[0], explicit[1], explicit[2], explicit[3]
+	}
 	if err := cmd.Validate(); err != nil {
 		return cmd, bad
 	}
 	return cmd, nil
+}
+
+// flagTag maps a NIP-29 flag tag name to its index (0 private, 1 closed, 2
+// restricted, 3 hidden) and value.
+func flagTag(name string) (i int, v, ok bool) {
+	switch name {
+	case "private":
+		return 0, true, true
+	case "public":
+		return 0, false, true
+	case "closed":
+		return 1, true, true
+	case "open":
+		return 1, false, true
+	case "restricted":
+		return 2, true, true
+	case "unrestricted":
+		return 2, false, true
+	case "hidden":
+		return 3, true, true
+	case "visible":
+		return 3, false, true
+	}
+	return 0, false, false
 }
 
 // commandMessage maps a command verdict to its OK message.
@@ -391,6 +453,10 @@ func commandMessage(err error) (msg string, ok bool) {
 		return MsgNoSuchEvent, false
 	case errors.Is(err, store.ErrInvalidCommand):
 		return MsgBadCommand, false
+	case errors.Is(err, store.ErrAlreadyMember):
+		return MsgAlreadyMember, false
+	case errors.Is(err, store.ErrUnsupportedFlags):
+		return MsgUnsupportedFlags, false
 	}
 	return "", false
 }
@@ -507,8 +573,14 @@ var roleDescriptions = []struct {
 func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange, members []store.Member) []*nostr.Event {
 	key := p.cfg.Channels.StateKey(c)
 	ch := change.Channel
-	id := ch.ID.String()
-	base := nostr.Tags{{"d", id}, {"h", id}}
+	id := ch.GroupID()
+	base := nostr.Tags{{"d", id}}
+	if ch.Visibility != store.VisibilityPrivate || ch.Hidden {
+		// Stored in the channel, read under its rules; a private group that
+		// is not hidden has its state stored community-wide, so
+		// non-members can find it (NIP-29).
+		base = append(base, nostr.Tag{"h", id})
+	}
 	var evs []*nostr.Event
 	add := func(kind int, tags nostr.Tags) {
 		ev := &nostr.Event{Kind: kind, CreatedAt: p.stateClock(c, ch.ID, kind), Tags: tags, Content: ""}
@@ -520,17 +592,31 @@ func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange
 	}
 	if change.Metadata {
 		tags := append(nostr.Tags{}, base...)
-		tags = append(tags, nostr.Tag{"name", ch.Name})
+		if ch.Name != "" {
+			tags = append(tags, nostr.Tag{"name", ch.Name})
+		}
 		if ch.About != "" {
 			tags = append(tags, nostr.Tag{"about", ch.About})
 		}
 		if ch.Picture != "" {
 			tags = append(tags, nostr.Tag{"picture", ch.Picture})
 		}
+		// NIP-29 flags; "public" and "open" for clients of its older text.
 		if ch.Visibility == store.VisibilityPrivate {
-			tags = append(tags, nostr.Tag{"private"}, nostr.Tag{"closed"})
+			tags = append(tags, nostr.Tag{"private"})
 		} else {
-			tags = append(tags, nostr.Tag{"public"}, nostr.Tag{"open"})
+			tags = append(tags, nostr.Tag{"public"})
+		}
+		if ch.Closed {
+			tags = append(tags, nostr.Tag{"closed"})
+		} else {
+			tags = append(tags, nostr.Tag{"open"})
+		}
+		if ch.Restricted || ch.Visibility == store.VisibilityPrivate {
+			tags = append(tags, nostr.Tag{"restricted"})
+		}
+		if ch.Hidden {
+			tags = append(tags, nostr.Tag{"hidden"})
 		}
 		tags = append(tags, nostr.Tag{"visibility", string(ch.Visibility)}, nostr.Tag{"channel_type", string(ch.Type)})
 		add(store.KindChannelMetadata, tags)

@@ -31,8 +31,22 @@ func TestParseChannelCommand(t *testing.T) {
 	if err != nil || cmd.Name != nil || *cmd.Picture != "https://x" {
 		t.Fatalf("edit = %+v, %v", cmd, err)
 	}
+	// NIP-29 flags and their negations; Buzz's visibility implies all four.
+	cmd, err = ParseChannelCommand(ev(store.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"closed"}), testChannel)
+	if err != nil || cmd.Name != nil || cmd.Visibility != "" || !*cmd.Private || !*cmd.Closed || cmd.Restricted != nil || cmd.Hidden != nil {
+		t.Fatalf("flags = %+v, %v", cmd, err)
+	}
+	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"visibility", "private"}, nostr.Tag{"open"}), testChannel)
+	if err != nil || cmd.Visibility != store.VisibilityPrivate || *cmd.Closed || cmd.Private != nil || cmd.Restricted != nil {
+		t.Fatalf("visibility + open = %+v, %v", cmd, err)
+	}
+	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"public"}, nostr.Tag{"unrestricted"}, nostr.Tag{"visible"}), testChannel)
+	if err != nil || *cmd.Private || cmd.Closed != nil || *cmd.Restricted || *cmd.Hidden {
+		t.Fatalf("negations = %+v, %v", cmd, err)
+	}
 	for i, bad := range []*nostr.Event{
-		ev(store.KindCreateChannel),
+		ev(store.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"public"}),
+		ev(store.KindEditMetadata, nostr.Tag{"closed"}, nostr.Tag{"open"}),
 		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"name", "b"}),
 		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"visibility", "secret"}),
 		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"channel_type", "voice"}),

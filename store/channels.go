@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"iter"
@@ -45,19 +46,24 @@ import (
 //
 // Commands (ApplyChannelCommand), one event kind each:
 //
-//   - 9007 create: h is the new channel's UUID chosen by the client; tags
-//     name (required), visibility open|private (default open), channel_type
-//     stream|forum|dm|workflow (default stream), about, picture. The author
-//     becomes its owner. A UUID already used in this community — even by a
-//     deleted channel — is ErrChannelExists.
-//   - 9021 join: an open channel makes the author a member (a repeat by a
-//     member is accepted and changes nothing); a private channel is joined
-//     only by being put (9000) — a join is ErrNotPermitted.
+//   - 9007 create: h is the new channel's group id chosen by the client (a
+//     UUID for Buzz's clients, any NIP-29 id otherwise); tags name
+//     (optional), visibility open|private (default open), channel_type
+//     stream|forum|dm|workflow (default stream), about, picture, and the
+//     NIP-29 flags (see Channel). The author becomes its owner. An id
+//     already used in this community — even by a deleted channel — is
+//     ErrChannelExists.
+//   - 9021 join: a channel that is not closed makes the author a member; a
+//     member's repeat is ErrAlreadyMember and changes nothing; a closed
+//     channel is joined only by being put (9000) — a join is
+//     ErrNotPermitted.
 //   - 9022 leave: the author stops being a member (ErrNotMember if not one).
 //   - 9000 put-user: p tag = the user, optional third element = role
 //     (default member); see the roles above.
 //   - 9001 remove-user: p tag = the user (ErrNotMember if not one).
-//   - 9002 edit metadata: name, about, picture, visibility tags; absent tags
+//   - 9002 edit metadata: name, about, picture, visibility and flag tags
+//     (private/public, closed/open, restricted/unrestricted,
+//     hidden/visible); absent tags
 //     are unchanged.
 //   - 9005 delete event: e tag = an event of this channel, which is removed
 //     and cannot be stored again (ErrNoEvent if the channel holds no such
@@ -99,14 +105,67 @@ func IsChannelCommand(kind int) bool {
 // (39000–39003), which clients may never publish.
 func IsChannelState(kind int) bool { return kind >= KindChannelMetadata && kind <= KindChannelRoles }
 
-// ChannelID is a channel's UUID. It is only meaningful together with the
-// community it is looked up in.
+// ChannelID is a channel's storage key. It is only meaningful together with
+// the community it is looked up in.
+//
+// A channel is named, in h and d tags, by its NIP-29 group id: a string of
+// the characters a-z0-9-_ (see ValidGroupID). Buzz's own clients use
+// canonical UUIDs, whose ChannelID is the UUID itself; any other group id
+// maps to a name-based UUID (version 8: SHA-256 of a domain label and the
+// id, truncated). The channel row records the group id it was created
+// with (Channel.GroupID), and admission compares it with the h tag, so a
+// UUID chosen to equal another group id's key names nothing.
 type ChannelID [16]byte
 
-// ParseChannelID parses the canonical lowercase 8-4-4-4-12 UUID text. It
-// accepts nothing else (no braces, no upper case), so one channel has one
-// spelling and an h tag filter matches exactly the events of the channel.
+// MaxGroupIDLen bounds a NIP-29 group id.
+const MaxGroupIDLen = 128
+
+// ValidGroupID reports whether s is a NIP-29 group id: 1 to MaxGroupIDLen
+// characters of a-z0-9-_.
+func ValidGroupID(s string) bool {
+	if s == "" || len(s) > MaxGroupIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// groupKeyLabel domain-separates the name-based channel keys.
+const groupKeyLabel = "buzz/nip29-group-id/v1\x00"
+
+// ParseChannelID returns the storage key of group id s: the UUID itself for
+// the canonical lowercase 8-4-4-4-12 UUID text, the name-based key for any
+// other valid NIP-29 group id. It refuses anything else (upper case,
+// spaces, braces, the empty string), so one channel has one spelling and
+// an h tag filter matches exactly the events of the channel.
 func ParseChannelID(s string) (ChannelID, bool) {
+	if id, ok := parseUUID(s); ok {
+		return id, true
+	}
+	if !ValidGroupID(s) {
+		return ChannelID{}, false
+	}
+	h := sha256.Sum256([]byte(groupKeyLabel + s))
+	var id ChannelID
+	copy(id[:], h[:16])
+	id[6] = id[6]&0x0f | 0x80 // version 8
+	id[8] = id[8]&0x3f | 0x80 // RFC 9562 variant
+	return id, true
+}
+
+// IsUUIDGroupID reports whether group id s is a canonical UUID (the ids
+// Buzz's own clients choose).
+func IsUUIDGroupID(s string) bool {
+	_, ok := parseUUID(s)
+	return ok
+}
+
+func parseUUID(s string) (ChannelID, bool) {
 	var id ChannelID
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return id, false
@@ -139,7 +198,8 @@ func lowerHexVal(c byte) (byte, bool) {
 	return 0, false
 }
 
-// String returns the canonical UUID text.
+// String returns the key's canonical UUID text (the group id of a channel
+// whose group id is a UUID; see Channel.GroupID for the others).
 func (id ChannelID) String() string {
 	var b [36]byte
 	hex.Encode(b[0:8], id[0:4])
@@ -157,10 +217,21 @@ func (id ChannelID) String() string {
 // IsZero reports whether id is the zero value (never a channel).
 func (id ChannelID) IsZero() bool { return id == ChannelID{} }
 
-// ErrInvalidChannelTag: an event's "h" tags do not name exactly one channel
-// UUID (a tag without value, a value that is not a canonical UUID, or two
+// ErrInvalidChannelTag: an event's "h" tags do not name exactly one group
+// (a tag without value, a value that is not a NIP-29 group id, or two
 // different values).
-var ErrInvalidChannelTag = errors.New("store: h tag must name exactly one channel UUID")
+var ErrInvalidChannelTag = errors.New("store: h tag must name exactly one group id (a-z0-9-_)")
+
+// EventGroupID returns the value of an event's first "h" tag ("" when
+// none). Use it after EventChannel accepted the event.
+func EventGroupID(ev *nostr.Event) string {
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && t[0] == "h" {
+			return t[1]
+		}
+	}
+	return ""
+}
 
 // EventChannel returns the channel an event names with its "h" tag. An
 // event without "h" tag has none (ok false). Repeated "h" tags must all hold
@@ -291,8 +362,19 @@ func (r Role) Valid() bool {
 }
 
 // Channel is a channel's current state.
+//
+// NIP-29 flags: Visibility private is NIP-29's "private" (only members
+// read); Closed: a join (9021) is refused unless it carries a valid invite
+// code; Restricted: only members post; Hidden: the relay-signed state
+// events are served to members only. A private channel is always
+// restricted in effect (MayPost), and a hidden channel must be private.
+// Buzz's "visibility" tag maps onto them: private = private, closed,
+// restricted and hidden; open = none of them.
 type Channel struct {
-	ID         ChannelID
+	ID ChannelID
+	// Slug is the group id when it is not a UUID ("" for UUID ids); use
+	// GroupID.
+	Slug       string
 	Name       string
 	About      string
 	Picture    string
@@ -301,6 +383,27 @@ type Channel struct {
 	CreatedBy  string // 64 lowercase hex
 	CreatedAt  int64  // unix seconds (the creating event's created_at)
 	Deleted    bool
+	Closed     bool
+	Restricted bool
+	Hidden     bool
+}
+
+// GroupID returns the channel's NIP-29 group id: the value of its h and d
+// tags.
+func (ch Channel) GroupID() string {
+	if ch.Slug != "" {
+		return ch.Slug
+	}
+	return ch.ID.String()
+}
+
+// SlugFor returns what a backend records as Channel.Slug for group id gid:
+// "" for a UUID, gid otherwise.
+func SlugFor(gid string) string {
+	if IsUUIDGroupID(gid) {
+		return ""
+	}
+	return gid
 }
 
 // Member is one active member of a channel.
@@ -314,13 +417,20 @@ type ChannelCommand struct {
 	Kind    int
 	Actor   string // the event's author, 64 lowercase hex
 	Channel ChannelID
+	GroupID string // the h tag's value (9007 records it as the channel's)
 	Target  string // 9000, 9001: the user (64 lowercase hex)
 	Role    Role   // 9000: the role to give; "" means member
 	// 9007 and 9002: metadata. For 9002, nil means unchanged.
 	Name, About, Picture *string
-	Visibility           Visibility  // "" = open (9007) or unchanged (9002)
-	Type                 ChannelType // 9007; "" = stream
-	EventID              string      // 9005: the event to delete
+	// Visibility is Buzz's visibility tag: "" = nothing said; private
+	// stands for the NIP-29 flags private, closed, restricted and hidden,
+	// open for none of them.
+	Visibility Visibility
+	// NIP-29 flags, overriding what Visibility implies: nil = nothing said.
+	// A flag nothing said of is false on 9007 and unchanged on 9002.
+	Private, Closed, Restricted, Hidden *bool
+	Type                                ChannelType // 9007; "" = stream
+	EventID                             string      // 9005: the event to delete
 }
 
 // ChannelChange is what a command did.
@@ -349,19 +459,25 @@ var (
 	ErrChannelExists = errors.New("store: channel already exists")
 	// ErrNotPermitted: the actor's role does not allow the command.
 	ErrNotPermitted = errors.New("store: not permitted")
+	// ErrAlreadyMember: a member's repeated join (9021).
+	ErrAlreadyMember = errors.New("store: already a channel member")
 	// ErrNotMember: the command needs a member who is not one.
 	ErrNotMember = errors.New("store: not a channel member")
 	// ErrNoEvent: 9005 names an event the channel does not hold.
 	ErrNoEvent = errors.New("store: no such event in the channel")
 	// ErrInvalidCommand: the command is malformed (unknown kind, role,
-	// visibility or type, missing name or target).
+	// visibility or type, missing target).
 	ErrInvalidCommand = errors.New("store: invalid channel command")
+	// ErrUnsupportedFlags: 9007 or 9002 would make a channel hidden but not
+	// private, which this relay cannot honour (its metadata is hidden by
+	// the same rule that hides its content).
+	ErrUnsupportedFlags = errors.New("store: a hidden group must be private")
 )
 
 // IsChannelOutcome reports whether err is one of the channel command
 // errors above (or ErrDuplicate): a verdict, not a failure.
 func IsChannelOutcome(err error) bool {
-	for _, s := range []error{ErrNoChannel, ErrChannelExists, ErrNotPermitted, ErrNotMember, ErrNoEvent, ErrInvalidCommand, ErrDuplicate, ErrDeleted} {
+	for _, s := range []error{ErrNoChannel, ErrChannelExists, ErrNotPermitted, ErrNotMember, ErrNoEvent, ErrInvalidCommand, ErrUnsupportedFlags, ErrAlreadyMember, ErrDuplicate, ErrDeleted} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -377,7 +493,8 @@ func MayRead(ch Channel, isMember bool) bool {
 
 // MayPost reports whether an author may post into ch: it is not deleted,
 // and the author is an active member who is not a guest, or the channel is
-// open and the author is not one of its guests.
+// open (not private), not restricted, and the author is not one of its
+// guests.
 func MayPost(ch Channel, role Role, isMember bool) bool {
 	if ch.Deleted {
 		return false
@@ -385,7 +502,39 @@ func MayPost(ch Channel, role Role, isMember bool) bool {
 	if isMember {
 		return role != RoleGuest
 	}
-	return ch.Visibility == VisibilityOpen
+	return ch.Visibility == VisibilityOpen && !ch.Restricted
+}
+
+// Flags returns the channel's flags after cmd (9007 or 9002) applied to
+// ch (ignored for 9007): private (as a Visibility), closed, restricted,
+// hidden. It returns ErrUnsupportedFlags for a hidden channel that is not
+// private.
+func (cmd *ChannelCommand) Flags(ch Channel) (vis Visibility, closed, restricted, hidden bool, err error) {
+	if cmd.Kind == KindCreateChannel {
+		ch = Channel{Visibility: VisibilityOpen}
+	}
+	private := ch.Visibility == VisibilityPrivate
+	closed, restricted, hidden = ch.Closed, ch.Restricted, ch.Hidden
+	if cmd.Visibility != "" {
+		v := cmd.Visibility == VisibilityPrivate
+		private, closed, restricted, hidden = v, v, v, v
+	}
+	for _, f := range []struct {
+		dst *bool
+		v   *bool
+	}{{&private, cmd.Private}, {&closed, cmd.Closed}, {&restricted, cmd.Restricted}, {&hidden, cmd.Hidden}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if hidden && !private {
+		return "", false, false, false, ErrUnsupportedFlags
+	}
+	vis = VisibilityOpen
+	if private {
+		vis = VisibilityPrivate
+	}
+	return vis, closed, restricted, hidden, nil
 }
 
 // CommandState is what a backend read, inside the command's transaction,
@@ -402,9 +551,14 @@ func (cmd *ChannelCommand) Validate() error {
 	if !IsChannelCommand(cmd.Kind) || cmd.Channel.IsZero() || !isHex64(cmd.Actor) {
 		return ErrInvalidCommand
 	}
+	if cmd.GroupID != "" {
+		if id, ok := ParseChannelID(cmd.GroupID); !ok || id != cmd.Channel {
+			return ErrInvalidCommand
+		}
+	}
 	switch cmd.Kind {
 	case KindCreateChannel:
-		if cmd.Name == nil || *cmd.Name == "" {
+		if cmd.Name != nil && *cmd.Name == "" {
 			return ErrInvalidCommand
 		}
 		if cmd.Visibility != "" && !cmd.Visibility.Valid() || cmd.Type != "" && !cmd.Type.Valid() {
@@ -438,7 +592,10 @@ func Authorize(cmd *ChannelCommand, st CommandState) error {
 	privileged := actor == RoleOwner || actor == RoleAdmin
 	switch cmd.Kind {
 	case KindJoinRequest:
-		if actor != "" || st.Channel.Visibility == VisibilityOpen {
+		if actor != "" {
+			return ErrAlreadyMember
+		}
+		if !st.Channel.Closed {
 			return nil
 		}
 		return ErrNotPermitted

@@ -14,12 +14,75 @@ func TestParseChannelID(t *testing.T) {
 	if !ok || id.String() != good {
 		t.Fatalf("ParseChannelID(%q) = %v, %v", good, id, ok)
 	}
-	for _, bad := range []string{"", "general", strings.ToUpper(good), "{" + good + "}", good + " ",
-		strings.ReplaceAll(good, "-", ""), "0b6f6d9e-2d1c-4c7e-9a55-0123456789a", "0b6f6d9e_2d1c-4c7e-9a55-0123456789ab",
-		"0b6f6d9e-2d1c-4c7e-9a55-0123456789ag"} {
+	// Any NIP-29 group id is a channel name too; its key is name-based
+	// (UUID version 8), stable, and differs from every other id's.
+	seen := map[store.ChannelID]string{id: good}
+	for _, gid := range []string{"general", "pizza-lovers", "a_b", "0", strings.ReplaceAll(good, "-", ""),
+		"0b6f6d9e-2d1c-4c7e-9a55-0123456789a", "0b6f6d9e_2d1c-4c7e-9a55-0123456789ab", strings.Repeat("z", store.MaxGroupIDLen)} {
+		k, ok := store.ParseChannelID(gid)
+		if !ok || k.IsZero() || k[6]>>4 != 8 {
+			t.Fatalf("ParseChannelID(%q) = %v, %v", gid, k, ok)
+		}
+		if again, _ := store.ParseChannelID(gid); again != k {
+			t.Fatalf("ParseChannelID(%q) is not stable", gid)
+		}
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("%q and %q share a key", gid, prev)
+		}
+		seen[k] = gid
+		if store.SlugFor(gid) != gid || store.IsUUIDGroupID(gid) {
+			t.Fatalf("%q taken for a UUID", gid)
+		}
+	}
+	if store.SlugFor(good) != "" || !store.IsUUIDGroupID(good) {
+		t.Fatal("a UUID group id has no slug")
+	}
+	for _, bad := range []string{"", "General", strings.ToUpper(good), "{" + good + "}", good + " ", "a b", "é",
+		"0b6f6d9e-2d1c-4c7e-9a55-0123456789aG", strings.Repeat("z", store.MaxGroupIDLen+1)} {
 		if _, ok := store.ParseChannelID(bad); ok {
 			t.Errorf("ParseChannelID(%q) accepted", bad)
 		}
+	}
+}
+
+func TestChannelGroupID(t *testing.T) {
+	id, _ := store.ParseChannelID("pizza")
+	if g := (store.Channel{ID: id, Slug: "pizza"}).GroupID(); g != "pizza" {
+		t.Fatalf("GroupID = %q", g)
+	}
+	u, _ := store.ParseChannelID("0b6f6d9e-2d1c-4c7e-9a55-0123456789ab")
+	if g := (store.Channel{ID: u}).GroupID(); g != u.String() {
+		t.Fatalf("GroupID = %q", g)
+	}
+}
+
+func TestCommandFlags(t *testing.T) {
+	yes, no := true, false
+	create := &store.ChannelCommand{Kind: store.KindCreateChannel, Visibility: store.VisibilityPrivate, Closed: &yes}
+	vis, closed, restricted, hidden, err := create.Flags(store.Channel{Visibility: store.VisibilityPrivate, Hidden: true})
+	if err != nil || vis != store.VisibilityPrivate || !closed || !restricted || !hidden {
+		t.Fatalf("create flags = %v %v %v %v %v", vis, closed, restricted, hidden, err)
+	}
+	if _, _, _, _, err := (&store.ChannelCommand{Kind: store.KindCreateChannel, Hidden: &yes}).Flags(store.Channel{}); err != store.ErrUnsupportedFlags {
+		t.Fatalf("hidden without private: %v", err)
+	}
+	cur := store.Channel{Visibility: store.VisibilityPrivate, Closed: true, Restricted: true, Hidden: true}
+	edit := &store.ChannelCommand{Kind: store.KindEditMetadata, Closed: &no}
+	vis, closed, restricted, hidden, err = edit.Flags(cur)
+	if err != nil || vis != store.VisibilityPrivate || closed || !restricted || !hidden {
+		t.Fatalf("edit flags = %v %v %v %v %v", vis, closed, restricted, hidden, err)
+	}
+	if _, _, _, _, err := (&store.ChannelCommand{Kind: store.KindEditMetadata, Private: &no}).Flags(cur); err != store.ErrUnsupportedFlags {
+		t.Fatalf("public but hidden: %v", err)
+	}
+	// Buzz's visibility stands for all four flags.
+	vis, closed, restricted, hidden, err = (&store.ChannelCommand{Kind: store.KindEditMetadata, Visibility: store.VisibilityOpen}).Flags(cur)
+	if err != nil || vis != store.VisibilityOpen || closed || restricted || hidden {
+		t.Fatalf("visibility open = %v %v %v %v %v", vis, closed, restricted, hidden, err)
+	}
+	vis, closed, restricted, hidden, err = (&store.ChannelCommand{Kind: store.KindCreateChannel, Private: &yes}).Flags(store.Channel{})
+	if err != nil || vis != store.VisibilityPrivate || closed || restricted || hidden {
+		t.Fatalf("NIP-29 private alone = %v %v %v %v %v", vis, closed, restricted, hidden, err)
 	}
 }
 
@@ -53,7 +116,8 @@ func TestEventChannel(t *testing.T) {
 		{nostr.Tags{{"h", id, "relay"}, {"h", id}}, true, false},
 		{nostr.Tags{{"h", id}, {"h", "00000000-0000-4000-8000-000000000001"}}, false, true},
 		{nostr.Tags{{"h"}}, false, true},
-		{nostr.Tags{{"h", "general"}}, false, true},
+		{nostr.Tags{{"h", "General"}}, false, true},
+		{nostr.Tags{{"h", "a b"}}, false, true},
 		{nostr.Tags{{"h", "00000000-0000-0000-0000-000000000000"}}, false, true},
 	} {
 		got, ok, err := store.EventChannel(&nostr.Event{Tags: tc.tags})
@@ -65,7 +129,7 @@ func TestEventChannel(t *testing.T) {
 
 func TestAuthorizeTable(t *testing.T) {
 	open := store.Channel{Visibility: store.VisibilityOpen}
-	priv := store.Channel{Visibility: store.VisibilityPrivate}
+	priv := store.Channel{Visibility: store.VisibilityPrivate, Closed: true, Restricted: true, Hidden: true}
 	st := func(ch store.Channel, actor, target store.Role, owners int) store.CommandState {
 		return store.CommandState{Channel: ch, ActorRole: actor, TargetRole: target, Owners: owners}
 	}
@@ -83,7 +147,10 @@ func TestAuthorizeTable(t *testing.T) {
 	}{
 		{cmd(store.KindJoinRequest, "", false), st(open, "", "", 1), nil},
 		{cmd(store.KindJoinRequest, "", false), st(priv, "", "", 1), store.ErrNotPermitted},
-		{cmd(store.KindJoinRequest, "", false), st(priv, store.RoleGuest, "", 1), nil},
+		{cmd(store.KindJoinRequest, "", false), st(priv, store.RoleGuest, "", 1), store.ErrAlreadyMember},
+		{cmd(store.KindJoinRequest, "", false), st(open, store.RoleMember, "", 1), store.ErrAlreadyMember},
+		{cmd(store.KindJoinRequest, "", false), st(store.Channel{Visibility: store.VisibilityPrivate}, "", "", 1), nil},
+		{cmd(store.KindJoinRequest, "", false), st(store.Channel{Visibility: store.VisibilityOpen, Closed: true}, "", "", 1), store.ErrNotPermitted},
 		{cmd(store.KindLeaveRequest, "", false), st(open, "", "", 1), store.ErrNotMember},
 		{cmd(store.KindLeaveRequest, "", false), st(open, store.RoleOwner, "", 1), store.ErrNotPermitted},
 		{cmd(store.KindLeaveRequest, "", false), st(open, store.RoleOwner, "", 2), nil},
@@ -127,6 +194,10 @@ func TestMayPostRead(t *testing.T) {
 	if !store.MayRead(open, false) || store.MayRead(priv, false) || !store.MayRead(priv, true) {
 		t.Fatal("read rules")
 	}
+	restricted := store.Channel{Visibility: store.VisibilityOpen, Restricted: true}
+	if store.MayPost(restricted, "", false) || !store.MayPost(restricted, store.RoleMember, true) || !store.MayRead(restricted, false) {
+		t.Fatal("restricted channel rules")
+	}
 	del := store.Channel{Visibility: store.VisibilityOpen, Deleted: true}
 	if store.MayRead(del, true) || store.MayPost(del, store.RoleOwner, true) {
 		t.Fatal("a deleted channel is neither readable nor writable")
@@ -143,8 +214,16 @@ func FuzzParseChannelID(f *testing.F) {
 		if !ok {
 			return
 		}
-		if id.String() != s {
+		if !store.ValidGroupID(s) {
+			t.Fatalf("ParseChannelID(%q) accepted an invalid group id", s)
+		}
+		if store.IsUUIDGroupID(s) && id.String() != s {
 			t.Fatalf("ParseChannelID(%q) round-trips to %q", s, id.String())
+		}
+		// The key's own text parses back to the key (control messages
+		// carry it).
+		if back, ok := store.ParseChannelID(id.String()); !ok || back != id {
+			t.Fatalf("ParseChannelID(%q).String() = %q does not parse back", s, id.String())
 		}
 	})
 }

@@ -28,7 +28,7 @@ import (
 var _ store.ChannelStore = (*Store)(nil)
 
 const pgChannelCols = `id, name, description, picture, visibility::text, channel_type::text, created_by,
-    extract(epoch FROM created_at)::bigint, deleted_at IS NOT NULL`
+    extract(epoch FROM created_at)::bigint, deleted_at IS NOT NULL, coalesce(nip29_group_id, ''), closed, restricted, hidden`
 
 func scanPGChannel(r pgx.Row) (store.Channel, error) {
 	var (
@@ -37,7 +37,7 @@ func scanPGChannel(r pgx.Row) (store.Channel, error) {
 		by       []byte
 		vis, typ string
 	)
-	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &ch.Deleted); err != nil {
+	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &ch.Deleted, &ch.Slug, &ch.Closed, &ch.Restricted, &ch.Hidden); err != nil {
 		return store.Channel{}, err
 	}
 	ch.ID = store.ChannelID(id)
@@ -241,17 +241,24 @@ func applyCommand(ctx context.Context, tx pgx.Tx, c tenant.CommunityID, cmd *sto
 	}
 
 	if cmd.Kind == store.KindCreateChannel {
-		vis, typ := cmd.Visibility, cmd.Type
-		if vis == "" {
-			vis = store.VisibilityOpen
+		vis, closed, restricted, hidden, ferr := cmd.Flags(store.Channel{})
+		if ferr != nil {
+			return ferr, nil
 		}
+		typ := cmd.Type
 		if typ == "" {
 			typ = store.TypeStream
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO channels (community_id, id, name, description, picture, visibility, channel_type, created_by, created_at)
-VALUES ($1, $2, $3, $4, $5, $6::channel_visibility, $7::channel_type, $8, to_timestamp($9))
-ON CONFLICT (community_id, id) DO NOTHING`,
-			cu, chID, sqlText(*cmd.Name), sqlText(deref(cmd.About)), sqlText(deref(cmd.Picture)), string(vis), string(typ), a.pubkey, a.createdAt)
+		var slug *string
+		if sl := store.SlugFor(cmd.GroupID); sl != "" {
+			slug = &sl
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO channels (community_id, id, name, description, picture, visibility, channel_type, created_by, created_at,
+    nip29_group_id, closed, restricted, hidden)
+VALUES ($1, $2, $3, $4, $5, $6::channel_visibility, $7::channel_type, $8, to_timestamp($9), $10, $11, $12, $13)
+ON CONFLICT DO NOTHING`,
+			cu, chID, sqlText(deref(cmd.Name)), sqlText(deref(cmd.About)), sqlText(deref(cmd.Picture)), string(vis), string(typ), a.pubkey, a.createdAt,
+			slug, closed, restricted, hidden)
 		if err != nil {
 			return nil, err
 		}
@@ -336,10 +343,15 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 				sets = append(sets, fmt.Sprintf("%s = $%d", f.col, len(args)))
 			}
 		}
-		if cmd.Visibility != "" {
-			args = append(args, string(cmd.Visibility))
-			sets = append(sets, fmt.Sprintf("visibility = $%d::channel_visibility", len(args)))
-			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && cmd.Visibility == store.VisibilityPrivate
+		vis, closed, restricted, hidden, ferr := cmd.Flags(ch)
+		if ferr != nil {
+			return ferr, nil
+		}
+		if vis != ch.Visibility || closed != ch.Closed || restricted != ch.Restricted || hidden != ch.Hidden {
+			args = append(args, string(vis), closed, restricted, hidden)
+			n := len(args)
+			sets = append(sets, fmt.Sprintf("visibility = $%d::channel_visibility, closed = $%d, restricted = $%d, hidden = $%d", n-3, n-2, n-1, n))
+			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && vis == store.VisibilityPrivate
 		}
 		if len(sets) > 0 {
 			if _, err := tx.Exec(ctx, `UPDATE channels SET `+strings.Join(sets, ", ")+` WHERE community_id = $1 AND id = $2`, args...); err != nil {

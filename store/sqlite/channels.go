@@ -26,7 +26,7 @@ import (
 
 var _ store.ChannelStore = (*Store)(nil)
 
-const channelCols = `id, name, about, picture, visibility, channel_type, created_by, created_at, deleted_at`
+const channelCols = `id, name, about, picture, visibility, channel_type, created_by, created_at, deleted_at, coalesce(slug, ''), closed, restricted, hidden`
 
 func scanChannel(r rowScanner) (store.Channel, error) {
 	var (
@@ -35,7 +35,7 @@ func scanChannel(r rowScanner) (store.Channel, error) {
 		vis, typ  string
 		deletedAt sql.NullInt64
 	)
-	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &deletedAt); err != nil {
+	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &deletedAt, &ch.Slug, &ch.Closed, &ch.Restricted, &ch.Hidden); err != nil {
 		return store.Channel{}, err
 	}
 	if len(id) != 16 || len(by) != 32 {
@@ -267,16 +267,22 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 	now := time.Now().Unix()
 	var change store.ChannelChange
 	if cmd.Kind == store.KindCreateChannel {
-		vis, typ := cmd.Visibility, cmd.Type
-		if vis == "" {
-			vis = store.VisibilityOpen
+		vis, closed, restricted, hidden, ferr := cmd.Flags(store.Channel{})
+		if ferr != nil {
+			return none, ferr, nil
 		}
+		typ := cmd.Type
 		if typ == "" {
 			typ = store.TypeStream
 		}
-		res, err := conn.ExecContext(ctx, `INSERT INTO channels (community, id, name, about, picture, visibility, channel_type, created_by, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (community, id) DO NOTHING`,
-			p.community, chID, *cmd.Name, deref(cmd.About), deref(cmd.Picture), string(vis), string(typ), p.pubkey, p.createdAt)
+		var slug any
+		if sl := store.SlugFor(cmd.GroupID); sl != "" {
+			slug = sl
+		}
+		res, err := conn.ExecContext(ctx, `INSERT INTO channels (community, id, name, about, picture, visibility, channel_type, created_by, created_at, slug, closed, restricted, hidden)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (community, id) DO NOTHING`,
+			p.community, chID, deref(cmd.Name), deref(cmd.About), deref(cmd.Picture), string(vis), string(typ), p.pubkey, p.createdAt,
+			slug, closed, restricted, hidden)
 		if err != nil {
 			return none, nil, internal("create channel", err)
 		}
@@ -393,10 +399,14 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 				args = append(args, *f.v)
 			}
 		}
-		if cmd.Visibility != "" {
-			sets = append(sets, "visibility = ?")
-			args = append(args, string(cmd.Visibility))
-			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && cmd.Visibility == store.VisibilityPrivate
+		vis, closed, restricted, hidden, ferr := cmd.Flags(ch)
+		if ferr != nil {
+			return none, ferr, nil
+		}
+		if vis != ch.Visibility || closed != ch.Closed || restricted != ch.Restricted || hidden != ch.Hidden {
+			sets = append(sets, "visibility = ?", "closed = ?", "restricted = ?", "hidden = ?")
+			args = append(args, string(vis), closed, restricted, hidden)
+			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && vis == store.VisibilityPrivate
 		}
 		if len(sets) > 0 {
 			args = append(args, p.community, chID)

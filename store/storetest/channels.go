@@ -41,6 +41,8 @@ func RunChannels(t *testing.T, open func(t *testing.T) ChannelBackend) {
 		{"DeleteChannel", testChannelDelete},
 		{"ConcurrentCommands", testChannelConcurrent},
 		{"CommunityAccess", testCommunityAccess},
+		{"NIP29GroupIDs", testChannelGroupIDs},
+		{"NIP29Flags", testChannelFlags},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,7 +150,7 @@ func testChannelCreate(t *testing.T, b ChannelBackend) {
 		t.Fatal(err)
 	}
 	want := store.Channel{ID: id, Name: name, About: about, Visibility: store.VisibilityPrivate, Type: store.TypeForum,
-		CreatedBy: owner.PubKey, CreatedAt: ev.CreatedAt}
+		CreatedBy: owner.PubKey, CreatedAt: ev.CreatedAt, Closed: true, Restricted: true, Hidden: true}
 	if ch.Channel != want || !ch.Metadata || !ch.Members {
 		t.Fatalf("change = %+v, want channel %+v", ch, want)
 	}
@@ -359,8 +361,8 @@ func testChannelMalformedH(t *testing.T, b ChannelBackend) {
 	a := NewAuthor(t)
 	id := NewChannelID()
 	for i, tags := range [][]nostr.Tag{
-		{{"h", "general"}},
-		{{"h", "0000000-0000-0000-0000-000000000000"}},
+		{{"h", "General"}},
+		{{"h", "a b"}},
 		{{"h", "00000000-0000-0000-0000-000000000000"}},
 		{{"h", "ABCDEF00-0000-4000-8000-000000000000"}},
 		{{"h"}},
@@ -388,10 +390,9 @@ func testChannelJoinLeave(t *testing.T, b ChannelBackend) {
 	if r, ok, _ := b.ChannelRole(ctxb(), c, open, u.PubKey); !ok || r != store.RoleMember {
 		t.Fatalf("role after join = %q", r)
 	}
-	if ch := MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: open}); ch.Members {
-		t.Fatal("a repeated join changed the members")
-	}
-	_, err := Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: priv})
+	_, err := Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: open})
+	wantErr(t, "repeated join", err, store.ErrAlreadyMember)
+	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: priv})
 	wantErr(t, "join private", err, store.ErrNotPermitted)
 	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: priv})
 	wantErr(t, "leave as non-member", err, store.ErrNotMember)
@@ -686,5 +687,77 @@ func testCommunityAccess(t *testing.T, b ChannelBackend) {
 	}
 	if _, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); ok {
 		t.Fatal("removed member still a member")
+	}
+}
+
+// testChannelGroupIDs: a channel may be named by any NIP-29 group id; the
+// row records it (GroupID), a name needs no "name" tag, and the same id in
+// two communities is two channels.
+func testChannelGroupIDs(t *testing.T, b ChannelBackend) {
+	c1, c2 := Community(t, b, "a.example"), Community(t, b, "b.example")
+	owner := NewAuthor(t)
+	id, ok := store.ParseChannelID("pizza-lovers")
+	if !ok {
+		t.Fatal("pizza-lovers is a group id")
+	}
+	for _, c := range []tenant.CommunityID{c1, c2} {
+		cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, GroupID: "pizza-lovers"})
+		cmd.Name = nil
+		if _, err := b.ApplyChannelCommand(ctxb(), c, cmd, ev); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := b.Channel(ctxb(), c, id)
+		if err != nil || ch.GroupID() != "pizza-lovers" || ch.Slug != "pizza-lovers" || ch.Name != "" {
+			t.Fatalf("Channel = %+v, %v", ch, err)
+		}
+	}
+	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, GroupID: "pizza-lovers"})
+	_, err := b.ApplyChannelCommand(ctxb(), c1, cmd, ev)
+	wantErr(t, "second create", err, store.ErrChannelExists)
+	// A command whose GroupID does not name its channel is malformed.
+	cmd, ev = owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), GroupID: "other"})
+	_, err = b.ApplyChannelCommand(ctxb(), c1, cmd, ev)
+	wantErr(t, "mismatched group id", err, store.ErrInvalidCommand)
+	// UUID ids keep no slug.
+	u := NewChannelID()
+	MustApply(t, b, c1, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: u, GroupID: u.String()})
+	if ch, _ := b.Channel(ctxb(), c1, u); ch.Slug != "" || ch.GroupID() != u.String() {
+		t.Fatalf("UUID channel = %+v", ch)
+	}
+}
+
+// testChannelFlags: the NIP-29 flags are stored, read back and honoured
+// (closed refuses joins), 9002 changes only the flags it names, and a
+// hidden group that is not private is refused without any change.
+func testChannelFlags(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, u := NewAuthor(t), NewAuthor(t)
+	yes, no := true, false
+	id := NewChannelID()
+	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Private: &yes, Closed: &yes})
+	ch, err := b.Channel(ctxb(), c, id)
+	if err != nil || ch.Visibility != store.VisibilityPrivate || !ch.Closed || ch.Restricted || ch.Hidden {
+		t.Fatalf("created = %+v, %v", ch, err)
+	}
+	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+	wantErr(t, "join closed", err, store.ErrNotPermitted)
+	change := MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Closed: &no, Restricted: &yes})
+	if !change.Metadata || change.Channel.Closed || !change.Channel.Restricted || change.Channel.Visibility != store.VisibilityPrivate {
+		t.Fatalf("edit = %+v", change)
+	}
+	MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Private: &no, Hidden: &yes})
+	wantErr(t, "hidden but public", err, store.ErrUnsupportedFlags)
+	if got, _ := b.Channel(ctxb(), c, id); got != change.Channel {
+		t.Fatalf("refused edit changed %+v into %+v", change.Channel, got)
+	}
+	// Buzz's visibility: private = all four, open = none.
+	change = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityOpen})
+	if ch := change.Channel; ch.Visibility != store.VisibilityOpen || ch.Closed || ch.Restricted || ch.Hidden {
+		t.Fatalf("visibility open = %+v", ch)
+	}
+	change = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityPrivate})
+	if ch := change.Channel; ch.Visibility != store.VisibilityPrivate || !ch.Closed || !ch.Restricted || !ch.Hidden || !change.BecamePrivate {
+		t.Fatalf("visibility private = %+v", change)
 	}
 }
