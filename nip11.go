@@ -35,9 +35,10 @@ type NIP11Document struct {
 	Name        string `json:"name,omitempty"`
 	Description string `json:"description,omitempty"`
 	PubKey      string `json:"pubkey,omitempty"`
-	// Self is the public key of the relay's master key (WithRelayKey), which
-	// NIP-11 names "self"; communities' state events are signed with keys
-	// derived from it.
+	// Self is the relay's own key, which NIP-11 names "self": for a
+	// community's host (with channels) the key that signs that community's
+	// NIP-29 group state, derived from the relay key; in the relay-wide
+	// document, the relay key itself (WithRelayKey).
 	Self          string          `json:"self,omitempty"`
 	Contact       string          `json:"contact,omitempty"`
 	Software      string          `json:"software,omitempty"`
@@ -75,6 +76,8 @@ type NIP11Limitation struct {
 // NIP-98 (WithHTTPAPI) are added when on.
 var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45, 50}
 
+// NIP-29 (relay-based groups) is listed when the store keeps channels.
+
 // nips is the supported_nips list of this relay.
 func (r *Relay) nips() []int {
 	out := slices.Clone(supportedNIPs[:])
@@ -86,6 +89,9 @@ func (r *Relay) nips() []int {
 	}
 	if r.moderation != nil {
 		out = append(out, 56)
+	}
+	if r.channels != nil {
+		out = append(out, 29)
 	}
 	slices.Sort(out)
 	return out
@@ -138,9 +144,26 @@ func (r *Relay) NIP11Document() NIP11Document {
 // in place of the relay's name, description, icon and contact. When the
 // profile cannot be read it is the relay-wide document (NIP-11 fails open
 // and holds nothing of another community).
+//
+// With channels, "self" is the community's state key — the key that signs
+// its NIP-29 group state (39000–39003) — and so is "pubkey" unless the
+// operator named an administrator: NIP-29 clients look group state up by
+// the relay's NIP-11 key, so for each host the advertised key and the
+// signer agree. The state key derives from the relay key, so it is the
+// same in every process and after restarts when the relay key is.
 func (r *Relay) documentFor(ctx context.Context, tc tenant.TenantContext) NIP11Document {
 	doc := r.NIP11Document()
-	if r.cfg.profiles == nil || tc.IsZero() {
+	if tc.IsZero() {
+		return doc
+	}
+	if r.channels != nil && r.keys != nil {
+		sk := r.keys.key(tc.Community()).PublicKey()
+		if !nostr.IsLowerHex(r.cfg.info.PubKey, 64) {
+			doc.PubKey = sk
+		}
+		doc.Self = sk
+	}
+	if r.cfg.profiles == nil {
 		return doc
 	}
 	p, err := r.cfg.profiles.CommunityProfile(ctx, tc.Community())
@@ -187,9 +210,9 @@ func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	body := r.nip11
-	if r.cfg.profiles != nil {
-		// A mapped host gets its community's profile; any other host, or a
-		// failed lookup, the relay-wide document.
+	if r.cfg.profiles != nil || r.channels != nil {
+		// A mapped host gets its community's profile and state key; any
+		// other host, or a failed lookup, the relay-wide document.
 		if tc, err := r.Bind(req); err == nil {
 			if b, err := json.Marshal(r.documentFor(req.Context(), tc)); err == nil {
 				body = b

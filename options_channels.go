@@ -22,8 +22,9 @@ func WithTracer(f trace.Factory) Option {
 
 // WithRelayKey sets the relay's master key. Each community's relay-signed
 // events (NIP-29 channel state, kinds 39000–39003) are signed with a key
-// derived from it for that community (see communityKeys), and NIP-11
-// advertises its public key. Without it, New generates an ephemeral master
+// derived from it for that community (see communityKeys); the relay-wide
+// NIP-11 document advertises its public key, a community's hosts the
+// community's derived key ("self", and "pubkey" unless WithInfo names one). Without it, New generates an ephemeral master
 // key and logs a warning: state events then change signer at every start.
 func WithRelayKey(sk nostr.SecretKey) Option {
 	return func(c *config) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -176,21 +175,16 @@ func TestE2EChannelsAcrossProcesses(t *testing.T) {
 		}
 	}
 
-	// NIP-11 names the master key only.
+	// NIP-11: community B's host advertises B's state signer through
+	// either process (NIP-29 clients look state up by it); a host no
+	// community maps, the master key.
 	for _, p := range []*buzzdProc{pa, pb} {
-		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", p.port), nil)
-		req.Header.Set("Accept", "application/nostr+json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		addr := fmt.Sprintf("127.0.0.1:%d", p.port)
+		if pub, self := nip11Keys(t, addr, hostB); pub != signerB || self != signerB {
+			t.Fatalf("NIP-11 for B via :%d: pubkey %s, self %s; want the signer %s", p.port, pub, self, signerB)
 		}
-		var doc struct {
-			PubKey string `json:"pubkey"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&doc)
-		resp.Body.Close()
-		if err != nil || doc.PubKey != master.PublicKey() {
-			t.Fatalf("NIP-11 pubkey = %q, %v; want the master's", doc.PubKey, err)
+		if pub, _ := nip11Keys(t, addr, "unmapped.example"); pub != master.PublicKey() {
+			t.Fatalf("relay-wide NIP-11 pubkey = %q; want the master's", pub)
 		}
 	}
 }
