@@ -102,31 +102,49 @@ func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id s
 
 // visibleWorkflow returns workflow {id} of tc's community when the signer
 // may read its channel; it answers 404 itself otherwise.
-func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string) (workflow.Workflow, store.Role, bool) {
+func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt readTrace) (workflow.Workflow, store.Role, bool) {
+	fail := func(msg string) (workflow.Workflow, store.Role, bool) {
+		rt.refuse(req.Context(), msg)
+		notFound(w, msg)
+		return workflow.Workflow{}, "", false
+	}
 	id, ok := workflow.ParseID(req.PathValue("id"))
 	if !ok {
-		notFound(w, msgWorkflowNotFound)
-		return workflow.Workflow{}, "", false
+		return fail(msgWorkflowNotFound)
 	}
 	wf, err := r.wf.store.Workflow(req.Context(), tc.Community(), id)
 	if errors.Is(err, workflow.ErrNotFound) {
-		notFound(w, msgWorkflowNotFound)
-		return workflow.Workflow{}, "", false
+		return fail(msgWorkflowNotFound)
 	}
 	if err != nil {
-		r.internalError(w, req, "workflow", err)
+		r.wfInternal(w, req, rt, "workflow", err)
 		return workflow.Workflow{}, "", false
 	}
 	role, readable, err := r.readableChannel(req, tc, wf.Channel, pubkey)
 	if err != nil {
-		r.internalError(w, req, "channel", err)
+		r.wfInternal(w, req, rt, "channel", err)
 		return workflow.Workflow{}, "", false
 	}
 	if !readable {
-		notFound(w, msgWorkflowNotFound)
-		return workflow.Workflow{}, "", false
+		return fail(msgWorkflowNotFound)
 	}
 	return wf, role, true
+}
+
+// wfInternal answers 500 and records it in the trace.
+func (r *Relay) wfInternal(w http.ResponseWriter, req *http.Request, rt readTrace, what string, err error) {
+	rt.refuse(req.Context(), msgInternal)
+	r.internalError(w, req, what, err)
+}
+
+// workflowRows records the workflows or runs a route returned, labelled with
+// the community each row belongs to, and ends the seam.
+func (rt readTrace) workflowRows(req *http.Request, rows []tenant.CommunityID) {
+	if rt.g == nil {
+		return
+	}
+	rt.g.ReadByIDRows(req.Context(), rt.st, rows)
+	rt.done(req.Context())
 }
 
 // workflowJSON is a workflow as the API returns it.
@@ -167,29 +185,35 @@ func (r *Relay) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc t
 	if !ok {
 		return
 	}
+	rt := r.armHTTPRead(tc, pk, "workflows")
 	ch, ok := store.ParseChannelID(req.URL.Query().Get("channel"))
 	if !ok {
+		rt.refuse(req.Context(), msgBadChannelParam)
 		apiError(w, http.StatusBadRequest, "invalid", msgBadChannelParam)
 		return
 	}
 	_, readable, err := r.readableChannel(req, tc, ch, pk)
 	if err != nil {
-		r.internalError(w, req, "channel", err)
+		r.wfInternal(w, req, rt, "channel", err)
 		return
 	}
 	if !readable {
+		rt.refuse(req.Context(), msgChannelNotFound)
 		notFound(w, msgChannelNotFound)
 		return
 	}
 	wfs, err := r.wf.store.Workflows(req.Context(), tc.Community(), ch)
 	if err != nil {
-		r.internalError(w, req, "workflows", err)
+		r.wfInternal(w, req, rt, "workflows", err)
 		return
 	}
 	out := make([]workflowJSON, len(wfs))
+	rows := make([]tenant.CommunityID, len(wfs))
 	for i := range wfs {
 		out[i] = toWorkflowJSON(&wfs[i], false)
+		rows[i] = wfs[i].Community
 	}
+	rt.workflowRows(req, rows)
 	writeJSON(w, http.StatusOK, map[string]any{"workflows": out})
 }
 
@@ -198,10 +222,12 @@ func (r *Relay) serveWorkflowGet(w http.ResponseWriter, req *http.Request, tc te
 	if !ok {
 		return
 	}
-	wf, _, ok := r.visibleWorkflow(w, req, tc, pk)
+	rt := r.armHTTPRead(tc, pk, "workflow")
+	wf, _, ok := r.visibleWorkflow(w, req, tc, pk, rt)
 	if !ok {
 		return
 	}
+	rt.workflowRows(req, []tenant.CommunityID{wf.Community})
 	writeJSON(w, http.StatusOK, toWorkflowJSON(&wf, true))
 }
 
@@ -210,24 +236,28 @@ func (r *Relay) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc
 	if !ok {
 		return
 	}
-	wf, role, ok := r.visibleWorkflow(w, req, tc, pk)
+	rt := r.armHTTPRead(tc, pk, "workflow_enable")
+	wf, role, ok := r.visibleWorkflow(w, req, tc, pk, rt)
 	if !ok {
 		return
 	}
 	if role != store.RoleOwner && role != store.RoleAdmin && pk != wf.Owner {
+		rt.refuse(req.Context(), msgWorkflowForbid)
 		apiError(w, http.StatusForbidden, "restricted", msgWorkflowForbid)
 		return
 	}
 	err := r.wf.engine.SetEnabled(req.Context(), tc.Community(), wf.ID, enabled)
 	if errors.Is(err, workflow.ErrNotFound) {
+		rt.refuse(req.Context(), msgWorkflowNotFound)
 		notFound(w, msgWorkflowNotFound)
 		return
 	}
 	if err != nil {
-		r.internalError(w, req, "enable", err)
+		r.wfInternal(w, req, rt, "enable", err)
 		return
 	}
 	wf.Enabled = enabled
+	rt.workflowRows(req, []tenant.CommunityID{wf.Community})
 	writeJSON(w, http.StatusOK, toWorkflowJSON(&wf, false))
 }
 
@@ -261,34 +291,41 @@ func (r *Relay) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc t
 	if !ok {
 		return
 	}
-	wf, _, ok := r.visibleWorkflow(w, req, tc, pk)
+	rt := r.armHTTPRead(tc, pk, "workflow_runs")
+	wf, _, ok := r.visibleWorkflow(w, req, tc, pk, rt)
 	if !ok {
 		return
+	}
+	badPage := func() {
+		rt.refuse(req.Context(), msgBadRunPage)
+		apiError(w, http.StatusBadRequest, "invalid", msgBadRunPage)
 	}
 	page := workflow.RunPage{Cursor: req.URL.Query().Get("cursor")}
 	if l := req.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
-			apiError(w, http.StatusBadRequest, "invalid", msgBadRunPage)
+			badPage()
 			return
 		}
 		page.Limit = min(n, workflow.MaxRunPage)
 	}
 	runs, next, err := r.wf.store.Runs(req.Context(), tc.Community(), wf.ID, page)
 	if errors.Is(err, workflow.ErrBadCursor) {
-		apiError(w, http.StatusBadRequest, "invalid", msgBadRunPage)
+		badPage()
 		return
 	}
 	if err != nil {
-		r.internalError(w, req, "runs", err)
+		r.wfInternal(w, req, rt, "runs", err)
 		return
 	}
 	out := make([]runJSON, len(runs))
+	rows := make([]tenant.CommunityID, len(runs))
 	for i, run := range runs {
 		trace := run.Trace
 		if trace == nil {
 			trace = []workflow.StepTrace{}
 		}
+		rows[i] = run.Community
 		out[i] = runJSON{
 			ID: run.ID.String(), Workflow: run.Workflow.String(), Status: string(run.Status),
 			TriggerEventID: run.TriggerEventID, Trigger: run.Trigger, CurrentStep: run.CurrentStep,
@@ -296,5 +333,6 @@ func (r *Relay) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc t
 			CreatedAt: run.CreatedAt.UTC(), StartedAt: optTime(run.StartedAt), CompletedAt: optTime(run.CompletedAt),
 		}
 	}
+	rt.workflowRows(req, rows)
 	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "next_cursor": next})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -54,7 +55,13 @@ func wfCall(t *testing.T, tr *testRelay, s *signer, method, host, path string) (
 func TestWorkflowHTTPAPI(t *testing.T) {
 	forBackends(t, func(t *testing.T, b store.Backend) {
 		st := b.(wfBackend)
-		tr := workflowRelay(t, st, newHookServer(t))
+		rec := trace.NewRecorder()
+		tr := workflowRelay(t, st, newHookServer(t), WithTracer(rec.Open))
+		defer func() {
+			if seen := checkTraces(t, rec, false); !seen["read_by_id_rows"] {
+				t.Error("the workflow routes traced no rows")
+			}
+		}()
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/nostr/nip59"
@@ -69,7 +70,7 @@ func (d staticDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 
 // workflowRelay serves a relay with workflows on st, its engine running
 // (poll 20 ms) until the test ends. Webhooks to hooks.example reach hook.
-func workflowRelay(t testing.TB, st wfBackend, hook *hookServer) *testRelay {
+func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...Option) *testRelay {
 	t.Helper()
 	caller, err := safehttp.New(
 		safehttp.WithResolver(staticDNS{"hooks.example": netip.MustParseAddr("93.184.216.34")}),
@@ -84,11 +85,11 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := backendRelay(t, st, WithRelayKey(testMaster), WithHTTPAPI(apiV), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
+	tr := backendRelay(t, st, append([]Option{WithRelayKey(testMaster), WithHTTPAPI(apiV), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
 		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h),
 			workflow.WithWebhookCaller(caller), workflow.WithPollInterval(20*time.Millisecond),
 			workflow.WithLogger(quietLogger()))
-	}))
+	})}, extra...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -146,7 +147,9 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 			t.Fatalf("%T does not implement the workflow store", b)
 		}
 		hook := newHookServer(t)
-		tr := workflowRelay(t, st, hook)
+		rec := trace.NewRecorder()
+		tr := workflowRelay(t, st, hook, WithTracer(rec.Open))
+		defer checkTraces(t, rec, false)
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
