@@ -232,3 +232,27 @@ func BenchmarkIndexAddRemove(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexMatchWideFilters matches one event against 1,000
+// subscriptions that each list 1,000 kinds (the event's among them): the
+// cost per matched filter is a set lookup, whatever the list's length.
+func BenchmarkIndexMatchWideFilters(b *testing.B) {
+	x := NewIndex()
+	c := tenant.NewCommunityID()
+	kinds := make([]int, 1000)
+	for i := range kinds {
+		kinds[i] = 1000 + i
+	}
+	kinds[999] = 1
+	for i := range 1000 {
+		x.Add(c, &Subscription{Owner: i, ID: "s", Filters: []nostr.Filter{{Kinds: kinds}}})
+	}
+	ev := &nostr.Event{ID: hex64("e", 1), PubKey: hex64("a", 1), Kind: 1}
+	for b.Loop() {
+		n := 0
+		x.Match(c, ev, func(*Subscription) { n++ })
+		if n != 1000 {
+			b.Fatalf("matched %d", n)
+		}
+	}
+}
