@@ -90,6 +90,7 @@ func (c *conn) refuseRate(msg nostr.ClientMessage) {
 	reason := fmt.Sprintf(msgRateLimited, c.limits.MessageRate)
 	switch m := msg.(type) {
 	case *nostr.EventEnvelope:
+		c.r.cfg.metrics.EventIngested(c.tc.Community(), false, false, reason)
 		c.reply(nostr.AppendOK(nil, m.Event.ID, false, reason))
 	case *nostr.AuthEnvelope:
 		c.reply(nostr.AppendOK(nil, m.Event.ID, false, reason))

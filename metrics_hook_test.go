@@ -115,3 +115,34 @@ func TestRelayMetrics(t *testing.T) {
 		return sample(t, scrapeRegistry(t, reg), "buzz_total_connections") == 1
 	})
 }
+
+// TestRelayMetricsConnectionRate: EVENTs refused by the connection's
+// message rate are counted as received and refused (rate-limited), exactly
+// as many as the client saw refused.
+func TestRelayMetricsConnectionRate(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rec, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTestRelay(t, WithMetrics(rec), WithLimits(Limits{MessageRate: 1, MessageBurst: 1}))
+	c := tr.dial(t)
+	s := newSigner(t)
+	refused := 0
+	for i := range 4 {
+		ok := c.publish(s.event(1, now(), "burst"+string(rune('a'+i))))
+		if !ok.OK && len(ok.Message) > 13 && ok.Message[:13] == "rate-limited:" {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Skip("the connection's rate never refused (the machine was very slow)")
+	}
+	fams := scrapeRegistry(t, reg)
+	if got := sample(t, fams, "buzz_total_events_refused_total", "reason", "rate-limited"); got != float64(refused) {
+		t.Fatalf("refused rate-limited = %v, client saw %d", got, refused)
+	}
+	if got := sample(t, fams, "buzz_total_events_received_total"); got != 4 {
+		t.Fatalf("received = %v, want 4", got)
+	}
+}
