@@ -256,6 +256,10 @@ func TestNIP29Interop(t *testing.T) {
 		}
 		bob.refused("non-member post in restricted", "restricted:", store.KindChatMessage, gid)
 		bob.must("join", store.KindJoinRequest, gid)
+		// The relay records the accepted join as its own 9000.
+		if evs := bob.query(gonostr.Filter{Kinds: []int{9000}, Authors: []string{key}, Tags: gonostr.TagMap{"h": {gid}, "p": {bob.pk}}}); len(evs) != 1 {
+			t.Fatalf("relay 9000 after join: %d events", len(evs))
+		}
 		bob.refused("repeat join", "duplicate:", store.KindJoinRequest, gid)
 		bob.must("member post", store.KindChatMessage, gid)
 
@@ -277,6 +281,10 @@ func TestNIP29Interop(t *testing.T) {
 		}
 		alice.must("remove carol", store.KindRemoveUser, gid, gonostr.Tag{"p", carol.pk})
 		bob.must("leave", store.KindLeaveRequest, gid)
+		// The relay records the leave as its own 9001 (read by a member).
+		if evs := alice.query(gonostr.Filter{Kinds: []int{9001}, Authors: []string{key}, Tags: gonostr.TagMap{"h": {gid}, "p": {bob.pk}}}); len(evs) != 1 {
+			t.Fatalf("relay 9001 after leave: %d events", len(evs))
+		}
 		g, _, _ = alice.loadGroup(r.url, key, gid)
 		if _, ok := g.Members[bob.pk]; ok {
 			t.Fatalf("bob listed after leaving: %v", g.Members)

@@ -517,10 +517,48 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecisi
 }
 
 // publishState stores and publishes the channel's relay-signed state
-// events after a command. Failures are logged: the command itself
-// committed, and the next change republishes the whole state.
-func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, change *store.ChannelChange) {
-	p.PublishChannelState(ctx, tc.Community(), *change)
+// events after a command, and, after a join (9021) or a leave (9022), the
+// relay's own put-user (9000) or remove-user (9001) for the author, signed
+// by the state key: NIP-29 clients follow membership through the latest
+// 9000/9001 of a user. Failures are logged: the command itself committed,
+// and the next change republishes the whole state.
+func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, change *store.ChannelChange, cmd *store.ChannelCommand) {
+	c := tc.Community()
+	p.PublishChannelState(ctx, c, *change)
+	cs := p.cfg.Channels
+	if cs == nil || cs.StateKey == nil || cmd == nil || change.Deleted {
+		return
+	}
+	var kind int
+	tags := nostr.Tags{{"h", change.Channel.GroupID()}, {"p", cmd.Actor}}
+	switch cmd.Kind {
+	case store.KindJoinRequest:
+		kind = store.KindPutUser
+		tags[1] = append(tags[1], string(store.RoleMember))
+	case store.KindLeaveRequest:
+		kind = store.KindRemoveUser
+	default:
+		return
+	}
+	ev := &nostr.Event{Kind: kind, CreatedAt: p.stateClock(c, change.Channel.ID, kind), Tags: tags, Content: ""}
+	if err := ev.Sign(cs.StateKey(c)); err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: sign relay membership event", "kind", kind, "err", err)
+		return
+	}
+	p.saveAndPublish(ctx, c, ev)
+}
+
+// saveAndPublish stores a relay-signed event and fans it out; failures are
+// logged.
+func (p *Pipeline) saveAndPublish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) {
+	if err := p.cfg.Store.Save(ctx, c, ev); err != nil && !errors.Is(err, store.ErrDuplicate) {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: save relay-signed event", "kind", ev.Kind, "err", err)
+		return
+	}
+	msg := pubsub.Message{Community: c, Event: ev, Raw: ev.AppendJSON(nil)}
+	if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: publish relay-signed event", "kind", ev.Kind, "err", err)
+	}
 }
 
 // PublishChannelState stores and publishes the relay-signed state events
@@ -543,14 +581,7 @@ func (p *Pipeline) PublishChannelState(ctx context.Context, c tenant.CommunityID
 		}
 	}
 	for _, ev := range p.stateEvents(c, change, members) {
-		if err := p.cfg.Store.Save(ctx, c, ev); err != nil && !errors.Is(err, store.ErrDuplicate) {
-			p.cfg.Logger.ErrorContext(ctx, "ingest: save channel state event", "kind", ev.Kind, "err", err)
-			continue
-		}
-		msg := pubsub.Message{Community: c, Event: ev, Raw: ev.AppendJSON(nil)}
-		if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
-			p.cfg.Logger.ErrorContext(ctx, "ingest: publish channel state event", "kind", ev.Kind, "err", err)
-		}
+		p.saveAndPublish(ctx, c, ev)
 	}
 }
 

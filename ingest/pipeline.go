@@ -359,7 +359,7 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 			"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
 	}
 	if change != nil {
-		p.publishState(ctx, s.Tenant, change)
+		p.publishState(ctx, s.Tenant, change, dec.cmd)
 	}
 
 	// 13. Embedder hooks on stored events.
