@@ -99,6 +99,7 @@ const (
 	CodeWorkflowGone      = "workflow_unavailable"
 	CodeDependencySkipped = "dependency_skipped"
 	CodeInvalidDefinition = "invalid_definition"
+	CodeDefinitionChanged = "definition_changed"
 )
 
 // errParked carries a delay's resume time out of Action.Run.

@@ -621,3 +621,34 @@ steps: [{id: a, action: send_message, text: "hi {{trigger.text}}"}]
 		}
 	})
 }
+
+func TestEngineRedefinitionCancelsParkedRun(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
+		ev := newEnv(t, open(t))
+		src := `
+name: V1
+trigger: {on: message_posted}
+steps:
+  - {id: wait, action: delay, duration: 1s}
+  - {id: say, action: send_message, text: "v1"}
+`
+		w := ev.define(src)
+		ev.post(store.KindChatMessage, "go")
+		eventually(t, func() bool {
+			rs := ev.runs(w)
+			return len(rs) == 1 && !rs[0].ResumeAt.IsZero()
+		}, "the run to park")
+		_, err := ev.e.Define(context.Background(), ev.c, workflow.DefineRequest{ID: w.ID, Channel: ev.ch, Author: ev.owner,
+			YAML: []byte(strings.ReplaceAll(src, "v1", "v2"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := ev.finished(w, 1)[0]
+		if r.Status != workflow.RunCancelled || r.ErrorCode != workflow.CodeDefinitionChanged {
+			t.Fatalf("run %+v", r)
+		}
+		if n := len(ev.pub.of(store.KindChatMessage)); n != 0 {
+			t.Fatalf("%d messages sent by a run of an old definition", n)
+		}
+	})
+}

@@ -133,11 +133,16 @@ type Run struct {
 	TriggerEventID string
 	// Trigger holds the trigger variables (text, author, channel_id, …,
 	// webhook fields), as JSON values.
-	Trigger     map[string]any
-	CurrentStep int
-	Trace       []StepTrace
-	ErrorCode   string
-	Error       string
+	Trigger map[string]any
+	// DefinitionHash is the hash of the workflow's definition when the
+	// run was created (zero for runs stored before it was recorded). A
+	// run is executed against that definition only: if the workflow was
+	// redefined meanwhile, the run is cancelled (definition_changed).
+	DefinitionHash [32]byte
+	CurrentStep    int
+	Trace          []StepTrace
+	ErrorCode      string
+	Error          string
 	// ResumeAt is when a parked run (a delay step) continues; zero when
 	// the run is not parked.
 	ResumeAt    time.Time
@@ -238,7 +243,8 @@ type Store interface {
 	// and returns how many were enabled.
 	DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, channel store.ChannelID, owner string) (int64, error)
 
-	// CreateRun persists a pending run, claimable at once. A second run
+	// CreateRun persists a pending run, claimable at once, recording the
+	// workflow's current definition hash (atomically). A second run
 	// for the same (workflow, trigger event) is not created: the existing
 	// run is returned with created false. ErrNotFound if the workflow does
 	// not exist.

@@ -150,6 +150,11 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 	if l.Token > e.cfg.maxAttempts {
 		return st.finish(ctx, RunFailed, "too_many_attempts", fmt.Sprintf("claimed %d times without finishing", l.Token-1))
 	}
+	if run.DefinitionHash != ([32]byte{}) && run.DefinitionHash != wf.Hash {
+		// Step indexes and outputs belong to the definition the run was
+		// triggered under; never continue against other steps.
+		return st.finish(ctx, RunCancelled, CodeDefinitionChanged, "the workflow was redefined after this run was triggered")
+	}
 	if !wf.Enabled && run.Status == RunPending {
 		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow is disabled")
 	}

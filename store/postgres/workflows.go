@@ -276,7 +276,7 @@ WHERE community_id = $1 AND channel_id = $2 AND owner_pubkey = $3 AND enabled`, 
 }
 
 const pgRunCols = `id, workflow_id, status::text, trigger_event_id, trigger_context, current_step, execution_trace,
-    error_code, error_message, resume_at, created_at, started_at, completed_at`
+    error_code, error_message, resume_at, created_at, started_at, completed_at, definition_hash`
 
 func scanPGRun(c tenant.CommunityID, r pgx.Row) (workflow.Run, error) {
 	var (
@@ -287,10 +287,12 @@ func scanPGRun(c tenant.CommunityID, r pgx.Row) (workflow.Run, error) {
 		tctx, trace    []byte
 		code, msg      *string
 		resume, st, co *time.Time
+		defHash        []byte
 	)
-	if err := r.Scan(&id, &wf, &status, &trig, &tctx, &run.CurrentStep, &trace, &code, &msg, &resume, &run.CreatedAt, &st, &co); err != nil {
+	if err := r.Scan(&id, &wf, &status, &trig, &tctx, &run.CurrentStep, &trace, &code, &msg, &resume, &run.CreatedAt, &st, &co, &defHash); err != nil {
 		return run, err
 	}
+	copy(run.DefinitionHash[:], defHash)
 	run.Community, run.ID, run.Workflow, run.Status = c, workflow.ID(id), workflow.ID(wf), workflow.RunStatus(status)
 	run.TriggerEventID = hex.EncodeToString(trig)
 	if len(tctx) > 0 {
@@ -340,8 +342,8 @@ func (s *Store) CreateRun(ctx context.Context, c tenant.CommunityID, r workflow.
 	)
 	err = s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
 		id := workflow.NewID()
-		run, err = scanPGRun(c, tx.QueryRow(ctx, `INSERT INTO workflow_runs (community_id, id, workflow_id, status, trigger_event_id, trigger_context)
-SELECT $1, $2, $3, 'pending', $4, $5 WHERE EXISTS (SELECT 1 FROM workflows WHERE community_id = $1 AND id = $3)
+		run, err = scanPGRun(c, tx.QueryRow(ctx, `INSERT INTO workflow_runs (community_id, id, workflow_id, status, trigger_event_id, trigger_context, definition_hash)
+SELECT $1, $2, $3, 'pending', $4, $5, w.definition_hash FROM workflows w WHERE w.community_id = $1 AND w.id = $3
 ON CONFLICT (community_id, workflow_id, trigger_event_id) DO NOTHING RETURNING `+pgRunCols,
 			c.UUID(), [16]byte(id), [16]byte(r.Workflow), trig, tctx))
 		if err == nil {

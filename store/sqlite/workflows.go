@@ -291,7 +291,7 @@ func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID,
 }
 
 const sqlRunCols = `id, workflow, status, trigger_event_id, trigger_context, current_step, trace, error_code, error_message,
-    resume_at, created_at, started_at, completed_at`
+    resume_at, created_at, started_at, completed_at, definition_hash`
 
 func scanSQLRun(c tenant.CommunityID, r rowScanner) (workflow.Run, error) {
 	var (
@@ -302,10 +302,12 @@ func scanSQLRun(c tenant.CommunityID, r rowScanner) (workflow.Run, error) {
 		code, msg        sql.NullString
 		resume, st, done sql.NullInt64
 		created          int64
+		defHash          []byte
 	)
-	if err := r.Scan(&id, &wf, &status, &trig, &tctx, &run.CurrentStep, &trace, &code, &msg, &resume, &created, &st, &done); err != nil {
+	if err := r.Scan(&id, &wf, &status, &trig, &tctx, &run.CurrentStep, &trace, &code, &msg, &resume, &created, &st, &done, &defHash); err != nil {
 		return run, err
 	}
+	copy(run.DefinitionHash[:], defHash)
 	run.Community, run.Status = c, workflow.RunStatus(status)
 	copy(run.ID[:], id)
 	copy(run.Workflow[:], wf)
@@ -360,8 +362,8 @@ WHERE community = ? AND workflow = ? AND trigger_event_id = ?`, cseq, r.Workflow
 		if !errors.Is(err, sql.ErrNoRows) {
 			return internal("create run", err)
 		}
-		var one int
-		if err := w.conn.QueryRowContext(w.ctx, `SELECT 1 FROM workflows WHERE community = ? AND id = ?`, cseq, r.Workflow[:]).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+		var defHash []byte
+		if err := w.conn.QueryRowContext(w.ctx, `SELECT hash FROM workflows WHERE community = ? AND id = ?`, cseq, r.Workflow[:]).Scan(&defHash); errors.Is(err, sql.ErrNoRows) {
 			verdict = workflow.ErrNotFound
 			return nil
 		} else if err != nil {
@@ -370,8 +372,8 @@ WHERE community = ? AND workflow = ? AND trigger_event_id = ?`, cseq, r.Workflow
 		id := workflow.NewID()
 		now := time.Now().UnixMilli()
 		run, err = scanSQLRun(c, w.conn.QueryRowContext(w.ctx, `INSERT INTO workflow_runs (community, id, workflow, status, trigger_event_id,
-    trigger_context, created_at) VALUES (?, ?, ?, 'pending', ?, ?, ?) RETURNING `+sqlRunCols,
-			cseq, id[:], r.Workflow[:], trig, string(tctx), now))
+    trigger_context, created_at, definition_hash) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING `+sqlRunCols,
+			cseq, id[:], r.Workflow[:], trig, string(tctx), now, defHash))
 		if err != nil {
 			return internal("create run", err)
 		}

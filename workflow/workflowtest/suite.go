@@ -277,6 +277,17 @@ func testRunsOnePerTrigger(t *testing.T, b Backend) {
 	if r.Status != workflow.RunPending || r.Workflow != w.ID || r.TriggerEventID != ev || r.Trigger["text"] != "hi" || r.Trigger["n"] != float64(3) || r.CreatedAt.IsZero() {
 		t.Fatalf("run %+v", r)
 	}
+	if r.DefinitionHash != w.Hash {
+		t.Fatalf("run records definition hash %x, want %x", r.DefinitionHash, w.Hash)
+	}
+	// A redefinition does not change the hash an existing run recorded.
+	w3 := put(t, b, c, workflow.PutWorkflow{ID: w.ID, Channel: w.Channel, Owner: w.Owner, Definition: Definition(t, "renamed", workflow.TriggerMessagePosted)})
+	if r, _ := b.Run(ctx, c, id); r.DefinitionHash != w.Hash || w3.Hash == w.Hash {
+		t.Fatalf("after redefinition the run records %x", r.DefinitionHash)
+	}
+	if r2, _, err := b.CreateRun(ctx, c, workflow.NewRun{Workflow: w.ID, TriggerEventID: Hex32()}); err != nil || r2.DefinitionHash != w3.Hash {
+		t.Fatalf("new run records %x, want %x (%v)", r2.DefinitionHash, w3.Hash, err)
+	}
 	// The same event triggers another workflow separately.
 	if _, made, err := b.CreateRun(ctx, c, workflow.NewRun{Workflow: w2.ID, TriggerEventID: ev}); err != nil || !made {
 		t.Fatalf("second workflow, same event: %v, %v", made, err)
