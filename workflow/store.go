@@ -225,8 +225,9 @@ type Store interface {
 	// PutWorkflow creates or replaces a workflow. A replacement must come
 	// from the same owner in the same channel (else ErrNotOwner). With
 	// ExpectedRevision set, the workflow must exist with that revision
-	// (else ErrRevisionConflict; ErrNotFound when it does not exist). A
-	// replacement keeps the enabled flag unless the definition disables it.
+	// (else ErrRevisionConflict; ErrNotFound when it does not exist). The
+	// enabled flag is set from the definition's "enabled" (default true)
+	// on every put.
 	PutWorkflow(ctx context.Context, c tenant.CommunityID, p PutWorkflow) (Workflow, error)
 	// Workflow returns one workflow, or ErrNotFound.
 	Workflow(ctx context.Context, c tenant.CommunityID, id ID) (Workflow, error)
