@@ -138,19 +138,33 @@ const (
 	OpCount = "count"
 )
 
-// Refusal reasons (the reason label of buzz_total_events_refused_total).
-var reasons = [...]string{"invalid", "restricted", "blocked", "rate-limited", "auth-required", "pow", "error"}
+// numReasons is how many reason labels buzz_total_events_refused_total has.
+const numReasons = 7
 
-const reasonError = len(reasons) - 1
+// reasonLabel is the reason label of index i (see reasonIndex).
+func reasonLabel(i int) string {
+	return [numReasons]string{"invalid", "restricted", "blocked", "rate-limited", "auth-required", "pow", "error"}[i]
+}
 
-// reasonIndex maps an OK message to its reason label without allocating.
+// reasonIndex maps an OK message to its reason label's index without
+// allocating; a message without a known prefix counts as "error".
 func reasonIndex(msg string) int {
-	for i, r := range reasons {
-		if len(msg) > len(r) && msg[len(r)] == ':' && msg[:len(r)] == r {
-			return i
-		}
+	prefix, _, _ := strings.Cut(msg, ":")
+	switch prefix {
+	case "invalid":
+		return 0
+	case "restricted":
+		return 1
+	case "blocked":
+		return 2
+	case "rate-limited":
+		return 3
+	case "auth-required":
+		return 4
+	case "pow":
+		return 5
 	}
-	return reasonError
+	return numReasons - 1
 }
 
 type config struct {
@@ -219,7 +233,7 @@ type Recorder struct {
 	conns        prometheus.Gauge
 	received     prometheus.Counter
 	stored       prometheus.Counter
-	refused      [len(reasons)]prometheus.Counter
+	refused      [numReasons]prometheus.Counter
 	reqs         prometheus.Counter
 	deliveries   prometheus.Counter
 	slowReaders  prometheus.Counter
@@ -288,8 +302,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	r.received = prometheus.NewCounter(prometheus.CounterOpts{Name: "buzz_total_events_received_total", Help: "EVENTs ingested (WebSocket and HTTP), all communities."})
 	r.stored = prometheus.NewCounter(prometheus.CounterOpts{Name: "buzz_total_events_stored_total", Help: "Events written to the store, all communities."})
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "buzz_total_events_refused_total", Help: "EVENTs answered OK false, by NIP-01 reason prefix, all communities."}, []string{"reason"})
-	for i, rs := range reasons {
-		r.refused[i] = refused.WithLabelValues(rs)
+	for i := range numReasons {
+		r.refused[i] = refused.WithLabelValues(reasonLabel(i))
 	}
 	r.reqs = prometheus.NewCounter(prometheus.CounterOpts{Name: "buzz_total_reqs_total", Help: "REQ messages, all communities."})
 	r.deliveries = prometheus.NewCounter(prometheus.CounterOpts{Name: "buzz_total_live_deliveries_total", Help: "Live events queued to subscribers, all communities."})
