@@ -2,6 +2,7 @@ package buzz
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"strings"
@@ -601,7 +602,7 @@ func traceRows(ctx context.Context, g trace.Tracer, st trace.State, f *nostr.Fil
 	g.ReadHostFeedRows(ctx, st, rows)
 }
 
-// setupChannels enables channels when the store keeps them, and the
+// setupChannels enables channels when WithChannels asks for them, and the
 // per-community signing keys of relay-signed events.
 func (r *Relay) setupChannels() error {
 	master := r.cfg.relayKey
@@ -613,9 +614,12 @@ func (r *Relay) setupChannels() error {
 		master = sk
 	}
 	r.keys = newCommunityKeys(master)
+	if !r.cfg.channels {
+		return nil
+	}
 	cs, ok := r.cfg.store.(store.ChannelStore)
 	if !ok {
-		return nil
+		return errors.New("buzz: WithChannels: the store does not implement store.ChannelStore")
 	}
 	r.channels = &relayChannels{store: cs, gens: make(map[tenant.CommunityID]*atomic.Uint64)}
 	if !r.cfg.hasRelayKey {

@@ -81,7 +81,7 @@ func startPod(t testing.TB, st store.Backend, host string, opts ...Option) *pod 
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := append([]Option{WithStore(st), WithDirectory(st), WithLogger(quietLogger())}, opts...)
+	all := append([]Option{WithStore(st), WithDirectory(st), WithChannels(), WithLogger(quietLogger())}, opts...)
 	rel, err := New(all...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -222,7 +222,6 @@ func (r *Relay) startCluster() {
 	cs.ctx, cs.cancel = context.WithCancel(context.Background())
 	r.cl = cs
 	cs.stopCtrl = cs.bus.ListenControl(r.onControl)
-	r.registerHealth()
 }
 
 // stopCluster stops listening to control messages and waits for the

@@ -254,6 +254,8 @@ func TestHealthEndpoints(t *testing.T) {
 	defer local.Close()
 	br := &flakyBroker{Local: local}
 	tr := newTestRelay(t, WithBroker(br))
+	tr.relay.Mux().Handle("GET "+HealthzPath, tr.relay.HealthzHandler())
+	tr.relay.Mux().Handle("GET "+ReadyzPath, tr.relay.ReadyzHandler())
 
 	for _, host := range []string{tr.host, "unmapped.example"} {
 		if code, body := getHealth(t, tr, HealthzPath, host); code != 200 || body["status"] != "ok" {

@@ -74,7 +74,7 @@ func TestNIP11(t *testing.T) {
 func TestNIP11PubkeyOmitted(t *testing.T) {
 	st := newTestRelay(t).store
 	for _, pk := range []string{"", strings.Repeat("AB", 32), "abc"} {
-		r, err := New(WithStore(st), WithDirectory(st), WithInfo(Info{PubKey: pk}), WithLogger(quietLogger()))
+		r, err := New(WithStore(st), WithDirectory(st), WithChannels(), WithInfo(Info{PubKey: pk}), WithLogger(quietLogger()))
 		if pk == "" {
 			if err != nil {
 				t.Fatal(err)

@@ -34,7 +34,7 @@ func backendRelay(t testing.TB, st store.Backend, opts ...Option) *testRelay {
 	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
 		t.Fatal(err)
 	}
-	relay, err := New(append([]Option{WithStore(st), WithDirectory(st), WithLogger(quietLogger())}, opts...)...)
+	relay, err := New(append([]Option{WithStore(st), WithDirectory(st), WithChannels(), WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,11 @@ import (
 	"time"
 )
 
-// Health endpoints, served on the relay's Mux for any Host (they hold no
-// community data and bind no community):
+// Health endpoints. The relay does not register them: its embedder mounts
+// HealthzHandler and ReadyzHandler where it wants them (buzzd serves them
+// on the relay's Mux at these paths, for any Host: they hold no community
+// data and bind no community), so an embedder's own /healthz never
+// conflicts with the relay's.
 //
 //	GET /healthz  liveness: 200 {"status":"ok"} until Shutdown has finished,
 //	              then 503 {"status":"stopped"}.
@@ -19,9 +22,9 @@ import (
 //	              {"status":"degraded","checks":{…}} where each check is
 //	              "ok" or names what failed ("unavailable", "shutting down").
 //
-// The store is checked when it has a Ping(ctx) error method, the broker
-// when it has a Ready(ctx) error method (the Redis broker does; the
-// in-process one is always ready). Causes are logged, never served.
+// The store is checked when it implements Pinger, the broker when it
+// implements ReadyChecker (the Redis broker does; the in-process one is
+// always ready). Causes are logged, never served.
 const (
 	HealthzPath = "/healthz"
 	ReadyzPath  = "/readyz"
@@ -30,18 +33,31 @@ const (
 // ReadyTimeout bounds each readiness check.
 const ReadyTimeout = 2 * time.Second
 
-type pinger interface {
+// Pinger may be implemented by the store given to WithStore (store/sqlite
+// and store/postgres do). Ping reports whether the store can serve; the
+// readiness check ("store" in /readyz and Relay.Ready) calls it, bounded
+// by ReadyTimeout. A store without it is assumed ready.
+type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-type readier interface {
+// ReadyChecker may be implemented by the broker given to WithBroker (the
+// Redis broker of pubsub/redis does). Ready reports whether the broker can
+// carry messages; the readiness check ("broker") calls it, bounded by
+// ReadyTimeout. A broker without it is assumed ready.
+type ReadyChecker interface {
 	Ready(ctx context.Context) error
 }
 
-func (r *Relay) registerHealth() {
-	r.mux.HandleFunc("GET "+HealthzPath, r.serveHealthz)
-	r.mux.HandleFunc("GET "+ReadyzPath, r.serveReadyz)
-}
+// HealthzHandler serves liveness (see HealthzPath) for GET requests. Mount
+// it where the deployment probes it, e.g.
+//
+//	rel.Mux().Handle("GET "+buzz.HealthzPath, rel.HealthzHandler())
+func (r *Relay) HealthzHandler() http.Handler { return http.HandlerFunc(r.serveHealthz) }
+
+// ReadyzHandler serves readiness (see ReadyzPath): every check of Ready,
+// each named with its state. Mount it like HealthzHandler.
+func (r *Relay) ReadyzHandler() http.Handler { return http.HandlerFunc(r.serveReadyz) }
 
 // Ready reports whether the relay can serve: not shutting down, the store
 // reachable and the broker able to carry messages. The error names the
@@ -59,8 +75,8 @@ func (r *Relay) Ready(ctx context.Context) error {
 	return &NotReadyError{Dependency: "relay", State: "unavailable"}
 }
 
-// NotReadyError is Ready's error: Dependency is "relay", "store" or
-// "broker"; State is what /readyz reports for it.
+// NotReadyError is Ready's error: Dependency is "relay", "store",
+// "broker" or "workflows"; State is what /readyz reports for it.
 type NotReadyError struct {
 	Dependency string
 	State      string
@@ -94,10 +110,10 @@ func (r *Relay) readiness(ctx context.Context) (map[string]string, bool) {
 		err  error
 	}
 	var probes []func(context.Context) result
-	if p, ok := r.cfg.store.(pinger); ok {
+	if p, ok := r.cfg.store.(Pinger); ok {
 		probes = append(probes, func(ctx context.Context) result { return result{"store", p.Ping(ctx)} })
 	}
-	if b, ok := r.cfg.broker.(readier); ok {
+	if b, ok := r.cfg.broker.(ReadyChecker); ok {
 		probes = append(probes, func(ctx context.Context) result { return result{"broker", b.Ready(ctx)} })
 	}
 	if r.wf != nil {

@@ -76,7 +76,7 @@ func newTestRelayWith(t testing.TB, prepare func(*httptest.Server), opts ...Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := append([]Option{WithStore(st), WithDirectory(st), WithLogger(quietLogger())}, opts...)
+	all := append([]Option{WithStore(st), WithDirectory(st), WithChannels(), WithLogger(quietLogger())}, opts...)
 	tr.relay, err = New(all...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

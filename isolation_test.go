@@ -323,7 +323,7 @@ func TestIsolationCheckerCatchesLeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := trace.NewRecorder()
-	rel, err := New(WithStore(&leakyStore{Store: st, victim: a, source: b}), WithDirectory(st),
+	rel, err := New(WithStore(&leakyStore{Store: st, victim: a, source: b}), WithDirectory(st), WithChannels(),
 		WithLogger(quietLogger()), WithTracer(rec.Open))
 	if err != nil {
 		t.Fatal(err)

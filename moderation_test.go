@@ -84,7 +84,7 @@ func newModRelay(t *testing.T, st modBackend, opts ...Option) *modRelay {
 	if _, _, err := st.EnsureCommunity(context.Background(), m.host); err != nil {
 		t.Fatal(err)
 	}
-	all := append([]Option{WithStore(st), WithDirectory(st), WithLogger(quietLogger()), WithClock(m.now)}, opts...)
+	all := append([]Option{WithStore(st), WithDirectory(st), WithChannels(), WithLogger(quietLogger()), WithClock(m.now)}, opts...)
 	if m.relay, err = New(all...); err != nil {
 		t.Fatal(err)
 	}

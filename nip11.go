@@ -76,7 +76,7 @@ type NIP11Limitation struct {
 // NIP-98 (WithHTTPAPI) are added when on.
 var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45, 50}
 
-// NIP-29 (relay-based groups) is listed when the store keeps channels.
+// NIP-29 (relay-based groups) is listed with WithChannels.
 
 // nips is the supported_nips list of this relay.
 func (r *Relay) nips() []int {

@@ -55,6 +55,7 @@ type OnStored = func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Eve
 
 type config struct {
 	store          store.EventStore
+	channels       bool // WithChannels
 	directory      tenant.Directory
 	profiles       CommunityProfiles
 	noHomePage     bool
@@ -80,12 +81,41 @@ type config struct {
 }
 
 // WithStore sets the event store. Required.
+//
+// Beyond store.EventStore, the relay uses what else the store may
+// implement (store/sqlite and store/postgres implement all of them):
+//   - Pinger: the store's readiness check (/readyz, Relay.Ready);
+//   - ReadCapacity: the size of the fair read queue;
+//   - CommunityProfiles: each community's NIP-11 and home-page profile,
+//     unless WithCommunityProfiles names another source;
+//   - store.NameStore: NIP-05 names (/.well-known/nostr.json);
+//   - store.AuditLog: audit chains of refusals and moderation (and, with
+//     WithHTTPAPI and community roles, AuditPath).
+//
+// Channels (store.ChannelStore), and what rests on them (community roles and
+// access policy, moderation through store.ModerationStore, workflows), are
+// used only with WithChannels: a store that keeps them does not switch them
+// on by itself.
 func WithStore(s store.EventStore) Option {
 	return func(c *config) error {
 		if s == nil {
 			return errors.New("buzz: WithStore: nil store")
 		}
 		c.store = s
+		return nil
+	}
+}
+
+// WithChannels turns on channels (NIP-29 groups and Buzz's channel kinds),
+// kept by the store given to WithStore, which must implement
+// store.ChannelStore (New fails otherwise). With channels come community
+// roles and access policy, moderation (when the store implements
+// store.ModerationStore), channel-scoped reads and relay-signed group
+// state; WithWorkflows needs them. Without WithChannels, an event naming a
+// channel (an "h" tag) is refused and reads see no channel events.
+func WithChannels() Option {
+	return func(c *config) error {
+		c.channels = true
 		return nil
 	}
 }

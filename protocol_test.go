@@ -375,7 +375,7 @@ func TestExpirySweeper(t *testing.T) {
 	}
 	defer st.Close()
 	sc := &sweepCounter{Store: st}
-	r, err := New(WithStore(sc), WithDirectory(st), WithLogger(quietLogger()),
+	r, err := New(WithStore(sc), WithDirectory(st), WithChannels(), WithLogger(quietLogger()),
 		WithLimits(Limits{ExpirySweepInterval: 10 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)

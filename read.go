@@ -27,9 +27,12 @@ const (
 // errQueryTimeout is a read that ran past Limits.QueryTimeout.
 var errQueryTimeout = errors.New("buzz: query took too long")
 
-// readCapacity is implemented by stores that know how many reads they
-// serve at once (store/sqlite, store/postgres).
-type readCapacity interface {
+// ReadCapacity may be implemented by the store given to WithStore
+// (store/sqlite and store/postgres do): ReadConcurrency is how many reads
+// it serves at once, and sizes the relay's fair read queue when
+// Limits.RelayQueryConcurrency is zero. Without it (or when it returns 0)
+// the queue has 16 slots.
+type ReadCapacity interface {
 	ReadConcurrency() int
 }
 
@@ -42,7 +45,7 @@ func newReadGate(l Limits, st store.EventStore) *queryGate {
 	slots := l.RelayQueryConcurrency
 	if slots == 0 {
 		slots = defaultReadSlots
-		if rc, ok := st.(readCapacity); ok && rc.ReadConcurrency() > 0 {
+		if rc, ok := st.(ReadCapacity); ok && rc.ReadConcurrency() > 0 {
 			slots = rc.ReadConcurrency()
 		}
 	}

@@ -30,7 +30,7 @@ func leakedRelay(t *testing.T, st store.Backend, opts ...Option) *testRelay {
 	if _, _, err := st.EnsureCommunity(context.Background(), host); err != nil {
 		t.Fatal(err)
 	}
-	relay, err := New(append([]Option{WithStore(st), WithDirectory(st), WithLogger(quietLogger())}, opts...)...)
+	relay, err := New(append([]Option{WithStore(st), WithDirectory(st), WithChannels(), WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

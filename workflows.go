@@ -132,7 +132,7 @@ func (r *Relay) setupWorkflows() error {
 		return nil
 	}
 	if r.channels == nil {
-		return errors.New("buzz: WithWorkflows needs a store with channels (store.ChannelStore)")
+		return errors.New("buzz: WithWorkflows needs WithChannels")
 	}
 	h := &WorkflowHost{r: r, store: wc.store, wake: make(chan struct{}, 1)}
 	h.topics, _ = r.cfg.store.(store.ChannelTopicSetter)

@@ -64,7 +64,7 @@ func newKey(t *testing.T) nostr.SecretKey {
 // serve runs a relay (communities a.example and b.example) behind h.
 func serve(t *testing.T, st backend, h *admin.Handler) *httptest.Server {
 	t.Helper()
-	rel, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st))
+	rel, err := buzz.New(buzz.WithStore(st), buzz.WithChannels(), buzz.WithDirectory(st))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func newEnv(t *testing.T, st backend, extra ...operator.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.relay, err = buzz.New(buzz.WithStore(st), buzz.WithDirectory(e.dir), buzz.WithLogger(quiet()))
+	e.relay, err = buzz.New(buzz.WithStore(st), buzz.WithChannels(), buzz.WithDirectory(e.dir), buzz.WithLogger(quiet()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +604,7 @@ func TestOperatorAPIDisabled(t *testing.T) {
 		t.Fatalf("disabled ServeHTTP: %d", rec.Code)
 	}
 	st := openSQLite(t)
-	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithLogger(quiet()))
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithChannels(), buzz.WithDirectory(st), buzz.WithLogger(quiet()))
 	if err != nil {
 		t.Fatal(err)
 	}

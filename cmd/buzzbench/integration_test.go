@@ -46,7 +46,7 @@ func startTestRelay(t testing.TB, opts ...buzz.Option) string {
 	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
 		t.Fatalf("EnsureCommunity: %v", err)
 	}
-	all := append([]buzz.Option{buzz.WithStore(st), buzz.WithDirectory(st),
+	all := append([]buzz.Option{buzz.WithStore(st), buzz.WithChannels(), buzz.WithDirectory(st),
 		buzz.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
 	relay, err := buzz.New(all...)
 	if err != nil {

@@ -204,6 +204,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	}
 	relay, err := buzz.New(append(append([]buzz.Option{
 		buzz.WithStore(backend),
+		buzz.WithChannels(),
 		buzz.WithDirectory(fence),
 		buzz.WithControlHook(fence.onControl),
 		buzz.WithRelayURL(cfg.RelayURL),
@@ -218,6 +219,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
+	relay.Mux().Handle("GET "+buzz.HealthzPath, relay.HealthzHandler())
+	relay.Mux().Handle("GET "+buzz.ReadyzPath, relay.ReadyzHandler())
 	stopWorkflows := runWorkflows(relay, logger)
 	defer stopWorkflows()
 	if err := mountOwnerAPI(cfg, backend, relay, logger, cl.replayGuard); err != nil {

@@ -89,7 +89,7 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	if err != nil {
 		return err
 	}
-	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st),
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(),
 		buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
 			return workflow.New(st, h, h,
 				workflow.WithAuthority(st),  // who may own and run workflows
