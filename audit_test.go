@@ -11,6 +11,7 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/ratelimit"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/storetest"
 )
 
 // TestRateLimitRefusalsAudited: refused EVENTs are recorded in the
@@ -80,4 +81,38 @@ func TestRefusalTalliesBounded(t *testing.T) {
 			t.Fatalf("tally %d, want 2", tally.n)
 		}
 	}
+}
+
+// TestAuditOverWebSocket: changes made by clients over the relay land in
+// the community's chain with their authors as actors, on both backends; a
+// refused command adds nothing.
+func TestAuditOverWebSocket(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b testBackend) {
+		st := b.open(t)
+		p := startPod(t, st, "ws-audit.example")
+		c := p.dial(t)
+		alice, bob := newSigner(t), newSigner(t)
+		note := alice.event(1, now(), "to be deleted")
+		c.mustAccept(note)
+		c.mustAccept(alice.event(nostr.KindDeletion, now(), "", nostr.Tag{"e", note.ID}))
+		ch := storetest.NewChannelID()
+		c.mustAccept(alice.event(store.KindCreateChannel, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"name", "general"}))
+		c.mustAccept(alice.event(store.KindPutUser, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"p", bob.pub(), "admin"}))
+		if ok := c.publish(bob.event(store.KindDeleteChannel, now(), "", nostr.Tag{"h", ch.String()})); ok.OK {
+			t.Fatal("an admin deleted the channel")
+		}
+		es, err := st.(store.AuditLog).AuditEntries(context.Background(), p.tc.Community(), 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []audit.Action{audit.EventDeletionRequested, audit.ChannelCreated, audit.ChannelMemberPut}
+		if len(es) != len(want) {
+			t.Fatalf("%d entries: %+v", len(es), es)
+		}
+		for i, e := range es {
+			if e.Action != want[i] || e.Actor != alice.pub() {
+				t.Errorf("entry %d: %s by %s", e.Seq, e.Action, e.Actor)
+			}
+		}
+	})
 }
