@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -29,9 +31,10 @@ func ftsMatch(q *search.Query) string {
 	return b.String()
 }
 
-// scored is one search hit with its relevance.
+// scored is one search hit with its relevance; seq locates its row.
 type scored struct {
 	rec   store.Record
+	seq   int64
 	score float64
 }
 
@@ -39,7 +42,9 @@ type scored struct {
 // rows (community, scope and the other conditions applied in SQL), each is
 // scored by search.Score on its content, and the hits are yielded by
 // descending score, then newest first (created_at DESC, id ASC), at most
-// f.Limit when f.LimitSet. Ranking needs every hit before the first is sent.
+// f.Limit when f.LimitSet. Ranking needs every hit before the first is
+// sent: the candidates' content comes out of SQLite alone (json_extract),
+// and only the hits yielded are read whole.
 func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int64, f *nostr.Filter, scope store.Scope,
 	yield func(store.Record, error) bool) {
 	sq, err := f.SearchQuery()
@@ -47,10 +52,11 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int6
 		return // an invalid query matches nothing
 	}
 	var q sqlBuilder
-	q.add(`SELECT e.id, e.created_at, e.raw FROM `)
+	q.add(`SELECT e.seq, e.id, e.created_at, json_extract(CAST(e.raw AS TEXT), '$.content') FROM `)
 	q.from(cseq, f)
 	q.add(` WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`, cseq, time.Now().Unix())
-	if ok, _ := q.filter(cseq, f); !ok {
+	ok, residual := q.filter(cseq, f)
+	if !ok {
 		return
 	}
 	q.scope(scope)
@@ -67,30 +73,23 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int6
 	var hits []scored
 	for rows.Next() {
 		var (
-			id  []byte
-			rec store.Record
+			h       scored
+			id      []byte
+			content string
 		)
-		if err := rows.Scan(&id, &rec.CreatedAt, &rec.Raw); err != nil {
+		if err := rows.Scan(&h.seq, &id, &h.rec.CreatedAt, &content); err != nil {
 			rows.Close()
 			yield(store.Record{}, internal("search", err))
 			return
 		}
-		ev, err := nostr.ParseEvent(rec.Raw)
-		if err != nil {
-			rows.Close()
-			yield(store.Record{}, internal("search: stored event", err))
-			return
-		}
-		// Matches re-checks what SQL could not express (tag names longer
-		// than one letter) and the search itself with package search's
-		// tokenizer, the authority where FTS5's Unicode tables differ.
-		score := sq.Score(ev.Content)
-		if score == 0 || !f.Matches(ev) {
+		// package search's tokenizer decides, where FTS5's Unicode tables
+		// differ.
+		if h.score = sq.Score(content); h.score == 0 {
 			continue
 		}
-		rec.ID = hex.EncodeToString(id)
-		rec.Community = c
-		hits = append(hits, scored{rec, score})
+		h.rec.ID = hex.EncodeToString(id)
+		h.rec.Community = c
+		hits = append(hits, h)
 	}
 	err = rows.Err()
 	rows.Close()
@@ -99,13 +98,39 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int6
 		return
 	}
 	slices.SortFunc(hits, compareHits)
-	if f.LimitSet && len(hits) > f.Limit {
-		hits = hits[:f.Limit]
+	raw, err := s.rstmts.get(ctx, `SELECT raw FROM events WHERE seq = ?`)
+	if err != nil {
+		yield(store.Record{}, internal("search", err))
+		return
 	}
+	sent := 0
 	for _, h := range hits {
+		if f.LimitSet && sent >= f.Limit {
+			return
+		}
+		switch err := raw.QueryRowContext(ctx, h.seq).Scan(&h.rec.Raw); {
+		case errors.Is(err, sql.ErrNoRows):
+			continue // deleted meanwhile
+		case err != nil:
+			yield(store.Record{}, internal("search", err))
+			return
+		}
+		if residual {
+			// Matches checks what SQL could not express (tag names longer
+			// than one letter).
+			ev, err := nostr.ParseEvent(h.rec.Raw)
+			if err != nil {
+				yield(store.Record{}, internal("search: stored event", err))
+				return
+			}
+			if !f.Matches(ev) {
+				continue
+			}
+		}
 		if !yield(h.rec, nil) {
 			return
 		}
+		sent++
 	}
 }
 
