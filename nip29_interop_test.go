@@ -56,7 +56,7 @@ func startNIP29Relay(t *testing.T, b testBackend) *nip29Relay {
 			t.Fatal(err)
 		}
 	}
-	rel, err := New(WithStore(st), WithDirectory(st), WithLogger(quietLogger()), WithRelayKey(testMaster))
+	rel, err := New(WithStore(st), WithDirectory(st), WithChannels(), WithLogger(quietLogger()), WithRelayKey(testMaster))
 	if err != nil {
 		t.Fatal(err)
 	}
