@@ -293,6 +293,28 @@ func TestNIP29Interop(t *testing.T) {
 			t.Fatalf("carol listed after removal: %v", g.Members)
 		}
 
+		// Invite codes (9009) open a closed group to a 9021 with "code", for
+		// any number of joins, until the invite is deleted (9005).
+		const club = "club"
+		alice.must("create club", store.KindCreateChannel, club, gonostr.Tag{"private"}, gonostr.Tag{"closed"})
+		alice.must("create plaza", store.KindCreateChannel, "plaza", gonostr.Tag{"closed"})
+		alice.refused("invite in a public group", "restricted:", store.KindCreateInvite, "plaza", gonostr.Tag{"code", "x"})
+		carol.refused("invite by a non-member", "restricted:", store.KindCreateInvite, club, gonostr.Tag{"code", "x"})
+		alice.must("invite", store.KindCreateInvite, club, gonostr.Tag{"code", "sesame"})
+		bob.refused("join with a wrong code", "restricted:", store.KindJoinRequest, club, gonostr.Tag{"code", "guess"})
+		bob.must("join with the code", store.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
+		carol.must("second join with the code", store.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
+		if g, _, _ := alice.loadGroup(r.url, key, club); len(g.Members) != 3 {
+			t.Fatalf("club members %v", g.Members)
+		}
+		invites := alice.query(gonostr.Filter{Kinds: []int{9009}, Tags: gonostr.TagMap{"h": {club}}})
+		if len(invites) != 1 {
+			t.Fatalf("%d invites", len(invites))
+		}
+		alice.must("revoke the invite", store.KindDeleteEvent, club, gonostr.Tag{"e", invites[0].ID})
+		erin := r.connect(t, r.url, true)
+		erin.refused("join with a revoked code", "restricted:", store.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
+
 		// Buzz's own clients: a UUID and visibility=private stand for all
 		// four flags.
 		uuid := "0b6f6d9e-2d1c-4c7e-9a55-0123456789ab"

@@ -46,6 +46,10 @@ const (
 	// ChannelEventDeleted: a moderator removed an event (9005). Object: the
 	// channel UUID; detail "event".
 	ChannelEventDeleted Action = "channel_event_deleted"
+	// ChannelInviteCreated: an owner or admin created an invite code
+	// (9009). Object: the channel UUID; detail "event" (the code itself is
+	// not recorded).
+	ChannelInviteCreated Action = "channel_invite_created"
 
 	// Community membership and policy. Object: the member's pubkey, or "".
 	CommunityMemberPut     Action = "community_member_put"     // add or role change

@@ -66,6 +66,8 @@ const (
 	// MsgCommunityCommandH answers a community-level command (moderation,
 	// community membership) that names a group.
 	MsgCommunityCommandH = "invalid: a community command takes no h tag"
+	// MsgPublicInvite answers a 9009 in a group that is not private.
+	MsgPublicInvite = "restricted: invite codes are kept secret in private groups only on this relay"
 	// MsgAlreadyMember answers a member's repeated join (NIP-29).
 	MsgAlreadyMember = "duplicate: already a member of this group"
 	// MsgUnsupportedFlags answers a 9007 or 9002 asking for a combination
@@ -292,6 +294,14 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 				return channelDecision{}, MsgInternal
 			}
 		}
+		if ev.Kind == store.KindJoinRequest && cmd.Code != "" {
+			ok, err := p.inviteValid(ctx, c, id, cmd.GroupID, cmd.Code)
+			if err != nil {
+				p.cfg.Logger.ErrorContext(ctx, "ingest: invite lookup", "community", c.String(), "err", err)
+				return channelDecision{}, MsgInternal
+			}
+			cmd.Invited = ok
+		}
 		// A create claims an id in the bound community; every other command
 		// names a channel found there. Roles are judged by the store.
 		g.AuthCheck(ctx, st, traceLabel(g, id), c, true)
@@ -317,12 +327,36 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 	return d, ""
 }
 
+// maxInvites bounds the invites of one channel a join's code is compared
+// with (the newest first).
+const maxInvites = 1000
+
+// inviteValid reports whether code is the "code" of an invite (9009) stored
+// in channel id of community c: an invite is valid while its event is
+// stored, for any number of joins.
+func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id store.ChannelID, gid, code string) (bool, error) {
+	f := nostr.Filter{Kinds: []int{store.KindCreateInvite}, Tags: map[string][]string{"h": {gid}}, Limit: maxInvites, LimitSet: true}
+	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, store.ChannelsScope(id)) {
+		if err != nil {
+			return false, err
+		}
+		ev, err := nostr.ParseEvent(rec.Raw)
+		if err != nil {
+			continue
+		}
+		if t := ev.Tags.Find("code"); t != nil && t[1] == code {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // ParseChannelCommand reads a command event of channel id into a
 // store.ChannelCommand. Tags: 9007 and 9002 "name", "about", "picture",
 // "visibility" (open|private) and the NIP-29 flags (single-element tags):
 // "private"/"public", "closed"/"open", "restricted"/"unrestricted",
 // "hidden"/"visible"; 9007 "channel_type"; 9000 "p" = [p, pubkey, role?];
-// 9001 "p"; 9005 "e". Buzz's "visibility" private stands for private,
+// 9001 "p"; 9005 "e"; 9009 "code" (required), 9021 "code" (optional). Buzz's "visibility" private stands for private,
 // closed, restricted and hidden, open for none of them; an explicit flag
 // tag overrides what visibility implies for that flag. A tag given twice,
 // contradicting flags, a missing required tag or an unknown value is an
@@ -395,6 +429,12 @@ func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelComm
 			if ev.Kind == store.KindPutUser && len(t) >= 3 && t[2] != "" {
 				cmd.Role = store.Role(t[2])
 			}
+		case (ev.Kind == store.KindCreateInvite || ev.Kind == store.KindJoinRequest) && t[0] == "code":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Code = v
 		case ev.Kind == store.KindDeleteEvent && t[0] == "e":
 			v, err := one(t)
 			if err != nil {
@@ -453,6 +493,8 @@ func commandMessage(err error) (msg string, ok bool) {
 		return MsgNoSuchEvent, false
 	case errors.Is(err, store.ErrInvalidCommand):
 		return MsgBadCommand, false
+	case errors.Is(err, store.ErrPublicInvite):
+		return MsgPublicInvite, false
 	case errors.Is(err, store.ErrAlreadyMember):
 		return MsgAlreadyMember, false
 	case errors.Is(err, store.ErrUnsupportedFlags):

@@ -44,7 +44,17 @@ func TestParseChannelCommand(t *testing.T) {
 	if err != nil || *cmd.Private || cmd.Closed != nil || *cmd.Restricted || *cmd.Hidden {
 		t.Fatalf("negations = %+v, %v", cmd, err)
 	}
+	cmd, err = ParseChannelCommand(ev(store.KindCreateInvite, nostr.Tag{"code", "sesame"}), testChannel)
+	if err != nil || cmd.Code != "sesame" {
+		t.Fatalf("invite = %+v, %v", cmd, err)
+	}
+	cmd, err = ParseChannelCommand(ev(store.KindJoinRequest, nostr.Tag{"code", "sesame"}), testChannel)
+	if err != nil || cmd.Code != "sesame" || cmd.Invited {
+		t.Fatalf("join with code = %+v, %v", cmd, err)
+	}
 	for i, bad := range []*nostr.Event{
+		ev(store.KindCreateInvite),
+		ev(store.KindCreateInvite, nostr.Tag{"code", strings.Repeat("x", store.MaxInviteCodeLen+1)}),
 		ev(store.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"public"}),
 		ev(store.KindEditMetadata, nostr.Tag{"closed"}, nostr.Tag{"open"}),
 		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"name", "b"}),

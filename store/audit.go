@@ -84,6 +84,9 @@ func ChannelCommandAudit(cmd *ChannelCommand, eventID string) audit.Record {
 	case KindJoinRequest:
 		r.Action = audit.ChannelMemberJoined
 		d["pubkey"] = cmd.Actor
+		if cmd.Invited {
+			d["invited"] = true
+		}
 	case KindLeaveRequest:
 		r.Action = audit.ChannelMemberLeft
 		d["pubkey"] = cmd.Actor
@@ -100,6 +103,8 @@ func ChannelCommandAudit(cmd *ChannelCommand, eventID string) audit.Record {
 	case KindDeleteEvent:
 		r.Action = audit.ChannelEventDeleted
 		d["deleted"] = cmd.EventID
+	case KindCreateInvite:
+		r.Action = audit.ChannelInviteCreated
 	}
 	r.Detail = d
 	return r

@@ -55,8 +55,15 @@ import (
 //     ErrChannelExists.
 //   - 9021 join: a channel that is not closed makes the author a member; a
 //     member's repeat is ErrAlreadyMember and changes nothing; a closed
-//     channel is joined only by being put (9000) — a join is
-//     ErrNotPermitted.
+//     channel is joined by being put (9000), or by a join whose "code" tag
+//     is an invite code of the channel (Invited, checked by the caller) —
+//     any other join is ErrNotPermitted.
+//   - 9009 create invite: "code" tag = the invite code (owner, admin), in
+//     a private channel only (ErrPublicInvite otherwise: its events, the
+//     invite among them, are readable by anyone). The command event is the
+//     invite: a code is valid while its 9009 is
+//     stored in the channel, for any number of joins (multi-use); deleting
+//     the 9009 (9005) revokes it.
 //   - 9022 leave: the author stops being a member (ErrNotMember if not one).
 //   - 9000 put-user: p tag = the user, optional third element = role
 //     (default member); see the roles above.
@@ -82,6 +89,7 @@ const (
 	KindDeleteEvent     = 9005  // NIP-29 delete-event
 	KindCreateChannel   = 9007  // NIP-29 create-group
 	KindDeleteChannel   = 9008  // NIP-29 delete-group
+	KindCreateInvite    = 9009  // NIP-29 create-invite
 	KindJoinRequest     = 9021  // NIP-29 join-request
 	KindLeaveRequest    = 9022  // NIP-29 leave-request
 	KindChannelMetadata = 39000 // relay-signed metadata
@@ -95,7 +103,7 @@ const (
 func IsChannelCommand(kind int) bool {
 	switch kind {
 	case KindPutUser, KindRemoveUser, KindEditMetadata, KindDeleteEvent,
-		KindCreateChannel, KindDeleteChannel, KindJoinRequest, KindLeaveRequest:
+		KindCreateChannel, KindDeleteChannel, KindJoinRequest, KindLeaveRequest, KindCreateInvite:
 		return true
 	}
 	return false
@@ -431,7 +439,15 @@ type ChannelCommand struct {
 	Private, Closed, Restricted, Hidden *bool
 	Type                                ChannelType // 9007; "" = stream
 	EventID                             string      // 9005: the event to delete
+	// Code is the invite code: 9009 creates it; 9021 offers it.
+	Code string
+	// Invited: a 9021's Code names an invite of the channel (the caller
+	// checked it against the channel's stored 9009 events).
+	Invited bool
 }
+
+// MaxInviteCodeLen bounds an invite code.
+const MaxInviteCodeLen = 256
 
 // ChannelChange is what a command did.
 type ChannelChange struct {
@@ -459,6 +475,9 @@ var (
 	ErrChannelExists = errors.New("store: channel already exists")
 	// ErrNotPermitted: the actor's role does not allow the command.
 	ErrNotPermitted = errors.New("store: not permitted")
+	// ErrPublicInvite: a 9009 in a channel that is not private, whose
+	// events — the invite among them — anyone may read.
+	ErrPublicInvite = errors.New("store: invite codes need a private channel")
 	// ErrAlreadyMember: a member's repeated join (9021).
 	ErrAlreadyMember = errors.New("store: already a channel member")
 	// ErrNotMember: the command needs a member who is not one.
@@ -477,7 +496,7 @@ var (
 // IsChannelOutcome reports whether err is one of the channel command
 // errors above (or ErrDuplicate): a verdict, not a failure.
 func IsChannelOutcome(err error) bool {
-	for _, s := range []error{ErrNoChannel, ErrChannelExists, ErrNotPermitted, ErrNotMember, ErrNoEvent, ErrInvalidCommand, ErrUnsupportedFlags, ErrAlreadyMember, ErrDuplicate, ErrDeleted} {
+	for _, s := range []error{ErrNoChannel, ErrChannelExists, ErrNotPermitted, ErrNotMember, ErrNoEvent, ErrInvalidCommand, ErrUnsupportedFlags, ErrAlreadyMember, ErrPublicInvite, ErrDuplicate, ErrDeleted} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -576,6 +595,10 @@ func (cmd *ChannelCommand) Validate() error {
 		if !isHex64(cmd.EventID) {
 			return ErrInvalidCommand
 		}
+	case KindCreateInvite:
+		if cmd.Code == "" || len(cmd.Code) > MaxInviteCodeLen {
+			return ErrInvalidCommand
+		}
 	}
 	return nil
 }
@@ -595,7 +618,7 @@ func Authorize(cmd *ChannelCommand, st CommandState) error {
 		if actor != "" {
 			return ErrAlreadyMember
 		}
-		if !st.Channel.Closed {
+		if !st.Channel.Closed || cmd.Invited {
 			return nil
 		}
 		return ErrNotPermitted
@@ -651,6 +674,14 @@ func Authorize(cmd *ChannelCommand, st CommandState) error {
 			return nil
 		}
 		return ErrNotPermitted
+	case KindCreateInvite:
+		if !privileged {
+			return ErrNotPermitted
+		}
+		if st.Channel.Visibility != VisibilityPrivate {
+			return ErrPublicInvite
+		}
+		return nil
 	case KindEditMetadata, KindDeleteEvent:
 		if privileged {
 			return nil

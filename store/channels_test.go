@@ -140,6 +140,7 @@ func TestAuthorizeTable(t *testing.T) {
 		}
 		return c
 	}
+	invited := func(c *store.ChannelCommand) *store.ChannelCommand { c.Code, c.Invited = "x", true; return c }
 	for i, tc := range []struct {
 		cmd  *store.ChannelCommand
 		st   store.CommandState
@@ -151,6 +152,10 @@ func TestAuthorizeTable(t *testing.T) {
 		{cmd(store.KindJoinRequest, "", false), st(open, store.RoleMember, "", 1), store.ErrAlreadyMember},
 		{cmd(store.KindJoinRequest, "", false), st(store.Channel{Visibility: store.VisibilityPrivate}, "", "", 1), nil},
 		{cmd(store.KindJoinRequest, "", false), st(store.Channel{Visibility: store.VisibilityOpen, Closed: true}, "", "", 1), store.ErrNotPermitted},
+		{invited(cmd(store.KindJoinRequest, "", false)), st(priv, "", "", 1), nil},
+		{cmd(store.KindCreateInvite, "", false), st(priv, store.RoleAdmin, "", 1), nil},
+		{cmd(store.KindCreateInvite, "", false), st(priv, store.RoleMember, "", 1), store.ErrNotPermitted},
+		{cmd(store.KindCreateInvite, "", false), st(open, store.RoleOwner, "", 1), store.ErrPublicInvite},
 		{cmd(store.KindLeaveRequest, "", false), st(open, "", "", 1), store.ErrNotMember},
 		{cmd(store.KindLeaveRequest, "", false), st(open, store.RoleOwner, "", 1), store.ErrNotPermitted},
 		{cmd(store.KindLeaveRequest, "", false), st(open, store.RoleOwner, "", 2), nil},

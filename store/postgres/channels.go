@@ -375,6 +375,8 @@ VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, cu, eid, author, a.id); err != 
 			return nil, err
 		}
 		change.DeletedEvent = cmd.EventID
+	case store.KindCreateInvite:
+		// The stored command event is the invite.
 	case store.KindDeleteChannel:
 		if _, err := tx.Exec(ctx, `UPDATE channels SET deleted_at = now() WHERE community_id = $1 AND id = $2`, cu, chID); err != nil {
 			return nil, err

@@ -424,6 +424,8 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 			return none, nil, internal("delete event", err)
 		}
 		change.DeletedEvent = cmd.EventID
+	case store.KindCreateInvite:
+		// The stored command event is the invite.
 	case store.KindDeleteChannel:
 		if err := exec(`UPDATE channels SET deleted_at = ? WHERE community = ? AND id = ?`, now, p.community, chID); err != nil {
 			return none, nil, err

@@ -43,6 +43,7 @@ func RunChannels(t *testing.T, open func(t *testing.T) ChannelBackend) {
 		{"CommunityAccess", testCommunityAccess},
 		{"NIP29GroupIDs", testChannelGroupIDs},
 		{"NIP29Flags", testChannelFlags},
+		{"NIP29Invites", testChannelInvites},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -760,4 +761,31 @@ func testChannelFlags(t *testing.T, b ChannelBackend) {
 	if ch := change.Channel; ch.Visibility != store.VisibilityPrivate || !ch.Closed || !ch.Restricted || !ch.Hidden || !change.BecamePrivate {
 		t.Fatalf("visibility private = %+v", change)
 	}
+}
+
+// testChannelInvites: a 9009 is stored in its (private) channel; a join the
+// caller found invited enters a closed channel, any number of times.
+func testChannelInvites(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, member, u, v := NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t)
+	id := CreateChannel(t, b, c, owner, "club", store.VisibilityPrivate)
+	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: member.PubKey})
+	_, err := Apply(t, b, c, member, store.ChannelCommand{Kind: store.KindCreateInvite, Channel: id, Code: "sesame"}, nostr.Tag{"code", "sesame"})
+	wantErr(t, "member invite", err, store.ErrNotPermitted)
+	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateInvite, Channel: id, Code: "sesame"}, nostr.Tag{"code", "sesame"})
+	if _, err := b.ApplyChannelCommand(ctxb(), c, cmd, ev); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "invite stored in the channel", scoped(t, b, c, nostr.Filter{Kinds: []int{store.KindCreateInvite}}, store.ChannelsScope(id)), ev.ID)
+	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id, Code: "guess"})
+	wantErr(t, "uninvited join", err, store.ErrNotPermitted)
+	for _, a := range []Author{u, v} {
+		MustApply(t, b, c, a, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id, Code: "sesame", Invited: true})
+		if r, ok, _ := b.ChannelRole(ctxb(), c, id, a.PubKey); !ok || r != store.RoleMember {
+			t.Fatalf("invited join: role %q", r)
+		}
+	}
+	open := CreateChannel(t, b, c, owner, "open", store.VisibilityOpen)
+	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateInvite, Channel: open, Code: "x"}, nostr.Tag{"code", "x"})
+	wantErr(t, "public invite", err, store.ErrPublicInvite)
 }
