@@ -3,6 +3,7 @@ package buzz
 import (
 	"net/url"
 
+	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -15,6 +16,14 @@ func (c *conn) handleAuth(ev *nostr.Event) {
 	reason := c.checkAuth(ev)
 	if reason == "" {
 		reason = c.authBlocked(ev.PubKey) // a banned pubkey cannot authenticate
+	}
+	for _, fn := range c.r.cfg.onAuth {
+		if reason != "" {
+			break
+		}
+		if err := fn(c.ctx, c.tc, ev.PubKey); err != nil {
+			reason = ingest.Reason(err, "restricted: ")
+		}
 	}
 	if reason != "" {
 		if c.tracer != nil {

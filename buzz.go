@@ -272,6 +272,15 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	addr := r.ClientAddr(req)
+	if len(r.cfg.onConnect) > 0 {
+		ctx := withConn(req.Context(), Conn{addr: addr})
+		for _, fn := range r.cfg.onConnect {
+			if err := fn(ctx, tc); err != nil {
+				http.Error(w, ingest.Reason(err, "blocked: "), http.StatusForbidden)
+				return
+			}
+		}
+	}
 	r.mu.Lock()
 	if r.shutdown {
 		r.mu.Unlock()
@@ -296,6 +305,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	}
 	c := newConn(r, ws, hc.conn, tc)
 	c.addr = addr
+	c.ctx = withConn(c.ctx, Conn{ws: c, addr: addr}) // for hooks (ConnFrom); c.cancel still ends it
 	if r.cfg.tracer != nil {
 		c.tracer = r.cfg.tracer(tc)
 	}
@@ -336,6 +346,12 @@ func (r *Relay) runConn(c *conn) {
 		r.cfg.metrics.ConnClosed(c.tc.Community())
 		r.admission.leave(c.addr, c.tc.Community())
 		r.connClosed(c)
+		if len(r.cfg.onDisconnect) > 0 {
+			ctx := context.WithoutCancel(c.ctx)
+			for _, fn := range r.cfg.onDisconnect {
+				fn(ctx, c.tc)
+			}
+		}
 	}()
 	c.serve()
 }

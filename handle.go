@@ -173,9 +173,13 @@ func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string
 	case c.r.cfg.auth == AuthRequired && !c.authenticated():
 		return msgReqAuth, true
 	}
+	ctx := c.ctx
+	if len(c.r.cfg.filterPolicy) > 0 {
+		ctx = withSubID(ctx, subID)
+	}
 	for _, f := range filters {
 		for _, fn := range c.r.cfg.filterPolicy {
-			if err := fn(c.ctx, c.tc, f); err != nil {
+			if err := fn(ctx, c.tc, f); err != nil {
 				return ingest.Reason(err, "blocked: "), false
 			}
 		}

@@ -235,9 +235,10 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 		refuse(fmt.Sprintf(msgTooManyFilters, lim.MaxFilters))
 		return nil, nil, scope, rt, false
 	}
+	pctx := r.httpConn(ctx, req, pubkey)
 	for _, f := range filters {
 		for _, fn := range r.cfg.filterPolicy {
-			if err := fn(ctx, tc, f); err != nil {
+			if err := fn(pctx, tc, f); err != nil {
 				refuse(ingest.Reason(err, "blocked: "))
 				return nil, nil, scope, rt, false
 			}
@@ -552,7 +553,7 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 	if r.cfg.tracer != nil {
 		sub.Tracer, sub.Actor = r.cfg.tracer(tc), pubkey
 	}
-	out := r.pipeline.Ingest(req.Context(), sub)
+	out := r.pipeline.Ingest(r.httpConn(req.Context(), req, pubkey), sub)
 	r.inflight.end(ticket)
 	r.cfg.metrics.EventIngested(tc.Community(), out.OK, out.Stored, out.Message)
 	status := http.StatusOK

@@ -69,6 +69,9 @@ type config struct {
 	eventPolicies  []EventPolicy
 	filterPolicy   []FilterPolicy
 	onStored       []OnStored
+	onConnect      []OnConnect
+	onDisconnect   []OnDisconnect
+	onAuth         []OnAuth
 	now            func() time.Time
 	tracer         trace.Factory   // nil: no conformance tracing
 	relayKey       nostr.SecretKey // master key of relay-signed events
