@@ -141,28 +141,28 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 	st := &runState{e: e, lease: l, run: run, steps: map[string]any{}}
 	wf, err := e.store.Workflow(ctx, l.Community, run.Workflow)
 	if errors.Is(err, ErrNotFound) {
-		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow no longer exists")
+		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow no longer exists", "")
 	}
 	if err != nil {
 		return err
 	}
 	st.wf = wf
 	if l.Token > e.cfg.maxAttempts {
-		return st.finish(ctx, RunFailed, "too_many_attempts", fmt.Sprintf("claimed %d times without finishing", l.Token-1))
+		return st.finish(ctx, RunFailed, "too_many_attempts", fmt.Sprintf("claimed %d times without finishing", l.Token-1), "")
 	}
 	if run.DefinitionHash != ([32]byte{}) && run.DefinitionHash != wf.Hash {
 		// Step indexes and outputs belong to the definition the run was
 		// triggered under; never continue against other steps.
-		return st.finish(ctx, RunCancelled, CodeDefinitionChanged, "the workflow was redefined after this run was triggered")
+		return st.finish(ctx, RunCancelled, CodeDefinitionChanged, "the workflow was redefined after this run was triggered", "")
 	}
 	if !wf.Enabled && run.Status == RunPending {
-		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow is disabled")
+		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow is disabled", "")
 	}
 	// The owner's authority is re-checked before every run (and every
 	// resumption).
 	if err := e.authorize(ctx, l.Community, wf.Channel, wf.Owner, wf.Definition.NeedsAdmin()); err != nil {
 		if errors.Is(err, ErrNotPermitted) {
-			return st.finish(ctx, RunFailed, CodeOwnerUnauthorized, "the workflow's owner is no longer permitted to run it")
+			return st.finish(ctx, RunFailed, CodeOwnerUnauthorized, "the workflow's owner is no longer permitted to run it", "")
 		}
 		return err
 	}
@@ -237,12 +237,23 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 		}
 		trace.Status, trace.Output, trace.FinishedAt = StepCompleted, jsonValues(out), e.now()
 		st.steps[step.ID] = map[string]any{"output": orEmpty(trace.Output)}
+		if i == len(def.Steps)-1 {
+			// The last step's trace is written with the completion (one
+			// write less per run; a crash before it re-runs the step,
+			// whose effects are recorded).
+			st.run.Trace = append(st.run.Trace, trace)
+			st.run.CurrentStep = i + 1
+			if err := st.finish(ctx, RunCompleted, "", "", step.ID); err != nil {
+				return err
+			}
+			return nil
+		}
 		if err := st.advance(ctx, i, trace); err != nil {
 			return err
 		}
 		st.status(ctx, KindStepCompleted, "step_completed", step.ID, nil)
 	}
-	return st.finish(ctx, RunCompleted, "", "")
+	return st.finish(ctx, RunCompleted, "", "", "")
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -310,14 +321,18 @@ func (st *runState) failStep(ctx context.Context, i int, t StepTrace) error {
 	st.run.Trace = append(st.run.Trace, t)
 	st.run.CurrentStep = i
 	st.status(ctx, KindStepFailed, "step_failed", t.StepID, map[string]any{"error_code": t.ErrorCode, "error": t.Error})
-	return st.finish(ctx, RunFailed, t.ErrorCode, t.Error)
+	return st.finish(ctx, RunFailed, t.ErrorCode, t.Error, "")
 }
 
-// finish ends the run and publishes its final status event.
-func (st *runState) finish(ctx context.Context, status RunStatus, code, msg string) error {
+// finish ends the run and publishes its final status event (after the
+// step-completed event of completedStep, when one is named).
+func (st *runState) finish(ctx context.Context, status RunStatus, code, msg string, completedStep string) error {
 	st.run.Status, st.run.ErrorCode, st.run.Error = status, code, msg
 	if err := st.save(ctx, time.Time{}); err != nil {
 		return err
+	}
+	if completedStep != "" {
+		st.status(ctx, KindStepCompleted, "step_completed", completedStep, nil)
 	}
 	kind, name := KindRunCompleted, "completed"
 	switch status {
