@@ -42,6 +42,14 @@ func (s *Store) analyzeSoon() {
 	if !s.analyzing.CompareAndSwap(false, true) {
 		return
 	}
+	// A Save acknowledged while Close runs must not start one: Close marks
+	// the store closed under mu before it waits for s.wg.
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		s.analyzing.Store(false)
+		return
+	}
 	next := min(2*max(s.analyzeAt.Load(), analyzeFirst/2), analyzeMax)
 	s.saved.Store(0)
 	s.analyzeAt.Store(next)
