@@ -159,7 +159,8 @@ ORDER BY id`, c.UUID(), pks)
 
 // inCommunityTx runs fn in a transaction bound to community c (RLS), committing when
 // fn returns nil and rolling back otherwise.
-func (s *Store) inCommunityTx(ctx context.Context, c tenant.CommunityID, fn func(tx pgx.Tx) error) error {
+func (s *Store) inCommunityTx(ctx context.Context, c tenant.CommunityID, fn func(tx pgx.Tx) error) (err error) {
+	defer func() { err = withCtxErr(ctx, err) }()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err

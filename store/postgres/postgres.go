@@ -26,8 +26,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/buzzrelay/buzz/store"
@@ -90,15 +88,13 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		pcfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
 	// A query whose context ends (its client went away, its subscription
-	// closed, its deadline passed) is cancelled in the server with a cancel
-	// request, and the connection stays in the pool; it is closed only if
-	// the server does not answer the cancellation within a second. (pgx's
-	// default closes the connection, and PostgreSQL, which does not notice
-	// a closed socket while it computes, is told by a cancel request sent
-	// on the way out — at the price of a new connection per cancellation.)
-	pcfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: time.Second}
-	}
+	// closed, its deadline passed) is cancelled in the server: pgx closes
+	// the connection and sends PostgreSQL a cancel request on the way out
+	// (PostgreSQL does not notice a closed socket while it computes; the
+	// cancel request stops it at once — TestRelayCancelsQueriesInDatabase).
+	// pgx's CancelRequestContextWatcherHandler would keep the connection,
+	// but turns the context's error into the server's 57014 error, which
+	// callers testing for context.Canceled would no longer recognise.
 	pcfg.MaxConns = cfg.maxConns
 	pcfg.MinConns = 0
 	pcfg.HealthCheckPeriod = 10 * time.Second

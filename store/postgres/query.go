@@ -403,7 +403,8 @@ func (s *Store) awaitReadDelay(br pgx.BatchResults) error {
 // inCommunity runs fn on a pooled connection inside one implicit
 // transaction whose buzz.community_id is c: the statements fn queues are
 // pipelined after set_config in a single round trip.
-func (s *Store) inCommunity(ctx context.Context, c tenant.CommunityID, b *pgx.Batch, fn func(pgx.BatchResults) error) error {
+func (s *Store) inCommunity(ctx context.Context, c tenant.CommunityID, b *pgx.Batch, fn func(pgx.BatchResults) error) (err error) {
+	defer func() { err = withCtxErr(ctx, err) }()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -422,6 +423,17 @@ func (s *Store) inCommunity(ctx context.Context, c tenant.CommunityID, b *pgx.Ba
 		return err
 	}
 	return br.Close()
+}
+
+// withCtxErr makes an error caused by ctx ending wrap ctx's error. The
+// server answers a cancelled statement with its own error (SQLSTATE 57014,
+// see the context watcher in Open); callers test for context.Canceled or
+// context.DeadlineExceeded.
+func withCtxErr(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", ctx.Err(), err)
 }
 
 // Query yields the live events of community c matching f, newest first
