@@ -634,7 +634,7 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 		return nil
 	}
 	return &ingest.Channels{Store: r.channels.store, StateKey: r.keys.key, OnChange: r.onChannelChange,
-		OnMemberRemoved: r.onMemberRemoved}
+		OnMemberRemoved: r.onMemberRemoved, MaxAge: r.cfg.limits.MaxGroupEventAge}
 }
 
 // queryScoped reads one filter of community under scope (the plain query when the store

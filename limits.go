@@ -52,6 +52,12 @@ type Limits struct {
 	// MaxFutureSkew is how far ahead of the relay's clock created_at may be
 	// (NIP-11 created_at_upper_limit, in seconds).
 	MaxFutureSkew time.Duration
+	// MaxGroupEventAge is how far behind the relay's clock the created_at
+	// of an event published into a NIP-29 group (h tag: messages and group
+	// commands) may be: NIP-29 asks relays to refuse late publication, so
+	// events copied from other relays cannot be replayed into a group's
+	// past.
+	MaxGroupEventAge time.Duration
 	// AuthWindow is how far an AUTH event's created_at may be from now, in
 	// either direction.
 	AuthWindow time.Duration
@@ -128,6 +134,7 @@ func DefaultLimits() Limits {
 		MaxLimit:                 1000,
 		MaxContentBytes:          256 << 10,
 		MaxFutureSkew:            15 * time.Minute,
+		MaxGroupEventAge:         time.Hour,
 		AuthWindow:               60 * time.Second,
 		SendQueue:                1000,
 		SendQueueBytes:           8 << 20,
@@ -175,6 +182,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	fillInt("MaxLimit", &l.MaxLimit, d.MaxLimit)
 	fillInt("MaxContentBytes", &l.MaxContentBytes, d.MaxContentBytes)
 	fillDur("MaxFutureSkew", &l.MaxFutureSkew, d.MaxFutureSkew)
+	fillDur("MaxGroupEventAge", &l.MaxGroupEventAge, d.MaxGroupEventAge)
 	fillDur("AuthWindow", &l.AuthWindow, d.AuthWindow)
 	fillInt("SendQueue", &l.SendQueue, d.SendQueue)
 	fillInt("SendQueueBytes", &l.SendQueueBytes, d.SendQueueBytes)
@@ -200,6 +208,9 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	if l.MaxFutureSkew > 0 && l.MaxFutureSkew < time.Second {
 		errs = append(errs, errors.New("buzz: Limits.MaxFutureSkew must be at least 1s"))
+	}
+	if l.MaxGroupEventAge > 0 && l.MaxGroupEventAge < time.Second {
+		errs = append(errs, errors.New("buzz: Limits.MaxGroupEventAge must be at least 1s"))
 	}
 	if l.AuthWindow > 0 && l.AuthWindow < time.Second {
 		errs = append(errs, errors.New("buzz: Limits.AuthWindow must be at least 1s"))

@@ -134,17 +134,25 @@ func (r *nip29Relay) connect(t *testing.T, url string, auth bool) *nip29User {
 // it returns "" when accepted, else the relay's message.
 func (u *nip29User) publish(kind int, gid string, tags ...gonostr.Tag) string {
 	u.t.Helper()
+	msg, _ := u.publishAt(gonostr.Now(), kind, gid, tags...)
+	return msg
+}
+
+// publishAt is publish with the given created_at; it also returns the
+// event's id.
+func (u *nip29User) publishAt(at gonostr.Timestamp, kind int, gid string, tags ...gonostr.Tag) (string, string) {
+	u.t.Helper()
 	u.seq++ // distinct events within one second
-	ev := gonostr.Event{Kind: kind, CreatedAt: gonostr.Now(), Content: strconv.Itoa(u.seq), Tags: append(gonostr.Tags{{"h", gid}}, tags...)}
+	ev := gonostr.Event{Kind: kind, CreatedAt: at, Content: strconv.Itoa(u.seq), Tags: append(gonostr.Tags{{"h", gid}}, tags...)}
 	if err := ev.Sign(u.sk); err != nil {
 		u.t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := u.rl.Publish(ctx, ev); err != nil {
-		return strings.TrimPrefix(err.Error(), "msg: ")
+		return strings.TrimPrefix(err.Error(), "msg: "), ev.ID
 	}
-	return ""
+	return "", ev.ID
 }
 
 func (u *nip29User) must(what string, kind int, gid string, tags ...gonostr.Tag) {
@@ -314,6 +322,31 @@ func TestNIP29Interop(t *testing.T) {
 		alice.must("revoke the invite", store.KindDeleteEvent, club, gonostr.Tag{"e", invites[0].ID})
 		erin := r.connect(t, r.url, true)
 		erin.refused("join with a revoked code", "restricted:", store.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
+
+		// Timeline integrity: late publication is refused (NIP-29), for
+		// messages and for group commands; an edit older than the current
+		// metadata never applies; "previous" must cite recent events.
+		yearAgo := gonostr.Now() - 365*24*3600
+		if msg, _ := alice.publishAt(yearAgo, store.KindChatMessage, club); !strings.HasPrefix(msg, "invalid:") {
+			t.Fatalf("message a year old: %q", msg)
+		}
+		if msg, _ := alice.publishAt(gonostr.Now()-2*24*3600, store.KindEditMetadata, club, gonostr.Tag{"name", "old"}); !strings.HasPrefix(msg, "invalid:") {
+			t.Fatalf("edit two days old: %q", msg)
+		}
+		alice.must("rename", store.KindEditMetadata, club, gonostr.Tag{"name", "Club"})
+		if msg, _ := alice.publishAt(gonostr.Now()-60, store.KindEditMetadata, club, gonostr.Tag{"name", "older"}); !strings.HasPrefix(msg, "invalid:") {
+			t.Fatalf("edit older than the current metadata: %q", msg)
+		}
+		if g, _, _ := bob.loadGroup(r.url, key, club); g.Name != "Club" {
+			t.Fatalf("club name %q after a stale edit", g.Name)
+		}
+		msg, first := alice.publishAt(gonostr.Now(), store.KindChatMessage, club)
+		if msg != "" {
+			t.Fatal(msg)
+		}
+		bob.must("reply citing a recent event", store.KindChatMessage, club, gonostr.Tag{"previous", first[:8]})
+		bob.refused("reply citing an unknown event", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", "00000000"})
+		bob.refused("malformed previous", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", "xyz"})
 
 		// Buzz's own clients: a UUID and visibility=private stand for all
 		// four flags.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,9 @@ type Channels struct {
 	// removed pubkey from the community's members (the relay ends that
 	// key's reads in a members-only community). It must not block for long.
 	OnMemberRemoved func(ctx context.Context, tc tenant.TenantContext, pubkey string)
+	// MaxAge bounds how far behind the pipeline's clock the created_at of
+	// an event naming a group (h) may be; 0: unbounded.
+	MaxAge time.Duration
 	// CacheTTL bounds how long a channel, role or community policy looked up
 	// for admission is reused (default 2s). Commands through this pipeline
 	// invalidate the entries they change at once; a change made by another
@@ -57,6 +61,7 @@ const (
 	MsgRelaySigned     = "restricted: relay-signed kinds cannot be published"
 	MsgBadChannelTag   = "invalid: h tag must name exactly one group id (a-z0-9-_)"
 	msgMissingChannel  = "invalid: kind %d requires an h tag naming its channel"
+	msgLateGroupEvent  = "invalid: a group event's created_at may be at most %s in the past (NIP-29 late publication)"
 	MsgMembersOnly     = "restricted: this community is open to its members only"
 	MsgMembersOnlyAuth = "auth-required: this community is open to its members only; authenticate (NIP-42)"
 	MsgNotPermitted    = "restricted: your channel role does not allow this"
@@ -66,6 +71,13 @@ const (
 	// MsgCommunityCommandH answers a community-level command (moderation,
 	// community membership) that names a group.
 	MsgCommunityCommandH = "invalid: a community command takes no h tag"
+	// MsgBadPrevious answers a malformed NIP-29 "previous" tag.
+	MsgBadPrevious = "invalid: a previous tag holds 8 to 64 lowercase hex characters of an event id"
+	// MsgUnknownPrevious answers a "previous" tag naming no recent event of
+	// the group.
+	MsgUnknownPrevious = "invalid: a previous tag names no recent event of this group"
+	// MsgStaleEdit answers a 9002 older than the group's current metadata.
+	MsgStaleEdit = "invalid: this edit is older than the group's current metadata"
 	// MsgPublicInvite answers a 9009 in a group that is not private.
 	MsgPublicInvite = "restricted: invite codes are kept secret in private groups only on this relay"
 	// MsgAlreadyMember answers a member's repeated join (NIP-29).
@@ -269,6 +281,9 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		// before it is resolved).
 		return channelDecision{}, MsgCommunityCommandH
 	}
+	if cs := p.cfg.Channels; cs != nil && cs.MaxAge > 0 && p.cfg.Now().Add(-cs.MaxAge).Unix() > ev.CreatedAt {
+		return channelDecision{}, fmt.Sprintf(msgLateGroupEvent, cs.MaxAge)
+	}
 	c := s.Tenant.Community()
 	deny := func() (channelDecision, string) {
 		// The claim is recorded as resolved: nothing, whatever community
@@ -302,6 +317,11 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 			}
 			cmd.Invited = ok
 		}
+		if ev.Kind != store.KindCreateChannel {
+			if msg := p.checkPrevious(ctx, c, id, ev); msg != "" {
+				return channelDecision{}, msg
+			}
+		}
 		// A create claims an id in the bound community; every other command
 		// names a channel found there. Roles are judged by the store.
 		g.AuthCheck(ctx, st, traceLabel(g, id), c, true)
@@ -323,8 +343,52 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 	if !store.MayPost(ch, role, member) {
 		return deny()
 	}
+	if msg := p.checkPrevious(ctx, c, id, ev); msg != "" {
+		return channelDecision{}, msg
+	}
 	g.AuthCheck(ctx, st, traceLabel(g, id), c, true)
 	return d, ""
+}
+
+// previousWindow is how many of a group's latest events NIP-29 "previous"
+// references are checked against (NIP-29 has clients cite ids among the
+// last 50 events they saw; the margin covers events racing them).
+const previousWindow = 250
+
+// checkPrevious checks the event's NIP-29 "previous" tags (each the first
+// 8 or more hex characters of an event id): every one must name one of the
+// latest previousWindow events of the group (the author's view of the
+// timeline), else the event is refused — it was written against another
+// relay's copy of the group or replayed from one. "" when it passes (or
+// cites nothing).
+func (p *Pipeline) checkPrevious(ctx context.Context, c tenant.CommunityID, id store.ChannelID, ev *nostr.Event) string {
+	var refs []string
+	for _, t := range ev.Tags {
+		if len(t) >= 1 && t[0] == "previous" {
+			if len(t) < 2 || len(t[1]) < 8 || len(t[1]) > 64 || !nostr.IsLowerHex(t[1], len(t[1])) {
+				return MsgBadPrevious
+			}
+			refs = append(refs, t[1])
+		}
+	}
+	if len(refs) == 0 {
+		return ""
+	}
+	f := nostr.Filter{Tags: map[string][]string{"h": {store.EventGroupID(ev)}}, Limit: previousWindow, LimitSet: true}
+	var recent []string
+	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, store.ChannelsScope(id)) {
+		if err != nil {
+			p.cfg.Logger.ErrorContext(ctx, "ingest: previous lookup", "community", c.String(), "err", err)
+			return MsgInternal
+		}
+		recent = append(recent, rec.ID)
+	}
+	for _, ref := range refs {
+		if !slices.ContainsFunc(recent, func(id string) bool { return strings.HasPrefix(id, ref) }) {
+			return MsgUnknownPrevious
+		}
+	}
+	return ""
 }
 
 // maxInvites bounds the invites of one channel a join's code is compared
@@ -493,6 +557,8 @@ func commandMessage(err error) (msg string, ok bool) {
 		return MsgNoSuchEvent, false
 	case errors.Is(err, store.ErrInvalidCommand):
 		return MsgBadCommand, false
+	case errors.Is(err, store.ErrStaleEdit):
+		return MsgStaleEdit, false
 	case errors.Is(err, store.ErrPublicInvite):
 		return MsgPublicInvite, false
 	case errors.Is(err, store.ErrAlreadyMember):

@@ -70,8 +70,8 @@ import (
 //   - 9001 remove-user: p tag = the user (ErrNotMember if not one).
 //   - 9002 edit metadata: name, about, picture, visibility and flag tags
 //     (private/public, closed/open, restricted/unrestricted,
-//     hidden/visible); absent tags
-//     are unchanged.
+//     hidden/visible); absent tags are unchanged. An edit older than the
+//     channel's newest 9007/9002 is ErrStaleEdit.
 //   - 9005 delete event: e tag = an event of this channel, which is removed
 //     and cannot be stored again (ErrNoEvent if the channel holds no such
 //     event).
@@ -478,6 +478,9 @@ var (
 	// ErrPublicInvite: a 9009 in a channel that is not private, whose
 	// events — the invite among them — anyone may read.
 	ErrPublicInvite = errors.New("store: invite codes need a private channel")
+	// ErrStaleEdit: a 9002 older than the channel's newest metadata event
+	// (9007 or 9002), which it may never overwrite.
+	ErrStaleEdit = errors.New("store: metadata edit older than the channel's current metadata")
 	// ErrAlreadyMember: a member's repeated join (9021).
 	ErrAlreadyMember = errors.New("store: already a channel member")
 	// ErrNotMember: the command needs a member who is not one.
@@ -496,7 +499,7 @@ var (
 // IsChannelOutcome reports whether err is one of the channel command
 // errors above (or ErrDuplicate): a verdict, not a failure.
 func IsChannelOutcome(err error) bool {
-	for _, s := range []error{ErrNoChannel, ErrChannelExists, ErrNotPermitted, ErrNotMember, ErrNoEvent, ErrInvalidCommand, ErrUnsupportedFlags, ErrAlreadyMember, ErrPublicInvite, ErrDuplicate, ErrDeleted} {
+	for _, s := range []error{ErrNoChannel, ErrChannelExists, ErrNotPermitted, ErrNotMember, ErrNoEvent, ErrInvalidCommand, ErrUnsupportedFlags, ErrAlreadyMember, ErrPublicInvite, ErrStaleEdit, ErrDuplicate, ErrDeleted} {
 		if errors.Is(err, s) {
 			return true
 		}

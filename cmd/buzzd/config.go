@@ -184,6 +184,12 @@ func settings() []setting {
 				c.Limits.MaxFutureSkew, err = parsePositiveDuration(v)
 				return err
 			}},
+		{env: "BUZZ_MAX_GROUP_EVENT_AGE", flag: "max-group-event-age", def: fmtDuration(lim.MaxGroupEventAge),
+			usage: "how far in the past the created_at of an event published into a NIP-29 group (h tag) may be; older ones are refused as late publication (Go duration)",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.MaxGroupEventAge, err = parsePositiveDuration(v)
+				return err
+			}},
 		{env: "BUZZ_SEND_QUEUE", flag: "send-queue", def: strconv.Itoa(lim.SendQueue),
 			usage: "outbound messages buffered per connection; a live event that finds it full disconnects that slow reader",
 			apply: func(c *Config, v string) (err error) { c.Limits.SendQueue, err = parsePositive(v); return err }},

@@ -333,6 +333,16 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 		}
 		change.Members, change.Revoked = true, []string{cmd.Target}
 	case store.KindEditMetadata:
+		// An edit older than the channel's newest metadata event never
+		// overwrites it.
+		var newest *int64
+		if err := tx.QueryRow(ctx, `SELECT max(created_at) FROM events WHERE community_id = $1 AND channel_id = $2 AND kind IN (9002, 9007)`,
+			cu, chID).Scan(&newest); err != nil {
+			return nil, err
+		}
+		if newest != nil && a.createdAt < *newest {
+			return store.ErrStaleEdit, nil
+		}
 		sets := []string{}
 		args := []any{cu, chID}
 		for _, f := range []struct {

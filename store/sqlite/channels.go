@@ -388,6 +388,16 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 		}
 		change.Members, change.Revoked = true, []string{cmd.Target}
 	case store.KindEditMetadata:
+		// An edit older than the channel's newest metadata event never
+		// overwrites it.
+		var newest sql.NullInt64
+		if err := conn.QueryRowContext(ctx, `SELECT max(created_at) FROM events WHERE community = ? AND channel = ? AND kind IN (?, ?)`,
+			p.community, chID, store.KindCreateChannel, store.KindEditMetadata).Scan(&newest); err != nil {
+			return none, nil, internal("channel metadata", err)
+		}
+		if newest.Valid && p.createdAt < newest.Int64 {
+			return none, store.ErrStaleEdit, nil
+		}
 		var sets []string
 		var args []any
 		for _, f := range []struct {

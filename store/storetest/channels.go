@@ -752,6 +752,15 @@ func testChannelFlags(t *testing.T, b ChannelBackend) {
 	if got, _ := b.Channel(ctxb(), c, id); got != change.Channel {
 		t.Fatalf("refused edit changed %+v into %+v", change.Channel, got)
 	}
+	// An edit older than the newest metadata event changes nothing.
+	name := "old"
+	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Name: &name})
+	ev = owner.Event(t, store.KindEditMetadata, base, "", ev.Tags...)
+	_, err = b.ApplyChannelCommand(ctxb(), c, cmd, ev)
+	wantErr(t, "stale edit", err, store.ErrStaleEdit)
+	if got, _ := b.Channel(ctxb(), c, id); got.Name != "" {
+		t.Fatalf("stale edit applied: %+v", got)
+	}
 	// Buzz's visibility: private = all four, open = none.
 	change = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityOpen})
 	if ch := change.Channel; ch.Visibility != store.VisibilityOpen || ch.Closed || ch.Restricted || ch.Hidden {
