@@ -41,6 +41,9 @@ type Config struct {
 	// DBRLSRole is the row-level-security role PostgreSQL connections
 	// switch to; "" connects as the URL's user unchanged.
 	DBRLSRole string
+	// DBAnalyzeInterval is how often the PostgreSQL store analyses event
+	// tables with stale planner statistics (0 = its analyser off).
+	DBAnalyzeInterval time.Duration
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
@@ -155,6 +158,16 @@ func settings() []setting {
 					return errors.New("want a lowercase role name ([a-z_][a-z0-9_]*) or none")
 				}
 				c.DBRLSRole = v
+				return nil
+			}},
+		{env: "BUZZ_DB_ANALYZE_INTERVAL", flag: "db-analyze-interval", def: "1m",
+			usage: "how often the PostgreSQL store analyses the event partitions whose planner statistics are stale (autovacuum never analyses partitioned tables); 0 = off, only when something else analyses them",
+			apply: func(c *Config, v string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(v))
+				if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
+					return errors.New("want 0 or a Go duration from 1s to 24h, such as 1m")
+				}
+				c.DBAnalyzeInterval = d
 				return nil
 			}},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
@@ -309,15 +322,16 @@ func settings() []setting {
 // defaultConfig returns the configuration used when nothing is set.
 func defaultConfig() Config {
 	return Config{
-		RelayURL:        defaultRelayURL,
-		DataDir:         defaultDataDir,
-		DBRLSRole:       postgres.DefaultRLSRole,
-		Limits:          buzz.DefaultLimits(),
-		Info:            buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
-		LogLevel:        slog.LevelInfo,
-		LogFormat:       "text",
-		ShutdownTimeout: defaultShutdownTimeout,
-		Workflows:       defaultWorkflowConfig(),
+		RelayURL:          defaultRelayURL,
+		DataDir:           defaultDataDir,
+		DBRLSRole:         postgres.DefaultRLSRole,
+		DBAnalyzeInterval: time.Minute,
+		Limits:            buzz.DefaultLimits(),
+		Info:              buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
+		LogLevel:          slog.LevelInfo,
+		LogFormat:         "text",
+		ShutdownTimeout:   defaultShutdownTimeout,
+		Workflows:         defaultWorkflowConfig(),
 	}
 }
 

@@ -110,7 +110,8 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Ba
 			}
 			logger.Info("migrations applied", "database", redactDatabaseURL(cfg.DatabaseURL))
 		}
-		opts := []postgres.Option{postgres.WithLogger(logger), postgres.WithRLSRole(cfg.DBRLSRole)}
+		opts := []postgres.Option{postgres.WithLogger(logger), postgres.WithRLSRole(cfg.DBRLSRole),
+			postgres.WithAnalyzeInterval(cfg.DBAnalyzeInterval)}
 		if cfg.DBMaxConns > 0 {
 			opts = append(opts, postgres.WithMaxConns(cfg.DBMaxConns))
 		}

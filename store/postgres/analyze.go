@@ -11,25 +11,43 @@ import (
 // Planner statistics. Autovacuum never analyses a partitioned parent, and
 // a freshly created (or freshly filled) partition has no statistics until
 // autovacuum gets to it — on a server where it is off, never. Without
-// them the planner estimates one row everywhere and picks plans that scan
-// a whole index per tag row (issue 15). The store therefore keeps them
-// current itself: ANALYZE of the event tables once at Open (in the
-// background), and again each time the events this process stored since
-// the last ANALYZE reach a growth threshold — 1,000 events, then twice
-// the previous threshold, up to every 1,000,000. One ANALYZE runs at a
-// time, on its own connection; it samples, so its cost does not grow with
-// the table.
+// them the planner estimates one row everywhere; the queries are written
+// so that no shape depends on statistics for its worst case (query.go),
+// but the best plan among the cheap ones still does. So the store keeps
+// them current itself, like autovacuum's analyser would, for the event
+// tables only: at Open, every analyze interval (WithAnalyzeInterval,
+// default a minute), and early while a process stores its first events
+// (after 1,000 events, then twice as many, up to 1,000,000), it analyses
+// each partition of events, and event_tags and event_search, that changed
+// by more than 50 rows + 10% since its last ANALYZE (pg_stat_user_tables,
+// so changes made by other pods or by BulkLoad count too) or that holds
+// rows and was never analysed. One round runs at a time, on its own
+// connection; ANALYZE samples, so its cost does not grow with the table.
 
 const (
 	analyzeFirst = 1_000
 	analyzeMax   = 1_000_000
 )
 
-// analyzeSQL analyses the event tables, recursing into their partitions.
-const analyzeSQL = `ANALYZE events, event_tags`
+// analyzeSQL analyses the event tables, recursing into the partitions.
+const analyzeSQL = `ANALYZE events, event_tags, event_search`
 
-// noteSaved counts n stored events and starts an ANALYZE when they reach
-// the next threshold.
+// staleSQL lists the event tables whose statistics are stale by
+// autovacuum's default rule (50 rows + 10% changed since the last
+// ANALYZE), or missing on a table with rows.
+const staleSQL = `
+SELECT c.oid::regclass::text
+FROM pg_class c
+LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.relkind = 'r'
+  AND (c.oid IN ('event_tags'::regclass, 'event_search'::regclass)
+       OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass))
+  AND (coalesce(s.n_mod_since_analyze, 0) > 50 + 0.1 * greatest(c.reltuples, 0)
+       OR (c.reltuples < 0 AND pg_relation_size(c.oid) > 0))
+ORDER BY 1`
+
+// noteSaved counts n stored events and starts an analysis round when they
+// reach the next threshold.
 func (s *Store) noteSaved(n int64) {
 	if s.saved.Add(n) < s.analyzeAt.Load() {
 		return
@@ -37,9 +55,10 @@ func (s *Store) noteSaved(n int64) {
 	s.analyzeSoon()
 }
 
-// analyzeSoon starts a background ANALYZE unless one is running.
+// analyzeSoon starts a background analysis round unless one is running
+// or the store's analyser is off.
 func (s *Store) analyzeSoon() {
-	if !s.analyzing.CompareAndSwap(false, true) {
+	if s.cfg.analyzeEvery == 0 || !s.analyzing.CompareAndSwap(false, true) {
 		return
 	}
 	// A Save acknowledged while Close runs must not start one: Close marks
@@ -66,19 +85,61 @@ func (s *Store) analyzeSoon() {
 			case <-ctx.Done():
 			}
 		}()
-		if err := s.Analyze(ctx); err != nil && ctx.Err() == nil {
+		if _, err := s.AnalyzeStale(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.logger.Warn("postgres: ANALYZE of the event tables failed; query plans may be poor until it succeeds", "err", err)
 		}
 	}()
 }
 
-// Analyze updates the planner statistics of the event tables and their
-// partitions now. The store also does so by itself (see above); Analyze
-// is for tools that load data behind its back (BulkLoad).
+// analyzer runs an analysis round every analyze interval.
+func (s *Store) analyzer() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.analyzeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.analyzeSoon()
+		}
+	}
+}
+
+// AnalyzeStale analyses the event tables (partitions of events,
+// event_tags, event_search) whose planner statistics are stale or missing,
+// and returns their names. The store does so by itself unless its
+// analyser is off (WithAnalyzeInterval(0)).
 //
 // It connects as the database URL's user, like partition maintenance: the
 // pool's row-level-security role does not own the tables, and PostgreSQL
 // only lets an owner analyse them.
+func (s *Store) AnalyzeStale(ctx context.Context) ([]string, error) {
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: analyze: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, staleSQL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: analyze: list stale tables: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: analyze: list stale tables: %w", err)
+	}
+	for _, t := range tables {
+		// t is a regclass name, already quoted where it needs to be.
+		if _, err := conn.Exec(ctx, "ANALYZE "+t); err != nil {
+			return nil, fmt.Errorf("postgres: analyze %s: %w", t, err)
+		}
+	}
+	return tables, nil
+}
+
+// Analyze updates the planner statistics of all the event tables and
+// their partitions now, stale or not: for tools that load data behind the
+// store's back (BulkLoad) and want plans at once.
 func (s *Store) Analyze(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, s.url)
 	if err != nil {

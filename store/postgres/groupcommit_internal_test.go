@@ -20,7 +20,7 @@ import (
 
 // internalStore opens a store on a fresh, migrated database. (pgtest cannot
 // be used here: it imports this package.)
-func internalStore(t *testing.T) *Store {
+func internalStore(t *testing.T, opts ...Option) *Store {
 	t.Helper()
 	ctx := context.Background()
 	admin := os.Getenv("BUZZ_TEST_POSTGRES")
@@ -45,7 +45,7 @@ func internalStore(t *testing.T) *Store {
 	})
 	u, _ := url.Parse(admin)
 	u.Path = "/" + name
-	s, err := Open(ctx, u.String(), WithAutoMigrate(true))
+	s, err := Open(ctx, u.String(), append([]Option{WithAutoMigrate(true)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,25 +12,27 @@ import (
 type Option func(*config) error
 
 type config struct {
-	maxConns    int32
-	autoMigrate bool
-	rlsRole     string
-	batchSize   int
-	linger      time.Duration
-	committers  int
-	logger      *slog.Logger
-	readDelay   time.Duration // tests only: event reads pg_sleep first (export_test.go)
-	noAudit     bool          // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
+	maxConns     int32
+	autoMigrate  bool
+	rlsRole      string
+	batchSize    int
+	linger       time.Duration
+	committers   int
+	logger       *slog.Logger
+	readDelay    time.Duration // tests only: event reads pg_sleep first (export_test.go)
+	noAudit      bool          // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
+	analyzeEvery time.Duration // 0: the store's analyser is off
 }
 
 func defaultConfig() config {
 	return config{
-		maxConns:   16,
-		rlsRole:    DefaultRLSRole,
-		batchSize:  256,
-		linger:     0,
-		committers: 4,
-		logger:     slog.New(slog.DiscardHandler),
+		maxConns:     16,
+		rlsRole:      DefaultRLSRole,
+		batchSize:    256,
+		linger:       0,
+		committers:   4,
+		analyzeEvery: time.Minute,
+		logger:       slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -110,6 +112,22 @@ func WithLogger(l *slog.Logger) Option {
 			return errors.New("postgres: nil logger")
 		}
 		c.logger = l
+		return nil
+	}
+}
+
+// WithAnalyzeInterval sets how often the store looks for event tables
+// whose planner statistics are stale and analyses them (default a minute;
+// 0 turns the store's analyser off, also at Open and after growth; else
+// 1s..24h). Turn it off only when something else analyses every event
+// partition — autovacuum never analyses a partitioned parent, and is off
+// on some servers.
+func WithAnalyzeInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d != 0 && (d < time.Second || d > 24*time.Hour) {
+			return fmt.Errorf("postgres: analyze interval %v out of range 1s..24h (or 0 for off)", d)
+		}
+		c.analyzeEvery = d
 		return nil
 	}
 }

@@ -135,7 +135,11 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	s.wg.Add(1)
 	go s.maintenance()
-	s.analyzeSoon() // a database never analysed plans badly from its first query
+	if cfg.analyzeEvery > 0 {
+		s.wg.Add(1)
+		go s.analyzer()
+		s.analyzeSoon() // a partition never analysed plans blind from its first query
+	}
 	s.warnIfNoAutovacuum(ctx)
 	return s, nil
 }

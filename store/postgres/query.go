@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -146,7 +147,7 @@ func hexList(in []string) ([][]byte, error) {
 }
 
 // conds returns the conditions on events e, except the one on the driving
-// dimension skip ("authors", "kinds", a tag name, or "").
+// dimension skip ("ids", "authors", "kinds", a tag name, or "").
 func (p *predicate) conds(skip string) sq.And {
 	var and sq.And
 	if p.channels != nil {
@@ -156,7 +157,7 @@ func (p *predicate) conds(skip string) sq.And {
 			and = append(and, sq.Expr("(e.channel_id IS NULL OR e.channel_id = ANY(?::uuid[]))", *p.channels))
 		}
 	}
-	if p.ids != nil {
+	if p.ids != nil && skip != "ids" {
 		and = append(and, eqAny("e.id", p.ids))
 	}
 	if p.authors != nil && skip != "authors" {
@@ -175,8 +176,12 @@ func (p *predicate) conds(skip string) sq.And {
 		if t.name == skip {
 			continue
 		}
+		// OFFSET 0 keeps the EXISTS a subplan run per event (one probe of
+		// event_tags_key, every column bound): pulled up into a semi-join,
+		// it was planned without statistics as a scan of every row of the
+		// tag value per event.
 		and = append(and, sq.Expr(`EXISTS (SELECT 1 FROM event_tags t WHERE t.community_id = e.community_id
-  AND t.name = ? AND ? AND t.created_at = e.created_at AND t.event_id = e.id)`, t.name, eqAny("t.value", t.keys)))
+  AND t.name = ? AND ? AND t.created_at = e.created_at AND t.event_id = e.id OFFSET 0)`, t.name, eqAny("t.value", t.keys)))
 	}
 	for _, t := range p.jsonTags {
 		and = append(and, sq.Expr(`EXISTS (SELECT 1 FROM jsonb_array_elements(e.tags) AS x(tag)
@@ -231,16 +236,17 @@ func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc store
 	}
 	p.withScope(sc)
 	limit := uint64(f.Limit)
+	if !f.LimitSet {
+		limit = math.MaxInt64 // a tag-driven query without a limit
+	}
 	var q sq.Sqlizer
 	switch {
 	case p.tsquery != "":
 		q = searchQuery(c, now, p, f)
-	case !f.LimitSet || p.ids != nil:
-		b := sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order)
-		if f.LimitSet {
-			b = b.Limit(limit)
-		}
-		q = b
+	case p.ids != nil:
+		q = byIDs(c, now, p, f.LimitSet, limit)
+	case !f.LimitSet && (p.authors != nil || len(p.tags) == 0):
+		q = sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order)
 	case len(p.authors) > 1:
 		q = fanOut(len(p.authors), func(v any) sq.Sqlizer {
 			return sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.pubkey = ?", v)).
@@ -275,15 +281,57 @@ func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc store
 const order = "e.created_at DESC, e.id"
 
 // tagDriven reads the first indexed tag condition from event_tags in index
-// order and joins the events.
+// order and reaches each tag row's event by one primary-key probe carrying
+// every other condition of p. The probe is a LATERAL subquery with LIMIT 1,
+// which PostgreSQL cannot flatten into a join: without statistics (a fresh
+// or freshly filled partition; autovacuum never analyses the partitioned
+// parents) a plain join was planned as a nested loop rescanning every
+// event of the community per tag row through an index bound only by
+// community_id, for seconds to minutes (issue 15). In the subquery the
+// event's whole key is bound, so an index probe is the only sensible plan
+// whatever the estimates, and the probe touches one partition.
 func tagDriven(c tenant.CommunityID, now int64, p *predicate, value sq.Sqlizer, limit uint64) sq.SelectBuilder {
+	return tagRows(c, now, p, cols, value).OrderBy("t.created_at DESC, t.event_id").Limit(limit)
+}
+
+// tagRows selects sel (columns of the event, alias e: id, created_at, raw)
+// of the live events of c matching p whose first indexed tag condition
+// holds with value, driven by event_tags (alias t).
+func tagRows(c tenant.CommunityID, now int64, p *predicate, sel string, value sq.Sqlizer) sq.SelectBuilder {
 	t := p.tags[0]
-	return sq.Select(cols).From("event_tags t").
-		Join("events e ON e.community_id = t.community_id AND e.created_at = t.created_at AND e.id = t.event_id").
+	return sq.Select(sel).From("event_tags t").
+		JoinClause(sq.Expr("CROSS JOIN LATERAL (?) AS e", keyProbe("t.community_id", "t.created_at", "t.event_id"))).
 		Where(sq.Expr("t.community_id = ? AND t.name = ?", c.UUID(), t.name)).Where(value).
 		Where(timeOn("t", p)).
-		Where(live(c, now)).Where(p.conds(t.name)).
-		OrderBy("t.created_at DESC, t.event_id").Limit(limit)
+		Where(live(c, now)).Where(p.conds(t.name))
+}
+
+// keyProbe selects the event (every column, alias e) whose primary key is
+// (community, createdAt, id) — SQL expressions of the enclosing query — as
+// a LATERAL subquery with LIMIT 1, which PostgreSQL cannot flatten into a
+// join. It carries no other condition: the caller filters its one row. So
+// the only indexes it can use are those led by the key's columns (the
+// partial author index, whose predicate it does not imply, cannot be), and
+// the primary key, every column bound, is the cheapest of them whatever
+// the statistics.
+func keyProbe(community, createdAt, id string) sq.SelectBuilder {
+	return sq.Select("e.*").From("events e").
+		Where(fmt.Sprintf("e.community_id = %s AND e.created_at = %s AND e.id = %s", community, createdAt, id)).Limit(1)
+}
+
+// byIDs reads the events of a filter with ids: one probe of
+// events_id_idx per id (a LATERAL subquery with LIMIT 1 over the list,
+// bound on (community_id, id) and carrying no other condition, so no
+// index bound by community_id alone can look cheaper without statistics),
+// filtered, newest first.
+func byIDs(c tenant.CommunityID, now int64, p *predicate, limited bool, limit uint64) sq.Sqlizer {
+	event := sq.Select("e.*").From("events e").Where(sq.Expr("e.community_id = ? AND e.id = k.v", c.UUID())).Limit(1)
+	q := "SELECT " + cols + " FROM unnest(?::bytea[]) AS k(v) CROSS JOIN LATERAL (?) AS e WHERE ? ORDER BY " + order
+	where := sq.And{live(c, now), p.conds("ids")}
+	if limited {
+		return sq.Expr(q+" LIMIT ?", p.ids, event, where, limit)
+	}
+	return sq.Expr(q, p.ids, event, where)
 }
 
 // maxUnionBranches bounds the UNION ALL form of fanOut; longer lists use a
@@ -507,37 +555,12 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	if c.IsZero() {
 		return 0, errors.New("postgres: count: zero community")
 	}
-	now := time.Now().Unix()
-	var or sq.Or
-	var searches []*predicate
-	for i := range filters {
-		p, err := compileFilter(&filters[i])
-		if errors.Is(err, errNothing) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		p.withScope(sc)
-		if p.tsquery != "" {
-			searches = append(searches, p)
-			continue
-		}
-		or = append(or, p.conds(""))
-	}
-	if len(or) == 0 && len(searches) == 0 {
+	sqlStr, args, err := buildCount(c, filters, time.Now().Unix(), sc)
+	if errors.Is(err, errNothing) {
 		return 0, nil
 	}
-	var q sq.Sqlizer = sq.Select("count(*)").From("events e").Where(live(c, now)).Where(or)
-	if len(searches) > 0 {
-		q = countWithSearches(c, now, or, searches)
-	}
-	sqlStr, args, err := q.ToSql()
-	if err == nil {
-		sqlStr, err = sq.Dollar.ReplacePlaceholders(sqlStr)
-	}
 	if err != nil {
-		return 0, fmt.Errorf("postgres: build count: %w", err)
+		return 0, err
 	}
 	var b pgx.Batch
 	s.queueReadDelay(&b)
@@ -553,6 +576,54 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 		return 0, fmt.Errorf("postgres: count: %w", err)
 	}
 	return n, nil
+}
+
+// buildCount compiles a COUNT over filters in the access scope sc to one
+// statement; errNothing when no filter can match.
+func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc store.Scope) (string, []any, error) {
+	var or sq.Or           // filters counted as conditions on events
+	var parts []sq.Sqlizer // the others, each selecting (created_at, id)
+	distinct := false      // whether one part may yield an event twice
+	for i := range filters {
+		p, err := compileFilter(&filters[i])
+		if errors.Is(err, errNothing) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		p.withScope(sc)
+		switch {
+		case p.tsquery != "":
+			parts = append(parts, searchFrom(c, now, p, "e.created_at, e.id"))
+		case p.ids == nil && p.authors == nil && len(p.tags) > 0:
+			// Driven by the tag index (see tagDriven): as a condition on
+			// events, a plan without statistics could read every event of
+			// the community once per tag row.
+			parts = append(parts, tagRows(c, now, p, "e.created_at, e.id", eqAny("t.value", p.tags[0].keys)))
+			distinct = distinct || len(p.tags[0].keys) > 1
+		default:
+			or = append(or, p.conds(""))
+		}
+	}
+	if len(or) == 0 && len(parts) == 0 {
+		return "", nil, errNothing
+	}
+	var q sq.Sqlizer = sq.Select("count(*)").From("events e").Where(live(c, now)).Where(or)
+	if len(parts) > 0 {
+		if len(or) > 0 {
+			parts = append(parts, sq.Select("e.created_at, e.id").From("events e").Where(live(c, now)).Where(or))
+		}
+		q = countUnion(parts, distinct)
+	}
+	sqlStr, args, err := q.ToSql()
+	if err == nil {
+		sqlStr, err = sq.Dollar.ReplacePlaceholders(sqlStr)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("postgres: build count: %w", err)
+	}
+	return sqlStr, args, nil
 }
 
 // DeleteExpired removes, in every community, the events whose NIP-40

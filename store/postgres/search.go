@@ -83,19 +83,20 @@ func searchQuery(c tenant.CommunityID, now int64, p *predicate, f *nostr.Filter)
 	return b
 }
 
-// countWithSearches counts the distinct events matching any of the
-// filters: those without search (or, as conditions on events) and the
-// searches, each through searchFrom, merged by UNION.
-func countWithSearches(c tenant.CommunityID, now int64, or sq.Or, searches []*predicate) sq.Sqlizer {
-	var parts []string
-	var args []any
-	if len(or) > 0 {
-		parts = append(parts, "(?)")
-		args = append(args, sq.Select("e.created_at, e.id").From("events e").Where(live(c, now)).Where(or))
+// countUnion counts the distinct events the parts select (each part
+// selects created_at, id): merged by UNION when there are several, or
+// with DISTINCT when one part may yield an event twice.
+func countUnion(parts []sq.Sqlizer, distinct bool) sq.Sqlizer {
+	if len(parts) == 1 {
+		if distinct {
+			return sq.Expr("SELECT count(*) FROM (SELECT DISTINCT x.created_at, x.id FROM (?) AS x) AS y", parts[0])
+		}
+		return sq.Expr("SELECT count(*) FROM (?) AS x", parts[0])
 	}
-	for _, p := range searches {
-		parts = append(parts, "(?)")
-		args = append(args, searchFrom(c, now, p, "e.created_at, e.id"))
+	ph := make([]string, len(parts))
+	args := make([]any, len(parts))
+	for i, p := range parts {
+		ph[i], args[i] = "(?)", p
 	}
-	return sq.Expr("SELECT count(*) FROM ("+strings.Join(parts, " UNION ")+") AS x", args...)
+	return sq.Expr("SELECT count(*) FROM ("+strings.Join(ph, " UNION ")+") AS x", args...)
 }
