@@ -256,3 +256,55 @@ func BenchmarkIndexMatchWideFilters(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIndexMatchSearch matches events with 30 words of content
+// against 1,000 ordinary subscriptions, alone and with 10 or 100 NIP-50
+// search subscriptions beside them: the ordinary ones pay one map-length
+// check while no search is subscribed; with searches each event's content
+// is tokenized once and only filters posted under its words are checked.
+func BenchmarkIndexMatchSearch(b *testing.B) {
+	w := world(1_000)
+	r := rand.New(rand.NewPCG(7, 7))
+	vocab := make([]string, 2000)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%dx", i)
+	}
+	events := make([]*nostr.Event, len(w.events))
+	for i, ev := range w.events {
+		e := *ev
+		text := make([]byte, 0, 200)
+		for j := range 30 {
+			if j > 0 {
+				text = append(text, ' ')
+			}
+			text = append(text, vocab[r.IntN(len(vocab))]...)
+		}
+		e.Content = string(text)
+		events[i] = &e
+	}
+	for _, nSearch := range []int{0, 10, 100} {
+		c := tenant.NewCommunityID()
+		x := NewIndex()
+		for _, s := range w.subs {
+			x.Add(c, s)
+		}
+		for i := range nSearch {
+			f := nostr.Filter{Search: vocab[r.IntN(len(vocab))] + " " + vocab[r.IntN(len(vocab))]}
+			if i%2 == 0 {
+				f.Kinds = []int{1}
+			}
+			x.Add(c, &Subscription{Owner: &owner{-1 - i}, ID: "search", Filters: []nostr.Filter{f}})
+		}
+		b.Run(fmt.Sprintf("search-subs=%d", nSearch), func(b *testing.B) {
+			var matched int
+			fn := func(*Subscription) { matched++ }
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				x.Match(c, events[i%len(events)], fn)
+				i++
+			}
+			b.ReportMetric(float64(matched)/float64(i), "matches/op")
+		})
+	}
+}
