@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
@@ -117,6 +118,9 @@ type retryEvent struct {
 
 // maxRetry bounds the triggers kept for retry while the store fails.
 const maxRetry = 100_000
+
+// publishTimeout bounds one Publish.
+const publishTimeout = 10 * time.Second
 
 var (
 	_ workflow.EventSource = (*WorkflowHost)(nil)
@@ -350,7 +354,14 @@ func (h *WorkflowHost) Sign(_ context.Context, c tenant.CommunityID, ev *nostr.E
 // Publish implements workflow.Publisher: ev is stored in community c (an
 // event of a channel only when c holds the channel) and delivered live;
 // an event already stored is not an error and not delivered again.
+//
+// A publish, once begun, is not abandoned when ctx is cancelled (the
+// engine cancels a run's context as the run ends, while its last status
+// event may still be on its way): it runs detached, bounded by
+// publishTimeout.
 func (h *WorkflowHost) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
 	if ch, has, err := store.EventChannel(ev); err != nil {
 		return err
 	} else if has {

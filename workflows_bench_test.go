@@ -76,7 +76,7 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 		oc := tr.dial(b)
 		define(b, oc, owner, ch, benchEcho)
 		watch := tr.dial(b)
-		watch.subscribe("st", nostr.Filter{Kinds: []int{workflow.KindRunTriggered, workflow.KindRunCompleted},
+		watch.subscribe("st", nostr.Filter{Kinds: []int{workflow.KindRunTriggered, workflow.KindRunCompleted, workflow.KindRunFailed},
 			Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
 		poster := newSigner(b)
 		pc := tr.dial(b)
@@ -128,13 +128,38 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 			}()
 		}
 		done = 0
-		for done < conns*per {
-			if watch.nextLive("st").Kind == workflow.KindRunCompleted {
+		failed := 0
+		for done+failed < conns*per {
+			// A long deadline: a run whose worker lost its lease under load
+			// finishes on a takeover, up to a lease (30 s) later.
+			_ = watch.ws.SetReadDeadline(time.Now().Add(90 * time.Second))
+			_, raw, err := watch.ws.ReadMessage()
+			if err != nil {
+				b.Fatalf("after %d of %d runs: %v", done+failed, conns*per, err)
+			}
+			m, err := nostr.ParseRelayMessage(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			em, ok := m.(*nostr.EventMessage)
+			if !ok {
+				b.Fatalf("got %s", raw)
+			}
+			switch e := em.Event; e.Kind {
+			case workflow.KindRunCompleted:
 				done++
+			case workflow.KindRunFailed:
+				failed++
+				b.Logf("run failed: %s", e.Content)
 			}
 		}
+		if failed > 0 {
+			b.Errorf("%d runs failed", failed)
+		}
 		wg.Wait()
-		b.ReportMetric(float64(conns*per)/time.Since(start).Seconds(), "runs/s")
+		elapsed := time.Since(start)
+		b.ReportMetric(float64(conns*per)/elapsed.Seconds(), "runs/s")
+		b.Logf("%d runs in %v", conns*per, elapsed)
 	})
 }
 

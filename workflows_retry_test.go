@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -64,4 +66,30 @@ func TestWorkflowHostRetries(t *testing.T) {
 	if len(h.retry) != 0 {
 		t.Fatalf("%d left in the queue", len(h.retry))
 	}
+}
+
+// TestWorkflowHostPublishOutlivesCancel: a status event published as its
+// run's context is cancelled is still stored and delivered live.
+func TestWorkflowHostPublishOutlivesCancel(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	tr := workflowRelay(t, st, newHookServer(t))
+	owner := newSigner(t)
+	c := tr.dial(t)
+	ch := c.createChannel(owner, "x", store.VisibilityOpen)
+	c.subscribe("s", nostr.Filter{Kinds: []int{46005}, Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ev := &nostr.Event{Kind: 46005, CreatedAt: now(), Tags: nostr.Tags{{"h", ch.String()}}, Content: `{"status":"completed"}`}
+	h := tr.relay.wf
+	if err := h.Sign(ctx, tr.tc.Community(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Publish(ctx, tr.tc.Community(), ev); err != nil {
+		t.Fatalf("Publish with a cancelled context: %v", err)
+	}
+	eq(t, "delivered", c.nextLive("s").ID, ev.ID)
 }
