@@ -287,6 +287,16 @@ func TestNIP29Interop(t *testing.T) {
 		if roles := g.Members[carol.pk]; len(roles) == 0 || roles[0] == nil || roles[0].Name != "admin" {
 			t.Fatalf("carol's roles %v", roles)
 		}
+		// A role Buzz does not know is accepted and listed in 39003.
+		alice.must("put bob as moderator", store.KindPutUser, gid, gonostr.Tag{"p", bob.pk, "moderator"})
+		g, _, _ = alice.loadGroup(r.url, key, gid)
+		if _, ok := g.Members[bob.pk]; !ok {
+			t.Fatalf("bob not listed: %v", g.Members)
+		}
+		rolesEv := alice.query(gonostr.Filter{Kinds: []int{39003}, Authors: []string{key}, Tags: gonostr.TagMap{"d": {gid}}})
+		if len(rolesEv) != 1 || !slices.ContainsFunc(rolesEv[0].Tags, func(t gonostr.Tag) bool { return len(t) >= 2 && t[0] == "role" && t[1] == "moderator" }) {
+			t.Fatalf("39003 = %v", rolesEv)
+		}
 		alice.must("remove carol", store.KindRemoveUser, gid, gonostr.Tag{"p", carol.pk})
 		bob.must("leave", store.KindLeaveRequest, gid)
 		// The relay records the leave as its own 9001 (read by a member).

@@ -775,6 +775,17 @@ func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange
 		for _, r := range roleDescriptions {
 			roles = append(roles, nostr.Tag{"role", string(r.role), r.desc})
 		}
+		// Roles Buzz does not know, as members hold them (sorted).
+		var custom []string
+		for _, m := range members {
+			if !m.Role.Valid() && !slices.Contains(custom, string(m.Role)) {
+				custom = append(custom, string(m.Role))
+			}
+		}
+		slices.Sort(custom)
+		for _, r := range custom {
+			roles = append(roles, nostr.Tag{"role", r, "read and post (a role named by a client)"})
+		}
 		add(store.KindChannelRoles, roles)
 	}
 	return evs

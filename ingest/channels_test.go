@@ -27,6 +27,10 @@ func TestParseChannelCommand(t *testing.T) {
 	if err != nil || cmd.Target != target || cmd.Role != store.RoleAdmin {
 		t.Fatalf("put = %+v, %v", cmd, err)
 	}
+	cmd, err = ParseChannelCommand(ev(store.KindPutUser, nostr.Tag{"p", target, "moderator"}), testChannel)
+	if err != nil || cmd.Role != "moderator" {
+		t.Fatalf("put with a custom role = %+v, %v", cmd, err)
+	}
 	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"picture", "https://x"}), testChannel)
 	if err != nil || cmd.Name != nil || *cmd.Picture != "https://x" {
 		t.Fatalf("edit = %+v, %v", cmd, err)
@@ -62,7 +66,8 @@ func TestParseChannelCommand(t *testing.T) {
 		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"channel_type", "voice"}),
 		ev(store.KindPutUser),
 		ev(store.KindPutUser, nostr.Tag{"p", "nothex"}),
-		ev(store.KindPutUser, nostr.Tag{"p", target, "king"}),
+		ev(store.KindPutUser, nostr.Tag{"p", target, "ki\x01ng"}),
+		ev(store.KindPutUser, nostr.Tag{"p", target, strings.Repeat("r", store.MaxRoleLen+1)}),
 		ev(store.KindPutUser, nostr.Tag{"p", target}, nostr.Tag{"p", pk}),
 		ev(store.KindRemoveUser),
 		ev(store.KindDeleteEvent),

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
@@ -30,13 +32,16 @@ import (
 //     included), change roles, edit metadata, delete events, delete the
 //     channel. A channel always keeps at least one owner: the last owner can
 //     neither leave, be removed, nor be demoted.
-//   - admin: post, read, put new users as member, guest or bot, remove
+//   - admin: post, read, put new users as member, guest, bot or a role of
+//     the client's naming (see ValidChannelRole), remove
 //     members, guests and bots (never admins or owners), edit metadata,
 //     delete events in the channel. An admin cannot change an existing
 //     member's role nor grant admin or owner.
 //   - member: post and read.
 //   - bot: post and read (a member kind for automation; no moderation).
 //   - guest: read only — a guest can never post in the channel, open or not.
+//   - any other role name (NIP-29 clients name their own, e.g.
+//     "moderator"): what member may do; listed in 39003.
 //
 // Posting into a channel (MayPost): the channel exists and is not deleted,
 // and the author is an active member whose role is not guest, or the
@@ -369,6 +374,28 @@ func (r Role) Valid() bool {
 	return false
 }
 
+// MaxRoleLen bounds a channel role's name.
+const MaxRoleLen = 64
+
+// ValidChannelRole reports whether r may be given in a channel (9000): a
+// known role, or any other name of 1 to MaxRoleLen bytes without control
+// characters (NIP-29 leaves roles to the relay; a role Buzz does not know
+// grants what member grants and is listed in 39003).
+func ValidChannelRole(r Role) bool {
+	if r.Valid() {
+		return true
+	}
+	if r == "" || len(r) > MaxRoleLen || !utf8.ValidString(string(r)) {
+		return false
+	}
+	for _, c := range string(r) {
+		if unicode.IsControl(c) {
+			return false
+		}
+	}
+	return true
+}
+
 // Channel is a channel's current state.
 //
 // NIP-29 flags: Visibility private is NIP-29's "private" (only members
@@ -587,7 +614,7 @@ func (cmd *ChannelCommand) Validate() error {
 			return ErrInvalidCommand
 		}
 	case KindPutUser, KindRemoveUser:
-		if !isHex64(cmd.Target) || cmd.Role != "" && !cmd.Role.Valid() {
+		if !isHex64(cmd.Target) || cmd.Role != "" && !ValidChannelRole(cmd.Role) {
 			return ErrInvalidCommand
 		}
 	case KindEditMetadata:
@@ -645,7 +672,7 @@ func Authorize(cmd *ChannelCommand, st CommandState) error {
 			}
 			return nil
 		case RoleAdmin:
-			if st.TargetRole != "" || (role != RoleMember && role != RoleGuest && role != RoleBot) {
+			if st.TargetRole != "" || role == RoleOwner || role == RoleAdmin {
 				return ErrNotPermitted
 			}
 			return nil

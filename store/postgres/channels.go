@@ -401,7 +401,7 @@ VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, cu, eid, author, a.id); err != 
 
 func putMember(ctx context.Context, tx pgx.Tx, cu, chID [16]byte, pk []byte, role store.Role, by []byte) error {
 	_, err := tx.Exec(ctx, `INSERT INTO channel_members (community_id, channel_id, pubkey, role, invited_by)
-VALUES ($1, $2, $3, $4::member_role, $5)
+VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role,
     joined_at = CASE WHEN channel_members.removed_at IS NULL THEN channel_members.joined_at ELSE now() END,
     invited_by = CASE WHEN channel_members.removed_at IS NULL THEN channel_members.invited_by ELSE EXCLUDED.invited_by END,

@@ -44,6 +44,7 @@ func RunChannels(t *testing.T, open func(t *testing.T) ChannelBackend) {
 		{"NIP29GroupIDs", testChannelGroupIDs},
 		{"NIP29Flags", testChannelFlags},
 		{"NIP29Invites", testChannelInvites},
+		{"NIP29CustomRoles", testChannelCustomRoles},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -797,4 +798,27 @@ func testChannelInvites(t *testing.T, b ChannelBackend) {
 	open := CreateChannel(t, b, c, owner, "open", store.VisibilityOpen)
 	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateInvite, Channel: open, Code: "x"}, nostr.Tag{"code", "x"})
 	wantErr(t, "public invite", err, store.ErrPublicInvite)
+}
+
+// testChannelCustomRoles: a role Buzz does not know is stored as given and
+// grants what member grants; an admin may give it, never owner or admin.
+func testChannelCustomRoles(t *testing.T, b ChannelBackend) {
+	c := Community(t, b, "a.example")
+	owner, admin, u, v := NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t)
+	id := CreateChannel(t, b, c, owner, "team", store.VisibilityPrivate)
+	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: admin.PubKey, Role: store.RoleAdmin})
+	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: u.PubKey, Role: "moderator"})
+	MustApply(t, b, c, admin, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: v.PubKey, Role: "pizza maker"})
+	for pk, want := range map[string]store.Role{u.PubKey: "moderator", v.PubKey: "pizza maker"} {
+		if r, ok, err := b.ChannelRole(ctxb(), c, id, pk); err != nil || !ok || r != want {
+			t.Fatalf("role = %q %v %v, want %q", r, ok, err, want)
+		}
+	}
+	ms, err := b.ChannelMembers(ctxb(), c, id)
+	if err != nil || len(ms) != 4 {
+		t.Fatalf("members %v, %v", ms, err)
+	}
+	// A custom role has no moderation power.
+	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: v.PubKey})
+	wantErr(t, "custom role removes", err, store.ErrNotPermitted)
 }
