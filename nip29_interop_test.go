@@ -354,7 +354,13 @@ func TestNIP29Interop(t *testing.T) {
 		if msg != "" {
 			t.Fatal(msg)
 		}
+		msg, second := alice.publishAt(gonostr.Now(), store.KindChatMessage, club)
+		if msg != "" {
+			t.Fatal(msg)
+		}
 		bob.must("reply citing a recent event", store.KindChatMessage, club, gonostr.Tag{"previous", first[:8]})
+		bob.must("reply citing two recent events in one tag", store.KindChatMessage, club, gonostr.Tag{"previous", first[:8], second[:10]})
+		bob.refused("one tag citing a known and an unknown event", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", first[:8], "00000000"})
 		bob.refused("reply citing an unknown event", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", "00000000"})
 		bob.refused("malformed previous", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", "xyz"})
 

@@ -355,8 +355,8 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 // last 50 events they saw; the margin covers events racing them).
 const previousWindow = 250
 
-// checkPrevious checks the event's NIP-29 "previous" tags (each the first
-// 8 or more hex characters of an event id): every one must name one of the
+// checkPrevious checks the event's NIP-29 "previous" tags (each value the
+// first 8 or more hex characters of an event id; at most 100): every one must name one of the
 // latest previousWindow events of the group (the author's view of the
 // timeline), else the event is refused — it was written against another
 // relay's copy of the group or replayed from one. "" when it passes (or
@@ -365,10 +365,16 @@ func (p *Pipeline) checkPrevious(ctx context.Context, c tenant.CommunityID, id s
 	var refs []string
 	for _, t := range ev.Tags {
 		if len(t) >= 1 && t[0] == "previous" {
-			if len(t) < 2 || len(t[1]) < 8 || len(t[1]) > 64 || !nostr.IsLowerHex(t[1], len(t[1])) {
+			// NIP-29 clients put every reference in one tag.
+			if len(t) < 2 || len(t) > 101 {
 				return MsgBadPrevious
 			}
-			refs = append(refs, t[1])
+			for _, ref := range t[1:] {
+				if len(ref) < 8 || len(ref) > 64 || !nostr.IsLowerHex(ref, len(ref)) {
+					return MsgBadPrevious
+				}
+				refs = append(refs, ref)
+			}
 		}
 	}
 	if len(refs) == 0 {
@@ -419,7 +425,9 @@ func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id sto
 // store.ChannelCommand. Tags: 9007 and 9002 "name", "about", "picture",
 // "visibility" (open|private) and the NIP-29 flags (single-element tags):
 // "private"/"public", "closed"/"open", "restricted"/"unrestricted",
-// "hidden"/"visible"; 9007 "channel_type"; 9000 "p" = [p, pubkey, role?];
+// "hidden"/"visible" — with at least one of them and no "visibility",
+// the flags left out are off (the whole set is stated); 9007
+// "channel_type"; 9000 "p" = [p, pubkey, role?];
 // 9001 "p"; 9005 "e"; 9009 "code" (required), 9021 "code" (optional). Buzz's "visibility" private stands for private,
 // closed, restricted and hidden, open for none of them; an explicit flag
 // tag overrides what visibility implies for that flag. A tag given twice,
@@ -508,6 +516,16 @@ func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelComm
 		}
 	}
 	if meta {
+		// A NIP-29 client states the whole flag set (nostr-tools sends the
+		// flags that are on): once one flag tag is given without Buzz's
+		// visibility, every flag it leaves out is off.
+		if cmd.Visibility == "" && slices.ContainsFunc(explicit[:], func(b *bool) bool { return b != nil }) {
+			for i := range explicit {
+				if explicit[i] == nil {
+					explicit[i] = new(bool)
+				}
+			}
+		}
 		cmd.Private, cmd.Closed, cmd.Restricted, cmd.Hidden = explicit[0], explicit[1], explicit[2], explicit[3]
 	}
 	if err := cmd.Validate(); err != nil {

@@ -37,7 +37,7 @@ func TestParseChannelCommand(t *testing.T) {
 	}
 	// NIP-29 flags and their negations; Buzz's visibility implies all four.
 	cmd, err = ParseChannelCommand(ev(store.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"closed"}), testChannel)
-	if err != nil || cmd.Name != nil || cmd.Visibility != "" || !*cmd.Private || !*cmd.Closed || cmd.Restricted != nil || cmd.Hidden != nil {
+	if err != nil || cmd.Name != nil || cmd.Visibility != "" || !*cmd.Private || !*cmd.Closed || *cmd.Restricted || *cmd.Hidden {
 		t.Fatalf("flags = %+v, %v", cmd, err)
 	}
 	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"visibility", "private"}, nostr.Tag{"open"}), testChannel)
@@ -45,7 +45,7 @@ func TestParseChannelCommand(t *testing.T) {
 		t.Fatalf("visibility + open = %+v, %v", cmd, err)
 	}
 	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"public"}, nostr.Tag{"unrestricted"}, nostr.Tag{"visible"}), testChannel)
-	if err != nil || *cmd.Private || cmd.Closed != nil || *cmd.Restricted || *cmd.Hidden {
+	if err != nil || *cmd.Private || *cmd.Closed || *cmd.Restricted || *cmd.Hidden {
 		t.Fatalf("negations = %+v, %v", cmd, err)
 	}
 	cmd, err = ParseChannelCommand(ev(store.KindCreateInvite, nostr.Tag{"code", "sesame"}), testChannel)
@@ -55,6 +55,10 @@ func TestParseChannelCommand(t *testing.T) {
 	cmd, err = ParseChannelCommand(ev(store.KindJoinRequest, nostr.Tag{"code", "sesame"}), testChannel)
 	if err != nil || cmd.Code != "sesame" || cmd.Invited {
 		t.Fatalf("join with code = %+v, %v", cmd, err)
+	}
+	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"name", "n"}), testChannel)
+	if err != nil || cmd.Private != nil || cmd.Closed != nil || cmd.Restricted != nil || cmd.Hidden != nil {
+		t.Fatalf("edit without flags changes flags: %+v, %v", cmd, err)
 	}
 	for i, bad := range []*nostr.Event{
 		ev(store.KindCreateInvite),
