@@ -44,8 +44,9 @@
 // # Signatures
 //
 // Verifier checks ids and BIP-340 signatures and caches lifted public keys.
-// The default build is pure Go (btcec/v2); build with -tags libsecp256k1
-// (cgo, Debian package libsecp256k1-dev) to verify with libsecp256k1.
+// The default build is pure Go (secp256k1-voi); build with -tags btcec to
+// verify with btcec/v2 instead, or with -tags libsecp256k1 (cgo, Debian
+// package libsecp256k1-dev) to verify with libsecp256k1.
 // VerifyBackend names the backend compiled in.
 //
 // The package has no I/O and no package-level mutable state.

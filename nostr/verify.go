@@ -23,9 +23,9 @@ const DefaultPubKeyCacheSize = 65536
 // author is verified faster. A Verifier is safe for concurrent use; call
 // Close when done with it to stop the cache's goroutines.
 //
-// The signature backend is chosen at build time: pure Go btcec/v2 by
-// default, libsecp256k1 through cgo with the "libsecp256k1" build tag (see
-// VerifyBackend).
+// The signature backend is chosen at build time: pure Go secp256k1-voi by
+// default, pure Go btcec/v2 with the "btcec" build tag, libsecp256k1
+// through cgo with the "libsecp256k1" build tag (see VerifyBackend).
 type Verifier struct {
 	cache        *ristretto.Cache[string, *liftedKey]
 	challengeTag [64]byte // sha256("BIP0340/challenge") twice
