@@ -317,6 +317,12 @@ func TestNIP29Interop(t *testing.T) {
 		alice.must("create club", store.KindCreateChannel, club, gonostr.Tag{"private"}, gonostr.Tag{"closed"})
 		alice.must("create plaza", store.KindCreateChannel, "plaza", gonostr.Tag{"closed"})
 		alice.refused("invite in a public group", "restricted:", store.KindCreateInvite, "plaza", gonostr.Tag{"code", "x"})
+		// A public group turned private (not hidden): all its state follows
+		// 39000 out of the channel, so non-members still load it.
+		alice.must("plaza private", store.KindEditMetadata, "plaza", gonostr.Tag{"private"}, gonostr.Tag{"closed"})
+		if evs := bob.query(gonostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}, Authors: []string{key}, Tags: gonostr.TagMap{"d": {"plaza"}}}); len(evs) != 4 {
+			t.Fatalf("non-member sees %d state events of a private, visible group", len(evs))
+		}
 		carol.refused("invite by a non-member", "restricted:", store.KindCreateInvite, club, gonostr.Tag{"code", "x"})
 		alice.must("invite", store.KindCreateInvite, club, gonostr.Tag{"code", "sesame"})
 		bob.refused("join with a wrong code", "restricted:", store.KindJoinRequest, club, gonostr.Tag{"code", "guess"})

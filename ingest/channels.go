@@ -697,6 +697,12 @@ func (p *Pipeline) PublishChannelState(ctx context.Context, c tenant.CommunityID
 	if cs == nil || cs.StateKey == nil || change.Deleted {
 		return
 	}
+	if change.Metadata && change.Channel.Visibility == store.VisibilityPrivate {
+		// Whether state events carry h (are read under the channel's rules)
+		// depends on the flags: a metadata change of a private channel
+		// republishes 39001–39003 too, so they follow 39000.
+		change.Members = true
+	}
 	var members []store.Member
 	if change.Members {
 		var err error
