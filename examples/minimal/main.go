@@ -1,31 +1,93 @@
 // Command minimal is the smallest complete buzz relay: the embedded store in
-// ./buzz-data, one community for localhost:3000, served on ws://localhost:3000.
+// ./buzz-data, one community for localhost:3000, served on
+// ws://localhost:3000 until SIGINT or SIGTERM.
 package main
 
 import (
 	"context"
+	"errors"
 	"log"
+	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/tenant"
 )
 
 func main() {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, "./buzz-data")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-	// Map the host clients connect with to a community (idempotent).
-	if _, _, err := st.EnsureCommunity(ctx, "localhost:3000"); err != nil {
-		log.Fatal(err)
-	}
-	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", "localhost:3000")
 	if err != nil {
 		log.Fatal(err)
 	}
 	log.Print("relay listening on ws://localhost:3000")
-	log.Print(http.ListenAndServe("localhost:3000", relay))
+	if err := run(ctx, ln, "./buzz-data"); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run serves a relay for the listener's host from the store in dataDir
+// until ctx ends, then shuts it down gracefully.
+func run(ctx context.Context, ln net.Listener, dataDir string) error {
+	defer ln.Close()
+	st, err := sqlite.Open(ctx, dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Map the host clients connect with to a community (idempotent).
+	host, err := tenant.NormalizeHost(ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
+		return err
+	}
+	// The relay's master key, kept in the data directory (created on first
+	// start): channel state keeps its signer across restarts.
+	candidate, err := nostr.GenerateSecretKey()
+	if err != nil {
+		return err
+	}
+	key, err := st.RelayKey(ctx, candidate)
+	if err != nil {
+		return err
+	}
+	// Host → community lookups are cached in front of the store.
+	dir, err := tenant.NewCachingDirectory(st)
+	if err != nil {
+		return err
+	}
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(dir), buzz.WithChannels(), buzz.WithRelayKey(key))
+	if err != nil {
+		return err
+	}
+	relay.Mux().Handle("GET "+buzz.HealthzPath, relay.HealthzHandler())
+	relay.Mux().Handle("GET "+buzz.ReadyzPath, relay.ReadyzHandler())
+
+	srv := &http.Server{Handler: relay, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		_ = relay.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	// Close every socket with 1012 after its pending replies, then stop
+	// the HTTP server.
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(relay.Shutdown(sctx), srv.Shutdown(sctx))
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
 }
