@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Side by side, pinned (issue 15): buzzd against khatru on both backends,
+# relay on core 0 and load tool on core 1, one buzzbench invocation per
+# pair so both relays see the same machine. For a QUIET machine only:
+# figures taken while other work runs are not comparable.
+#
+#   scripts/side-by-side.sh          # build, then print the commands
+#   scripts/side-by-side.sh run      # build, then run them (about an hour)
+#
+# khatru is never built inside this repository. Build two throwaway
+# binaries elsewhere (a main.go wiring khatru.NewRelay() to one event
+# store: Save, Query, Count, Delete, Replace; nothing else), with the
+# versions the issue measured — github.com/fiatjaf/khatru v0.19.1 and
+# github.com/fiatjaf/eventstore v0.16.2 — and point these at them:
+#
+#   KHATRU_BADGER  binary taking DIR ADDR          (eventstore/badger)
+#   KHATRU_PG      binary taking DATABASE_URL ADDR (eventstore/postgresql)
+#
+# Environment (defaults in brackets): OUT [/tmp/side-by-side] for the
+# binaries and reports, PG [postgres://postgres@127.0.0.1:5432] for the
+# server (databases buzzbench_buzzd and buzzbench_khatru are dropped and
+# recreated for every run), RUNS [3].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-print}"
+OUT="${OUT:-/tmp/side-by-side}"
+PG="${PG:-postgres://postgres@127.0.0.1:5432}"
+RUNS="${RUNS:-3}"
+KHATRU_BADGER="${KHATRU_BADGER:-/tmp/khatru/khatru-badger}"
+KHATRU_PG="${KHATRU_PG:-/tmp/khatru/khatru-pg}"
+mkdir -p "$OUT"
+
+# The three verifier builds: the default (what `go run ./cmd/buzzd` gives),
+# the cgo libsecp256k1 one, and btcec for the history rows.
+go build -o "$OUT/buzzd" ./cmd/buzzd
+go build -tags btcec -o "$OUT/buzzd-btcec" ./cmd/buzzd
+if dpkg -s libsecp256k1-dev >/dev/null 2>&1; then
+	go build -tags libsecp256k1 -o "$OUT/buzzd-secp" ./cmd/buzzd
+fi
+go build -o "$OUT/buzzbench" ./cmd/buzzbench
+
+# A fresh database per run; autovacuum stays as the server has it (off on
+# the project machine), which is the point of the fresh-database figures.
+fresh() { echo "psql -q '$PG/postgres' -c 'DROP DATABASE IF EXISTS $1 WITH (FORCE)' -c 'CREATE DATABASE $1'"; }
+buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS_PER_ADDRESS=100000'
+bench="taskset -c 1 $OUT/buzzbench -runs $RUNS"
+
+cmds=()
+# 1. Embedded store vs khatru + badger, every figure of the issue's table.
+for bin in buzzd buzzd-secp; do
+	[ -x "$OUT/$bin" ] || continue
+	cmds+=("$bench -json-out $OUT/embedded-$bin.json -name khatru-badger -b-name $bin \
+  -url ws://127.0.0.1:3111 -start 'D=\$(mktemp -d) && exec taskset -c 0 $KHATRU_BADGER \$D 127.0.0.1:3111' \
+  -b ws://127.0.0.1:3112 -b-start 'RELAY_URL=ws://127.0.0.1:3112 BUZZ_BIND_ADDR=127.0.0.1:3112 BUZZ_DATA_DIR=\$(mktemp -d) $buzzd_env exec taskset -c 0 $OUT/$bin' \
+  -window 64 ingest,ingest-pipelined,req,count,fanout,idle")
+done
+# 2. PostgreSQL, fresh database each run, vs khatru + eventstore/postgresql.
+for bin in buzzd buzzd-secp; do
+	[ -x "$OUT/$bin" ] || continue
+	cmds+=("$bench -json-out $OUT/postgres-$bin.json -name khatru-pg -b-name $bin-pg \
+  -url ws://127.0.0.1:3113 -start \"$(fresh buzzbench_khatru) && exec taskset -c 0 $KHATRU_PG $PG/buzzbench_khatru 127.0.0.1:3113\" \
+  -b ws://127.0.0.1:3114 -b-start \"$(fresh buzzbench_buzzd) && RELAY_URL=ws://127.0.0.1:3114 BUZZ_BIND_ADDR=127.0.0.1:3114 DATABASE_URL=$PG/buzzbench_buzzd BUZZ_AUTO_MIGRATE=true $buzzd_env exec taskset -c 0 $OUT/$bin\" \
+  ingest,ingest-pipelined,req,count,fanout")
+done
+# 3. Fan-out tails with 1,000 and 10,000 subscribers (embedded, default build).
+for subs in 1000 10000; do
+	cmds+=("$bench -json-out $OUT/fanout-$subs.json -subs $subs -name khatru-badger -b-name buzzd \
+  -url ws://127.0.0.1:3115 -start 'D=\$(mktemp -d) && exec taskset -c 0 $KHATRU_BADGER \$D 127.0.0.1:3115' \
+  -b ws://127.0.0.1:3116 -b-start 'RELAY_URL=ws://127.0.0.1:3116 BUZZ_BIND_ADDR=127.0.0.1:3116 BUZZ_DATA_DIR=\$(mktemp -d) $buzzd_env exec taskset -c 0 $OUT/buzzd' \
+  fanout")
+done
+
+for c in "${cmds[@]}"; do
+	echo "$c"
+	echo
+done
+if [ "$mode" = run ]; then
+	for f in "$KHATRU_BADGER" "$KHATRU_PG"; do
+		[ -x "$f" ] || { echo "missing khatru binary $f (see the top of this script)" >&2; exit 1; }
+	done
+	ulimit -n 65536 2>/dev/null || echo "could not raise the open-file limit; 10,000 subscribers may fail" >&2
+	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt"
+	for c in "${cmds[@]}"; do
+		echo "== $c"
+		bash -c "$c"
+		echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
+	done
+fi
