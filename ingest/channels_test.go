@@ -104,6 +104,11 @@ func FuzzParseChannelCommand(f *testing.F) {
 	f.Add(store.KindPutUser, `[["p","`+strings.Repeat("b", 64)+`","guest"]]`)
 	f.Add(store.KindDeleteEvent, `[["e","`+strings.Repeat("c", 64)+`"],["e","x"]]`)
 	f.Add(store.KindEditMetadata, `[["about"],["picture","p"],[]]`)
+	f.Add(store.KindEditMetadata, `[["private"],["open"],["visibility","private"],["hidden"]]`)
+	f.Add(store.KindCreateChannel, `[["closed"],["closed"],["restricted"],["unrestricted"]]`)
+	f.Add(store.KindCreateInvite, `[["code","sesame"]]`)
+	f.Add(store.KindJoinRequest, `[["code",""],["previous","0011aabb"]]`)
+	f.Add(store.KindPutUser, `[["p","`+strings.Repeat("b", 64)+`","moderator"]]`)
 	f.Fuzz(func(t *testing.T, kind int, tagsJSON string) {
 		var tags nostr.Tags
 		if json.Unmarshal([]byte(tagsJSON), &tags) != nil {
