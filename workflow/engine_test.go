@@ -652,3 +652,24 @@ steps:
 		}
 	})
 }
+
+// Heartbeats racing with runs that finish (a finished run's lease is gone
+// when the heartbeat renews it) must not lose the runs' final status.
+func TestEngineEveryRunReportsCompletion(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
+		ev := newEnv(t, open(t), workflow.WithLease(5*time.Second, 2*time.Millisecond))
+		w := ev.define(`
+name: Report
+trigger: {on: message_posted}
+steps: [{id: a, action: send_message, text: "re {{trigger.text}}"}]
+`)
+		const n = 40
+		for i := range n {
+			ev.post(store.KindChatMessage, fmt.Sprint("m", i))
+		}
+		for _, r := range ev.finished(w, n) {
+			eventually(t, func() bool { return slices.Contains(ev.pub.statuses(r.ID), "completed:") },
+				"run %s's completed status (have %v)", r.ID, ev.pub.statuses(r.ID))
+		}
+	})
+}

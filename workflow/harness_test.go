@@ -76,6 +76,9 @@ func (r *recorder) Sign(_ context.Context, _ tenant.CommunityID, ev *nostr.Event
 }
 
 func (r *recorder) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err // as a relay's store would
+	}
 	r.mu.Lock()
 	r.publishes[ev.ID]++
 	first := r.publishes[ev.ID] == 1

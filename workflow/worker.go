@@ -108,8 +108,15 @@ func (e *Engine) heartbeatLoop(ctx context.Context) error {
 			err := e.store.RenewLease(ctx, h.lease, e.cfg.leaseTTL)
 			switch {
 			case errors.Is(err, ErrLeaseLost):
-				e.log.Warn("workflow: lease lost; stopping run", "run", h.lease.Run)
-				h.cancel()
+				e.heldMu.Lock()
+				still := e.held[h.lease.Run] == h
+				e.heldMu.Unlock()
+				if still {
+					// (Or the run just finished, which removes its lease:
+					// then cancelling is harmless.)
+					e.log.Warn("workflow: lease lost; stopping run", "run", h.lease.Run)
+					h.cancel()
+				}
 			case err != nil && ctx.Err() == nil:
 				return fmt.Errorf("renew lease: %w", err)
 			}
@@ -372,7 +379,12 @@ func (st *runState) status(ctx context.Context, kind int, status, stepID string,
 		},
 		Content: string(content),
 	}
-	if err := st.e.publish(ctx, st.lease.Community, ev); err != nil {
+	// The state it reports is already stored: publish it even if the run's
+	// context ends now (a heartbeat finding the finished run's lease gone,
+	// shutdown), within a bound.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := st.e.publish(pctx, st.lease.Community, ev); err != nil {
 		st.e.log.Warn("workflow: status event not published", "kind", kind, "run", st.run.ID, "err", err)
 	}
 }
