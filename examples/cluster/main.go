@@ -1,0 +1,145 @@
+// Command cluster is one process of a relay that runs as several: every
+// process shares one PostgreSQL database (events, communities, the relay
+// key) and one Redis (live events, control messages such as revocations
+// and host changes, presence), so a client connected to any process sees
+// what was published on any other, at once.
+//
+// Run two processes in two terminals (PostgreSQL and Redis on their
+// default local ports):
+//
+//	export DATABASE_URL=postgres://postgres@127.0.0.1:5432/buzz_cluster REDIS_URL=redis://127.0.0.1:6379
+//	createdb -h 127.0.0.1 -U postgres buzz_cluster
+//	LISTEN=localhost:3001 go run ./examples/cluster
+//	LISTEN=localhost:3002 go run ./examples/cluster
+//
+// Both serve one community, COMMUNITY_HOST (default relay.localhost); each
+// maps its own listen address onto it as a host alias, so
+// ws://localhost:3001 and ws://localhost:3002 are the same community (in
+// production a load balancer sends one public host to every process).
+// Subscribe on one and publish on the other. Stop each with SIGINT or
+// SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub/redis"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := config{
+		databaseURL: os.Getenv("DATABASE_URL"),
+		redisURL:    os.Getenv("REDIS_URL"),
+		community:   envOr("COMMUNITY_HOST", "relay.localhost"),
+		namespace:   envOr("REDIS_NAMESPACE", redis.DefaultNamespace),
+	}
+	if cfg.databaseURL == "" || cfg.redisURL == "" {
+		log.Fatal("set DATABASE_URL and REDIS_URL")
+	}
+	ln, err := net.Listen("tcp", envOr("LISTEN", "localhost:3001"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("relay process listening on ws://%s", ln.Addr())
+	if err := run(ctx, ln, cfg); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+type config struct {
+	databaseURL string
+	redisURL    string
+	namespace   string // Redis key namespace, shared by the processes
+	community   string // the community's host
+}
+
+// run serves one process of the cluster on ln until ctx ends.
+func run(ctx context.Context, ln net.Listener, cfg config) error {
+	defer ln.Close()
+	st, err := postgres.Open(ctx, cfg.databaseURL, postgres.WithAutoMigrate(true))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id, _, err := st.EnsureCommunity(ctx, cfg.community)
+	if err != nil {
+		return fmt.Errorf("community %s: %w", cfg.community, err)
+	}
+	self, err := tenant.NormalizeHost(ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	if err := st.AddHostAlias(ctx, self, id); err != nil && !errors.Is(err, store.ErrCommunityExists) {
+		return fmt.Errorf("alias %s: %w", self, err)
+	}
+	// One relay key for the deployment, kept in the database: the first
+	// process stores its candidate, every other one reads it.
+	candidate, err := nostr.GenerateSecretKey()
+	if err != nil {
+		return err
+	}
+	key, err := st.RelayKey(ctx, candidate)
+	if err != nil {
+		return err
+	}
+	b, err := redis.New(ctx, cfg.redisURL, redis.WithNamespace(cfg.namespace))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	// Host lookups are cached per process; a host change on any process
+	// reaches every cache through the control bus (see WithDirectory).
+	dir, err := tenant.NewCachingDirectory(st)
+	if err != nil {
+		return err
+	}
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(dir), buzz.WithChannels(),
+		buzz.WithRelayKey(key),
+		buzz.WithBroker(b),     // live events between processes
+		buzz.WithControlBus(b), // revocations, bans, host changes
+		buzz.WithPresence(b))   // who reads which channel, deployment-wide
+	if err != nil {
+		return err
+	}
+	relay.Mux().Handle("GET "+buzz.ReadyzPath, relay.ReadyzHandler()) // the store and Redis
+
+	srv := &http.Server{Handler: relay, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		_ = relay.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(relay.Shutdown(sctx), srv.Shutdown(sctx))
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
