@@ -231,9 +231,11 @@ func planProblem(plan, drive string, filled []string) string {
 		if part == "" {
 			continue
 		}
+		// The scan and its conditions; a bitmap heap scan's index
+		// condition is its Recheck Cond (and its bitmap index scan's).
 		node := l
 		if i+1 < len(lines) {
-			node += "\n" + lines[i+1]
+			node += "\n" + strings.Replace(lines[i+1], "Recheck Cond: ", "Index Cond: ", 1)
 		}
 		switch {
 		case strings.Contains(l, "Seq Scan"):
