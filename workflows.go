@@ -188,6 +188,16 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 	if !ok {
 		return ingest.Outcome{Message: msgWorkflowNoH}, false
 	}
+	// A 30620 is a parameterized-replaceable event: one older than the
+	// coordinate's stored head would be refused by the store after Define
+	// had already changed the workflow, so it is refused first (the store's
+	// own check still decides a race between two versions in flight).
+	if newer, err := h.newerDefinitionStored(ctx, c, ev); err != nil {
+		h.r.log.ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
+		return ingest.Outcome{Message: ingest.MsgInternal}, false
+	} else if newer {
+		return ingest.Outcome{Message: ingest.MsgSuperseded}, false
+	}
 	wf, err := h.engine.Define(ctx, c, workflow.DefineRequest{
 		ID: id, Channel: ch, Author: ev.PubKey, YAML: []byte(ev.Content), EventID: ev.ID,
 		ExpectedRevision: ev.Tags.Find("expected-revision").Value(),
@@ -210,6 +220,22 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 	return ingest.Outcome{OK: true, Message: response(map[string]any{
 		"workflow_id": wf.ID.String(), "revision": wf.Revision(), "event_id": ev.ID, "enabled": wf.Enabled,
 	})}, true
+}
+
+// newerDefinitionStored reports whether the store already holds a version
+// of ev's coordinate (30620, author, d) that NIP-01 ranks above ev: a later
+// created_at, or the same one with a lower id.
+func (h *WorkflowHost) newerDefinitionStored(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) (bool, error) {
+	f := nostr.Filter{Kinds: []int{ev.Kind}, Authors: []string{ev.PubKey}, Tags: map[string][]string{"d": {ev.DTag()}}, Limit: 1}
+	for rec, err := range h.r.cfg.store.Query(ctx, c, f) {
+		if err != nil {
+			return false, err
+		}
+		if rec.CreatedAt > ev.CreatedAt || (rec.CreatedAt == ev.CreatedAt && rec.ID < ev.ID) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // trigger executes a 46020.

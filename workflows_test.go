@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/ingest"
+
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
@@ -182,6 +184,15 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		// Stale expected-revision.
 		_, okm = ac.define(alice, echoID, ch, echoYAML, nostr.Tag{"expected-revision", strings.Repeat("0", 32)})
 		mustPrefix(t, "stale revision", okm.Message, "invalid: ")
+		// A version older than the stored 30620 is refused before it can
+		// change the workflow: the revision the first define returned is
+		// still current afterwards.
+		older := alice.event(workflow.KindDefinition, now()-3600, strings.Replace(echoYAML, "Echo", "Older", 1),
+			nostr.Tag{"d", echoID.String()}, chanTag(ch))
+		eq(t, "older definition", ac.publish(older).Message, ingest.MsgSuperseded)
+		newer := alice.event(workflow.KindDefinition, now()+1, echoYAML,
+			nostr.Tag{"d", echoID.String()}, chanTag(ch), nostr.Tag{"expected-revision", rev})
+		eq(t, "revision after the refused older version", okResponse(t, ac.publish(newer))["revision"], any(rev))
 		// Authority: a non-member; a member defining a webhook caller;
 		// another author naming an existing id.
 		cc := tr.dial(t)
