@@ -4,11 +4,10 @@ import (
 	"context"
 	"net"
 	"testing"
-	"time"
 
-	gonostr "github.com/nbd-wtf/go-nostr"
-
+	"github.com/buzzrelay/buzz/examples/internal/wstest"
 	"github.com/buzzrelay/buzz/internal/testenv"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 )
 
@@ -40,42 +39,21 @@ func TestTwoProcesses(t *testing.T) {
 	}
 	a, b := start(), start()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ra, err := gonostr.RelayConnect(ctx, a)
-	if err != nil {
-		t.Fatal(err)
+	ca, cb := wstest.Dial(t, a, nil), wstest.Dial(t, b, nil)
+	if _, r := ca.Req("live", nostr.Filter{Kinds: []int{1}}); r != "" {
+		t.Fatalf("REQ on a: %q", r)
 	}
-	defer ra.Close()
-	rb, err := gonostr.RelayConnect(ctx, b)
-	if err != nil {
-		t.Fatal(err)
+	sk, _ := nostr.GenerateSecretKey()
+	ev := wstest.Event(t, sk, 1, "from process b")
+	if ok := cb.Publish(ev); !ok.OK {
+		t.Fatalf("publish on b: %q", ok.Message)
 	}
-	defer rb.Close()
-
-	sub, err := ra.Subscribe(ctx, gonostr.Filters{{Kinds: []int{1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-sub.EndOfStoredEvents:
-	case <-ctx.Done():
-		t.Fatal("no EOSE")
-	}
-	sk := gonostr.GeneratePrivateKey()
-	ev := gonostr.Event{Kind: 1, CreatedAt: gonostr.Now(), Content: "from process b"}
-	if err := ev.Sign(sk); err != nil {
-		t.Fatal(err)
-	}
-	if err := rb.Publish(ctx, ev); err != nil {
-		t.Fatalf("publish on b: %v", err)
-	}
-	select {
-	case got := <-sub.Events:
-		if got.ID != ev.ID {
-			t.Fatalf("a delivered %s, want %s", got.ID, ev.ID)
+	for {
+		if m, ok := ca.Next().(*nostr.EventMessage); ok && m.SubID == "live" {
+			if m.Event.ID != ev.ID {
+				t.Fatalf("a delivered %s, want %s", m.Event.ID, ev.ID)
+			}
+			return
 		}
-	case <-ctx.Done():
-		t.Fatal("the event published on b never reached a subscriber on a")
 	}
 }

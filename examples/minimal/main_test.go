@@ -6,9 +6,9 @@ import (
 	"net"
 	"net/http"
 	"testing"
-	"time"
 
-	gonostr "github.com/nbd-wtf/go-nostr"
+	"github.com/buzzrelay/buzz/examples/internal/wstest"
+	"github.com/buzzrelay/buzz/nostr"
 )
 
 // start runs the example on a free port with dataDir until the test ends.
@@ -56,9 +56,6 @@ func self(t *testing.T, addr string) string {
 func TestMinimal(t *testing.T) {
 	dir := t.TempDir()
 	addr, stop := start(t, dir, "127.0.0.1:0")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-
 	resp, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -67,24 +64,17 @@ func TestMinimal(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("/readyz: %d", resp.StatusCode)
 	}
-	rl, err := gonostr.RelayConnect(ctx, "ws://"+addr)
-	if err != nil {
-		t.Fatal(err)
+	c := wstest.Dial(t, "ws://"+addr, nil)
+	sk, _ := nostr.GenerateSecretKey()
+	ev := wstest.Event(t, sk, 1, "hello, minimal")
+	if ok := c.Publish(ev); !ok.OK {
+		t.Fatalf("publish: %q", ok.Message)
 	}
-	sk := gonostr.GeneratePrivateKey()
-	ev := gonostr.Event{Kind: 1, CreatedAt: gonostr.Now(), Content: "hello, minimal"}
-	if err := ev.Sign(sk); err != nil {
-		t.Fatal(err)
-	}
-	if err := rl.Publish(ctx, ev); err != nil {
-		t.Fatalf("publish: %v", err)
-	}
-	got, err := rl.QuerySync(ctx, gonostr.Filter{IDs: []string{ev.ID}})
-	if err != nil || len(got) != 1 || got[0].Content != ev.Content {
-		t.Fatalf("query: %v %v", err, got)
+	got, reason := c.Req("q", nostr.Filter{IDs: []string{ev.ID}})
+	if reason != "" || len(got) != 1 || got[0].Content != ev.Content {
+		t.Fatalf("query: %q %v", reason, got)
 	}
 	signer := self(t, addr)
-	rl.Close()
 	stop() // graceful: returns once the relay and the server have stopped
 
 	// The relay key lives in the data directory: the same signer after a

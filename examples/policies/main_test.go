@@ -5,9 +5,9 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
-	gonostr "github.com/nbd-wtf/go-nostr"
+	"github.com/buzzrelay/buzz/examples/internal/wstest"
+	"github.com/buzzrelay/buzz/nostr"
 )
 
 func TestPolicies(t *testing.T) {
@@ -15,89 +15,60 @@ func TestPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(rctx, ln, t.TempDir()) }()
-	defer func() {
+	go func() { done <- run(ctx, ln, t.TempDir()) }()
+	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	url := "ws://" + ln.Addr().String()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 
 	type user struct {
-		sk, pk string
-		rl     *gonostr.Relay
+		sk nostr.SecretKey
+		c  *wstest.Client
 	}
 	connect := func() user {
-		rl, err := gonostr.RelayConnect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rl.Close() })
-		sk := gonostr.GeneratePrivateKey()
-		pk, _ := gonostr.GetPublicKey(sk)
-		return user{sk, pk, rl}
+		sk, _ := nostr.GenerateSecretKey()
+		return user{sk, wstest.Dial(t, url, nil)}
 	}
 	auth := func(u user) {
-		// Called after a first round trip: the relay's challenge, its first
-		// message, has arrived.
-		if err := u.rl.Auth(ctx, func(ev *gonostr.Event) error { return ev.Sign(u.sk) }); err != nil {
-			t.Fatalf("AUTH: %v", err)
+		if ok := u.c.Auth(u.sk); !ok.OK {
+			t.Fatalf("AUTH: %q", ok.Message)
 		}
 	}
 	alice, bob, eve := connect(), connect(), connect()
-	dm := gonostr.Event{Kind: 4, CreatedAt: gonostr.Now(), Content: "(ciphertext)", Tags: gonostr.Tags{{"p", bob.pk}}}
-	if err := dm.Sign(alice.sk); err != nil {
-		t.Fatal(err)
-	}
+	dm := wstest.Event(t, alice.sk, 4, "(ciphertext)", nostr.Tag{"p", bob.sk.PublicKey()})
 
 	// The write rule: not before authenticating as the author.
-	if err := alice.rl.Publish(ctx, dm); err == nil || !strings.Contains(err.Error(), "auth-required:") {
-		t.Fatalf("unauthenticated publish: %v", err)
+	if ok := alice.c.Publish(dm); ok.OK || !strings.HasPrefix(ok.Message, "auth-required:") {
+		t.Fatalf("unauthenticated publish: %v %q", ok.OK, ok.Message)
 	}
 	auth(alice)
-	if err := alice.rl.Publish(ctx, dm); err != nil {
-		t.Fatalf("authenticated publish: %v", err)
+	if ok := alice.c.Publish(dm); !ok.OK {
+		t.Fatalf("authenticated publish: %q", ok.Message)
 	}
 
 	// The read rule: a third party is refused, the recipient reads it.
-	closed := func(u user, f gonostr.Filter) string {
-		sub, err := u.rl.Subscribe(ctx, gonostr.Filters{f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Unsub()
-		select {
-		case reason := <-sub.ClosedReason:
-			return reason
-		case <-sub.EndOfStoredEvents:
-			return ""
-		case <-ctx.Done():
-			t.Fatal("no answer")
-			return ""
-		}
-	}
-	dms := gonostr.Filter{Kinds: []int{4}, Tags: gonostr.TagMap{"p": {bob.pk}}}
-	if r := closed(eve, dms); !strings.HasPrefix(r, "auth-required:") {
+	dms := nostr.Filter{Kinds: []int{4}, Tags: map[string][]string{"p": {bob.sk.PublicKey()}}}
+	if _, r := eve.c.Req("a", dms); !strings.HasPrefix(r, "auth-required:") {
 		t.Fatalf("unauthenticated third party: %q", r)
 	}
 	auth(eve)
-	if r := closed(eve, dms); !strings.HasPrefix(r, "restricted:") {
+	if _, r := eve.c.Req("b", dms); !strings.HasPrefix(r, "restricted:") {
 		t.Fatalf("authenticated third party: %q", r)
 	}
-	if r := closed(eve, gonostr.Filter{}); !strings.HasPrefix(r, "restricted:") {
+	if _, r := eve.c.Req("c", nostr.Filter{}); !strings.HasPrefix(r, "restricted:") {
 		t.Fatalf("a filter matching every kind: %q", r)
 	}
-	if r := closed(bob, gonostr.Filter{Kinds: []int{1}}); r != "" {
+	if _, r := eve.c.Req("d", nostr.Filter{Kinds: []int{1}}); r != "" {
 		t.Fatalf("kind 1 read refused: %q", r)
 	}
 	auth(bob)
-	got, err := bob.rl.QuerySync(ctx, dms)
-	if err != nil || len(got) != 1 || got[0].ID != dm.ID {
-		t.Fatalf("recipient's read: %v %v", err, got)
+	got, r := bob.c.Req("e", dms)
+	if r != "" || len(got) != 1 || got[0].ID != dm.ID {
+		t.Fatalf("recipient's read: %q %v", r, got)
 	}
 }
