@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzrelay/buzz/conformance/trace"
+
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/nostr/nip17"
@@ -109,6 +111,26 @@ type WorkflowHost struct {
 	mu    sync.Mutex
 	retry []retryEvent // triggers whose matching failed, oldest first
 	wake  chan struct{}
+
+	traceMu sync.Mutex
+	traces  map[tenant.CommunityID]engineTrace // with WithTracer only
+}
+
+// engineTrace is where the conformance steps of what the engine publishes
+// in one community go: a trace bound, like a connection, through the
+// community's primary host, whose actor is the community's relay key (the
+// engine acts as it; gift wraps it sends are signed by one-time keys on its
+// behalf).
+type engineTrace struct {
+	t  trace.Tracer
+	st trace.State
+}
+
+// communityLister may be implemented by a store: it lists the communities
+// with their primary hosts (both backends do). Engine output is traced only
+// when the store implements it.
+type communityLister interface {
+	Communities(ctx context.Context) ([]store.Community, error)
 }
 
 type retryEvent struct {
@@ -399,15 +421,66 @@ func (h *WorkflowHost) Publish(ctx context.Context, c tenant.CommunityID, ev *no
 	defer h.r.inflight.end(ticket)
 	err := h.r.cfg.store.Save(ctx, c, ev)
 	if errors.Is(err, store.ErrDuplicate) {
+		if et, ok := h.engineTrace(ctx, c); ok {
+			et.t.WriteDuplicate(ctx, et.st, ev.ID)
+		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	if et, ok := h.engineTrace(ctx, c); ok {
+		if ch, has, _ := store.EventChannel(ev); has {
+			et.t.WriteInsert(ctx, et.st, ev.ID, ch.String(), c)
+		} else {
+			et.t.WriteInsertGlobal(ctx, et.st, ev.ID)
+		}
+	}
 	if err := h.r.cfg.broker.Publish(ctx, pubsub.Message{Community: c, Event: ev, Raw: ev.AppendJSON(nil)}); err != nil {
 		h.r.log.ErrorContext(ctx, "buzz: publish workflow event", "community", c.String(), "event", ev.ID, "err", err)
 	}
 	return nil
+}
+
+// engineTrace returns the trace of engine output in community c, opening it
+// on first use by binding the community's primary host through the
+// relay's directory (so its steps carry a real TenantContext, as a
+// connection's do). It reports false when tracing is off, or when c has no
+// host that binds to it; the publish goes ahead untraced then.
+func (h *WorkflowHost) engineTrace(ctx context.Context, c tenant.CommunityID) (engineTrace, bool) {
+	if h.r.cfg.tracer == nil {
+		return engineTrace{}, false
+	}
+	h.traceMu.Lock()
+	defer h.traceMu.Unlock()
+	if et, ok := h.traces[c]; ok {
+		return et, true
+	}
+	lister, ok := h.r.cfg.store.(communityLister)
+	if !ok {
+		return engineTrace{}, false
+	}
+	all, err := lister.Communities(ctx)
+	if err != nil {
+		h.r.log.WarnContext(ctx, "buzz: engine trace: list communities", "err", err)
+		return engineTrace{}, false
+	}
+	for _, cm := range all {
+		if cm.ID != c {
+			continue
+		}
+		tc, err := tenant.Bind(ctx, h.r.cfg.directory, cm.Host)
+		if err != nil || tc.Community() != c {
+			return engineTrace{}, false
+		}
+		if h.traces == nil {
+			h.traces = map[tenant.CommunityID]engineTrace{}
+		}
+		et := engineTrace{t: h.r.cfg.tracer(tc), st: trace.State{Tenant: tc, Actor: h.r.keys.key(c).PublicKey()}}
+		h.traces[c] = et
+		return et, true
+	}
+	return engineTrace{}, false
 }
 
 // SetChannelTopic implements workflow.TopicSetter: the topic is the

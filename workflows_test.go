@@ -1,6 +1,7 @@
 package buzz
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -226,6 +227,17 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 			}
 		}
 		eq(t, "pong", pong.Content, "pong to "+bob.pub()+": ping please")
+		// Engine output is traced like a connection's writes: bound
+		// through the community's host, as a write in the channel.
+		engineTraced := false
+		for _, rt := range rec.Traces() {
+			if bytes.Contains(rt.JSONL, []byte(`"type":"write_insert"`)) && bytes.Contains(rt.JSONL, []byte(pong.ID[:16])) {
+				engineTraced = true
+			}
+		}
+		if !engineTraced {
+			t.Fatal("the relay-signed pong is in no conformance trace")
+		}
 		var runID string
 		for _, kind := range []int{workflow.KindRunTriggered, workflow.KindRunCompleted} {
 			st := statuses[kind]
