@@ -520,42 +520,27 @@ func (r *Relay) revokeMember(ctx context.Context, community tenant.CommunityID, 
 	} else if pol != store.AccessMembers {
 		return
 	}
-	r.mu.Lock()
-	var conns []*conn
-	for c := range r.conns {
-		if c.tc.Community() == community {
-			conns = append(conns, c)
-		}
-	}
-	r.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range r.connsOf(community, nil) {
 		readers := c.readers()
-		if !slices.Contains(readers, pubkey) {
+		if !slices.Contains(readers, pubkey) || rc.anyMember(ctx, community, readers, pubkey) {
 			continue
 		}
-		still := false
-		for _, pk := range readers {
-			if pk == pubkey {
-				continue
-			}
-			if _, ok, err := rc.store.CommunityRole(ctx, community, pk); err == nil && ok {
-				still = true
-				break
-			}
-		}
-		if still {
+		c.failAllSubs(msgCommunityRevoked)
+	}
+}
+
+// anyMember reports whether one of pubkeys other than except is a member of
+// community (a lookup error counts as not a member: access fails closed).
+func (rc *relayChannels) anyMember(ctx context.Context, community tenant.CommunityID, pubkeys []string, except string) bool {
+	for _, pk := range pubkeys {
+		if pk == except {
 			continue
 		}
-		c.mu.Lock()
-		subs := make([]*subscription, 0, len(c.subs))
-		for _, s := range c.subs {
-			subs = append(subs, s)
-		}
-		c.mu.Unlock()
-		for _, s := range subs {
-			c.failSub(s, msgCommunityRevoked)
+		if _, ok, err := rc.store.CommunityRole(ctx, community, pk); err == nil && ok {
+			return true
 		}
 	}
+	return false
 }
 
 // closeSubsNaming closes, with CLOSED reason, the subscriptions that name
@@ -699,24 +684,8 @@ func (r *Relay) policyChanged(community tenant.CommunityID, m control.PolicyChan
 	}
 	r.cl.goAction(func(ctx context.Context) {
 		for _, c := range r.connsOf(community, nil) {
-			member := false
-			for _, pk := range c.readers() {
-				if _, ok, err := rc.store.CommunityRole(ctx, community, pk); err == nil && ok {
-					member = true
-					break
-				}
-			}
-			if member {
-				continue
-			}
-			c.mu.Lock()
-			subs := make([]*subscription, 0, len(c.subs))
-			for _, s := range c.subs {
-				subs = append(subs, s)
-			}
-			c.mu.Unlock()
-			for _, s := range subs {
-				c.failSub(s, msgCommunityRevoked)
+			if !rc.anyMember(ctx, community, c.readers(), "") {
+				c.failAllSubs(msgCommunityRevoked)
 			}
 		}
 	})

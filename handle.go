@@ -484,6 +484,19 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope,
 	}
 }
 
+// failAllSubs ends every subscription open on c with CLOSED reason.
+func (c *conn) failAllSubs(reason string) {
+	c.mu.Lock()
+	subs := make([]*subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		c.failSub(s, reason)
+	}
+}
+
 // failSub ends sub with CLOSED reason (if it is still the open one).
 func (c *conn) failSub(sub *subscription, reason string) {
 	c.mu.Lock()

@@ -92,15 +92,7 @@ func (r *Relay) restrictionChanged(community tenant.CommunityID, m control.Restr
 			if !c.isAuthed(m.PubKey) {
 				continue
 			}
-			c.mu.Lock()
-			subs := make([]*subscription, 0, len(c.subs))
-			for _, s := range c.subs {
-				subs = append(subs, s)
-			}
-			c.mu.Unlock()
-			for _, s := range subs {
-				c.failSub(s, reason)
-			}
+			c.failAllSubs(reason)
 		}
 	})
 }
