@@ -395,8 +395,35 @@ func (h *WorkflowHost) Subscribe(ctx context.Context, deliver func(ctx context.C
 }
 
 // Sign implements workflow.Publisher with community c's relay key.
-func (h *WorkflowHost) Sign(_ context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+func (h *WorkflowHost) Sign(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	if err := h.groupTag(ctx, c, ev); err != nil {
+		return err
+	}
 	return ev.Sign(h.r.keys.key(c))
+}
+
+// groupTag writes the channel's NIP-29 group id into ev's h tag. The engine
+// names a channel by its key, a UUID; a group created with a name for an id
+// ("pizza-lovers") is known to clients, and to admission, by that name.
+// Like Publish, it outlives a cancelled run context (bounded by
+// publishTimeout): the last status event of a run is signed as it ends.
+func (h *WorkflowHost) groupTag(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	id, has, err := store.EventChannel(ev)
+	if err != nil || !has {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	ch, err := h.r.channels.store.Channel(ctx, c, id)
+	if err != nil {
+		return fmt.Errorf("buzz: sign workflow event in channel %s: %w", id, err)
+	}
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && t[0] == "h" {
+			t[1] = ch.GroupID()
+		}
+	}
+	return nil
 }
 
 // Publish implements workflow.Publisher: ev is stored in community c (an

@@ -373,3 +373,49 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		eq(t, "deleted workflow", okm.Message, msgWorkflowUnknown)
 	})
 }
+
+// A workflow in a group whose NIP-29 id is a name, not a UUID: what it
+// publishes carries the group's own id in h, so members reading the group
+// by that id see it (and admission accepts it).
+func TestWorkflowInNamedGroup(t *testing.T) {
+	forBackends(t, func(t *testing.T, b store.Backend) {
+		st, ok := b.(wfBackend)
+		if !ok {
+			t.Fatalf("%T does not implement the workflow store", b)
+		}
+		tr := workflowRelay(t, st, newHookServer(t))
+		alice := newSigner(t)
+		ac := tr.dial(t)
+		ac.authAs(alice, tr.host)
+		const gid = "pizza-lovers"
+		h := nostr.Tag{"h", gid}
+		ac.mustAccept(alice.event(store.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Pizza"}))
+		def := alice.event(workflow.KindDefinition, now(), echoYAML, nostr.Tag{"d", workflow.NewID().String()}, h)
+		okResponse(t, ac.publish(def))
+
+		sub := tr.dial(t)
+		sub.subscribe("live", nostr.Filter{Kinds: []int{store.KindChatMessage, workflow.KindRunCompleted}, Tags: map[string][]string{"h": {gid}}})
+		ac.mustAccept(alice.event(store.KindChatMessage, now(), "ping", h))
+		var pong, done *nostr.Event
+		for pong == nil || done == nil {
+			e := sub.nextLive("live")
+			switch {
+			case e.Kind == store.KindChatMessage && e.PubKey != alice.pub():
+				pong = e
+			case e.Kind == workflow.KindRunCompleted:
+				done = e
+			}
+		}
+		for _, e := range []*nostr.Event{pong, done} {
+			eq(t, "h of the engine's event", e.Tags.Find("h").Value(), gid)
+		}
+		// Stored under the group: a REQ by the group's id finds the pong.
+		found := false
+		for _, e := range sub.req("r", nostr.Filter{Kinds: []int{store.KindChatMessage}, Tags: map[string][]string{"h": {gid}}}) {
+			found = found || e.ID == pong.ID
+		}
+		if !found {
+			t.Fatal("the pong is not returned by a REQ for the group's id")
+		}
+	})
+}
