@@ -168,8 +168,16 @@ steps:
 	if got := hookCalls(); len(got) != 1 || !strings.HasPrefix(got[0], `{"tag":"v42"} key=`) {
 		t.Fatalf("webhook calls %q, want exactly one", got)
 	}
-	evs, _ := cb.req(nostr.Filter{Kinds: []int{46005}, Tags: map[string][]string{"h": {ch}}})
-	if len(evs) == 0 {
-		t.Fatal("no run-completed status event")
+	// The run's 46005 is published after its last step's message: poll
+	// for it rather than expect it with the message.
+	for {
+		evs, _ := cb.req(nostr.Filter{Kinds: []int{46005}, Tags: map[string][]string{"h": {ch}}})
+		if len(evs) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no run-completed status event")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
