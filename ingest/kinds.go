@@ -20,14 +20,29 @@ import (
 //
 // Kind 30617 (NIP-34 repository announcement): ValidateRepository.
 // Kind 30621 (NIP-MP project): ValidateProject.
+// Both are global-only, as in Buzz: community-wide, never filed in a
+// channel. After their own rules (so seed 003's rejection order stands), an
+// h tag on them is refused rather than silently dropped.
 func validateKind(ev *nostr.Event) error {
 	switch ev.Kind {
 	case nostr.KindDeletion:
 		return validateDeletion(ev)
 	case KindRepository:
-		return ValidateRepository(ev)
+		return globalOnly(ev, ValidateRepository(ev))
 	case KindProject:
-		return ValidateProject(ev)
+		return globalOnly(ev, ValidateProject(ev))
+	}
+	return nil
+}
+
+// globalOnly returns err, or, when the kind's own rules passed, a refusal
+// of an h tag: the kind is community-wide.
+func globalOnly(ev *nostr.Event, err error) error {
+	if err != nil {
+		return err
+	}
+	if ev.Tags.Find("h") != nil {
+		return errors.New("invalid: kind " + strconv.Itoa(ev.Kind) + " is community-wide and takes no h tag")
 	}
 	return nil
 }

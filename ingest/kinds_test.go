@@ -68,3 +68,24 @@ func TestNewValidates(t *testing.T) {
 		t.Fatal("empty config accepted")
 	}
 }
+
+// Kinds 30617 and 30621 are global-only: an h tag is refused, after the
+// kind's own rules (a malformed project still gets its rule's message).
+func TestGlobalOnlyKinds(t *testing.T) {
+	h := nostr.Tag{"h", "pizza"}
+	for _, kind := range []int{KindRepository, KindProject} {
+		ok := &nostr.Event{Kind: kind, Tags: nostr.Tags{{"d", "repo"}}}
+		if err := validateKind(ok); err != nil {
+			t.Fatalf("kind %d without h: %v", kind, err)
+		}
+		withH := &nostr.Event{Kind: kind, Tags: nostr.Tags{{"d", "repo"}, h}}
+		err := validateKind(withH)
+		if err == nil || !strings.HasPrefix(err.Error(), "invalid: ") || !strings.Contains(err.Error(), "takes no h tag") {
+			t.Fatalf("kind %d with h: err = %v, want the global-only refusal", kind, err)
+		}
+	}
+	bad := &nostr.Event{Kind: KindProject, Tags: nostr.Tags{{"d", "a"}, {"d", "b"}, h}}
+	if err := validateKind(bad); err == nil || strings.Contains(err.Error(), "h tag") {
+		t.Fatalf("malformed project with h: err = %v, want its own rule's refusal first", err)
+	}
+}
