@@ -15,3 +15,7 @@ func TestWorkflowConformance(t *testing.T) {
 func TestWorkflowAudit(t *testing.T) {
 	workflowtest.RunAudit(t, func(t *testing.T) workflowtest.AuditBackend { return openStore(t) })
 }
+
+func TestWorkflowWebhookConformance(t *testing.T) {
+	workflowtest.RunWebhooks(t, func(t *testing.T) workflowtest.WebhookBackend { return openStore(t) })
+}
