@@ -187,6 +187,7 @@ func New(opts ...Option) (*Relay, error) {
 	r.reads = newReadGate(cfg.limits, cfg.store)
 	r.registerHTTPAPI()
 	r.registerWorkflowAPI()
+	r.registerWebhooks()
 	r.registerModerationHTTP()
 	r.registerNIP05()
 	// Idle connections are cheap: the read buffer is small (a larger

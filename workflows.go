@@ -28,7 +28,9 @@ import (
 //     parses and authorizes it (a channel member; owner or admin when it
 //     calls webhooks; an update only by the same owner in the same
 //     channel), then the event is stored like any addressable event and the
-//     OK message is `response:{"workflow_id":…,"revision":…,"event_id":…}`.
+//     OK message is `response:{"workflow_id":…,"revision":…,"event_id":…}`,
+//     with "webhook_secret" the first time a webhook definition of that id
+//     is stored (see workflows_hooks.go).
 //     Errors: `invalid: …` (the field, a stale expected-revision),
 //     `restricted: …` (authority, another author's or channel's id).
 //   - Kind 46020 runs a webhook-triggered workflow by hand: d = workflow
@@ -239,9 +241,20 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 		h.r.log.ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false
 	}
-	return ingest.Outcome{OK: true, Message: response(map[string]any{
+	resp := map[string]any{
 		"workflow_id": wf.ID.String(), "revision": wf.Revision(), "event_id": ev.ID, "enabled": wf.Enabled,
-	})}, true
+	}
+	// A webhook workflow's secret is created once and shown once (see
+	// workflows_hooks.go).
+	secret, created, err := h.engine.EnsureWebhookSecret(ctx, c, wf)
+	if err != nil && !errors.Is(err, workflow.ErrNoWebhookSecrets) {
+		h.r.log.ErrorContext(ctx, "buzz: webhook secret", "community", c.String(), "err", err)
+		return ingest.Outcome{Message: ingest.MsgInternal}, false
+	}
+	if created {
+		resp["webhook_secret"] = secret
+	}
+	return ingest.Outcome{OK: true, Message: response(resp)}, true
 }
 
 // newerDefinitionStored reports whether the store already holds a version

@@ -1,0 +1,207 @@
+package buzz
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+const hookYAML = `name: Deploy hook
+trigger: {on: webhook}
+steps:
+  - id: say
+    action: send_message
+    text: "deployed {{trigger.service}}"
+`
+
+// hookPost delivers body to POST /hooks/{id} on host (secret and key
+// omitted when "").
+func hookPost(t *testing.T, url, host, id, secret, key string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+HooksPath+"/"+id, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set("X-Webhook-Secret", secret)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// hookAccepted decodes a 202 answer.
+func hookAccepted(t *testing.T, status int, body []byte) map[string]string {
+	t.Helper()
+	var m map[string]string
+	if status != http.StatusAccepted || json.Unmarshal(body, &m) != nil || m["run_id"] == "" {
+		t.Fatalf("delivery: %d %s, want 202 with a run_id", status, body)
+	}
+	return m
+}
+
+// webhookSecretOf returns the webhook_secret of a 30620's OK response.
+func webhookSecretOf(t *testing.T, ok *nostr.OKMessage) string {
+	t.Helper()
+	s, _ := okResponse(t, ok)["webhook_secret"].(string)
+	if len(s) != 64 {
+		t.Fatalf("OK %q carries no 64-hex webhook_secret", ok.Message)
+	}
+	return s
+}
+
+func TestWebhooksOverHTTP(t *testing.T) {
+	forBackends(t, func(t *testing.T, b store.Backend) {
+		st := b.(wfBackend)
+		tr := workflowRelay(t, st, newHookServer(t))
+		accepted := func(status int, body []byte) map[string]string { t.Helper(); return hookAccepted(t, status, body) }
+		c, _, err := st.EnsureCommunity(t.Context(), tr.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice, bob := newSigner(t), newSigner(t)
+		ac := tr.dial(t)
+		ac.authAs(alice, tr.host)
+		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		bc := tr.dial(t)
+		bc.authAs(bob, tr.host)
+		bc.mustAccept(bob.event(store.KindJoinRequest, now(), "", chanTag(ch)))
+
+		// The first definition returns the secret, once.
+		id := workflow.NewID()
+		_, okm := ac.define(alice, id, ch, hookYAML)
+		secret := webhookSecretOf(t, okm)
+		okm = ac.publish(alice.event(workflow.KindDefinition, now()+1, strings.Replace(hookYAML, "Deploy hook", "Deploy hook v2", 1),
+			nostr.Tag{"d", id.String()}, chanTag(ch), nostr.Tag{"expected-revision", okResponse(t, okm)["revision"].(string)}))
+		if _, again := okResponse(t, okm)["webhook_secret"]; again {
+			t.Fatalf("a redefinition returned the secret again: %s", okm.Message)
+		}
+		echoID := workflow.NewID()
+		_, okm = ac.define(alice, echoID, ch, echoYAML)
+		if _, has := okResponse(t, okm)["webhook_secret"]; has {
+			t.Fatalf("a message workflow got a webhook secret: %s", okm.Message)
+		}
+
+		// A delivery: 202, the run stored before the answer, its fields
+		// reaching the step.
+		wc := tr.dial(t) // a connection that only watches
+		wc.authAs(bob, tr.host)
+		wc.subscribe("live", nostr.Filter{Kinds: []int{store.KindChatMessage}, Tags: map[string][]string{"h": {ch.String()}}})
+		m := accepted(hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", []byte(`{"service":"api"}`)))
+		eq(t, "workflow_id", m["workflow_id"], id.String())
+		eq(t, "status", m["status"], string(workflow.RunPending))
+		runID, _ := workflow.ParseID(m["run_id"])
+		run, err := st.Run(t.Context(), c, runID)
+		if err != nil {
+			t.Fatalf("the accepted run is not stored: %v", err)
+		}
+		eq(t, "trigger service", run.Trigger["service"], any("api"))
+		wc.waitFor("live", func(e *nostr.Event) bool { return e.Content == "deployed api" })
+
+		// Idempotency-Key: a retried delivery answers the first run.
+		first := accepted(hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "delivery-7", []byte(`{"service":"db"}`)))
+		retry := accepted(hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "delivery-7", []byte(`{"service":"db"}`)))
+		eq(t, "retried run", retry["run_id"], first["run_id"])
+		other := accepted(hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "delivery-8", nil))
+		if other["run_id"] == first["run_id"] {
+			t.Fatal("another key answered the same run")
+		}
+		runs, _, err := st.Runs(t.Context(), c, id, workflow.RunPage{})
+		if err != nil || len(runs) != 3 {
+			t.Fatalf("runs after 4 deliveries (one retried): %d, %v; want 3", len(runs), err)
+		}
+
+		// Every refusal is the same 404, byte for byte.
+		foreign := "other.example"
+		if _, _, err := st.EnsureCommunity(t.Context(), foreign); err != nil {
+			t.Fatal(err)
+		}
+		fid := workflow.NewID()
+		fc := tr.dialHost(t, foreign)
+		fc.authAs(alice, foreign)
+		fch := fc.createChannel(alice, "ops", store.VisibilityOpen)
+		_, okm = fc.define(alice, fid, fch, hookYAML)
+		fsecret := webhookSecretOf(t, okm)
+		disabledID := workflow.NewID()
+		_, okm = ac.define(alice, disabledID, ch, hookYAML+"enabled: false\n")
+		disabledSecret := webhookSecretOf(t, okm)
+		body := []byte(`{"service":"x"}`)
+		refusals := map[string]func() (int, []byte){
+			"random id":        func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, workflow.NewID().String(), secret, "", body) },
+			"malformed id":     func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, "not-a-uuid", secret, "", body) },
+			"wrong secret":     func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), fsecret, "", body) },
+			"no secret":        func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), "", "", body) },
+			"secret's prefix":  func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), secret[:32], "", body) },
+			"message trigger":  func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, echoID.String(), secret, "", body) },
+			"disabled":         func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, disabledID.String(), disabledSecret, "", body) },
+			"foreign id here":  func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, fid.String(), fsecret, "", body) },
+			"this id, foreign": func() (int, []byte) { return hookPost(t, tr.srv.URL, foreign, id.String(), secret, "", body) },
+			"random, foreign":  func() (int, []byte) { return hookPost(t, tr.srv.URL, foreign, workflow.NewID().String(), secret, "", body) },
+		}
+		for name, f := range refusals {
+			status, got := f()
+			if status != http.StatusNotFound || string(got) != webhookNotFoundBody {
+				t.Errorf("%s: %d %s, want 404 %s", name, status, got, webhookNotFoundBody)
+			}
+		}
+		// The foreign community's own delivery works on its own host.
+		accepted(hookPost(t, tr.srv.URL, foreign, fid.String(), fsecret, "", body))
+		// None of the refusals started a run.
+		runs, _, _ = st.Runs(t.Context(), c, id, workflow.RunPage{})
+		eq(t, "runs after refusals", len(runs), 3)
+		for _, wid := range []workflow.ID{echoID, disabledID} {
+			if runs, _, _ := st.Runs(t.Context(), c, wid, workflow.RunPage{}); len(runs) != 0 {
+				t.Errorf("workflow %s: %d runs after refused deliveries", wid, len(runs))
+			}
+		}
+
+		// Bad bodies and keys are refused whatever the id, before it is
+		// looked up.
+		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", []byte(`[1]`)); status != http.StatusBadRequest {
+			t.Errorf("array body: %d %s", status, got)
+		}
+		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", bytes.Repeat([]byte(" "), MaxHTTPBodyBytes+1)); status != http.StatusRequestEntityTooLarge {
+			t.Errorf("oversized body: %d %s", status, got)
+		}
+		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, strings.Repeat("k", MaxIdempotencyKeyBytes+1), nil); status != http.StatusBadRequest {
+			t.Errorf("oversized key: %d %s", status, got)
+		}
+
+		// Rotation: the owner only; the old secret stops working at once.
+		if status, got := wfCall(t, tr, bob, http.MethodPost, tr.host, WorkflowsPath+"/"+id.String()+"/webhook-secret"); status != http.StatusForbidden {
+			t.Errorf("rotation by a member: %d %s", status, got)
+		}
+		if status, got := wfCall(t, tr, alice, http.MethodPost, tr.host, WorkflowsPath+"/"+echoID.String()+"/webhook-secret"); status != http.StatusBadRequest {
+			t.Errorf("rotation of a message workflow: %d %s", status, got)
+		}
+		_, want := wfCall(t, tr, alice, http.MethodPost, foreign, WorkflowsPath+"/"+workflow.NewID().String()+"/webhook-secret")
+		if _, got := wfCall(t, tr, alice, http.MethodPost, foreign, WorkflowsPath+"/"+id.String()+"/webhook-secret"); !bytes.Equal(got, want) {
+			t.Errorf("rotation from another host: %s, want %s", got, want)
+		}
+		status, rb := wfCall(t, tr, alice, http.MethodPost, tr.host, WorkflowsPath+"/"+id.String()+"/webhook-secret")
+		var rot map[string]string
+		if status != http.StatusOK || json.Unmarshal(rb, &rot) != nil || len(rot["webhook_secret"]) != 64 || rot["webhook_secret"] == secret {
+			t.Fatalf("rotation: %d %s", status, rb)
+		}
+		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", nil); status != http.StatusNotFound || string(got) != webhookNotFoundBody {
+			t.Errorf("old secret after rotation: %d %s", status, got)
+		}
+		accepted(hookPost(t, tr.srv.URL, tr.host, id.String(), rot["webhook_secret"], "", nil))
+	})
+}
