@@ -143,16 +143,22 @@ func TestWebhooksOverHTTP(t *testing.T) {
 		disabledSecret := webhookSecretOf(t, okm)
 		body := []byte(`{"service":"x"}`)
 		refusals := map[string]func() (int, []byte){
-			"random id":        func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, workflow.NewID().String(), secret, "", body) },
-			"malformed id":     func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, "not-a-uuid", secret, "", body) },
-			"wrong secret":     func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), fsecret, "", body) },
-			"no secret":        func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), "", "", body) },
-			"secret's prefix":  func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), secret[:32], "", body) },
-			"message trigger":  func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, echoID.String(), secret, "", body) },
-			"disabled":         func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, disabledID.String(), disabledSecret, "", body) },
+			"random id": func() (int, []byte) {
+				return hookPost(t, tr.srv.URL, tr.host, workflow.NewID().String(), secret, "", body)
+			},
+			"malformed id":    func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, "not-a-uuid", secret, "", body) },
+			"wrong secret":    func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), fsecret, "", body) },
+			"no secret":       func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), "", "", body) },
+			"secret's prefix": func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, id.String(), secret[:32], "", body) },
+			"message trigger": func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, echoID.String(), secret, "", body) },
+			"disabled": func() (int, []byte) {
+				return hookPost(t, tr.srv.URL, tr.host, disabledID.String(), disabledSecret, "", body)
+			},
 			"foreign id here":  func() (int, []byte) { return hookPost(t, tr.srv.URL, tr.host, fid.String(), fsecret, "", body) },
 			"this id, foreign": func() (int, []byte) { return hookPost(t, tr.srv.URL, foreign, id.String(), secret, "", body) },
-			"random, foreign":  func() (int, []byte) { return hookPost(t, tr.srv.URL, foreign, workflow.NewID().String(), secret, "", body) },
+			"random, foreign": func() (int, []byte) {
+				return hookPost(t, tr.srv.URL, foreign, workflow.NewID().String(), secret, "", body)
+			},
 		}
 		for name, f := range refusals {
 			status, got := f()
