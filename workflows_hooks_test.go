@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
@@ -22,12 +23,13 @@ steps:
 `
 
 // hookPost delivers body to POST /hooks/{id} on host (secret and key
-// omitted when "").
+// omitted when ""); a transport failure is reported and answers 0.
 func hookPost(t *testing.T, url, host, id, secret, key string, body []byte) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+HooksPath+"/"+id, bytes.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err) // not Fatal: called from goroutines
+		return 0, nil
 	}
 	req.Host = host
 	req.Header.Set("Content-Type", "application/json")
@@ -39,7 +41,8 @@ func hookPost(t *testing.T, url, host, id, secret, key string, body []byte) (int
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return 0, nil
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -209,5 +212,50 @@ func TestWebhooksOverHTTP(t *testing.T) {
 			t.Errorf("old secret after rotation: %d %s", status, got)
 		}
 		accepted(hookPost(t, tr.srv.URL, tr.host, id.String(), rot["webhook_secret"], "", nil))
+	})
+}
+
+// TestWebhookIdempotencyRace: concurrent deliveries with one key yield one
+// run on both backends.
+func TestWebhookIdempotencyRace(t *testing.T) {
+	forBackends(t, func(t *testing.T, b store.Backend) {
+		st := b.(wfBackend)
+		tr := workflowRelay(t, st, newHookServer(t))
+		alice := newSigner(t)
+		ac := tr.dial(t)
+		ac.authAs(alice, tr.host)
+		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		id := workflow.NewID()
+		_, okm := ac.define(alice, id, ch, hookYAML)
+		secret := webhookSecretOf(t, okm)
+		const n = 8
+		ids := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				status, body := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "same-key", []byte(`{"service":"api"}`))
+				var m map[string]string
+				if status != http.StatusAccepted || json.Unmarshal(body, &m) != nil {
+					t.Errorf("delivery %d: %d %s", i, status, body)
+					return
+				}
+				ids[i] = m["run_id"]
+			}()
+		}
+		wg.Wait()
+		for i := range ids {
+			if ids[i] == "" || ids[i] != ids[0] {
+				t.Fatalf("run ids of concurrent deliveries with one key: %v", ids)
+			}
+		}
+		c, _, err := st.EnsureCommunity(t.Context(), tr.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs, _, err := st.Runs(t.Context(), c, id, workflow.RunPage{}); err != nil || len(runs) != 1 {
+			t.Fatalf("runs: %d, %v; want 1", len(runs), err)
+		}
 	})
 }
