@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/Masterminds/squirrel v1.5.4
+	github.com/adhocore/gronx v1.20.4
 	github.com/btcsuite/btcd/btcec/v2 v2.3.5
 	github.com/btcsuite/btcd/btcutil v1.1.6
 	github.com/dgraph-io/ristretto/v2 v2.4.2

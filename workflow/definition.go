@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -28,9 +29,7 @@ const (
 // TriggerKind is a trigger's "on" value.
 type TriggerKind string
 
-// The trigger kinds. Schedule triggers belong to the next engine issue:
-// Parse recognises them and refuses them with a clear error, so a Buzz
-// definition using one fails loudly instead of never firing.
+// The trigger kinds.
 const (
 	TriggerMessagePosted TriggerKind = "message_posted"
 	TriggerReactionAdded TriggerKind = "reaction_added"
@@ -43,6 +42,8 @@ type Trigger struct {
 	On     TriggerKind
 	Filter string // condition; "" = always
 	Emoji  string // reaction_added: exact emoji, "" = any
+	// Schedule is a schedule trigger's timing (zero for other kinds).
+	Schedule Schedule
 }
 
 // Step is one step of a definition. Action names the action; Fields holds
@@ -114,7 +115,12 @@ type ActionLookup interface {
 
 // Parse decodes a YAML definition and validates it against the actions
 // lookup knows. Every error is a *FieldError.
+// A schedule interval must be at least MinScheduleInterval.
 func Parse(src []byte, actions ActionLookup) (*Definition, error) {
+	return parseYAML(src, actions, MinScheduleInterval)
+}
+
+func parseYAML(src []byte, actions ActionLookup, minInterval time.Duration) (*Definition, error) {
 	if len(src) > MaxDefinitionBytes {
 		return nil, fieldErr("", "definition is larger than %d bytes", MaxDefinitionBytes)
 	}
@@ -135,7 +141,14 @@ func Parse(src []byte, actions ActionLookup) (*Definition, error) {
 	if err != nil {
 		return nil, fieldErr("", "cannot be represented as JSON: %v", err)
 	}
-	return decode(j, actions)
+	d, err := decode(j, actions)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkInterval(minInterval); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // DecodeJSON decodes a definition from its canonical JSON (as stored) and
@@ -282,11 +295,14 @@ func parseTrigger(f Fields) (Trigger, error) {
 			return Trigger{}, err
 		}
 	case TriggerSchedule:
-		return Trigger{}, fieldErr("on", "schedule triggers are not supported by this relay yet")
+		if t.Schedule, err = parseSchedule(f); err != nil {
+			return Trigger{}, err
+		}
+		return t, nil
 	case "diff_posted":
 		return Trigger{}, fieldErr("on", "diff_posted triggers are not supported by this relay")
 	default:
-		return Trigger{}, fieldErr("on", "unknown trigger %q (want message_posted, reaction_added or webhook)", on)
+		return Trigger{}, fieldErr("on", "unknown trigger %q (want message_posted, reaction_added, webhook or schedule)", on)
 	}
 	if t.Filter, err = f.String("filter", false); err != nil {
 		return Trigger{}, err
@@ -428,6 +444,16 @@ func (d *Definition) CanonicalJSON() []byte {
 	}
 	if d.Trigger.Emoji != "" {
 		trig["emoji"] = d.Trigger.Emoji
+	}
+	if s := d.Trigger.Schedule; d.Trigger.On == TriggerSchedule {
+		if s.Cron != "" {
+			trig["cron"] = s.Cron
+		} else {
+			trig["interval"] = int64(s.Interval / time.Second)
+		}
+		if s.TimeZone != "" {
+			trig["timezone"] = s.TimeZone
+		}
 	}
 	top := map[string]any{"name": d.Name, "trigger": trig, "steps": steps, "enabled": d.Enabled}
 	if d.Description != "" {

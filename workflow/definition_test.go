@@ -57,8 +57,17 @@ steps: [{id: a, action: delay, duration: 5}]`, "name"},
 trigger: {on: bogus}
 steps: [{id: a, action: delay, duration: 5}]`, "trigger.on"},
 		{`name: x
-trigger: {on: schedule, cron: "* * * * *"}
-steps: [{id: a, action: delay, duration: 5}]`, "trigger.on"},
+trigger: {on: schedule, cron: "61 * * * *"}
+steps: [{id: a, action: delay, duration: 5}]`, "trigger.cron"},
+		{`name: x
+trigger: {on: schedule, interval: 30s}
+steps: [{id: a, action: delay, duration: 5}]`, "trigger.interval"},
+		{`name: x
+trigger: {on: schedule, cron: "* * * * *", interval: 5m}
+steps: [{id: a, action: delay, duration: 5}]`, "trigger"},
+		{`name: x
+trigger: {on: schedule, cron: "* * * * *", timezone: Mars/Olympus}
+steps: [{id: a, action: delay, duration: 5}]`, "trigger.timezone"},
 		{`name: x
 trigger: {on: webhook}
 steps: [{id: "bad id", action: delay, duration: 5}]`, "steps[0].id"},

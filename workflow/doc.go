@@ -31,6 +31,11 @@
 //     lease, heartbeat while they execute, and a run whose pod died is
 //     taken over once its lease lapses. Every background loop is supervised
 //     (a panic is logged and the loop restarted) and reported by Health.
+//   - Schedules (Schedule, ScheduleStore, Engine.ScheduleTick): schedule
+//     triggers (cron via github.com/adhocore/gronx, or an interval) fire
+//     the latest slot at or before now of each due schedule, claimed once
+//     across engines by a row in scheduled_workflow_fires written in the
+//     same transaction as the pending run.
 //   - Actions: an interface and a registry (WithAction) so an embedder adds
 //     its own. Built in: send_message, add_reaction, set_channel_topic,
 //     delay, send_dm and call_webhook (the last two through the DMSealer and

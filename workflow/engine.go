@@ -145,7 +145,11 @@ func (e *Engine) WorkerName() string { return e.cfg.worker }
 
 // Parse parses and validates a YAML definition against the engine's
 // actions. Errors are *FieldError.
-func (e *Engine) Parse(src []byte) (*Definition, error) { return Parse(src, e.reg) }
+// A schedule interval must be at least MinScheduleInterval (or what
+// WithMinScheduleInterval set).
+func (e *Engine) Parse(src []byte) (*Definition, error) {
+	return parseYAML(src, e.reg, e.cfg.minInterval)
+}
 
 // DefineRequest is a definition published by an author (kind 30620).
 type DefineRequest struct {
@@ -286,9 +290,10 @@ const (
 	LoopEvents    = "events"
 	LoopDispatch  = "dispatch"
 	LoopHeartbeat = "heartbeat"
+	LoopSchedule  = "schedule"
 )
 
-var loopNames = []string{LoopEvents, LoopDispatch, LoopHeartbeat}
+var loopNames = []string{LoopEvents, LoopDispatch, LoopHeartbeat, LoopSchedule}
 
 // LoopHealth is the state of one background loop.
 type LoopHealth struct {
@@ -365,6 +370,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		LoopEvents:    e.eventsLoop,
 		LoopDispatch:  e.dispatchLoop,
 		LoopHeartbeat: e.heartbeatLoop,
+		LoopSchedule:  e.scheduleLoop,
 	} {
 		wg.Add(1)
 		go func() {

@@ -19,6 +19,8 @@ type config struct {
 	maxDelay    time.Duration
 	maxAttempts int64
 	worker      string
+	minInterval time.Duration
+	schedTick   time.Duration
 	authority   Authority
 	topics      TopicSetter
 	dms         DMSealer
@@ -36,6 +38,8 @@ func defaultConfig() config {
 		cacheTTL:    10 * time.Second,
 		maxDelay:    7 * 24 * time.Hour,
 		maxAttempts: 10,
+		minInterval: MinScheduleInterval,
+		schedTick:   time.Second,
 		worker:      host + "-" + strconv.Itoa(os.Getpid()) + "-" + NewID().String()[:8],
 	}
 }
@@ -184,6 +188,31 @@ func WithAction(a Action) Option {
 			return errors.New("workflow: action without a name")
 		}
 		c.actions = append(c.actions, a)
+		return nil
+	}
+}
+
+// WithMinScheduleInterval lowers the smallest interval a schedule trigger
+// may use below MinScheduleInterval (60 s). It is for tests only: a
+// production relay keeps Buzz's floor.
+func WithMinScheduleInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second || d > MinScheduleInterval || d%time.Second != 0 {
+			return fmt.Errorf("workflow: minimum schedule interval %s must be whole seconds between 1s and %s", d, MinScheduleInterval)
+		}
+		c.minInterval = d
+		return nil
+	}
+}
+
+// WithScheduleTick sets how often the scheduler looks for due schedules
+// (default 1 s; one indexed query per tick when nothing is due).
+func WithScheduleTick(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond || d > time.Minute {
+			return fmt.Errorf("workflow: schedule tick %s must be between 10ms and 1m", d)
+		}
+		c.schedTick = d
 		return nil
 	}
 }

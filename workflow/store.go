@@ -278,6 +278,9 @@ type Store interface {
 	BeginEffect(ctx context.Context, l Lease, key string, intent []byte) (e Effect, created bool, err error)
 	// FinishEffect marks effect key done with its result.
 	FinishEffect(ctx context.Context, l Lease, key string, result []byte) error
+
+	// ScheduleStore: schedule triggers' next fire times and fire claims.
+	ScheduleStore
 }
 
 // MarshalTrace and UnmarshalTrace are the stored form of a trace (a JSON

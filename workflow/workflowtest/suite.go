@@ -35,6 +35,9 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Effects", func(t *testing.T) { testEffects(t, open(t)) })
 	t.Run("ConcurrentClaims", func(t *testing.T) { testConcurrentClaims(t, open(t)) })
 	t.Run("DeleteCascades", func(t *testing.T) { testDeleteCascades(t, open(t)) })
+	t.Run("ScheduleLifecycle", func(t *testing.T) { testScheduleLifecycle(t, open(t)) })
+	t.Run("ScheduleClaimOnce", func(t *testing.T) { testScheduleClaimOnce(t, open(t)) })
+	t.Run("SchedulePrune", func(t *testing.T) { testSchedulePrune(t, open(t)) })
 }
 
 // Community returns the community of host, creating it.
