@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/conformance/trace"
 
 	"github.com/buzzrelay/buzz/ingest"
@@ -246,7 +247,7 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 	}
 	// A webhook workflow's secret is created once and shown once (see
 	// workflows_hooks.go).
-	secret, created, err := h.engine.EnsureWebhookSecret(ctx, c, wf)
+	secret, created, err := h.engine.EnsureWebhookSecret(audit.WithActor(ctx, ev.PubKey), c, wf)
 	if err != nil && !errors.Is(err, workflow.ErrNoWebhookSecrets) {
 		h.r.log.ErrorContext(ctx, "buzz: webhook secret", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false

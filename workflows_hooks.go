@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -128,7 +129,7 @@ func (r *Relay) serveWebhookRotate(w http.ResponseWriter, req *http.Request, tc 
 		apiError(w, http.StatusForbidden, "restricted", msgWebhookNotOwner)
 		return
 	}
-	secret, err := r.wf.engine.RotateWebhookSecret(req.Context(), tc.Community(), wf.ID)
+	secret, err := r.wf.engine.RotateWebhookSecret(audit.WithActor(req.Context(), pk), tc.Community(), wf.ID)
 	switch {
 	case err == nil:
 	case errors.Is(err, workflow.ErrNotFound):

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -25,11 +26,25 @@ type WebhookSecretStore interface {
 	// SetWebhookSecret stores hash as workflow id's secret hash. With
 	// replace false it is stored only when the workflow has none yet; set
 	// reports whether it was stored. ErrNotFound when the workflow does
-	// not exist in c.
+	// not exist in c. A stored hash appends WebhookSecretAudit to c's
+	// audit chain in the same transaction.
 	SetWebhookSecret(ctx context.Context, c tenant.CommunityID, id ID, hash [32]byte, replace bool) (set bool, err error)
 	// WebhookSecret returns the stored hash; ok is false when the workflow
 	// has none. ErrNotFound when the workflow does not exist in c.
 	WebhookSecret(ctx context.Context, c tenant.CommunityID, id ID) (hash [32]byte, ok bool, err error)
+}
+
+// AuditWebhookSecret is the audit action of a stored webhook secret
+// (object: the workflow id; detail: whether it replaced one). The secret
+// and its hash are never in the chain.
+const AuditWebhookSecret audit.Action = "workflow_webhook_secret"
+
+// WebhookSecretAudit is the record a WebhookSecretStore appends, in the
+// transaction of the change, when SetWebhookSecret stores a hash; the
+// actor comes from ctx (audit.WithActor).
+func WebhookSecretAudit(ctx context.Context, id ID, replaced bool) audit.Record {
+	return audit.Record{Action: AuditWebhookSecret, Actor: audit.ActorFrom(ctx), Object: id.String(),
+		Detail: map[string]any{"rotated": replaced}}
 }
 
 // ErrNoWebhookSecrets: the engine's store does not implement

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -17,7 +18,7 @@ func (s *Store) SetWebhookSecret(ctx context.Context, c tenant.CommunityID, id w
 	if c.IsZero() {
 		return false, workflow.ErrNotFound
 	}
-	n, err := s.execCount(ctx, c,
+	n, err := s.execCountAudited(ctx, c, func(int64) audit.Record { return workflow.WebhookSecretAudit(ctx, id, replace) },
 		`UPDATE workflows SET webhook_secret_hash = $3 WHERE community_id = $1 AND id = $2 AND ($4 OR webhook_secret_hash IS NULL)`,
 		c.UUID(), [16]byte(id), hash[:], replace)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -17,7 +18,7 @@ func (s *Store) SetWebhookSecret(ctx context.Context, c tenant.CommunityID, id w
 	if err != nil {
 		return false, err
 	}
-	n, err := s.writeCount(ctx, "set webhook secret", []string{
+	n, err := s.writeCountAudited(ctx, "set webhook secret", c, cseq, func(int64) audit.Record { return workflow.WebhookSecretAudit(ctx, id, replace) }, []string{
 		`UPDATE workflows SET webhook_secret_hash = ?3 WHERE community = ?1 AND id = ?2 AND (?4 OR webhook_secret_hash IS NULL)`,
 	}, cseq, id[:], hash[:], replace)
 	if err != nil {

@@ -3,21 +3,30 @@ package workflowtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/workflow"
 )
 
-// WebhookBackend is a workflow store that keeps webhook secrets.
+// WebhookBackend is a workflow store that keeps webhook secrets (and
+// audit chains).
 type WebhookBackend interface {
 	Backend
 	workflow.WebhookSecretStore
+	store.AuditLog
 }
 
 // RunWebhooks checks webhook secrets (set once unless replaced, scoped by
 // community, kept by a redefinition, gone with the workflow) and that a
 // delivery's idempotency key yields one run per (community, workflow).
+// Every stored secret appends an audit entry (never the hash); a refused
+// set appends none.
 func RunWebhooks(t *testing.T, open func(t *testing.T) WebhookBackend) {
+	t.Run("Audit", func(t *testing.T) { testWebhookAudit(t, open(t)) })
 	ctx := context.Background()
 	b := open(t)
 	c, other := Community(t, b, "hooks.example"), Community(t, b, "hooks-other.example")
@@ -99,5 +108,42 @@ func RunWebhooks(t *testing.T, open func(t *testing.T) WebhookBackend) {
 	put(t, b, c, workflow.PutWorkflow{ID: id, Channel: ch, Owner: owner, Definition: def})
 	if _, ok, err := b.WebhookSecret(ctx, c, id); err != nil || ok {
 		t.Fatalf("secret of a recreated workflow: ok %v, %v", ok, err)
+	}
+}
+
+func testWebhookAudit(t *testing.T, b WebhookBackend) {
+	ctx := context.Background()
+	c := Community(t, b, "hooks-audit.example")
+	owner, rotator, ch := Hex32(), Hex32(), ChannelID()
+	id := workflow.NewID()
+	put(t, b, c, workflow.PutWorkflow{ID: id, Channel: ch, Owner: owner, Definition: Definition(t, "hook", workflow.TriggerWebhook)})
+	h := workflow.WebhookSecretHash("s")
+	if set, err := b.SetWebhookSecret(audit.WithActor(ctx, owner), c, id, h, false); err != nil || !set {
+		t.Fatalf("set: %v %v", set, err)
+	}
+	if set, err := b.SetWebhookSecret(audit.WithActor(ctx, owner), c, id, h, false); err != nil || set {
+		t.Fatalf("refused set: %v %v", set, err)
+	}
+	if set, err := b.SetWebhookSecret(audit.WithActor(ctx, rotator), c, id, h, true); err != nil || !set {
+		t.Fatalf("rotation: %v %v", set, err)
+	}
+	es, err := b.AuditEntries(ctx, c, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 3 || es[0].Action != workflow.AuditCreated ||
+		es[1].Action != workflow.AuditWebhookSecret || es[1].Actor != owner ||
+		es[2].Action != workflow.AuditWebhookSecret || es[2].Actor != rotator {
+		t.Fatalf("audit entries %+v, want created, then two webhook_secret entries by owner and rotator", es)
+	}
+	var v audit.Verifier
+	for _, e := range es {
+		if !v.Add(e) {
+			seq, why := v.Broken()
+			t.Fatalf("chain broken at %d: %s", seq, why)
+		}
+		if d := string(e.Detail); strings.Contains(d, fmt.Sprintf("%x", h[:])) {
+			t.Fatalf("entry %d carries the secret's hash: %s", e.Seq, d)
+		}
 	}
 }
