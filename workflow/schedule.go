@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/adhocore/gronx"
@@ -226,8 +227,13 @@ type ScheduledFire struct {
 	Run  ID
 }
 
-// scheduleBatch is how many due schedules one tick handles per query.
-const scheduleBatch = 256
+// scheduleBatch is how many due schedules one tick handles per query, and
+// scheduleWorkers how many of them it fires at once (many schedules share
+// popular instants such as the top of the hour).
+const (
+	scheduleBatch   = 256
+	scheduleWorkers = 8
+)
 
 // scheduleLoop ticks the scheduler until ctx ends.
 func (e *Engine) scheduleLoop(ctx context.Context) error {
@@ -257,20 +263,47 @@ func (e *Engine) ScheduleTick(ctx context.Context) (int, error) {
 		if err != nil {
 			return fired, err
 		}
-		progress := false
+		var (
+			mu       sync.Mutex
+			wg       sync.WaitGroup
+			progress bool
+			panicked any
+			sem      = make(chan struct{}, scheduleWorkers)
+		)
 		for _, d := range due {
-			adv, ok, err := e.fireSchedule(ctx, now, d)
-			if err != nil {
-				if ctx.Err() != nil {
-					return fired, ctx.Err()
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() {
+					if p := recover(); p != nil {
+						mu.Lock()
+						panicked = p
+						mu.Unlock()
+					}
+					<-sem
+					wg.Done()
+				}()
+				adv, ok, err := e.fireSchedule(ctx, now, d)
+				if err != nil {
+					if ctx.Err() == nil {
+						e.log.Error("workflow: schedule", "community", d.Community.String(), "workflow", d.Workflow.String(), "err", err)
+					}
+					return
 				}
-				e.log.Error("workflow: schedule", "community", d.Community.String(), "workflow", d.Workflow.String(), "err", err)
-				continue
-			}
-			progress = progress || adv
-			if ok {
-				fired++
-			}
+				mu.Lock()
+				defer mu.Unlock()
+				progress = progress || adv
+				if ok {
+					fired++
+				}
+			}()
+		}
+		wg.Wait()
+		if panicked != nil {
+			panic(panicked) // on the loop's goroutine: the supervisor restarts it
+		}
+		if err := ctx.Err(); err != nil {
+			return fired, err
 		}
 		if len(due) < scheduleBatch || !progress {
 			break

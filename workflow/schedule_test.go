@@ -3,8 +3,10 @@ package workflow_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,6 +244,62 @@ func TestScheduleNoSlotBeforeDefinition(t *testing.T) {
 		rs, _, _ := b.Runs(ctx, c, wf.ID, workflow.RunPage{})
 		if len(rs) != 1 {
 			t.Fatalf("runs: %d", len(rs))
+		}
+	})
+}
+
+// panicOnce panics in its first DueSchedules call.
+type panicOnce struct {
+	workflowtest.Backend
+	calls atomic.Int32
+}
+
+func (p *panicOnce) DueSchedules(ctx context.Context, now time.Time, max int) ([]workflow.DueSchedule, error) {
+	if p.calls.Add(1) == 1 {
+		panic("scheduler exploded")
+	}
+	return p.Backend.DueSchedules(ctx, now, max)
+}
+
+// TestScheduleLoopSupervised: the scheduler is an engine loop; a panic in
+// it is recovered, shown by Health, and the loop restarted, after which it
+// fires.
+func TestScheduleLoopSupervised(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
+		b := &panicOnce{Backend: open(t)}
+		ctx, cancel := context.WithCancel(context.Background())
+		c := workflowtest.Community(t, b, "supervised.example")
+		clock := &testClock{t: time.Now()}
+		e, err := workflow.New(b, nopSource{}, nopPub{}, workflow.WithAuthority(allMembers{}),
+			workflow.WithScheduleTick(20*time.Millisecond), workflow.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetClock(clock.now)
+		wf, err := e.Define(ctx, c, workflow.DefineRequest{ID: workflow.NewID(), Channel: workflowtest.ChannelID(), Author: workflowtest.Hex32(),
+			YAML: []byte("name: s\ntrigger: {on: schedule, interval: 1m}\nsteps: [{id: a, action: send_message, text: hi}]")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.set(time.Now().UTC().Truncate(time.Minute).Add(2*time.Minute + time.Second))
+		done := make(chan struct{})
+		go func() { defer close(done); _ = e.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		eventually(t, func() bool {
+			rs, _, _ := b.Runs(ctx, c, wf.ID, workflow.RunPage{})
+			return len(rs) == 1
+		}, "a scheduled run after the scheduler's panic")
+		var l workflow.LoopHealth
+		for _, h := range e.Health().Loops {
+			if h.Name == workflow.LoopSchedule {
+				l = h
+			}
+		}
+		if l.Restarts != 1 || !strings.Contains(l.LastError, "scheduler exploded") || !l.Running {
+			t.Fatalf("schedule loop health %+v", l)
+		}
+		if err := e.Check(); err != nil {
+			t.Fatalf("Check after recovery: %v", err)
 		}
 	})
 }
