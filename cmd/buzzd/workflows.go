@@ -29,10 +29,14 @@ type WorkflowConfig struct {
 	// WebhookAllow are ranges call_webhook may reach although the SSRF
 	// guard refuses them (internal receivers an operator trusts).
 	WebhookAllow []netip.Prefix
+	// MinScheduleInterval is the smallest schedule interval a definition
+	// may use: Buzz's 60 s; lower only in tests.
+	MinScheduleInterval time.Duration
 }
 
 func defaultWorkflowConfig() WorkflowConfig {
-	return WorkflowConfig{Enabled: true, Lease: 30 * time.Second, Concurrency: 16, Poll: time.Second}
+	return WorkflowConfig{Enabled: true, Lease: 30 * time.Second, Concurrency: 16, Poll: time.Second,
+		MinScheduleInterval: workflow.MinScheduleInterval}
 }
 
 func workflowSettings() []setting {
@@ -87,6 +91,16 @@ func workflowSettings() []setting {
 				}
 				return nil
 			}},
+		{env: "BUZZ_WORKFLOW_MIN_SCHEDULE_INTERVAL", flag: "workflow-min-schedule-interval", def: fmtDuration(d.MinScheduleInterval),
+			usage: "FOR TESTS ONLY: the smallest interval a schedule trigger may use (whole seconds, 1s-60s); production keeps Buzz's 60s",
+			apply: func(c *Config, v string) error {
+				m, err := parsePositiveDuration(v)
+				if err == nil && (m < time.Second || m > workflow.MinScheduleInterval || m%time.Second != 0) {
+					err = errors.New("want whole seconds from 1s to 60s")
+				}
+				c.Workflows.MinScheduleInterval = m
+				return err
+			}},
 	}
 }
 
@@ -118,6 +132,7 @@ func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]
 		workflow.WithLease(cfg.Workflows.Lease, 0),
 		workflow.WithConcurrency(cfg.Workflows.Concurrency),
 		workflow.WithPollInterval(cfg.Workflows.Poll),
+		workflow.WithMinScheduleInterval(cfg.Workflows.MinScheduleInterval),
 	}
 	if cfg.Cluster.PodName != "" {
 		opts = append(opts, workflow.WithWorkerName(cfg.Cluster.PodName))
