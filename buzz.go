@@ -188,6 +188,7 @@ func New(opts ...Option) (*Relay, error) {
 	r.registerHTTPAPI()
 	r.registerWorkflowAPI()
 	r.registerWebhooks()
+	r.registerApprovalPage()
 	r.registerModerationHTTP()
 	r.registerNIP05()
 	// Idle connections are cheap: the read buffer is small (a larger

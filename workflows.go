@@ -185,6 +185,8 @@ func (r *Relay) workflowCommands() map[int]ingest.CommandFunc {
 	m := map[int]ingest.CommandFunc{
 		workflow.KindDefinition:    r.wf.define,
 		workflow.KindManualTrigger: r.wf.trigger,
+		workflow.KindApprovalGrant: r.wf.decide,
+		workflow.KindApprovalDeny:  r.wf.decide,
 	}
 	refuse := func(context.Context, ingest.Submission) (ingest.Outcome, bool) {
 		return ingest.Outcome{Message: msgWorkflowStatus}, false

@@ -89,7 +89,7 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...Option
 		t.Fatal(err)
 	}
 	tr := backendRelay(t, st, append([]Option{WithRelayKey(testMaster), WithHTTPAPI(apiV), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
-		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h),
+		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h),
 			workflow.WithWebhookCaller(caller), workflow.WithPollInterval(20*time.Millisecond),
 			workflow.WithLogger(quietLogger()))
 	})}, extra...)...)

@@ -102,8 +102,17 @@ const (
 	CodeDefinitionChanged = "definition_changed"
 )
 
-// errParked carries a delay's resume time out of Action.Run.
-type errParked struct{ until time.Time }
+// errParked carries a delay's resume time out of Action.Run (status,
+// when set, is the run's status while parked).
+type errParked struct {
+	until  time.Time
+	status RunStatus
+}
+
+// errCancelled ends the run as cancelled from inside a step.
+type errCancelled struct{ code, msg string }
+
+func (e *errCancelled) Error() string { return "workflow: run cancelled: " + e.code + ": " + e.msg }
 
 func (e *errParked) Error() string {
 	return "workflow: run parked until " + e.until.Format(time.RFC3339)
@@ -177,6 +186,19 @@ func (x *StepContext) IdempotencyKey() string {
 // (a durable delay): the run's lease is released and whichever worker
 // claims it after t runs this step again.
 func (x *StepContext) ParkUntil(t time.Time) error { return &errParked{until: t} }
+
+// WaitForApproval is ParkUntil for a run waiting for a human decision:
+// the run's status is waiting_approval while parked, and a decision
+// (ApprovalStore.DecideApproval) makes it claimable before t.
+func (x *StepContext) WaitForApproval(t time.Time) error {
+	return &errParked{until: t, status: RunWaitingApproval}
+}
+
+// Cancel returns the error an action returns to end the run as cancelled
+// with an error code (e.g. CodeApprovalDenied).
+func (x *StepContext) Cancel(code, format string, args ...any) error {
+	return &errCancelled{code: code, msg: fmt.Sprintf(format, args...)}
+}
 
 // Now is the engine's clock.
 func (x *StepContext) Now() time.Time { return x.e.now() }

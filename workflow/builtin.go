@@ -27,8 +27,12 @@ const (
 const maxMessageBytes = 64 << 10
 
 func builtinActions(cfg *config) []Action {
-	as := []Action{sendMessage{}, addReaction{}, delay{max: cfg.maxDelay},
-		unavailable{ActionRequestApproval, "request_approval is not supported by this relay yet"}}
+	as := []Action{sendMessage{}, addReaction{}, delay{max: cfg.maxDelay}}
+	if cfg.approvals != nil {
+		as = append(as, requestApproval{st: cfg.approvals, links: cfg.links, dms: cfg.dms, max: cfg.maxDelay})
+	} else {
+		as = append(as, unavailable{ActionRequestApproval, "request_approval needs a store that keeps approvals"})
+	}
 	if cfg.topics != nil {
 		as = append(as, setTopic{cfg.topics})
 	} else {

@@ -113,6 +113,7 @@ func New(st Store, src EventSource, pub Publisher, opts ...Option) (*Engine, err
 	if cfg.heartbeat == 0 {
 		cfg.heartbeat = cfg.leaseTTL / 3
 	}
+	cfg.approvals, _ = st.(ApprovalStore)
 	reg, err := NewRegistry(builtinActions(&cfg)...)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,8 @@ type config struct {
 	topics      TopicSetter
 	dms         DMSealer
 	webhooks    WebhookCaller
+	approvals   ApprovalStore  // the Store, when it implements ApprovalStore
+	links       ApprovalLinker // WithApprovalLinks
 	actions     []Action
 }
 
@@ -177,6 +179,18 @@ func WithWebhookCaller(w WebhookCaller) Option {
 			return errors.New("workflow: nil webhook caller")
 		}
 		c.webhooks = w
+		return nil
+	}
+}
+
+// WithApprovalLinks makes request_approval send links to the approval
+// page (l builds them) rather than bare tokens.
+func WithApprovalLinks(l ApprovalLinker) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("workflow: WithApprovalLinks(nil)")
+		}
+		c.links = l
 		return nil
 	}
 }

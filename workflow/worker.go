@@ -178,6 +178,9 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 			st.steps[t.StepID] = map[string]any{"output": orEmpty(t.Output)}
 		}
 	}
+	if run.Status == RunWaitingApproval {
+		st.run.Status = RunRunning // saved with the step's progress
+	}
 	if run.Status == RunPending {
 		st.status(ctx, KindRunTriggered, "triggered", "", nil)
 		st.run.Status = RunRunning
@@ -218,10 +221,16 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 		}
 		st.status(ctx, KindStepStarted, "step_started", step.ID, nil)
 		out, err := st.runStep(ctx, step, vars)
-		var park *errParked
+		var (
+			park   *errParked
+			cancel *errCancelled
+		)
 		switch {
 		case errors.As(err, &park):
 			st.run.CurrentStep = i
+			if park.status != "" {
+				st.run.Status = park.status
+			}
 			if err := st.save(ctx, park.until); err != nil {
 				return err
 			}
@@ -231,6 +240,11 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 			return nil
 		case errors.Is(err, ErrLeaseLost):
 			return err
+		case errors.As(err, &cancel):
+			trace.Status, trace.FinishedAt, trace.ErrorCode, trace.Error = StepFailed, e.now(), cancel.code, cancel.msg
+			st.run.Trace = append(st.run.Trace, trace)
+			st.run.CurrentStep = i
+			return st.finish(ctx, RunCancelled, cancel.code, cancel.msg, "")
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:

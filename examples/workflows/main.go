@@ -92,9 +92,10 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(),
 		buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
 			return workflow.New(st, h, h,
-				workflow.WithAuthority(st),  // who may own and run workflows
-				workflow.WithTopicSetter(h), // set_channel_topic
-				workflow.WithDMSealer(h),    // send_dm (NIP-17)
+				workflow.WithAuthority(st),    // who may own and run workflows
+				workflow.WithTopicSetter(h),   // set_channel_topic
+				workflow.WithDMSealer(h),      // send_dm (NIP-17)
+				workflow.WithApprovalLinks(h), // request_approval links to /approvals/{token}
 				workflow.WithWebhookCaller(webhooks),
 				workflow.WithAction(shout{}))
 		}))

@@ -556,8 +556,12 @@ WHERE community_id = $1 AND id = $2`, l.Community.UUID(), [16]byte(l.Run), strin
 		case u.Status.Terminal():
 			_, err = tx.Exec(ctx, `DELETE FROM workflow_run_queue WHERE community_id = $1 AND run_id = $2`, l.Community.UUID(), [16]byte(l.Run))
 		case resume != nil:
-			_, err = tx.Exec(ctx, `UPDATE workflow_run_queue SET available_at = $3, lease_owner = NULL, lease_expires_at = NULL
-WHERE community_id = $1 AND run_id = $2`, l.Community.UUID(), [16]byte(l.Run), *resume)
+			// A run waiting for an approval decided meanwhile stays
+			// claimable at once (DecideApproval locks this row first).
+			_, err = tx.Exec(ctx, `UPDATE workflow_run_queue SET available_at = CASE WHEN EXISTS (SELECT 1 FROM workflow_approvals a
+        WHERE a.community_id = $1 AND a.run_id = $2 AND a.step_index = $4 AND a.status <> 'pending') THEN now() ELSE $3 END,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE community_id = $1 AND run_id = $2`, l.Community.UUID(), [16]byte(l.Run), *resume, u.CurrentStep)
 		}
 		return err
 	})

@@ -243,6 +243,7 @@ func (s *Store) DeleteWorkflow(ctx context.Context, c tenant.CommunityID, id wor
 		`DELETE FROM workflows WHERE community = ?1 AND id = ?2`,
 		`DELETE FROM workflow_effects WHERE community = ?1 AND run IN (SELECT id FROM workflow_runs WHERE community = ?1 AND workflow = ?2)`,
 		`DELETE FROM workflow_run_queue WHERE community = ?1 AND run IN (SELECT id FROM workflow_runs WHERE community = ?1 AND workflow = ?2)`,
+		`DELETE FROM workflow_approvals WHERE community = ?1 AND workflow = ?2`,
 		`DELETE FROM workflow_runs WHERE community = ?1 AND workflow = ?2`,
 	}, cseq, id[:])
 	if err != nil {
@@ -609,8 +610,12 @@ WHERE community = ? AND id = ?`, string(u.Status), u.CurrentStep, string(trace),
 		case u.Status.Terminal():
 			_, err = w.conn.ExecContext(w.ctx, `DELETE FROM workflow_run_queue WHERE community = ? AND run = ?`, cseq, l.Run[:])
 		case resume.Valid:
-			_, err = w.conn.ExecContext(w.ctx, `UPDATE workflow_run_queue SET available_at = ?, lease_owner = NULL, lease_expires_at = NULL
-WHERE community = ? AND run = ?`, resume.Int64, cseq, l.Run[:])
+			// A run waiting for an approval decided meanwhile stays
+			// claimable at once.
+			_, err = w.conn.ExecContext(w.ctx, `UPDATE workflow_run_queue SET available_at = CASE WHEN EXISTS (SELECT 1 FROM workflow_approvals a
+        WHERE a.community = ?2 AND a.run = ?3 AND a.step_index = ?4 AND a.status <> 'pending') THEN ?5 ELSE ?1 END,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE community = ?2 AND run = ?3`, resume.Int64, cseq, l.Run[:], u.CurrentStep, now)
 		}
 		if err != nil {
 			return internal("update run", err)
