@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -300,6 +301,55 @@ func TestScheduleLoopSupervised(t *testing.T) {
 		}
 		if err := e.Check(); err != nil {
 			t.Fatalf("Check after recovery: %v", err)
+		}
+	})
+}
+
+// FuzzSchedule: any schedule trigger parses or is refused with a field
+// error, never a panic; what parses survives its canonical JSON, and its
+// slots are ordered around any instant (latest ≤ t < next).
+func FuzzSchedule(f *testing.F) {
+	f.Add("*/5 * * * *", "", "", int64(1780000000))
+	f.Add("0 0 12 * * 1-5 2030", "Europe/Berlin", "", int64(1780000000))
+	f.Add("30 2 * * *", "America/New_York", "", int64(1772953200)) // a DST change
+	f.Add("", "", "90s", int64(-5))
+	f.Add("", "", "86400", int64(0))
+	f.Add("0 0 31 2 *", "", "", int64(1780000000))
+	e, err := workflow.New(nopStore{}, nopSource{}, nopPub{}, workflow.WithAuthority(allMembers{}), workflow.WithMinScheduleInterval(time.Second))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cron, tz, interval string, unix int64) {
+		trig := `{on: schedule`
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		if cron != "" {
+			trig += ", cron: " + q(cron)
+		}
+		if tz != "" {
+			trig += ", timezone: " + q(tz)
+		}
+		if interval != "" {
+			trig += ", interval: " + q(interval)
+		}
+		src := "name: s\ntrigger: " + trig + "}\nsteps: [{id: a, action: send_message, text: hi}]"
+		d, err := e.Parse([]byte(src))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "trigger") && !strings.HasPrefix(err.Error(), "not valid YAML") {
+				t.Fatalf("error names no trigger field: %v", err)
+			}
+			return
+		}
+		d2, err := workflow.DecodeJSON(d.CanonicalJSON(), e.Actions())
+		if err != nil || d2.Hash() != d.Hash() {
+			t.Fatalf("canonical round trip: %v\n%s", err, d.CanonicalJSON())
+		}
+		at := time.Unix(unix%(1<<33), 0).UTC()
+		s := d.Trigger.Schedule
+		if l, ok := s.Latest(at); ok && l.After(at) {
+			t.Fatalf("latest slot %v after %v", l, at)
+		}
+		if n, ok := s.Next(at); ok && !n.After(at) {
+			t.Fatalf("next slot %v not after %v", n, at)
 		}
 	})
 }
