@@ -347,9 +347,18 @@ func (st *runState) failStep(ctx context.Context, i int, t StepTrace) error {
 
 // finish ends the run and publishes its final status event (after the
 // step-completed event of completedStep, when one is named).
+//
+// The final save is not cancelled with the run's context: saving removes
+// the lease, and a heartbeat that renews in that instant finds the lease
+// gone and cancels the run — while the save it raced may already have
+// committed. A cancelled save would then report failure for a finished run
+// and its status events would never be published. The lease token fences
+// the save against an execution that really lost its run.
 func (st *runState) finish(ctx context.Context, status RunStatus, code, msg string, completedStep string) error {
 	st.run.Status, st.run.ErrorCode, st.run.Error = status, code, msg
-	if err := st.save(ctx, time.Time{}); err != nil {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := st.save(sctx, time.Time{}); err != nil {
 		return err
 	}
 	if completedStep != "" {
