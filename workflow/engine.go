@@ -86,8 +86,16 @@ type cacheKey struct {
 }
 
 type cacheEntry struct {
-	wfs     []Workflow
+	wfs     []triggerable
 	expires time.Time
+}
+
+// triggerable is an active workflow with its trigger filter compiled once,
+// when the workflow is loaded, rather than looked up for every event.
+type triggerable struct {
+	Workflow
+	filter    *condProgram // nil when the trigger has no filter
+	filterErr error        // the filter does not compile: never matches
 }
 
 type heldRun struct {
@@ -453,7 +461,7 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 	// (conditionTimeout); each is also cost-limited.
 	var act interpreter.Activation
 	for i := range wfs {
-		if wfs[i].Definition.Trigger.Filter != "" {
+		if wfs[i].filter != nil {
 			if act, err = interpreter.NewActivation(scope(vars, nil)); err != nil {
 				return fmt.Errorf("workflow: trigger variables: %w", err)
 			}
@@ -469,12 +477,11 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 		if on == TriggerReactionAdded && t.Emoji != "" && t.Emoji != ev.Content {
 			continue
 		}
-		if t.Filter != "" {
-			prg, err := e.conds.get(t.Filter)
-			if err != nil {
-				continue
-			}
-			match, err := evalConditionIn(fctx, prg, act)
+		if wf.filterErr != nil {
+			continue
+		}
+		if wf.filter != nil {
+			match, err := evalConditionIn(fctx, wf.filter, act)
 			if err != nil {
 				e.log.Debug("workflow: trigger filter failed", "workflow", wf.ID, "err", err)
 				continue
@@ -557,7 +564,7 @@ func eventTrigger(ev *nostr.Event, ch store.ChannelID) map[string]any {
 }
 
 // active returns the enabled workflows of a channel for a trigger kind.
-func (e *Engine) active(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, on TriggerKind) ([]Workflow, error) {
+func (e *Engine) active(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, on TriggerKind) ([]triggerable, error) {
 	k := cacheKey{c, ch, on}
 	now := e.now()
 	if e.cfg.cacheTTL > 0 {
@@ -568,9 +575,16 @@ func (e *Engine) active(ctx context.Context, c tenant.CommunityID, ch store.Chan
 			return ent.wfs, nil
 		}
 	}
-	wfs, err := e.store.ActiveWorkflows(ctx, c, ch, on)
+	loaded, err := e.store.ActiveWorkflows(ctx, c, ch, on)
 	if err != nil {
 		return nil, err
+	}
+	wfs := make([]triggerable, len(loaded))
+	for i, wf := range loaded {
+		wfs[i].Workflow = wf
+		if f := wf.Definition.Trigger.Filter; f != "" {
+			wfs[i].filter, wfs[i].filterErr = e.conds.get(f)
+		}
 	}
 	if e.cfg.cacheTTL > 0 {
 		e.cacheMu.Lock()
