@@ -14,6 +14,20 @@
 // index. An EVENT always gets exactly one OK, and OK true only after the
 // store returned from a durable write.
 //
+// Options switch on more, each only when asked for and each scoped by the
+// same Host binding: NIP-29 channels and groups (WithChannels, with
+// moderation 9032/9040–9044 and NIP-56 reports), NIP-50 search (when the
+// store searches), gift wraps readable by their recipient only (NIP-17/59),
+// the workflow engine (WithWorkflows: kinds 30620/46020, status events,
+// /workflows, /hooks and /approvals), and HTTP routes on community hosts
+// mounted through HandleCommunity: the NIP-98 API (WithHTTPAPI: /query,
+// /count, /events), NIP-05 names, the audit chain (/audit) and the
+// moderation reads. Reads are bounded and owned (a per-read deadline, a
+// fair queue across communities and connections, cancellation on CLOSE or
+// disconnect); connections are admitted per address, per community and in
+// total. Health handlers and a connection view for hooks (ConnFrom) are
+// exported for embedders.
+//
 //	rel, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st))
 //	...
 //	srv := &http.Server{Addr: ":3000", Handler: rel}
