@@ -40,6 +40,10 @@ fi
 if ! have redis-server; then
 	redis_up || need_install+=(redis-server)
 fi
+# The approval page's browser tests drive a headless Chromium.
+if ! have chromium && ! have chromium-browser; then
+	need_install+=(chromium)
+fi
 if [ ${#need_install[@]} -gt 0 ]; then
 	if can_install; then
 		# Root on Debian (CI on a fresh machine, a throwaway container): install.
@@ -47,7 +51,7 @@ if [ ${#need_install[@]} -gt 0 ]; then
 		install_packages "${need_install[@]}" || { log "could not install ${need_install[*]}"; exit 1; }
 	else
 		log "missing: ${need_install[*]}"
-		log "install them with:  sudo apt-get install -y postgresql redis-server"
+		log "install them with:  sudo apt-get install -y postgresql redis-server chromium"
 		log "(the tests need PostgreSQL on $PG_HOST:$PG_PORT with trust auth for user postgres, and Redis on $REDIS_HOST:$REDIS_PORT)"
 		exit 1
 	fi
