@@ -499,31 +499,41 @@ func (h *WorkflowHost) engineTrace(ctx context.Context, c tenant.CommunityID) (e
 	if et, ok := h.traces[c]; ok {
 		return et, true
 	}
+	host, err := h.communityHost(ctx, c)
+	if err != nil {
+		h.r.log.WarnContext(ctx, "buzz: engine trace", "community", c.String(), "err", err)
+		return engineTrace{}, false
+	}
+	tc, err := tenant.Bind(ctx, h.r.cfg.directory, host)
+	if err != nil || tc.Community() != c {
+		return engineTrace{}, false
+	}
+	if h.traces == nil {
+		h.traces = map[tenant.CommunityID]engineTrace{}
+	}
+	et := engineTrace{t: h.r.cfg.tracer(tc), st: trace.State{Tenant: tc, Actor: h.r.keys.key(c).PublicKey()}}
+	h.traces[c] = et
+	return et, true
+}
+
+// communityHost returns community c's primary host, for what the engine
+// does outside any connection (approval links, engine-output traces). It
+// needs a store that lists communities (communityLister).
+func (h *WorkflowHost) communityHost(ctx context.Context, c tenant.CommunityID) (string, error) {
 	lister, ok := h.r.cfg.store.(communityLister)
 	if !ok {
-		return engineTrace{}, false
+		return "", errors.New("the store does not list communities")
 	}
 	all, err := lister.Communities(ctx)
 	if err != nil {
-		h.r.log.WarnContext(ctx, "buzz: engine trace: list communities", "err", err)
-		return engineTrace{}, false
+		return "", err
 	}
 	for _, cm := range all {
-		if cm.ID != c {
-			continue
+		if cm.ID == c {
+			return cm.Host, nil
 		}
-		tc, err := tenant.Bind(ctx, h.r.cfg.directory, cm.Host)
-		if err != nil || tc.Community() != c {
-			return engineTrace{}, false
-		}
-		if h.traces == nil {
-			h.traces = map[tenant.CommunityID]engineTrace{}
-		}
-		et := engineTrace{t: h.r.cfg.tracer(tc), st: trace.State{Tenant: tc, Actor: h.r.keys.key(c).PublicKey()}}
-		h.traces[c] = et
-		return et, true
 	}
-	return engineTrace{}, false
+	return "", errors.New("the community has no host")
 }
 
 // SetChannelTopic implements workflow.TopicSetter: the topic is the

@@ -3,6 +3,7 @@ package buzz
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/tenant"
@@ -52,22 +53,13 @@ func (h *WorkflowHost) decide(ctx context.Context, s ingest.Submission) (ingest.
 // ApprovalURL implements workflow.ApprovalLinker: the approval page on the
 // community's primary host.
 func (h *WorkflowHost) ApprovalURL(ctx context.Context, c tenant.CommunityID, token string) (string, error) {
-	lister, ok := h.r.cfg.store.(communityLister)
-	if !ok {
-		return "", errors.New("buzz: approval links need a store listing communities")
-	}
-	all, err := lister.Communities(ctx)
+	host, err := h.communityHost(ctx, c)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("buzz: approval link: %w", err)
 	}
 	scheme := "https"
 	if h.r.cfg.relayScheme == "ws" {
 		scheme = "http"
 	}
-	for _, cm := range all {
-		if cm.ID == c {
-			return scheme + "://" + cm.Host + ApprovalsPath + "/" + token, nil
-		}
-	}
-	return "", errors.New("buzz: approval link: community has no host")
+	return scheme + "://" + host + ApprovalsPath + "/" + token, nil
 }
