@@ -204,16 +204,25 @@ func workflowChannel(ev *nostr.Event) (store.ChannelID, bool) {
 	return id, ok && err == nil
 }
 
+// workflowTarget reads the workflow id (d) and channel (h) that 30620 and
+// 46020 name; msg is the refusal when either is missing or malformed.
+func workflowTarget(ev *nostr.Event) (id workflow.ID, ch store.ChannelID, msg string) {
+	id, ok := workflow.ParseID(ev.DTag())
+	if !ok {
+		return id, ch, msgWorkflowBadD
+	}
+	if ch, ok = workflowChannel(ev); !ok {
+		return id, ch, msgWorkflowNoH
+	}
+	return id, ch, ""
+}
+
 // define executes a 30620.
 func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
 	ev, c := s.Event, s.Tenant.Community()
-	id, ok := workflow.ParseID(ev.DTag())
-	if !ok {
-		return ingest.Outcome{Message: msgWorkflowBadD}, false
-	}
-	ch, ok := workflowChannel(ev)
-	if !ok {
-		return ingest.Outcome{Message: msgWorkflowNoH}, false
+	id, ch, msg := workflowTarget(ev)
+	if msg != "" {
+		return ingest.Outcome{Message: msg}, false
 	}
 	// A 30620 is a parameterized-replaceable event: one older than the
 	// coordinate's stored head would be refused by the store after Define
@@ -279,13 +288,9 @@ func (h *WorkflowHost) newerDefinitionStored(ctx context.Context, c tenant.Commu
 // trigger executes a 46020.
 func (h *WorkflowHost) trigger(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
 	ev, c := s.Event, s.Tenant.Community()
-	id, ok := workflow.ParseID(ev.DTag())
-	if !ok {
-		return ingest.Outcome{Message: msgWorkflowBadD}, false
-	}
-	ch, ok := workflowChannel(ev)
-	if !ok {
-		return ingest.Outcome{Message: msgWorkflowNoH}, false
+	id, ch, msg := workflowTarget(ev)
+	if msg != "" {
+		return ingest.Outcome{Message: msg}, false
 	}
 	fields := map[string]any{}
 	if strings.TrimSpace(ev.Content) != "" {
