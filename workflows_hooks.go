@@ -115,12 +115,7 @@ func (r *Relay) serveWebhook(w http.ResponseWriter, req *http.Request, tc tenant
 // serveWebhookRotate is POST /workflows/{id}/webhook-secret (NIP-98, the
 // workflow's owner): a new secret replaces the old one at once.
 func (r *Relay) serveWebhookRotate(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	pk, ok := r.authenticateAny(w, req, tc)
-	if !ok {
-		return
-	}
-	rt := r.armHTTPRead(tc, pk, "workflow_webhook_secret")
-	wf, _, ok := r.visibleWorkflow(w, req, tc, pk, rt)
+	pk, rt, wf, _, ok := r.workflowRequest(w, req, tc, "workflow_webhook_secret")
 	if !ok {
 		return
 	}

@@ -100,6 +100,19 @@ func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id s
 	return role, store.MayRead(ch, member), nil
 }
 
+// workflowRequest serves the start of every /workflows/{id} route: it
+// authenticates the NIP-98 signer, opens the request's read trace under
+// seam and returns workflow {id} when the signer may read its channel. When
+// ok is false it has answered the request itself.
+func (r *Relay) workflowRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (pk string, rt readTrace, wf workflow.Workflow, role store.Role, ok bool) {
+	if pk, ok = r.authenticateAny(w, req, tc); !ok {
+		return
+	}
+	rt = r.armHTTPRead(tc, pk, seam)
+	wf, role, ok = r.visibleWorkflow(w, req, tc, pk, rt)
+	return
+}
+
 // visibleWorkflow returns workflow {id} of tc's community when the signer
 // may read its channel; it answers 404 itself otherwise.
 func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt readTrace) (workflow.Workflow, store.Role, bool) {
@@ -218,12 +231,7 @@ func (r *Relay) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc t
 }
 
 func (r *Relay) serveWorkflowGet(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	pk, ok := r.authenticateAny(w, req, tc)
-	if !ok {
-		return
-	}
-	rt := r.armHTTPRead(tc, pk, "workflow")
-	wf, _, ok := r.visibleWorkflow(w, req, tc, pk, rt)
+	_, rt, wf, _, ok := r.workflowRequest(w, req, tc, "workflow")
 	if !ok {
 		return
 	}
@@ -232,12 +240,7 @@ func (r *Relay) serveWorkflowGet(w http.ResponseWriter, req *http.Request, tc te
 }
 
 func (r *Relay) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, enabled bool) {
-	pk, ok := r.authenticateAny(w, req, tc)
-	if !ok {
-		return
-	}
-	rt := r.armHTTPRead(tc, pk, "workflow_enable")
-	wf, role, ok := r.visibleWorkflow(w, req, tc, pk, rt)
+	pk, rt, wf, role, ok := r.workflowRequest(w, req, tc, "workflow_enable")
 	if !ok {
 		return
 	}
@@ -287,12 +290,7 @@ func optTime(t time.Time) *time.Time {
 }
 
 func (r *Relay) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	pk, ok := r.authenticateAny(w, req, tc)
-	if !ok {
-		return
-	}
-	rt := r.armHTTPRead(tc, pk, "workflow_runs")
-	wf, _, ok := r.visibleWorkflow(w, req, tc, pk, rt)
+	_, rt, wf, _, ok := r.workflowRequest(w, req, tc, "workflow_runs")
 	if !ok {
 		return
 	}
