@@ -7,19 +7,20 @@
 #   scripts/side-by-side.sh          # build, then print the commands
 #   scripts/side-by-side.sh run      # build, then run them (about an hour)
 #
-# khatru is never built inside this repository. Build two throwaway
-# binaries elsewhere (a main.go wiring khatru.NewRelay() to one event
-# store: Save, Query, Count, Delete, Replace; nothing else), with the
-# versions the issue measured — github.com/fiatjaf/khatru v0.19.1 and
-# github.com/fiatjaf/eventstore v0.16.2 — and point these at them:
-#
-#   KHATRU_BADGER  binary taking DIR ADDR          (eventstore/badger)
-#   KHATRU_PG      binary taking DATABASE_URL ADDR (eventstore/postgresql)
+# The peer is khatru v0.19.1 with eventstore v0.16.2 (go-nostr v0.52.3), the
+# versions issue 15 measured. It is never built inside this repository: the
+# script writes a scratch module under $OUT/khatru-src (a main.go wiring
+# khatru.NewRelay() to one event store: Save, Query, Count, Delete, Replace;
+# nothing else) and builds it there. KHATRU=/path/to/binary skips that; the
+# binary takes `DIR ADDR` (eventstore/badger) or `postgres://… ADDR`
+# (eventstore/postgresql).
 #
 # Environment (defaults in brackets): OUT [/tmp/side-by-side] for the
 # binaries and reports, PG [postgres://postgres@127.0.0.1:5432] for the
 # server (databases buzzbench_buzzd and buzzbench_khatru are dropped and
-# recreated for every run), RUNS [3].
+# recreated for every run), RUNS [3], BUILDS ["buzzd buzzd-secp"] (the buzzd
+# builds to compare: buzzd is the default pure-Go build, buzzd-secp the cgo
+# libsecp256k1 one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,9 +28,64 @@ mode="${1:-print}"
 OUT="${OUT:-/tmp/side-by-side}"
 PG="${PG:-postgres://postgres@127.0.0.1:5432}"
 RUNS="${RUNS:-3}"
-KHATRU_BADGER="${KHATRU_BADGER:-/tmp/khatru/khatru-badger}"
-KHATRU_PG="${KHATRU_PG:-/tmp/khatru/khatru-pg}"
+BUILDS="${BUILDS:-buzzd buzzd-secp}"
 mkdir -p "$OUT"
+KHATRU="${KHATRU:-}"
+if [ -z "$KHATRU" ]; then
+	KHATRU="$OUT/khatru"
+	src="$OUT/khatru-src"
+	mkdir -p "$src"
+	cat >"$src/main.go" <<'GO'
+// Command khatru is the peer relay of buzz's side-by-side benchmark:
+// khatru with one eventstore backend and nothing else.
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/fiatjaf/eventstore"
+	"github.com/fiatjaf/eventstore/badger"
+	"github.com/fiatjaf/eventstore/postgresql"
+	"github.com/fiatjaf/khatru"
+)
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: khatru DIR|DATABASE_URL ADDR")
+		os.Exit(2)
+	}
+	var db eventstore.Store
+	if strings.HasPrefix(os.Args[1], "postgres") {
+		db = &postgresql.PostgresBackend{DatabaseURL: os.Args[1]}
+	} else {
+		db = &badger.BadgerBackend{Path: os.Args[1]}
+	}
+	if err := db.Init(); err != nil {
+		panic(err)
+	}
+	relay := khatru.NewRelay()
+	relay.StoreEvent = append(relay.StoreEvent, db.SaveEvent)
+	relay.QueryEvents = append(relay.QueryEvents, db.QueryEvents)
+	if c, ok := db.(eventstore.Counter); ok {
+		relay.CountEvents = append(relay.CountEvents, c.CountEvents)
+	}
+	relay.DeleteEvent = append(relay.DeleteEvent, db.DeleteEvent)
+	relay.ReplaceEvent = append(relay.ReplaceEvent, db.ReplaceEvent)
+	panic(http.ListenAndServe(os.Args[2], relay))
+}
+GO
+	(
+		cd "$src"
+		[ -f go.mod ] || go mod init scratch/khatru >/dev/null 2>&1
+		go get github.com/fiatjaf/khatru@v0.19.1 github.com/fiatjaf/eventstore@v0.16.2 github.com/nbd-wtf/go-nostr@v0.52.3
+		go mod tidy
+		go build -o "$KHATRU" .
+	)
+fi
+KHATRU_BADGER="$KHATRU" KHATRU_PG="$KHATRU"
 
 # The three verifier builds: the default (what `go run ./cmd/buzzd` gives),
 # the cgo libsecp256k1 one, and btcec for the history rows.
@@ -43,12 +99,14 @@ go build -o "$OUT/buzzbench" ./cmd/buzzbench
 # A fresh database per run; autovacuum stays as the server has it (off on
 # the project machine), which is the point of the fresh-database figures.
 fresh() { echo "psql -q '$PG/postgres' -c 'DROP DATABASE IF EXISTS $1 WITH (FORCE)' -c 'CREATE DATABASE $1'"; }
-buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS_PER_ADDRESS=100000'
+# khatru limits no client; buzzd's per-connection message rate (1,000/s by
+# default) would answer part of the sequential REQ run with CLOSED.
+buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS_PER_ADDRESS=100000 BUZZ_MESSAGE_RATE=1000000 BUZZ_MESSAGE_BURST=1000000'
 bench="taskset -c 1 $OUT/buzzbench -runs $RUNS"
 
 cmds=()
 # 1. Embedded store vs khatru + badger, every figure of the issue's table.
-for bin in buzzd buzzd-secp; do
+for bin in $BUILDS; do
 	[ -x "$OUT/$bin" ] || continue
 	cmds+=("$bench -json-out $OUT/embedded-$bin.json -name khatru-badger -b-name $bin \
   -url ws://127.0.0.1:3111 -start 'D=\$(mktemp -d) && exec taskset -c 0 $KHATRU_BADGER \$D 127.0.0.1:3111' \
@@ -56,7 +114,7 @@ for bin in buzzd buzzd-secp; do
   -window 64 ingest,ingest-pipelined,req,count,fanout,idle")
 done
 # 2. PostgreSQL, fresh database each run, vs khatru + eventstore/postgresql.
-for bin in buzzd buzzd-secp; do
+for bin in $BUILDS; do
 	[ -x "$OUT/$bin" ] || continue
 	cmds+=("$bench -json-out $OUT/postgres-$bin.json -name khatru-pg -b-name $bin-pg \
   -url ws://127.0.0.1:3113 -start \"$(fresh buzzbench_khatru) && exec taskset -c 0 $KHATRU_PG $PG/buzzbench_khatru 127.0.0.1:3113\" \
