@@ -129,11 +129,11 @@ type engineTrace struct {
 	st trace.State
 }
 
-// communityLister may be implemented by a store: it lists the communities
-// with their primary hosts (both backends do). Engine output is traced only
-// when the store implements it.
-type communityLister interface {
-	Communities(ctx context.Context) ([]store.Community, error)
+// communityFinder may be implemented by a store: it finds a community,
+// with its primary host, by id (both backends do). Engine output is traced
+// and approval links are written only when the store implements it.
+type communityFinder interface {
+	CommunityByID(ctx context.Context, id tenant.CommunityID) (store.Community, error)
 }
 
 type retryEvent struct {
@@ -523,22 +523,20 @@ func (h *WorkflowHost) engineTrace(ctx context.Context, c tenant.CommunityID) (e
 
 // communityHost returns community c's primary host, for what the engine
 // does outside any connection (approval links, engine-output traces). It
-// needs a store that lists communities (communityLister).
+// needs a store that finds communities by id (communityFinder).
 func (h *WorkflowHost) communityHost(ctx context.Context, c tenant.CommunityID) (string, error) {
-	lister, ok := h.r.cfg.store.(communityLister)
+	finder, ok := h.r.cfg.store.(communityFinder)
 	if !ok {
-		return "", errors.New("the store does not list communities")
+		return "", errors.New("the store does not find communities by id")
 	}
-	all, err := lister.Communities(ctx)
+	cm, err := finder.CommunityByID(ctx, c)
 	if err != nil {
 		return "", err
 	}
-	for _, cm := range all {
-		if cm.ID == c {
-			return cm.Host, nil
-		}
+	if cm.Host == "" {
+		return "", errors.New("the community has no host")
 	}
-	return "", errors.New("the community has no host")
+	return cm.Host, nil
 }
 
 // SetChannelTopic implements workflow.TopicSetter: the topic is the

@@ -22,6 +22,9 @@ type Backend interface {
 	operator.Store
 	tenant.Directory
 	AddHostAlias(ctx context.Context, alias string, id tenant.CommunityID) error
+	// CommunityByID finds a community, archived or not, by id (the
+	// workflow engine's host lookup).
+	CommunityByID(ctx context.Context, id tenant.CommunityID) (store.Community, error)
 }
 
 // Run runs the suite. open returns a fresh, empty backend (registering its
@@ -329,6 +332,12 @@ func testArchive(t *testing.T, b Backend) {
 	}
 	if byHost, err := b.CommunityByHost(ctx(t), "a.example"); err != nil || !byHost.Archived() {
 		t.Fatalf("CommunityByHost of archived = %+v, %v", byHost, err)
+	}
+	if byID, err := b.CommunityByID(ctx(t), c.ID); err != nil || !byID.Archived() || byID.Host != "a.example" {
+		t.Fatalf("CommunityByID of archived = %+v, %v", byID, err)
+	}
+	if _, err := b.CommunityByID(ctx(t), tenant.NewCommunityID()); !errors.Is(err, store.ErrNoCommunity) {
+		t.Fatalf("CommunityByID of unknown: %v; want ErrNoCommunity", err)
 	}
 	again, changed, err := b.SetArchived(ctx(t), c.ID, owner, true, 0)
 	if err != nil || changed || !again.ArchivedAt.Equal(got.ArchivedAt) {

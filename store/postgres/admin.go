@@ -221,6 +221,19 @@ func (s *Store) CommunityByHost(ctx context.Context, normalizedHost string) (sto
 	return c, nil
 }
 
+// CommunityByID returns the community with id, archived or not;
+// store.ErrNoCommunity when there is none.
+func (s *Store) CommunityByID(ctx context.Context, id tenant.CommunityID) (store.Community, error) {
+	c, err := scanCommunity(s.pool.QueryRow(ctx, `SELECT `+communityCols+` FROM communities WHERE id = $1`, id.UUID()))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.Community{}, store.ErrNoCommunity
+	case err != nil:
+		return store.Community{}, fmt.Errorf("postgres: community by id: %w", err)
+	}
+	return c, nil
+}
+
 // lockCommunity reads community id FOR UPDATE; store.ErrNoCommunity when
 // there is none.
 func lockCommunity(ctx context.Context, tx pgx.Tx, id [16]byte) (store.Community, error) {

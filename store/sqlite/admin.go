@@ -192,6 +192,20 @@ func (s *Store) CommunityByHost(ctx context.Context, normalizedHost string) (sto
 	return row.c, nil
 }
 
+// CommunityByID returns the community with id, archived or not;
+// store.ErrNoCommunity when there is none.
+func (s *Store) CommunityByID(ctx context.Context, id tenant.CommunityID) (store.Community, error) {
+	u := id.UUID()
+	row, err := scanCommunity(s.rdb.QueryRowContext(ctx, `SELECT `+communityCols+` FROM communities WHERE id = ?`, u[:]))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.Community{}, store.ErrNoCommunity
+	case err != nil:
+		return store.Community{}, internal("community by id", err)
+	}
+	return row.c, nil
+}
+
 // SetArchived implements operator.Store.
 func (s *Store) SetArchived(ctx context.Context, id tenant.CommunityID, ownerPubKey string, archived bool, maxPerOwner int) (store.Community, bool, error) {
 	if _, err := ownerBytes(ownerPubKey); err != nil {
