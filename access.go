@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
@@ -22,7 +23,7 @@ import (
 // Channel read access.
 //
 // A connection reads the community-wide events of its community plus the
-// channels its readers may read (store.MayRead: open channels for anyone
+// channels its readers may read (channel.MayRead: open channels for anyone
 // the community admits, private ones for their members). Its readers are
 // the pubkeys it authenticated as (NIP-42); before AUTH it reads open
 // channels only, so reading a private channel requires AUTH.
@@ -71,7 +72,7 @@ type relayChannels struct {
 }
 
 type cachedPolicy struct {
-	p   store.AccessPolicy
+	p   channel.AccessPolicy
 	exp time.Time
 }
 
@@ -79,7 +80,7 @@ type cachedPolicy struct {
 const policyTTL = 2 * time.Second
 
 // policy returns c's access policy, cached for policyTTL.
-func (rc *relayChannels) policy(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error) {
+func (rc *relayChannels) policy(ctx context.Context, c tenant.CommunityID) (channel.AccessPolicy, error) {
 	now := time.Now()
 	rc.mu.Lock()
 	cp, ok := rc.policies[c]
@@ -115,7 +116,7 @@ func (rc *relayChannels) gen(c tenant.CommunityID) *atomic.Uint64 {
 type connAccess struct {
 	mu         sync.Mutex
 	valid      bool
-	scope      store.Scope
+	scope      channel.Scope
 	gen        uint64
 	at         time.Time
 	refreshing bool
@@ -145,7 +146,7 @@ func (c *conn) actor() string {
 func (c *conn) traceLive(subID string, m pubsub.Message) {
 	st := c.traceState()
 	rows := []tenant.CommunityID{m.Community}
-	if id, has, err := store.EventChannel(m.Event); err == nil && has {
+	if id, has, err := channel.OfEvent(m.Event); err == nil && has {
 		c.tracer.ReadMessageRows(c.ctx, st, id.String(), rows)
 		return
 	}
@@ -156,10 +157,10 @@ func (c *conn) traceState() trace.State { return trace.State{Tenant: c.tc, Actor
 
 // readScope returns the connection's readable scope, computing it when
 // missing, stale or older than accessTTL.
-func (c *conn) readScope(ctx context.Context) (store.Scope, error) {
+func (c *conn) readScope(ctx context.Context) (channel.Scope, error) {
 	rc := c.r.channels
 	if rc == nil {
-		return store.Scope{}, nil
+		return channel.Scope{}, nil
 	}
 	a := &c.access
 	a.mu.Lock()
@@ -177,7 +178,7 @@ func (c *conn) readScope(ctx context.Context) (store.Scope, error) {
 }
 
 // refreshScope recomputes the readable scope from the store.
-func (c *conn) refreshScope(ctx context.Context) (store.Scope, error) {
+func (c *conn) refreshScope(ctx context.Context) (channel.Scope, error) {
 	rc := c.r.channels
 	a := &c.access
 	a.mu.Lock()
@@ -188,9 +189,9 @@ func (c *conn) refreshScope(ctx context.Context) (store.Scope, error) {
 	a.mu.Unlock()
 	ids, err := rc.store.ReadableChannels(ctx, c.tc.Community(), c.readers())
 	if err != nil {
-		return store.Scope{}, err
+		return channel.Scope{}, err
 	}
-	s := store.ChannelsScope(ids...)
+	s := channel.ScopeOf(ids...)
 	a.mu.Lock()
 	// Never replace a set computed after a newer change with this one (a
 	// slow background refresh racing a revocation).
@@ -213,7 +214,7 @@ func (c *conn) invalidateScope() {
 // channel is in the cached readable set. A stale set is refreshed in the
 // background (the event is judged by the set as it is).
 func (c *conn) liveAllowed(ev *nostr.Event) bool {
-	id, has, err := store.EventChannel(ev)
+	id, has, err := channel.OfEvent(ev)
 	if err != nil {
 		return false
 	}
@@ -253,14 +254,14 @@ func (c *conn) liveAllowed(ev *nostr.Event) bool {
 
 // namedChannels returns the channels a filter's "#h" names (valid ids
 // only), and whether it has an "#h" condition at all.
-func namedChannels(f *nostr.Filter) ([]store.ChannelID, bool) {
+func namedChannels(f *nostr.Filter) ([]channel.ID, bool) {
 	vals, has := f.Tags["h"]
 	if !has || vals == nil {
 		return nil, false
 	}
-	var out []store.ChannelID
+	var out []channel.ID
 	for _, v := range vals {
-		if id, ok := store.ParseChannelID(v); ok {
+		if id, ok := channel.ParseID(v); ok {
 			out = append(out, id)
 		}
 	}
@@ -269,22 +270,22 @@ func namedChannels(f *nostr.Filter) ([]store.ChannelID, bool) {
 
 // checkRead decides a REQ or COUNT against the community policy and the
 // channel rules. It returns the scope to query with, or a CLOSED reason.
-func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tracer) (scope store.Scope, reason string, needAuth bool, err error) {
+func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tracer) (scope channel.Scope, reason string, needAuth bool, err error) {
 	// Bans first, before membership: a store failure fails closed.
 	if msg, err := c.bannedReader(ctx); err != nil {
-		return store.Scope{}, "", false, err
+		return channel.Scope{}, "", false, err
 	} else if msg != "" {
-		return store.Scope{}, msg, false, nil
+		return channel.Scope{}, msg, false, nil
 	}
 	if reason, needAuth, err := c.r.membersOnlyRefusal(ctx, c.tc.Community(), c.readers()); err != nil || reason != "" {
-		return store.Scope{}, reason, needAuth, err
+		return channel.Scope{}, reason, needAuth, err
 	}
 	scope, err = c.readScope(ctx)
 	if err != nil {
-		return store.Scope{}, "", false, err
+		return channel.Scope{}, "", false, err
 	}
 	st := c.traceState()
-	readable := channelsReadable(filters, scope, func(id *store.ChannelID, ok bool) {
+	readable := channelsReadable(filters, scope, func(id *channel.ID, ok bool) {
 		switch {
 		case id == nil:
 			g.AuthCheck(ctx, st, "", tenant.CommunityID{}, false)
@@ -296,9 +297,9 @@ func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tr
 	})
 	if !readable {
 		if !c.authenticated() {
-			return store.Scope{}, msgChannelAuth, true, nil
+			return channel.Scope{}, msgChannelAuth, true, nil
 		}
-		return store.Scope{}, ingest.MsgChannelDenied, false, nil
+		return channel.Scope{}, ingest.MsgChannelDenied, false, nil
 	}
 	return scope, "", false, nil
 }
@@ -313,7 +314,7 @@ func (r *Relay) membersOnlyRefusal(ctx context.Context, community tenant.Communi
 		return "", false, nil
 	}
 	pol, err := rc.policy(ctx, community)
-	if err != nil || pol != store.AccessMembers {
+	if err != nil || pol != channel.AccessMembers {
 		return "", false, err
 	}
 	if len(readers) == 0 {
@@ -335,7 +336,7 @@ func (r *Relay) membersOnlyRefusal(ctx context.Context, community tenant.Communi
 // names at least one channel of scope (the one channel rule of REQ, COUNT
 // and the HTTP reads). checked, when not nil, sees each named channel with
 // its verdict, and nil for an "#h" that names no valid channel id.
-func channelsReadable(filters []nostr.Filter, scope store.Scope, checked func(id *store.ChannelID, ok bool)) bool {
+func channelsReadable(filters []nostr.Filter, scope channel.Scope, checked func(id *channel.ID, ok bool)) bool {
 	for i := range filters {
 		named, has := namedChannels(&filters[i])
 		if !has {
@@ -363,7 +364,7 @@ func channelsReadable(filters []nostr.Filter, scope store.Scope, checked func(id
 // is published: it applies the change to this process's connections
 // (revokeChannel) and then tells the other processes through the control
 // bus, which apply it the same way (see applyAccessMessage).
-func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch store.ChannelChange) {
+func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch channel.Change) {
 	if r.channels == nil {
 		return
 	}
@@ -383,7 +384,7 @@ func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch
 // when access may only have widened (members or roles changed, an open
 // channel's metadata changed, perhaps private → open), one
 // MembershipChanged without pubkey, which only drops cached access.
-func channelMessages(ch store.ChannelChange) []control.Message {
+func channelMessages(ch channel.Change) []control.Message {
 	id := ch.Channel.ID.String()
 	var out []control.Message
 	if ch.Deleted || ch.BecamePrivate {
@@ -392,7 +393,7 @@ func channelMessages(ch store.ChannelChange) []control.Message {
 	for _, pk := range ch.Revoked {
 		out = append(out, control.MembershipChanged{Channel: id, PubKey: pk})
 	}
-	widened := ch.Members || (ch.Metadata && ch.Channel.Visibility != store.VisibilityPrivate)
+	widened := ch.Members || (ch.Metadata && ch.Channel.Visibility != channel.VisibilityPrivate)
 	if len(out) == 0 && widened {
 		out = append(out, control.MembershipChanged{Channel: id})
 	}
@@ -406,7 +407,7 @@ func channelMessages(ch store.ChannelChange) []control.Message {
 // "restricted: channel access revoked". It is the one place a channel
 // change is applied to this process's connections, whether the command
 // ran here or on another process.
-func (r *Relay) revokeChannel(ctx context.Context, community tenant.CommunityID, id store.ChannelID, everyone bool, revoked []string) {
+func (r *Relay) revokeChannel(ctx context.Context, community tenant.CommunityID, id channel.ID, everyone bool, revoked []string) {
 	rc := r.channels
 	if rc == nil {
 		return
@@ -450,7 +451,7 @@ func (r *Relay) revokeChannel(ctx context.Context, community tenant.CommunityID,
 		if err != nil {
 			// Fail closed: without a fresh set, the connection reads no channel.
 			c.access.mu.Lock()
-			c.access.valid, c.access.scope = true, store.Scope{}
+			c.access.valid, c.access.scope = true, channel.Scope{}
 			c.access.mu.Unlock()
 			c.log.ErrorContext(ctx, "buzz: recompute channel access", "err", err)
 		}
@@ -462,7 +463,7 @@ func (r *Relay) revokeChannel(ctx context.Context, community tenant.CommunityID,
 }
 
 // traceLabel is a channel's trace label, formatted only when tracing.
-func (c *conn) traceLabel(id store.ChannelID) string {
+func (c *conn) traceLabel(id channel.ID) string {
 	if c.tracer == nil {
 		return ""
 	}
@@ -471,7 +472,7 @@ func (c *conn) traceLabel(id store.ChannelID) string {
 
 // mayHold reports whether the connection's cached readable set holds
 // channel id, or one of its subscriptions names it.
-func (c *conn) mayHold(id store.ChannelID) bool {
+func (c *conn) mayHold(id channel.ID) bool {
 	c.access.mu.Lock()
 	held := c.access.valid && c.access.scope.Contains(id)
 	c.access.mu.Unlock()
@@ -517,7 +518,7 @@ func (r *Relay) revokeMember(ctx context.Context, community tenant.CommunityID, 
 	pol, err := rc.store.CommunityAccess(ctx, community)
 	if err != nil {
 		r.log.ErrorContext(ctx, "buzz: community access after a member removal", "err", err)
-	} else if pol != store.AccessMembers {
+	} else if pol != channel.AccessMembers {
 		return
 	}
 	for _, c := range r.connsOf(community, nil) {
@@ -545,7 +546,7 @@ func (rc *relayChannels) anyMember(ctx context.Context, community tenant.Communi
 
 // closeSubsNaming closes, with CLOSED reason, the subscriptions that name
 // channel id in an "#h" filter.
-func (c *conn) closeSubsNaming(id store.ChannelID, reason string) {
+func (c *conn) closeSubsNaming(id channel.ID, reason string) {
 	c.mu.Lock()
 	var victims []*subscription
 	for _, s := range c.subs {
@@ -625,7 +626,7 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 // queryScoped reads one filter of community under scope (the plain query when the store
 // keeps no channels: then no event has a channel). Every client read
 // (REQ, COUNT, the HTTP API) calls it through Relay.bounded (read.go).
-func (r *Relay) queryScoped(ctx context.Context, community tenant.CommunityID, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
+func (r *Relay) queryScoped(ctx context.Context, community tenant.CommunityID, f nostr.Filter, scope channel.Scope) iter.Seq2[store.Record, error] {
 	if rc := r.channels; rc != nil {
 		return r.observeQuery(rc.store.QueryScoped(ctx, community, f, scope))
 	}
@@ -633,7 +634,7 @@ func (r *Relay) queryScoped(ctx context.Context, community tenant.CommunityID, f
 }
 
 // countScoped is queryScoped's COUNT.
-func (r *Relay) countScoped(ctx context.Context, community tenant.CommunityID, filters []nostr.Filter, scope store.Scope) (int64, error) {
+func (r *Relay) countScoped(ctx context.Context, community tenant.CommunityID, filters []nostr.Filter, scope channel.Scope) (int64, error) {
 	start := time.Now()
 	defer func() { r.cfg.metrics.StoreLatency("count", time.Since(start)) }()
 	if rc := r.channels; rc != nil {
@@ -679,7 +680,7 @@ func (r *Relay) policyChanged(community tenant.CommunityID, m control.PolicyChan
 	rc.mu.Lock()
 	delete(rc.policies, community)
 	rc.mu.Unlock()
-	if store.AccessPolicy(m.Access) != store.AccessMembers {
+	if channel.AccessPolicy(m.Access) != channel.AccessMembers {
 		return
 	}
 	r.cl.goAction(func(ctx context.Context) {

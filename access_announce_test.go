@@ -4,9 +4,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -25,10 +25,10 @@ func TestChannelCommandsAnnounced(t *testing.T) {
 	}))
 	owner, bob := newSigner(t), newSigner(t)
 	oc := tr.dial(t)
-	id := oc.createChannel(owner, "p", store.VisibilityPrivate)
-	eq(t, "put bob", oc.command(owner, store.KindPutUser, id, nostr.Tag{"p", bob.pub()}).OK, true)
-	eq(t, "remove bob", oc.command(owner, store.KindRemoveUser, id, nostr.Tag{"p", bob.pub()}).OK, true)
-	eq(t, "delete", oc.command(owner, store.KindDeleteChannel, id).OK, true)
+	id := oc.createChannel(owner, "p", channel.VisibilityPrivate)
+	eq(t, "put bob", oc.command(owner, nostr.KindPutUser, id, nostr.Tag{"p", bob.pub()}).OK, true)
+	eq(t, "remove bob", oc.command(owner, nostr.KindRemoveUser, id, nostr.Tag{"p", bob.pub()}).OK, true)
+	eq(t, "delete", oc.command(owner, nostr.KindDeleteChannel, id).OK, true)
 
 	ch := id.String()
 	want := []control.Message{

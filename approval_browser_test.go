@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/testenv"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -136,16 +137,16 @@ func TestApprovalPageInBrowser(t *testing.T) {
 		alice, bob := newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		bc := tr.dial(t)
 		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(store.KindJoinRequest, now(), "", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 		okResponse(t, defineNew(t, ac, alice, ch, approvalDef("any", "1h")))
 		okResponse(t, defineNew(t, ac, alice, ch, strings.Replace(approvalDef("any", "2s"), "deploy", "hurry", 1)))
 		ac.subscribe("live", nostr.Filter{Kinds: []int{workflow.KindApprovalRequested, workflow.KindRunFailed}, Tags: map[string][]string{"h": {ch.String()}}})
 		request := func(text string) string {
 			t.Helper()
-			bc.mustAccept(bob.event(store.KindChatMessage, now(), text, chanTag(ch)))
+			bc.mustAccept(bob.event(nostr.KindChatMessage, now(), text, chanTag(ch)))
 			ev := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == workflow.KindApprovalRequested })
 			return approvalRequest(t, ev)["token"].(string)
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -40,7 +41,7 @@ const (
 // auditReader is what the audit route needs from the store.
 type auditReader interface {
 	store.AuditLog
-	CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error)
+	CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (channel.Role, bool, error)
 }
 
 // setupAuditRoute mounts AuditPath when WithHTTPAPI is set and the store
@@ -85,7 +86,7 @@ func (r *Relay) serveAudit(w http.ResponseWriter, req *http.Request, tc tenant.T
 		apiError(w, http.StatusInternalServerError, "error", "error: internal server error")
 		return
 	}
-	if !ok || (role != store.RoleOwner && role != store.RoleAdmin) {
+	if !ok || (role != channel.RoleOwner && role != channel.RoleAdmin) {
 		apiError(w, http.StatusForbidden, "restricted", "restricted: only the community's owner and admins may read its audit log")
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -66,8 +67,8 @@ func TestAuditHTTP(t *testing.T) {
 		for _, m := range []struct {
 			c    tenant.CommunityID
 			s    *signer
-			role store.Role
-		}{{p.tc.Community(), adminA, store.RoleAdmin}, {p.tc.Community(), member, store.RoleMember}, {tb.Community(), adminB, store.RoleAdmin}} {
+			role channel.Role
+		}{{p.tc.Community(), adminA, channel.RoleAdmin}, {p.tc.Community(), member, channel.RoleMember}, {tb.Community(), adminB, channel.RoleAdmin}} {
 			if err := cs.PutCommunityMember(ctx, m.c, m.s.pub(), m.role); err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +76,7 @@ func TestAuditHTTP(t *testing.T) {
 		// A change in each community, made over the relay in A.
 		c := p.dial(t)
 		ch := storetest.NewChannelID()
-		c.mustAccept(adminA.event(store.KindCreateChannel, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"name", "general"}))
+		c.mustAccept(adminA.event(nostr.KindCreateChannel, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"name", "general"}))
 		if err := log.AppendAudit(ctx, tb.Community(), audit.Record{Action: "secret_of_b", Object: "b-only"}); err != nil {
 			t.Fatal(err)
 		}

@@ -96,9 +96,9 @@ func TestAuditOverWebSocket(t *testing.T) {
 		c.mustAccept(note)
 		c.mustAccept(alice.event(nostr.KindDeletion, now(), "", nostr.Tag{"e", note.ID}))
 		ch := storetest.NewChannelID()
-		c.mustAccept(alice.event(store.KindCreateChannel, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"name", "general"}))
-		c.mustAccept(alice.event(store.KindPutUser, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"p", bob.pub(), "admin"}))
-		if ok := c.publish(bob.event(store.KindDeleteChannel, now(), "", nostr.Tag{"h", ch.String()})); ok.OK {
+		c.mustAccept(alice.event(nostr.KindCreateChannel, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"name", "general"}))
+		c.mustAccept(alice.event(nostr.KindPutUser, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"p", bob.pub(), "admin"}))
+		if ok := c.publish(bob.event(nostr.KindDeleteChannel, now(), "", nostr.Tag{"h", ch.String()})); ok.OK {
 			t.Fatal("an admin deleted the channel")
 		}
 		es, err := st.(store.AuditLog).AuditEntries(context.Background(), p.tc.Community(), 0, 10)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
@@ -66,22 +67,22 @@ func (c *rawClient) authAs(s *signer, host string) {
 	}
 }
 
-func chanTag(id store.ChannelID) nostr.Tag { return nostr.Tag{"h", id.String()} }
+func chanTag(id channel.ID) nostr.Tag { return nostr.Tag{"h", id.String()} }
 
 // createChannel publishes a 9007 through c and returns the new id.
-func (c *rawClient) createChannel(s *signer, name string, vis store.Visibility) store.ChannelID {
+func (c *rawClient) createChannel(s *signer, name string, vis channel.Visibility) channel.ID {
 	c.t.Helper()
 	id := storetest.NewChannelID()
-	c.mustAccept(s.event(store.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", name}, nostr.Tag{"visibility", string(vis)}))
+	c.mustAccept(s.event(nostr.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", name}, nostr.Tag{"visibility", string(vis)}))
 	return id
 }
 
-func (c *rawClient) command(s *signer, kind int, id store.ChannelID, tags ...nostr.Tag) *nostr.OKMessage {
+func (c *rawClient) command(s *signer, kind int, id channel.ID, tags ...nostr.Tag) *nostr.OKMessage {
 	c.t.Helper()
 	return c.publish(s.event(kind, now(), "", append([]nostr.Tag{chanTag(id)}, tags...)...))
 }
 
-func hFilter(ids ...store.ChannelID) nostr.Filter {
+func hFilter(ids ...channel.ID) nostr.Filter {
 	vals := make([]string, len(ids))
 	for i, id := range ids {
 		vals[i] = id.String()
@@ -101,15 +102,15 @@ func TestChannelCreatePostAndState(t *testing.T) {
 	tr := newTestRelay(t, WithRelayKey(testMaster))
 	alice, bob := newSigner(t), newSigner(t)
 	c := tr.dial(t)
-	id := c.createChannel(alice, "general", store.VisibilityOpen)
+	id := c.createChannel(alice, "general", channel.VisibilityOpen)
 
 	// Kind 9 needs h; with h it is accepted in an open channel from anyone.
-	ok := c.publish(bob.event(store.KindChatMessage, now(), "no h"))
+	ok := c.publish(bob.event(nostr.KindChatMessage, now(), "no h"))
 	eq(t, "kind 9 without h", ok.Message, "invalid: kind 9 requires an h tag naming its channel")
-	msg := bob.event(store.KindChatMessage, now(), "hello", chanTag(id))
+	msg := bob.event(nostr.KindChatMessage, now(), "hello", chanTag(id))
 	c.mustAccept(msg)
 	for _, bad := range []nostr.Tag{{"h", "General"}, {"h", strings.ToUpper(id.String())}, {"h"}, {"h", "a b"}} {
-		ok := c.publish(bob.event(store.KindChatMessage, now(), "bad h", bad))
+		ok := c.publish(bob.event(nostr.KindChatMessage, now(), "bad h", bad))
 		eq(t, "malformed h", ok.Message, ingest.MsgBadChannelTag)
 	}
 	got := c.req("r", hFilter(id))
@@ -149,7 +150,7 @@ func TestChannelCreatePostAndState(t *testing.T) {
 	}
 
 	// Joining republishes the member list.
-	eq(t, "join", c.command(bob, store.KindJoinRequest, id).OK, true)
+	eq(t, "join", c.command(bob, nostr.KindJoinRequest, id).OK, true)
 	members := c.req("m", nostr.Filter{Kinds: []int{39002}, Tags: map[string][]string{"d": {id.String()}}})
 	if len(members) != 1 || len(members[0].Tags.All("p")) != 2 {
 		t.Fatalf("39002 after join = %v", members)
@@ -161,7 +162,7 @@ func TestChannelCreatePostAndState(t *testing.T) {
 
 	// A second create of the id is refused; a repeat of the create is a
 	// duplicate.
-	again := alice.event(store.KindCreateChannel, now()+1, "", chanTag(id), nostr.Tag{"name", "x"})
+	again := alice.event(nostr.KindCreateChannel, now()+1, "", chanTag(id), nostr.Tag{"name", "x"})
 	eq(t, "second create", c.publish(again).Message, ingest.MsgChannelExists)
 }
 
@@ -170,8 +171,8 @@ func TestChannelStateKeyPerCommunity(t *testing.T) {
 	tb := tr.community(t, "b.example")
 	alice := newSigner(t)
 	ca, cb := tr.dial(t), tr.dialHost(t, "b.example")
-	ida := ca.createChannel(alice, "a", store.VisibilityOpen)
-	idb := cb.createChannel(alice, "b", store.VisibilityOpen)
+	ida := ca.createChannel(alice, "a", channel.VisibilityOpen)
+	idb := cb.createChannel(alice, "b", channel.VisibilityOpen)
 	sa := ca.req("s", nostr.Filter{Kinds: []int{39000}, Tags: map[string][]string{"d": {ida.String()}}})
 	sb := cb.req("s", nostr.Filter{Kinds: []int{39000}, Tags: map[string][]string{"d": {idb.String()}}})
 	if len(sa) != 1 || len(sb) != 1 {
@@ -191,15 +192,15 @@ func TestChannelHFence(t *testing.T) {
 	tr.community(t, "b.example")
 	alice, mallory := newSigner(t), newSigner(t)
 	cb := tr.dialHost(t, "b.example")
-	foreign := cb.createChannel(alice, "b-secret", store.VisibilityOpen)
-	inB := alice.event(store.KindChatMessage, now(), "in B", chanTag(foreign))
+	foreign := cb.createChannel(alice, "b-secret", channel.VisibilityOpen)
+	inB := alice.event(nostr.KindChatMessage, now(), "in B", chanTag(foreign))
 	cb.mustAccept(inB)
 
 	ca := tr.dialHost(t, "a.example")
 	unknown := storetest.NewChannelID()
 	// Posting into B's channel from A answers exactly as an unknown channel.
-	okF := ca.publish(mallory.event(store.KindChatMessage, now(), "x", chanTag(foreign)))
-	okU := ca.publish(mallory.event(store.KindChatMessage, now(), "x", chanTag(unknown)))
+	okF := ca.publish(mallory.event(nostr.KindChatMessage, now(), "x", chanTag(foreign)))
+	okU := ca.publish(mallory.event(nostr.KindChatMessage, now(), "x", chanTag(unknown)))
 	if okF.OK || okF.Message != okU.Message || okF.Message != ingest.MsgChannelDenied {
 		t.Fatalf("foreign h: %v %q; unknown h: %v %q", okF.OK, okF.Message, okU.OK, okU.Message)
 	}
@@ -209,7 +210,7 @@ func TestChannelHFence(t *testing.T) {
 		t.Fatalf("replay of a foreign channel event into A: %v %q", okDup.OK, okDup.Message)
 	}
 	// Commands on B's channel from A: as unknown.
-	for _, kind := range []int{store.KindJoinRequest, store.KindLeaveRequest, store.KindDeleteChannel} {
+	for _, kind := range []int{nostr.KindJoinRequest, nostr.KindLeaveRequest, nostr.KindDeleteChannel} {
 		f := ca.command(alice, kind, foreign)
 		u := ca.command(alice, kind, unknown)
 		if f.OK || f.Message != u.Message {
@@ -231,11 +232,11 @@ func TestChannelHFence(t *testing.T) {
 		t.Fatalf("#e read from A: %v", ids(got))
 	}
 	// A may create a channel with B's UUID: an independent channel.
-	okCreate := ca.publish(alice.event(store.KindCreateChannel, now(), "", chanTag(foreign), nostr.Tag{"name", "a-own"}))
+	okCreate := ca.publish(alice.event(nostr.KindCreateChannel, now(), "", chanTag(foreign), nostr.Tag{"name", "a-own"}))
 	if !okCreate.OK {
 		t.Fatalf("create of the same UUID in A: %q", okCreate.Message)
 	}
-	inA := alice.event(store.KindChatMessage, now(), "in A", chanTag(foreign))
+	inA := alice.event(nostr.KindChatMessage, now(), "in A", chanTag(foreign))
 	ca.mustAccept(inA)
 	eq(t, "A's channel holds A's message only", strings.Join(ids(filterKind(ca.req("a", hFilter(foreign)), 9)), ","), inA.ID)
 	eq(t, "B's channel holds B's message only", strings.Join(ids(filterKind(cb.req("b", hFilter(foreign)), 9)), ","), inB.ID)
@@ -264,19 +265,19 @@ func TestPrivateChannelReads(t *testing.T) {
 	tr := newTestRelay(t)
 	owner, member, outsider := newSigner(t), newSigner(t), newSigner(t)
 	c := tr.dial(t)
-	priv := c.createChannel(owner, "private", store.VisibilityPrivate)
-	open := c.createChannel(owner, "open", store.VisibilityOpen)
-	eq(t, "put member", c.command(owner, store.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
-	secret := member.event(store.KindChatMessage, now(), "secret", chanTag(priv))
-	public := owner.event(store.KindChatMessage, now(), "public", chanTag(open))
+	priv := c.createChannel(owner, "private", channel.VisibilityPrivate)
+	open := c.createChannel(owner, "open", channel.VisibilityOpen)
+	eq(t, "put member", c.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
+	secret := member.event(nostr.KindChatMessage, now(), "secret", chanTag(priv))
+	public := owner.event(nostr.KindChatMessage, now(), "public", chanTag(open))
 	global := owner.event(1, now(), "global")
 	c.mustAccept(secret)
 	c.mustAccept(public)
 	c.mustAccept(global)
 	// An outsider cannot post into the private channel.
-	eq(t, "outsider posts", c.publish(outsider.event(store.KindChatMessage, now(), "x", chanTag(priv))).Message, ingest.MsgChannelDenied)
+	eq(t, "outsider posts", c.publish(outsider.event(nostr.KindChatMessage, now(), "x", chanTag(priv))).Message, ingest.MsgChannelDenied)
 	// A join of a private channel is refused.
-	eq(t, "join private", c.command(outsider, store.KindJoinRequest, priv).Message, ingest.MsgNotPermitted)
+	eq(t, "join private", c.command(outsider, nostr.KindJoinRequest, priv).Message, ingest.MsgNotPermitted)
 
 	anon := tr.dial(t)
 	anon.sendRaw(nostr.AppendReq(nil, "p", hFilter(priv)))
@@ -353,8 +354,8 @@ func TestLiveAccessAndRevocation(t *testing.T) {
 	tr := newTestRelay(t)
 	owner, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 	oc := tr.dial(t)
-	priv := oc.createChannel(owner, "private", store.VisibilityPrivate)
-	eq(t, "put bob", oc.command(owner, store.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+	priv := oc.createChannel(owner, "private", channel.VisibilityPrivate)
+	eq(t, "put bob", oc.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
 
 	bc := tr.dial(t)
 	bc.authAs(bob, tr.host)
@@ -364,7 +365,7 @@ func TestLiveAccessAndRevocation(t *testing.T) {
 	cc.authAs(carol, tr.host)
 	cc.subscribe("feed", nostr.Filter{Kinds: []int{9, 1}})
 
-	m1 := owner.event(store.KindChatMessage, now(), "one", chanTag(priv))
+	m1 := owner.event(nostr.KindChatMessage, now(), "one", chanTag(priv))
 	oc.mustAccept(m1)
 	got := map[string]bool{}
 	for i := 0; i < 2; i++ {
@@ -382,9 +383,9 @@ func TestLiveAccessAndRevocation(t *testing.T) {
 
 	// Removing bob closes his channel subscription; his feed stops
 	// receiving the channel.
-	eq(t, "remove bob", oc.command(owner, store.KindRemoveUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+	eq(t, "remove bob", oc.command(owner, nostr.KindRemoveUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
 	eq(t, "bob's CLOSED", bc.expectClosed("chan", "restricted:"), msgChannelRevoked)
-	m2 := owner.event(store.KindChatMessage, now(), "two", chanTag(priv))
+	m2 := owner.event(nostr.KindChatMessage, now(), "two", chanTag(priv))
 	oc.mustAccept(m2)
 	g2 := owner.event(1, now(), "global 2")
 	oc.mustAccept(g2)
@@ -397,11 +398,11 @@ func TestOpenToPrivateEvicts(t *testing.T) {
 	tr := newTestRelay(t)
 	owner, reader := newSigner(t), newSigner(t)
 	oc := tr.dial(t)
-	id := oc.createChannel(owner, "flip", store.VisibilityOpen)
+	id := oc.createChannel(owner, "flip", channel.VisibilityOpen)
 	rc := tr.dial(t)
 	rc.authAs(reader, tr.host)
 	rc.subscribe("c", hFilter(id))
-	eq(t, "to private", oc.command(owner, store.KindEditMetadata, id, nostr.Tag{"visibility", "private"}).OK, true)
+	eq(t, "to private", oc.command(owner, nostr.KindEditMetadata, id, nostr.Tag{"visibility", "private"}).OK, true)
 	eq(t, "reader's CLOSED", rc.expectClosed("c", "restricted:"), msgChannelRevoked)
 }
 
@@ -409,13 +410,13 @@ func TestChannelRolesOverWebSocket(t *testing.T) {
 	tr := newTestRelay(t)
 	owner, admin, member, guest, x := newSigner(t), newSigner(t), newSigner(t), newSigner(t), newSigner(t)
 	c := tr.dial(t)
-	id := c.createChannel(owner, "team", store.VisibilityPrivate)
+	id := c.createChannel(owner, "team", channel.VisibilityPrivate)
 	put := func(by, who *signer, role string) *nostr.OKMessage {
 		tag := nostr.Tag{"p", who.pub()}
 		if role != "" {
 			tag = append(tag, role)
 		}
-		return c.command(by, store.KindPutUser, id, tag)
+		return c.command(by, nostr.KindPutUser, id, tag)
 	}
 	eq(t, "owner puts admin", put(owner, admin, "admin").OK, true)
 	eq(t, "admin puts member", put(admin, member, "").OK, true)
@@ -423,26 +424,26 @@ func TestChannelRolesOverWebSocket(t *testing.T) {
 	eq(t, "member puts", put(member, x, "").Message, ingest.MsgNotPermitted)
 	eq(t, "admin grants admin", put(admin, x, "admin").Message, ingest.MsgNotPermitted)
 	eq(t, "bad role", put(owner, x, "ki\x01ng").Message, ingest.MsgBadCommand)
-	eq(t, "guest posts", c.publish(guest.event(store.KindChatMessage, now(), "hi", chanTag(id))).Message, ingest.MsgChannelDenied)
-	eq(t, "member posts", c.publish(member.event(store.KindChatMessage, now(), "hi", chanTag(id))).OK, true)
-	eq(t, "member edits", c.command(member, store.KindEditMetadata, id, nostr.Tag{"name", "n"}).Message, ingest.MsgNotPermitted)
-	eq(t, "admin edits", c.command(admin, store.KindEditMetadata, id, nostr.Tag{"name", "n"}).OK, true)
-	spam := member.event(store.KindChatMessage, now(), "spam", chanTag(id))
+	eq(t, "guest posts", c.publish(guest.event(nostr.KindChatMessage, now(), "hi", chanTag(id))).Message, ingest.MsgChannelDenied)
+	eq(t, "member posts", c.publish(member.event(nostr.KindChatMessage, now(), "hi", chanTag(id))).OK, true)
+	eq(t, "member edits", c.command(member, nostr.KindEditMetadata, id, nostr.Tag{"name", "n"}).Message, ingest.MsgNotPermitted)
+	eq(t, "admin edits", c.command(admin, nostr.KindEditMetadata, id, nostr.Tag{"name", "n"}).OK, true)
+	spam := member.event(nostr.KindChatMessage, now(), "spam", chanTag(id))
 	c.mustAccept(spam)
-	eq(t, "admin deletes event", c.command(admin, store.KindDeleteEvent, id, nostr.Tag{"e", spam.ID}).OK, true)
-	again := admin.event(store.KindDeleteEvent, now()+1, "", chanTag(id), nostr.Tag{"e", spam.ID})
+	eq(t, "admin deletes event", c.command(admin, nostr.KindDeleteEvent, id, nostr.Tag{"e", spam.ID}).OK, true)
+	again := admin.event(nostr.KindDeleteEvent, now()+1, "", chanTag(id), nostr.Tag{"e", spam.ID})
 	eq(t, "deleted again", c.publish(again).Message, ingest.MsgNoSuchEvent)
 	eq(t, "deleted event re-sent", c.publish(spam).Message, ingest.MsgDeleted)
-	eq(t, "admin removes owner", c.command(admin, store.KindRemoveUser, id, nostr.Tag{"p", owner.pub()}).Message, ingest.MsgNotPermitted)
-	eq(t, "admin removes guest", c.command(admin, store.KindRemoveUser, id, nostr.Tag{"p", guest.pub()}).OK, true)
-	eq(t, "last owner leaves", c.command(owner, store.KindLeaveRequest, id).Message, ingest.MsgNotPermitted)
-	eq(t, "member leaves", c.command(member, store.KindLeaveRequest, id).OK, true)
-	eq(t, "admin deletes channel", c.command(admin, store.KindDeleteChannel, id).Message, ingest.MsgNotPermitted)
-	eq(t, "owner deletes channel", c.command(owner, store.KindDeleteChannel, id).OK, true)
-	eq(t, "post into deleted", c.publish(admin.event(store.KindChatMessage, now(), "x", chanTag(id))).Message, ingest.MsgChannelDenied)
-	missing := c.publish(owner.event(store.KindPutUser, now(), "", chanTag(id)))
+	eq(t, "admin removes owner", c.command(admin, nostr.KindRemoveUser, id, nostr.Tag{"p", owner.pub()}).Message, ingest.MsgNotPermitted)
+	eq(t, "admin removes guest", c.command(admin, nostr.KindRemoveUser, id, nostr.Tag{"p", guest.pub()}).OK, true)
+	eq(t, "last owner leaves", c.command(owner, nostr.KindLeaveRequest, id).Message, ingest.MsgNotPermitted)
+	eq(t, "member leaves", c.command(member, nostr.KindLeaveRequest, id).OK, true)
+	eq(t, "admin deletes channel", c.command(admin, nostr.KindDeleteChannel, id).Message, ingest.MsgNotPermitted)
+	eq(t, "owner deletes channel", c.command(owner, nostr.KindDeleteChannel, id).OK, true)
+	eq(t, "post into deleted", c.publish(admin.event(nostr.KindChatMessage, now(), "x", chanTag(id))).Message, ingest.MsgChannelDenied)
+	missing := c.publish(owner.event(nostr.KindPutUser, now(), "", chanTag(id)))
 	eq(t, "9000 without p", missing.Message, ingest.MsgBadCommand)
-	for _, kind := range []int{store.KindPutUser, store.KindJoinRequest} {
+	for _, kind := range []int{nostr.KindPutUser, nostr.KindJoinRequest} {
 		ok := c.publish(owner.event(kind, now(), "", nostr.Tag{"p", x.pub()}))
 		mustPrefix(t, "command without h", ok.Message, "invalid:")
 	}
@@ -451,11 +452,11 @@ func TestChannelRolesOverWebSocket(t *testing.T) {
 func TestMembersOnlyCommunity(t *testing.T) {
 	tr := newTestRelay(t)
 	ctx := context.Background()
-	if err := tr.store.SetCommunityAccess(ctx, tr.tc.Community(), store.AccessMembers); err != nil {
+	if err := tr.store.SetCommunityAccess(ctx, tr.tc.Community(), channel.AccessMembers); err != nil {
 		t.Fatal(err)
 	}
 	insider, outsider := newSigner(t), newSigner(t)
-	if err := tr.store.PutCommunityMember(ctx, tr.tc.Community(), insider.pub(), store.RoleMember); err != nil {
+	if err := tr.store.PutCommunityMember(ctx, tr.tc.Community(), insider.pub(), channel.RoleMember); err != nil {
 		t.Fatal(err)
 	}
 	anon := tr.dial(t)
@@ -483,9 +484,9 @@ func TestLeaveAndDeleteEvict(t *testing.T) {
 	tr := newTestRelay(t)
 	owner, bob := newSigner(t), newSigner(t)
 	oc := tr.dial(t)
-	priv := oc.createChannel(owner, "private", store.VisibilityPrivate)
-	open := oc.createChannel(owner, "open", store.VisibilityOpen)
-	eq(t, "put bob", oc.command(owner, store.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+	priv := oc.createChannel(owner, "private", channel.VisibilityPrivate)
+	open := oc.createChannel(owner, "open", channel.VisibilityOpen)
+	eq(t, "put bob", oc.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
 
 	bc := tr.dial(t)
 	bc.authAs(bob, tr.host)
@@ -493,13 +494,13 @@ func TestLeaveAndDeleteEvict(t *testing.T) {
 	bc.subscribe("o", hFilter(open))
 	// Leaving a private channel closes the subscription naming it.
 	// (The eviction happens before the command is acknowledged.)
-	leave := bob.event(store.KindLeaveRequest, now(), "", chanTag(priv))
+	leave := bob.event(nostr.KindLeaveRequest, now(), "", chanTag(priv))
 	bc.sendEvent(leave)
 	eq(t, "CLOSED after leave", bc.expectClosed("p", "restricted:"), msgChannelRevoked)
 	eq(t, "bob leaves", bc.expectOK(leave.ID).OK, true)
 	// Deleting a channel closes every subscription naming it, the owner's too.
 	oc.subscribe("own", hFilter(open))
-	del := owner.event(store.KindDeleteChannel, now(), "", chanTag(open))
+	del := owner.event(nostr.KindDeleteChannel, now(), "", chanTag(open))
 	oc.sendEvent(del)
 	eq(t, "owner's CLOSED after delete", oc.expectClosed("own", "restricted:"), msgChannelRevoked)
 	eq(t, "delete open", oc.expectOK(del.ID).OK, true)
@@ -514,7 +515,7 @@ func TestCommunityMembershipCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.store.SetCommunityAccess(ctx, comm.ID, store.AccessMembers); err != nil {
+	if err := tr.store.SetCommunityAccess(ctx, comm.ID, channel.AccessMembers); err != nil {
 		t.Fatal(err)
 	}
 	member := func(kind int, by, who *signer, role string) *nostr.OKMessage {
@@ -561,7 +562,7 @@ func TestPolicyChangeRevokes(t *testing.T) {
 	tr := newTestRelay(t)
 	ctx := context.Background()
 	insider, outsider := newSigner(t), newSigner(t)
-	if err := tr.store.PutCommunityMember(ctx, tr.tc.Community(), insider.pub(), store.RoleMember); err != nil {
+	if err := tr.store.PutCommunityMember(ctx, tr.tc.Community(), insider.pub(), channel.RoleMember); err != nil {
 		t.Fatal(err)
 	}
 	in, out, anon := tr.dial(t), tr.dial(t), tr.dial(t)
@@ -570,10 +571,10 @@ func TestPolicyChangeRevokes(t *testing.T) {
 	for _, c := range []*rawClient{in, out, anon} {
 		c.subscribe("live", nostr.Filter{Kinds: []int{1}}) // caches "open"
 	}
-	if err := tr.store.SetCommunityAccess(ctx, tr.tc.Community(), store.AccessMembers); err != nil {
+	if err := tr.store.SetCommunityAccess(ctx, tr.tc.Community(), channel.AccessMembers); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.relay.PublishControl(ctx, tr.tc.Community(), control.PolicyChanged{Access: string(store.AccessMembers)}); err != nil {
+	if err := tr.relay.PublishControl(ctx, tr.tc.Community(), control.PolicyChanged{Access: string(channel.AccessMembers)}); err != nil {
 		t.Fatal(err)
 	}
 	eq(t, "outsider's CLOSED", out.expectClosed("live", "restricted:"), msgCommunityRevoked)

@@ -27,11 +27,11 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/ratelimit"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -302,7 +302,7 @@ func (r *Relay) accessChanged(community tenant.CommunityID, m control.Message) {
 			}
 			return
 		}
-		id, ok := store.ParseChannelID(m.Channel)
+		id, ok := channel.ParseID(m.Channel)
 		if !ok {
 			return
 		}
@@ -312,7 +312,7 @@ func (r *Relay) accessChanged(community tenant.CommunityID, m control.Message) {
 		}
 		r.cl.goAction(func(ctx context.Context) { r.revokeChannel(ctx, community, id, false, []string{m.PubKey}) })
 	case control.VisibilityChanged:
-		id, ok := store.ParseChannelID(m.Channel)
+		id, ok := channel.ParseID(m.Channel)
 		if !ok {
 			return
 		}

@@ -5,8 +5,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 )
 
 // Gift wraps (NIP-59 kind 1059) are p-gated: a stored or live gift wrap
@@ -131,7 +131,7 @@ func (c *conn) liveGiftWrapAllowed(ev *nostr.Event) bool {
 // countVisible is count with the gift wrap rule: the filters' count, minus
 // their gift wraps, plus those addressed to the connection. The total is
 // counted first, so a wrap stored meanwhile can only lower the answer.
-func (c *conn) countVisible(ctx context.Context, filters []nostr.Filter, scope store.Scope) (int64, error) {
+func (c *conn) countVisible(ctx context.Context, filters []nostr.Filter, scope channel.Scope) (int64, error) {
 	return countGiftWrapped(ctx, filters, c.readers(), func(ctx context.Context, fs []nostr.Filter) (int64, error) {
 		return c.count(ctx, fs, scope)
 	})

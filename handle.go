@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
@@ -203,7 +204,7 @@ func (c *conn) refuseRead(guard *trace.Guard, g trace.Tracer, st trace.State, su
 // failure becomes the internal-error reason (logged, never sent), and live
 // is false when the connection itself has ended, in which case nothing is
 // to be answered.
-func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope store.Scope, reason string, needAuth, live bool) {
+func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope channel.Scope, reason string, needAuth, live bool) {
 	scope, reason, needAuth, err := c.checkRead(c.ctx, filters, g)
 	if err != nil {
 		if c.ctx.Err() != nil {
@@ -350,7 +351,7 @@ func (c *conn) clamp(f nostr.Filter) nostr.Filter {
 //
 // Stored events are read under scope (see access.go); with a tracer, the
 // community label of every row sent is recorded per filter.
-func (c *conn) replay(ctx context.Context, sub *subscription, scope store.Scope, g trace.Tracer, st trace.State) {
+func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scope, g trace.Tracer, st trace.State) {
 	sent := make(map[string]struct{})
 	tracing := c.tracer != nil
 	readers := c.readers()

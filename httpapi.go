@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nip98"
@@ -210,7 +211,7 @@ func parseFilters(body []byte) ([]nostr.Filter, error) {
 // readRequest is the part of /query and /count shared by both: parse and
 // check the filters, then decide access for reader. It answers the request
 // and returns ok false on refusal.
-func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (filters []nostr.Filter, readers []string, scope store.Scope, rt readTrace, ok bool) {
+func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (filters []nostr.Filter, readers []string, scope channel.Scope, rt readTrace, ok bool) {
 	pubkey, body, ok := r.authenticate(w, req, tc)
 	if !ok {
 		return nil, nil, scope, rt, false
@@ -250,9 +251,9 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 		reason, _, err = r.membersOnlyRefusal(ctx, tc.Community(), readers)
 	}
 	if err == nil && reason == "" && r.channels != nil {
-		var ids []store.ChannelID
+		var ids []channel.ID
 		ids, err = r.channels.store.ReadableChannels(ctx, tc.Community(), readers)
-		scope = store.ChannelsScope(ids...)
+		scope = channel.ScopeOf(ids...)
 		if err == nil && !channelsReadable(filters, scope, rt.channelCheck(ctx, tc)) {
 			reason = ingest.MsgChannelDenied
 		}
@@ -297,11 +298,11 @@ func (rt readTrace) refuse(ctx context.Context, reason string) {
 }
 
 // channelCheck records each channel decision of channelsReadable.
-func (rt readTrace) channelCheck(ctx context.Context, tc tenant.TenantContext) func(id *store.ChannelID, ok bool) {
+func (rt readTrace) channelCheck(ctx context.Context, tc tenant.TenantContext) func(id *channel.ID, ok bool) {
 	if rt.g == nil {
 		return nil
 	}
-	return func(id *store.ChannelID, ok bool) {
+	return func(id *channel.ID, ok bool) {
 		switch {
 		case id == nil:
 			rt.g.AuthCheck(ctx, rt.st, "", tenant.CommunityID{}, false)
@@ -431,7 +432,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request, tc tenant.T
 // same rules as a REQ's replay.
 //
 // rows, when not nil, receives the community of every row taken (tracing).
-func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope store.Scope, readers []string, cur cursor, recs map[string]store.Record, rows *[]tenant.CommunityID) error {
+func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope, readers []string, cur cursor, recs map[string]store.Record, rows *[]tenant.CommunityID) error {
 	if f.LimitSet && f.Limit == 0 {
 		return nil
 	}

@@ -293,15 +293,15 @@ func TestHTTPAPIChannels(t *testing.T) {
 		p := startAPIPod(t, b.open(t), host)
 		owner, stranger := newSigner(t), newSigner(t)
 		id := storetest.NewChannelID()
-		create := owner.event(store.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", "secret"}, nostr.Tag{"visibility", "private"})
+		create := owner.event(nostr.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", "secret"}, nostr.Tag{"visibility", "private"})
 		eq(t, "create over http", p.publishHTTP(t, owner, host, create).Accepted, true)
-		msg := owner.event(store.KindChatMessage, now(), "psst", chanTag(id))
+		msg := owner.event(nostr.KindChatMessage, now(), "psst", chanTag(id))
 		eq(t, "post over http", p.publishHTTP(t, owner, host, msg).Accepted, true)
-		res := p.publishHTTP(t, stranger, host, stranger.event(store.KindChatMessage, now(), "let me in", chanTag(id)))
+		res := p.publishHTTP(t, stranger, host, stranger.event(nostr.KindChatMessage, now(), "let me in", chanTag(id)))
 		eq(t, "stranger post", res.Accepted, false)
 
 		msgs := hFilter(id)
-		msgs.Kinds = []int{store.KindChatMessage}
+		msgs.Kinds = []int{nostr.KindChatMessage}
 		eq(t, "member reads", len(p.queryHTTP(t, owner, host, QueryPath, msgs)), 1)
 		code, body := p.apiJSON(t, stranger, host, QueryPath, hFilter(id))
 		eq(t, "stranger #h status", code, http.StatusForbidden)
@@ -309,7 +309,7 @@ func TestHTTPAPIChannels(t *testing.T) {
 		code, _ = p.apiJSON(t, stranger, host, CountPath, hFilter(id))
 		eq(t, "stranger #h count", code, http.StatusForbidden)
 		// Without #h the private channel is simply out of scope.
-		kinds := nostr.Filter{Kinds: []int{store.KindChatMessage}}
+		kinds := nostr.Filter{Kinds: []int{nostr.KindChatMessage}}
 		eq(t, "stranger without #h", len(p.queryHTTP(t, stranger, host, QueryPath, kinds)), 0)
 		eq(t, "stranger count without #h", p.countHTTP(t, stranger, host, kinds), int64(0))
 		eq(t, "member count without #h", p.countHTTP(t, owner, host, kinds), int64(1))
@@ -413,8 +413,8 @@ func TestHTTPAPITraced(t *testing.T) {
 	}
 	alice, mallory := newSigner(t), newSigner(t)
 	id := storetest.NewChannelID()
-	eq(t, "create", p.publishHTTP(t, alice, "a.example", alice.event(store.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", "p"}, nostr.Tag{"visibility", "private"})).Accepted, true)
-	msg := alice.event(store.KindChatMessage, now(), "secret", chanTag(id))
+	eq(t, "create", p.publishHTTP(t, alice, "a.example", alice.event(nostr.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", "p"}, nostr.Tag{"visibility", "private"})).Accepted, true)
+	msg := alice.event(nostr.KindChatMessage, now(), "secret", chanTag(id))
 	eq(t, "message", p.publishHTTP(t, alice, "a.example", msg).Accepted, true)
 	note := alice.event(1, now(), "note")
 	eq(t, "note", p.publishHTTP(t, alice, "a.example", note).Accepted, true)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/checker"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
@@ -164,10 +165,10 @@ func TestIsolationScenario(t *testing.T) {
 	// Community B: an open and a private channel, messages, a note.
 	cb := tr.dialHost(t, "b.example")
 	cb.authAs(alice, "b.example")
-	open := cb.createChannel(alice, "b-open", store.VisibilityOpen)
-	priv := cb.createChannel(alice, "b-private", store.VisibilityPrivate)
-	inOpen := alice.event(store.KindChatMessage, now(), "B open", chanTag(open))
-	inPriv := alice.event(store.KindChatMessage, now(), "B private", chanTag(priv))
+	open := cb.createChannel(alice, "b-open", channel.VisibilityOpen)
+	priv := cb.createChannel(alice, "b-private", channel.VisibilityPrivate)
+	inOpen := alice.event(nostr.KindChatMessage, now(), "B open", chanTag(open))
+	inPriv := alice.event(nostr.KindChatMessage, now(), "B private", chanTag(priv))
 	note := alice.event(1, now(), "B note")
 	for _, ev := range []*nostr.Event{inOpen, inPriv, note} {
 		cb.mustAccept(ev)
@@ -181,14 +182,14 @@ func TestIsolationScenario(t *testing.T) {
 	// Community A: mallory probes B's objects; each probe is compared with
 	// the same probe on an object that does not exist.
 	ca := tr.dialHost(t, "a.example")
-	for _, id := range []store.ChannelID{open, priv} {
+	for _, id := range []channel.ID{open, priv} {
 		unknown := storetest.NewChannelID()
-		ef := mallory.event(store.KindChatMessage, now(), "probe", chanTag(id))
-		eu := mallory.event(store.KindChatMessage, now(), "probe", chanTag(unknown))
+		ef := mallory.event(nostr.KindChatMessage, now(), "probe", chanTag(id))
+		eu := mallory.event(nostr.KindChatMessage, now(), "probe", chanTag(unknown))
 		sameResponse(t, "EVENT with foreign h",
 			ca.frames(nostr.AppendEventEnvelope(nil, ef.AppendJSON(nil)), isOK),
 			ca.frames(nostr.AppendEventEnvelope(nil, eu.AppendJSON(nil)), isOK), ef.ID, eu.ID)
-		for _, kind := range []int{store.KindJoinRequest, store.KindPutUser, store.KindDeleteChannel} {
+		for _, kind := range []int{nostr.KindJoinRequest, nostr.KindPutUser, nostr.KindDeleteChannel} {
 			cf := mallory.event(kind, now(), "", chanTag(id), nostr.Tag{"p", mallory.pub()})
 			cu := mallory.event(kind, now(), "", chanTag(unknown), nostr.Tag{"p", mallory.pub()})
 			sameResponse(t, "command on a foreign channel",
@@ -202,7 +203,7 @@ func TestIsolationScenario(t *testing.T) {
 	// Duplicates of B's stored events, replayed into A: a channel event is
 	// refused as naming an unknown channel (never "duplicate:"), a
 	// community-wide one is simply new in A.
-	fresh := mallory.event(store.KindChatMessage, now(), "fresh", chanTag(storetest.NewChannelID()))
+	fresh := mallory.event(nostr.KindChatMessage, now(), "fresh", chanTag(storetest.NewChannelID()))
 	sameResponse(t, "replay of a foreign channel event",
 		ca.frames(nostr.AppendEventEnvelope(nil, inOpen.AppendJSON(nil)), isOK),
 		ca.frames(nostr.AppendEventEnvelope(nil, fresh.AppendJSON(nil)), isOK), inOpen.ID, fresh.ID)
@@ -235,8 +236,8 @@ func TestIsolationScenario(t *testing.T) {
 		ca.frames(nostr.AppendReq(nil, "x", hFilter(priv)), endOfSub),
 		ca.frames(nostr.AppendReq(nil, "x", hFilter(unknown)), endOfSub), priv.String(), unknown.String())
 	// A's own life: channel, message, reads; nothing of B appears.
-	own := ca.createChannel(mallory, "a-chan", store.VisibilityOpen)
-	ca.mustAccept(mallory.event(store.KindChatMessage, now(), "A msg", chanTag(own)))
+	own := ca.createChannel(mallory, "a-chan", channel.VisibilityOpen)
+	ca.mustAccept(mallory.event(nostr.KindChatMessage, now(), "A msg", chanTag(own)))
 	for _, ev := range ca.req("all", nostr.Filter{}) {
 		if ev.ID == inOpen.ID || ev.ID == inPriv.ID || ev.PubKey == alice.pub() && ev.ID != note.ID {
 			t.Fatalf("B's event %s (kind %d) read in A", ev.ID, ev.Kind)
@@ -273,7 +274,7 @@ func TestIsolationScenario(t *testing.T) {
 	for _, h := range []string{"A.EXAMPLE", "a.example.", "a.example:80"} {
 		c := tr.dialHost(t, h)
 		c.authAs(mallory, "a.example")
-		if got := filterKind(c.req("v", hFilter(own)), store.KindChatMessage); len(got) != 1 {
+		if got := filterKind(c.req("v", hFilter(own)), nostr.KindChatMessage); len(got) != 1 {
 			t.Fatalf("host %q does not reach community A: %d messages", h, len(got))
 		}
 	}
@@ -290,13 +291,13 @@ type leakyStore struct {
 	victim, source tenant.CommunityID
 }
 
-func (l *leakyStore) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc store.Scope) iter.Seq2[store.Record, error] {
+func (l *leakyStore) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc channel.Scope) iter.Seq2[store.Record, error] {
 	inner := l.Store.QueryScoped(ctx, c, f, sc)
 	if c != l.victim {
 		return inner
 	}
 	return func(yield func(store.Record, error) bool) {
-		for rec, err := range l.Store.QueryScoped(ctx, l.source, nostr.Filter{Limit: 1, LimitSet: true}, store.AllChannels()) {
+		for rec, err := range l.Store.QueryScoped(ctx, l.source, nostr.Filter{Limit: 1, LimitSet: true}, channel.AllChannels()) {
 			if err != nil || !yield(rec, nil) {
 				return
 			}

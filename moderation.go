@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
@@ -142,7 +143,7 @@ func (r *Relay) isModerator(ctx context.Context, c tenant.CommunityID, pubkey st
 	if err != nil {
 		return false, err
 	}
-	return ok && (role == store.RoleOwner || role == store.RoleAdmin || role == store.RoleModerator), nil
+	return ok && (role == channel.RoleOwner || role == channel.RoleAdmin || role == store.RoleModerator), nil
 }
 
 // reportRecords returns the queued reports a REQ filter f may return on

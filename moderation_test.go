@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -305,7 +306,7 @@ func TestModerationBeforeMembership(t *testing.T) {
 		const host = "closed.example"
 		owner, stranger := newSigner(t), newSigner(t)
 		id := m.owned(t, host, owner)
-		if err := m.store.SetCommunityAccess(context.Background(), id, store.AccessMembers); err != nil {
+		if err := m.store.SetCommunityAccess(context.Background(), id, channel.AccessMembers); err != nil {
 			t.Fatal(err)
 		}
 		sc := m.authed(t, host, stranger)

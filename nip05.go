@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -119,7 +120,7 @@ func (r *Relay) mayManageNames(ctx context.Context, c tenant.CommunityID, pubkey
 	if err != nil || !ok {
 		return false, err
 	}
-	return role == store.RoleOwner || role == store.RoleAdmin, nil
+	return role == channel.RoleOwner || role == channel.RoleAdmin, nil
 }
 
 func (r *Relay) serveClaimName(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {

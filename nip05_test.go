@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -105,7 +106,7 @@ func TestNIP05(t *testing.T) {
 		eq(t, "bob releases alice's", p.deleteName(t, bob, hostA, "alice"), http.StatusForbidden)
 		eq(t, "bob gives a name", claim(bob, hostA, map[string]string{"name": "carol", "pubkey": carol.pub()}), http.StatusForbidden)
 		cs := st.(store.ChannelStore)
-		if err := cs.PutCommunityMember(ctx, p.tc.Community(), admin.pub(), store.RoleAdmin); err != nil {
+		if err := cs.PutCommunityMember(ctx, p.tc.Community(), admin.pub(), channel.RoleAdmin); err != nil {
 			t.Fatal(err)
 		}
 		eq(t, "admin reserves support for carol", claim(admin, hostA, map[string]string{"name": "support", "pubkey": carol.pub()}), http.StatusOK)
@@ -122,11 +123,11 @@ func TestNIP05(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cs.SetCommunityAccess(ctx, idC, store.AccessMembers); err != nil {
+		if err := cs.SetCommunityAccess(ctx, idC, channel.AccessMembers); err != nil {
 			t.Fatal(err)
 		}
 		eq(t, "stranger in members-only C", claim(carol, "c.example", map[string]string{"name": "carol"}), http.StatusForbidden)
-		if err := cs.PutCommunityMember(ctx, idC, carol.pub(), store.RoleMember); err != nil {
+		if err := cs.PutCommunityMember(ctx, idC, carol.pub(), channel.RoleMember); err != nil {
 			t.Fatal(err)
 		}
 		eq(t, "member of C", claim(carol, "c.example", map[string]string{"name": "carol"}), http.StatusOK)

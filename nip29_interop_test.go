@@ -15,7 +15,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip11"
 	"github.com/nbd-wtf/go-nostr/nip29"
 
-	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -230,8 +230,8 @@ func TestNIP29Interop(t *testing.T) {
 		// 9007 as nostr-tools builds it: an ordinary id, no name, NIP-29
 		// flags.
 		const gid = "pizza-lovers"
-		alice.must("create", store.KindCreateChannel, gid, gonostr.Tag{"private"}, gonostr.Tag{"closed"})
-		alice.refused("second create", "restricted:", store.KindCreateChannel, gid)
+		alice.must("create", nostr.KindCreateChannel, gid, gonostr.Tag{"private"}, gonostr.Tag{"closed"})
+		alice.refused("second create", "restricted:", nostr.KindCreateChannel, gid)
 		g, meta, found := alice.loadGroup(r.url, key, gid)
 		if !found || !g.Private || !g.Closed || g.Name != gid || !hasTag(meta, "restricted") || hasTag(meta, "hidden") {
 			t.Fatalf("created group %+v, 39000 %v", g, meta)
@@ -245,15 +245,15 @@ func TestNIP29Interop(t *testing.T) {
 		}
 		// Private: members only read; restricted: members only post;
 		// closed: no join.
-		alice.must("post", store.KindChatMessage, gid)
+		alice.must("post", nostr.KindChatMessage, gid)
 		if evs := bob.query(gonostr.Filter{Kinds: []int{9}, Tags: gonostr.TagMap{"h": {gid}}}); len(evs) != 0 {
 			t.Fatalf("a non-member read %d messages of a private group", len(evs))
 		}
-		bob.refused("non-member post", "restricted:", store.KindChatMessage, gid)
-		bob.refused("join closed", "restricted:", store.KindJoinRequest, gid)
+		bob.refused("non-member post", "restricted:", nostr.KindChatMessage, gid)
+		bob.refused("join closed", "restricted:", nostr.KindJoinRequest, gid)
 
 		// 9002: public, open, restricted.
-		alice.must("edit", store.KindEditMetadata, gid, gonostr.Tag{"public"}, gonostr.Tag{"open"}, gonostr.Tag{"restricted"}, gonostr.Tag{"name", "Pizza"})
+		alice.must("edit", nostr.KindEditMetadata, gid, gonostr.Tag{"public"}, gonostr.Tag{"open"}, gonostr.Tag{"restricted"}, gonostr.Tag{"name", "Pizza"})
 		g, meta, _ = bob.loadGroup(r.url, key, gid)
 		if g.Private || g.Closed || g.Name != "Pizza" || !hasTag(meta, "restricted") {
 			t.Fatalf("edited group %+v, 39000 %v", g, meta)
@@ -261,18 +261,18 @@ func TestNIP29Interop(t *testing.T) {
 		if evs := bob.query(gonostr.Filter{Kinds: []int{9}, Tags: gonostr.TagMap{"h": {gid}}}); len(evs) != 1 {
 			t.Fatalf("public group: a non-member read %d messages, want 1", len(evs))
 		}
-		bob.refused("non-member post in restricted", "restricted:", store.KindChatMessage, gid)
-		bob.must("join", store.KindJoinRequest, gid)
+		bob.refused("non-member post in restricted", "restricted:", nostr.KindChatMessage, gid)
+		bob.must("join", nostr.KindJoinRequest, gid)
 		// The relay records the accepted join as its own 9000.
 		if evs := bob.query(gonostr.Filter{Kinds: []int{9000}, Authors: []string{key}, Tags: gonostr.TagMap{"h": {gid}, "p": {bob.pk}}}); len(evs) != 1 {
 			t.Fatalf("relay 9000 after join: %d events", len(evs))
 		}
-		bob.refused("repeat join", "duplicate:", store.KindJoinRequest, gid)
-		bob.must("member post", store.KindChatMessage, gid)
+		bob.refused("repeat join", "duplicate:", nostr.KindJoinRequest, gid)
+		bob.must("member post", nostr.KindChatMessage, gid)
 
 		// Hidden needs private here: refused, never dropped.
-		alice.refused("hidden public", "restricted:", store.KindEditMetadata, gid, gonostr.Tag{"hidden"})
-		alice.must("private hidden", store.KindEditMetadata, gid, gonostr.Tag{"private"}, gonostr.Tag{"hidden"})
+		alice.refused("hidden public", "restricted:", nostr.KindEditMetadata, gid, gonostr.Tag{"hidden"})
+		alice.must("private hidden", nostr.KindEditMetadata, gid, gonostr.Tag{"private"}, gonostr.Tag{"hidden"})
 		if g, meta, found := bob.loadGroup(r.url, key, gid); !found || !g.Private || !hasTag(meta, "hidden") {
 			t.Fatalf("member view of the hidden group: %+v %v", g, meta)
 		}
@@ -281,13 +281,13 @@ func TestNIP29Interop(t *testing.T) {
 		}
 
 		// Put and remove users; leave.
-		alice.must("put carol", store.KindPutUser, gid, gonostr.Tag{"p", carol.pk, "admin"})
+		alice.must("put carol", nostr.KindPutUser, gid, gonostr.Tag{"p", carol.pk, "admin"})
 		g, _, _ = carol.loadGroup(r.url, key, gid)
 		if roles := g.Members[carol.pk]; len(roles) == 0 || roles[0] == nil || roles[0].Name != "admin" {
 			t.Fatalf("carol's roles %v", roles)
 		}
 		// A role Buzz does not know is accepted and listed in 39003.
-		alice.must("put bob as moderator", store.KindPutUser, gid, gonostr.Tag{"p", bob.pk, "moderator"})
+		alice.must("put bob as moderator", nostr.KindPutUser, gid, gonostr.Tag{"p", bob.pk, "moderator"})
 		g, _, _ = alice.loadGroup(r.url, key, gid)
 		if _, ok := g.Members[bob.pk]; !ok {
 			t.Fatalf("bob not listed: %v", g.Members)
@@ -296,8 +296,8 @@ func TestNIP29Interop(t *testing.T) {
 		if len(rolesEv) != 1 || !slices.ContainsFunc(rolesEv[0].Tags, func(t gonostr.Tag) bool { return len(t) >= 2 && t[0] == "role" && t[1] == "moderator" }) {
 			t.Fatalf("39003 = %v", rolesEv)
 		}
-		alice.must("remove carol", store.KindRemoveUser, gid, gonostr.Tag{"p", carol.pk})
-		bob.must("leave", store.KindLeaveRequest, gid)
+		alice.must("remove carol", nostr.KindRemoveUser, gid, gonostr.Tag{"p", carol.pk})
+		bob.must("leave", nostr.KindLeaveRequest, gid)
 		// The relay records the leave as its own 9001 (read by a member).
 		if evs := alice.query(gonostr.Filter{Kinds: []int{9001}, Authors: []string{key}, Tags: gonostr.TagMap{"h": {gid}, "p": {bob.pk}}}); len(evs) != 1 {
 			t.Fatalf("relay 9001 after leave: %d events", len(evs))
@@ -313,20 +313,20 @@ func TestNIP29Interop(t *testing.T) {
 		// Invite codes (9009) open a closed group to a 9021 with "code", for
 		// any number of joins, until the invite is deleted (9005).
 		const club = "club"
-		alice.must("create club", store.KindCreateChannel, club, gonostr.Tag{"private"}, gonostr.Tag{"closed"})
-		alice.must("create plaza", store.KindCreateChannel, "plaza", gonostr.Tag{"closed"})
-		alice.refused("invite in a public group", "restricted:", store.KindCreateInvite, "plaza", gonostr.Tag{"code", "x"})
+		alice.must("create club", nostr.KindCreateChannel, club, gonostr.Tag{"private"}, gonostr.Tag{"closed"})
+		alice.must("create plaza", nostr.KindCreateChannel, "plaza", gonostr.Tag{"closed"})
+		alice.refused("invite in a public group", "restricted:", nostr.KindCreateInvite, "plaza", gonostr.Tag{"code", "x"})
 		// A public group turned private (not hidden): all its state follows
 		// 39000 out of the channel, so non-members still load it.
-		alice.must("plaza private", store.KindEditMetadata, "plaza", gonostr.Tag{"private"}, gonostr.Tag{"closed"})
+		alice.must("plaza private", nostr.KindEditMetadata, "plaza", gonostr.Tag{"private"}, gonostr.Tag{"closed"})
 		if evs := bob.query(gonostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}, Authors: []string{key}, Tags: gonostr.TagMap{"d": {"plaza"}}}); len(evs) != 4 {
 			t.Fatalf("non-member sees %d state events of a private, visible group", len(evs))
 		}
-		carol.refused("invite by a non-member", "restricted:", store.KindCreateInvite, club, gonostr.Tag{"code", "x"})
-		alice.must("invite", store.KindCreateInvite, club, gonostr.Tag{"code", "sesame"})
-		bob.refused("join with a wrong code", "restricted:", store.KindJoinRequest, club, gonostr.Tag{"code", "guess"})
-		bob.must("join with the code", store.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
-		carol.must("second join with the code", store.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
+		carol.refused("invite by a non-member", "restricted:", nostr.KindCreateInvite, club, gonostr.Tag{"code", "x"})
+		alice.must("invite", nostr.KindCreateInvite, club, gonostr.Tag{"code", "sesame"})
+		bob.refused("join with a wrong code", "restricted:", nostr.KindJoinRequest, club, gonostr.Tag{"code", "guess"})
+		bob.must("join with the code", nostr.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
+		carol.must("second join with the code", nostr.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
 		if g, _, _ := alice.loadGroup(r.url, key, club); len(g.Members) != 3 {
 			t.Fatalf("club members %v", g.Members)
 		}
@@ -334,53 +334,53 @@ func TestNIP29Interop(t *testing.T) {
 		if len(invites) != 1 {
 			t.Fatalf("%d invites", len(invites))
 		}
-		alice.must("revoke the invite", store.KindDeleteEvent, club, gonostr.Tag{"e", invites[0].ID})
+		alice.must("revoke the invite", nostr.KindDeleteEvent, club, gonostr.Tag{"e", invites[0].ID})
 		erin := r.connect(t, r.url, true)
-		erin.refused("join with a revoked code", "restricted:", store.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
+		erin.refused("join with a revoked code", "restricted:", nostr.KindJoinRequest, club, gonostr.Tag{"code", "sesame"})
 
 		// Timeline integrity: late publication is refused (NIP-29), for
 		// messages and for group commands; an edit older than the current
 		// metadata never applies; "previous" must cite recent events.
 		yearAgo := gonostr.Now() - 365*24*3600
-		if msg, _ := alice.publishAt(yearAgo, store.KindChatMessage, club); !strings.HasPrefix(msg, "invalid:") {
+		if msg, _ := alice.publishAt(yearAgo, nostr.KindChatMessage, club); !strings.HasPrefix(msg, "invalid:") {
 			t.Fatalf("message a year old: %q", msg)
 		}
-		if msg, _ := alice.publishAt(gonostr.Now()-2*24*3600, store.KindEditMetadata, club, gonostr.Tag{"name", "old"}); !strings.HasPrefix(msg, "invalid:") {
+		if msg, _ := alice.publishAt(gonostr.Now()-2*24*3600, nostr.KindEditMetadata, club, gonostr.Tag{"name", "old"}); !strings.HasPrefix(msg, "invalid:") {
 			t.Fatalf("edit two days old: %q", msg)
 		}
-		alice.must("rename", store.KindEditMetadata, club, gonostr.Tag{"name", "Club"})
-		if msg, _ := alice.publishAt(gonostr.Now()-60, store.KindEditMetadata, club, gonostr.Tag{"name", "older"}); !strings.HasPrefix(msg, "invalid:") {
+		alice.must("rename", nostr.KindEditMetadata, club, gonostr.Tag{"name", "Club"})
+		if msg, _ := alice.publishAt(gonostr.Now()-60, nostr.KindEditMetadata, club, gonostr.Tag{"name", "older"}); !strings.HasPrefix(msg, "invalid:") {
 			t.Fatalf("edit older than the current metadata: %q", msg)
 		}
 		if g, _, _ := bob.loadGroup(r.url, key, club); g.Name != "Club" {
 			t.Fatalf("club name %q after a stale edit", g.Name)
 		}
-		msg, first := alice.publishAt(gonostr.Now(), store.KindChatMessage, club)
+		msg, first := alice.publishAt(gonostr.Now(), nostr.KindChatMessage, club)
 		if msg != "" {
 			t.Fatal(msg)
 		}
-		msg, second := alice.publishAt(gonostr.Now(), store.KindChatMessage, club)
+		msg, second := alice.publishAt(gonostr.Now(), nostr.KindChatMessage, club)
 		if msg != "" {
 			t.Fatal(msg)
 		}
-		bob.must("reply citing a recent event", store.KindChatMessage, club, gonostr.Tag{"previous", first[:8]})
-		bob.must("reply citing two recent events in one tag", store.KindChatMessage, club, gonostr.Tag{"previous", first[:8], second[:10]})
-		bob.refused("one tag citing a known and an unknown event", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", first[:8], "00000000"})
-		bob.refused("reply citing an unknown event", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", "00000000"})
-		bob.refused("malformed previous", "invalid:", store.KindChatMessage, club, gonostr.Tag{"previous", "xyz"})
+		bob.must("reply citing a recent event", nostr.KindChatMessage, club, gonostr.Tag{"previous", first[:8]})
+		bob.must("reply citing two recent events in one tag", nostr.KindChatMessage, club, gonostr.Tag{"previous", first[:8], second[:10]})
+		bob.refused("one tag citing a known and an unknown event", "invalid:", nostr.KindChatMessage, club, gonostr.Tag{"previous", first[:8], "00000000"})
+		bob.refused("reply citing an unknown event", "invalid:", nostr.KindChatMessage, club, gonostr.Tag{"previous", "00000000"})
+		bob.refused("malformed previous", "invalid:", nostr.KindChatMessage, club, gonostr.Tag{"previous", "xyz"})
 
 		// Buzz's own clients: a UUID and visibility=private stand for all
 		// four flags.
 		uuid := "0b6f6d9e-2d1c-4c7e-9a55-0123456789ab"
-		alice.must("buzz create", store.KindCreateChannel, uuid, gonostr.Tag{"name", "team"}, gonostr.Tag{"visibility", "private"})
+		alice.must("buzz create", nostr.KindCreateChannel, uuid, gonostr.Tag{"name", "team"}, gonostr.Tag{"visibility", "private"})
 		if _, meta, found := alice.loadGroup(r.url, key, uuid); !found || !hasTag(meta, "private") || !hasTag(meta, "closed") ||
 			!hasTag(meta, "restricted") || !hasTag(meta, "hidden") {
 			t.Fatalf("buzz private group 39000 %v", meta)
 		}
 
 		// Ids NIP-29 does not allow.
-		alice.refused("upper-case id", "invalid:", store.KindCreateChannel, "Pizza")
-		alice.refused("spaced id", "invalid:", store.KindCreateChannel, "pizza lovers")
+		alice.refused("upper-case id", "invalid:", nostr.KindCreateChannel, "Pizza")
+		alice.refused("spaced id", "invalid:", nostr.KindCreateChannel, "pizza lovers")
 
 		// The same id in another community is another group, signed by that
 		// community's key, and reveals nothing of this one.
@@ -392,8 +392,8 @@ func TestNIP29Interop(t *testing.T) {
 		if _, _, found := dave.loadGroup(r.url, key, gid); found {
 			t.Fatal("another community served this community's group")
 		}
-		dave.refused("post into a foreign group", "restricted:", store.KindChatMessage, gid)
-		dave.must("create the same id", store.KindCreateChannel, gid, gonostr.Tag{"name", "other pizza"})
+		dave.refused("post into a foreign group", "restricted:", nostr.KindChatMessage, gid)
+		dave.must("create the same id", nostr.KindCreateChannel, gid, gonostr.Tag{"name", "other pizza"})
 		og, _, found := dave.loadGroup(r.otherURL, odoc.PubKey, gid)
 		if !found || og.Name != "other pizza" || og.Private {
 			t.Fatalf("other community's group %+v", og)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -78,7 +79,7 @@ func (r *Relay) bounded(ctx context.Context, c tenant.CommunityID, owner any, re
 }
 
 // countBounded is a COUNT as one bounded read.
-func (r *Relay) countBounded(ctx context.Context, c tenant.CommunityID, owner any, filters []nostr.Filter, scope store.Scope) (int64, error) {
+func (r *Relay) countBounded(ctx context.Context, c tenant.CommunityID, owner any, filters []nostr.Filter, scope channel.Scope) (int64, error) {
 	var n int64
 	err := r.bounded(ctx, c, owner, func(ctx context.Context) error {
 		var err error
@@ -95,7 +96,7 @@ func (r *Relay) countBounded(ctx context.Context, c tenant.CommunityID, owner an
 // orders the events of one second by id, so those of that second already
 // passed come first again and are skipped. send returns false to stop.
 // Every event is passed at most once.
-func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any, f nostr.Filter, scope store.Scope, send func([]store.Record) bool) error {
+func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any, f nostr.Filter, scope channel.Scope, send func([]store.Record) bool) error {
 	remaining := f.Limit
 	seen := make(map[string]struct{})
 	var (
@@ -152,6 +153,6 @@ func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any,
 }
 
 // count is a COUNT of this connection's community as one bounded read.
-func (c *conn) count(ctx context.Context, filters []nostr.Filter, scope store.Scope) (int64, error) {
+func (c *conn) count(ctx context.Context, filters []nostr.Filter, scope channel.Scope) (int64, error) {
 	return c.r.countBounded(ctx, c.tc.Community(), c, filters, scope)
 }

@@ -11,6 +11,7 @@ import (
 
 	gonostr "github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/nostr/nip17"
 	"github.com/buzzrelay/buzz/store"
@@ -53,12 +54,12 @@ func TestSearchOverWebSocket(t *testing.T) {
 		owner, member, alice := newSigner(t), newSigner(t), newSigner(t)
 
 		c := a.dial(t)
-		priv := c.createChannel(owner, "private", store.VisibilityPrivate)
-		eq(t, "put member", c.command(owner, store.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
+		priv := c.createChannel(owner, "private", channel.VisibilityPrivate)
+		eq(t, "put member", c.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
 		once := owner.event(1, now()-30, "an espresso before the meeting")
 		twice := owner.event(1, now()-20, "espresso, then more Espresso!")
 		other := owner.event(1, now()-10, "tea only")
-		secret := member.event(store.KindChatMessage, now()-5, "espresso plans in private", chanTag(priv))
+		secret := member.event(nostr.KindChatMessage, now()-5, "espresso plans in private", chanTag(priv))
 		for _, e := range []*nostr.Event{once, twice, other, secret} {
 			c.mustAccept(e)
 		}
@@ -133,7 +134,7 @@ func TestSearchOverWebSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.mustAccept(wrap2)
-		c.mustAccept(member.event(store.KindChatMessage, now(), "private espresso", chanTag(priv)))
+		c.mustAccept(member.event(nostr.KindChatMessage, now(), "private espresso", chanTag(priv)))
 		cb.mustAccept(owner.event(1, now(), "espresso elsewhere"))
 		live := owner.event(1, now(), "Fresh espresso, live")
 		c.mustAccept(live)

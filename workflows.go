@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 
 	"github.com/buzzrelay/buzz/ingest"
@@ -199,14 +200,14 @@ func (r *Relay) workflowCommands() map[int]ingest.CommandFunc {
 
 // workflowChannel returns the channel named by ev's h tag (admission has
 // already resolved it inside the community).
-func workflowChannel(ev *nostr.Event) (store.ChannelID, bool) {
-	id, ok, err := store.EventChannel(ev)
+func workflowChannel(ev *nostr.Event) (channel.ID, bool) {
+	id, ok, err := channel.OfEvent(ev)
 	return id, ok && err == nil
 }
 
 // workflowTarget reads the workflow id (d) and channel (h) that 30620 and
 // 46020 name; msg is the refusal when either is missing or malformed.
-func workflowTarget(ev *nostr.Event) (id workflow.ID, ch store.ChannelID, msg string) {
+func workflowTarget(ev *nostr.Event) (id workflow.ID, ch channel.ID, msg string) {
 	id, ok := workflow.ParseID(ev.DTag())
 	if !ok {
 		return id, ch, msgWorkflowBadD
@@ -333,7 +334,7 @@ func response(v map[string]any) string {
 // of a channel) and deletions of 30620 coordinates.
 func (h *WorkflowHost) onStored(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) {
 	switch ev.Kind {
-	case store.KindChatMessage, 7:
+	case nostr.KindChatMessage, 7:
 		if err := h.engine.HandleEvent(ctx, tc.Community(), ev); err != nil {
 			h.r.log.WarnContext(ctx, "buzz: workflow triggers of an event failed; retrying", "event", ev.ID, "err", err)
 			h.enqueue(tc.Community(), ev)
@@ -364,7 +365,7 @@ func (h *WorkflowHost) deleteDefinitions(ctx context.Context, c tenant.Community
 
 // onChannelChange disables, in the channel, the workflows of users who
 // stopped being its members.
-func (h *WorkflowHost) onChannelChange(ctx context.Context, c tenant.CommunityID, ch store.ChannelChange) {
+func (h *WorkflowHost) onChannelChange(ctx context.Context, c tenant.CommunityID, ch channel.Change) {
 	for _, pk := range ch.Revoked {
 		if _, err := h.engine.MemberRemoved(ctx, c, ch.Channel.ID, pk); err != nil {
 			h.r.log.ErrorContext(ctx, "buzz: disable a removed member's workflows", "community", c.String(), "err", err)
@@ -429,7 +430,7 @@ func (h *WorkflowHost) Sign(ctx context.Context, c tenant.CommunityID, ev *nostr
 // Like Publish, it outlives a cancelled run context (bounded by
 // publishTimeout): the last status event of a run is signed as it ends.
 func (h *WorkflowHost) groupTag(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
-	id, has, err := store.EventChannel(ev)
+	id, has, err := channel.OfEvent(ev)
 	if err != nil || !has {
 		return err
 	}
@@ -458,7 +459,7 @@ func (h *WorkflowHost) groupTag(ctx context.Context, c tenant.CommunityID, ev *n
 func (h *WorkflowHost) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
-	if ch, has, err := store.EventChannel(ev); err != nil {
+	if ch, has, err := channel.OfEvent(ev); err != nil {
 		return err
 	} else if has {
 		if _, err := h.r.channels.store.Channel(ctx, c, ch); err != nil {
@@ -478,7 +479,7 @@ func (h *WorkflowHost) Publish(ctx context.Context, c tenant.CommunityID, ev *no
 		return err
 	}
 	if et, ok := h.engineTrace(ctx, c); ok {
-		if ch, has, _ := store.EventChannel(ev); has {
+		if ch, has, _ := channel.OfEvent(ev); has {
 			et.t.WriteInsert(ctx, et.st, ev.ID, ch.String(), c)
 		} else {
 			et.t.WriteInsertGlobal(ctx, et.st, ev.ID)
@@ -541,15 +542,15 @@ func (h *WorkflowHost) communityHost(ctx context.Context, c tenant.CommunityID) 
 
 // SetChannelTopic implements workflow.TopicSetter: the topic is the
 // channel's about; after a change the relay-signed 39000 is republished.
-func (h *WorkflowHost) SetChannelTopic(ctx context.Context, c tenant.CommunityID, channel store.ChannelID, topic string) error {
+func (h *WorkflowHost) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id channel.ID, topic string) error {
 	if h.topics == nil {
 		return errors.New("buzz: the store cannot set channel topics")
 	}
-	ch, changed, err := h.topics.SetChannelTopic(ctx, c, channel, topic)
+	ch, changed, err := h.topics.SetChannelTopic(ctx, c, id, topic)
 	if err != nil || !changed {
 		return err
 	}
-	h.r.pipeline.PublishChannelState(ctx, c, store.ChannelChange{Channel: ch, Metadata: true})
+	h.r.pipeline.PublishChannelState(ctx, c, channel.Change{Channel: ch, Metadata: true})
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/workflow"
@@ -48,10 +49,10 @@ func TestWorkflowApprovals(t *testing.T) {
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		bc := tr.dial(t)
 		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(store.KindJoinRequest, now(), "", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 		cc := tr.dial(t)
 		cc.authAs(carol, tr.host)
 		dc := tr.dial(t) // alice's second connection, without subscriptions
@@ -71,7 +72,7 @@ func TestWorkflowApprovals(t *testing.T) {
 
 		// Grant: the run waits, one of two racing approvers wins, the
 		// next step runs with the approval's output.
-		bc.mustAccept(bob.event(store.KindChatMessage, now(), "deploy v1", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "deploy v1", chanTag(ch)))
 		req := approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
 		id, _ := req["approval_id"].(string)
 		token, _ := req["token"].(string)
@@ -159,7 +160,7 @@ func TestWorkflowApprovals(t *testing.T) {
 		}
 
 		// Deny: the run is cancelled with approval_denied.
-		bc.mustAccept(bob.event(store.KindChatMessage, now(), "deploy v2", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "deploy v2", chanTag(ch)))
 		req = approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
 		id2 := req["approval_id"].(string)
 		okResponse(t, bc.publish(bob.event(workflow.KindApprovalDeny, now(), "", nostr.Tag{"d", id2}, chanTag(ch))))
@@ -172,7 +173,7 @@ func TestWorkflowApprovals(t *testing.T) {
 		// in a NIP-17 DM); only bob may decide.
 		bc.subscribe("dm", nostr.Filter{Kinds: []int{1059}, Tags: map[string][]string{"p": {bob.pub()}}})
 		okResponse(t, defineNew(t, dc, alice, ch, strings.Replace(approvalDef(bob.pub(), "1h"), "deploy", "ship", 1)))
-		bc.mustAccept(bob.event(store.KindChatMessage, now(), "ship v3", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "ship v3", chanTag(ch)))
 		req = approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
 		if req["token"] != nil || req["url"] != nil || req["approver"] != bob.pub() {
 			t.Fatalf("46010 of a named approver: %v", req)
@@ -186,7 +187,7 @@ func TestWorkflowApprovals(t *testing.T) {
 
 		// Expiry: the run fails with expired; a late grant is refused.
 		okResponse(t, defineNew(t, dc, alice, ch, strings.Replace(approvalDef("", "1s"), "deploy", "hurry", 1)))
-		bc.mustAccept(bob.event(store.KindChatMessage, now(), "hurry v4", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "hurry v4", chanTag(ch)))
 		req = approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
 		failed := ac.waitFor("live", isKind(workflow.KindRunFailed))
 		if !strings.Contains(failed.Content, `"error_code":"expired"`) {
@@ -218,7 +219,7 @@ func TestWorkflowApprovals(t *testing.T) {
 }
 
 // defineNew defines yaml as a new workflow of s in ch and returns its OK.
-func defineNew(t *testing.T, c *rawClient, s *signer, ch store.ChannelID, yaml string) *nostr.OKMessage {
+func defineNew(t *testing.T, c *rawClient, s *signer, ch channel.ID, yaml string) *nostr.OKMessage {
 	t.Helper()
 	_, okm := c.define(s, workflow.NewID(), ch, yaml)
 	return okm

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -43,15 +43,15 @@ func benchBackends(b *testing.B, fn func(b *testing.B, st wfBackend)) {
 
 // benchChannel opens a relay with workflows on st and a channel owned by
 // the returned signer.
-func benchChannel(b *testing.B, st wfBackend) (*testRelay, *signer, store.ChannelID) {
+func benchChannel(b *testing.B, st wfBackend) (*testRelay, *signer, channel.ID) {
 	tr := workflowRelay(b, st, newHookServer(b))
 	owner := newSigner(b)
 	c := tr.dial(b)
-	ch := c.createChannel(owner, "bench", store.VisibilityOpen)
+	ch := c.createChannel(owner, "bench", channel.VisibilityOpen)
 	return tr, owner, ch
 }
 
-func define(b *testing.B, c *rawClient, s *signer, ch store.ChannelID, yaml string) {
+func define(b *testing.B, c *rawClient, s *signer, ch channel.ID, yaml string) {
 	_, ok := c.define(s, workflow.NewID(), ch, yaml)
 	if !ok.OK {
 		b.Fatalf("define: %s", ok.Message)
@@ -85,7 +85,7 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 		done := 0 // completions seen
 		b.ResetTimer()
 		for i := range n {
-			ev := poster.event(store.KindChatMessage, now(), fmt.Sprintf("go %d", i), chanTag(ch))
+			ev := poster.event(nostr.KindChatMessage, now(), fmt.Sprintf("go %d", i), chanTag(ch))
 			start := time.Now()
 			pc.sendEvent(ev)
 			for {
@@ -121,7 +121,7 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := range per {
-					ev := s.event(store.KindChatMessage, now(), fmt.Sprintf("go %d/%d", w, i), chanTag(ch))
+					ev := s.event(nostr.KindChatMessage, now(), fmt.Sprintf("go %d/%d", w, i), chanTag(ch))
 					c.sendEvent(ev)
 					c.expectOK(ev.ID)
 				}
@@ -184,7 +184,7 @@ func BenchmarkWorkflowWSIngest(b *testing.B) {
 				for w := range conns {
 					clients[w], signers[w] = tr.dial(b), newSigner(b)
 					for i := range per {
-						evs[w] = append(evs[w], signers[w].event(store.KindChatMessage, now(), fmt.Sprintf("hello %d %d", w, i), chanTag(ch)))
+						evs[w] = append(evs[w], signers[w].event(nostr.KindChatMessage, now(), fmt.Sprintf("hello %d %d", w, i), chanTag(ch)))
 					}
 				}
 				b.ResetTimer()

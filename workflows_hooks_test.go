@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/workflow"
@@ -81,10 +82,10 @@ func TestWebhooksOverHTTP(t *testing.T) {
 		alice, bob := newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		bc := tr.dial(t)
 		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(store.KindJoinRequest, now(), "", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 
 		// The first definition returns the secret, once.
 		id := workflow.NewID()
@@ -105,7 +106,7 @@ func TestWebhooksOverHTTP(t *testing.T) {
 		// reaching the step.
 		wc := tr.dial(t) // a connection that only watches
 		wc.authAs(bob, tr.host)
-		wc.subscribe("live", nostr.Filter{Kinds: []int{store.KindChatMessage}, Tags: map[string][]string{"h": {ch.String()}}})
+		wc.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {ch.String()}}})
 		m := accepted(hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", []byte(`{"service":"api"}`)))
 		eq(t, "workflow_id", m["workflow_id"], id.String())
 		eq(t, "status", m["status"], string(workflow.RunPending))
@@ -138,7 +139,7 @@ func TestWebhooksOverHTTP(t *testing.T) {
 		fid := workflow.NewID()
 		fc := tr.dialHost(t, foreign)
 		fc.authAs(alice, foreign)
-		fch := fc.createChannel(alice, "ops", store.VisibilityOpen)
+		fch := fc.createChannel(alice, "ops", channel.VisibilityOpen)
 		_, okm = fc.define(alice, fid, fch, hookYAML)
 		fsecret := webhookSecretOf(t, okm)
 		disabledID := workflow.NewID()
@@ -224,7 +225,7 @@ func TestWebhookIdempotencyRace(t *testing.T) {
 		alice := newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		id := workflow.NewID()
 		_, okm := ac.define(alice, id, ch, hookYAML)
 		secret := webhookSecretOf(t, okm)

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nip98"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -84,10 +84,10 @@ func notFound(w http.ResponseWriter, msg string) {
 
 // readableChannel returns the signer's role in channel id (ok when the
 // channel exists in tc's community and the signer may read it).
-func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id store.ChannelID, pubkey string) (role store.Role, ok bool, err error) {
+func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id channel.ID, pubkey string) (role channel.Role, ok bool, err error) {
 	cs := r.channels.store
 	ch, err := cs.Channel(req.Context(), tc.Community(), id)
-	if errors.Is(err, store.ErrNoChannel) {
+	if errors.Is(err, channel.ErrNoChannel) {
 		return "", false, nil
 	}
 	if err != nil {
@@ -97,14 +97,14 @@ func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id s
 	if err != nil {
 		return "", false, err
 	}
-	return role, store.MayRead(ch, member), nil
+	return role, channel.MayRead(ch, member), nil
 }
 
 // workflowRequest serves the start of every /workflows/{id} route: it
 // authenticates the NIP-98 signer, opens the request's read trace under
 // seam and returns workflow {id} when the signer may read its channel. When
 // ok is false it has answered the request itself.
-func (r *Relay) workflowRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (pk string, rt readTrace, wf workflow.Workflow, role store.Role, ok bool) {
+func (r *Relay) workflowRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (pk string, rt readTrace, wf workflow.Workflow, role channel.Role, ok bool) {
 	if pk, ok = r.authenticateAny(w, req, tc); !ok {
 		return
 	}
@@ -115,8 +115,8 @@ func (r *Relay) workflowRequest(w http.ResponseWriter, req *http.Request, tc ten
 
 // visibleWorkflow returns workflow {id} of tc's community when the signer
 // may read its channel; it answers 404 itself otherwise.
-func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt readTrace) (workflow.Workflow, store.Role, bool) {
-	fail := func(msg string) (workflow.Workflow, store.Role, bool) {
+func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt readTrace) (workflow.Workflow, channel.Role, bool) {
+	fail := func(msg string) (workflow.Workflow, channel.Role, bool) {
 		rt.refuse(req.Context(), msg)
 		notFound(w, msg)
 		return workflow.Workflow{}, "", false
@@ -199,7 +199,7 @@ func (r *Relay) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc t
 		return
 	}
 	rt := r.armHTTPRead(tc, pk, "workflows")
-	ch, ok := store.ParseChannelID(req.URL.Query().Get("channel"))
+	ch, ok := channel.ParseID(req.URL.Query().Get("channel"))
 	if !ok {
 		rt.refuse(req.Context(), msgBadChannelParam)
 		apiError(w, http.StatusBadRequest, "invalid", msgBadChannelParam)
@@ -244,7 +244,7 @@ func (r *Relay) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc
 	if !ok {
 		return
 	}
-	if role != store.RoleOwner && role != store.RoleAdmin && pk != wf.Owner {
+	if role != channel.RoleOwner && role != channel.RoleAdmin && pk != wf.Owner {
 		rt.refuse(req.Context(), msgWorkflowForbid)
 		apiError(w, http.StatusForbidden, "restricted", msgWorkflowForbid)
 		return

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
@@ -65,18 +66,18 @@ func TestWorkflowHTTPAPI(t *testing.T) {
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
-		priv := ac.createChannel(alice, "secret", store.VisibilityPrivate)
+		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
+		priv := ac.createChannel(alice, "secret", channel.VisibilityPrivate)
 		bc := tr.dial(t)
 		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(store.KindJoinRequest, now(), "", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 		wfID := workflow.NewID()
 		okResponse(t, func() *nostr.OKMessage { _, ok := bc.define(bob, wfID, ch, echoYAML); return ok }())
 		privID := workflow.NewID()
 		okResponse(t, func() *nostr.OKMessage { _, ok := ac.define(alice, privID, priv, echoYAML); return ok }())
 		// Three runs.
 		for i := 0; i < 3; i++ {
-			bc.mustAccept(bob.event(store.KindChatMessage, now(), "ping "+string(rune('a'+i)), chanTag(ch)))
+			bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "ping "+string(rune('a'+i)), chanTag(ch)))
 		}
 
 		// Unsigned: 401.

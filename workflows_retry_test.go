@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -79,7 +79,7 @@ func TestWorkflowHostPublishOutlivesCancel(t *testing.T) {
 	tr := workflowRelay(t, st, newHookServer(t))
 	owner := newSigner(t)
 	c := tr.dial(t)
-	ch := c.createChannel(owner, "x", store.VisibilityOpen)
+	ch := c.createChannel(owner, "x", channel.VisibilityOpen)
 	c.subscribe("s", nostr.Filter{Kinds: []int{46005}, Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

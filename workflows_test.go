@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
 
 	"github.com/buzzrelay/buzz/conformance/trace"
@@ -104,7 +105,7 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...Option
 }
 
 // define publishes a 30620 and returns its OK.
-func (c *rawClient) define(s *signer, id workflow.ID, ch store.ChannelID, yaml string, extra ...nostr.Tag) (*nostr.Event, *nostr.OKMessage) {
+func (c *rawClient) define(s *signer, id workflow.ID, ch channel.ID, yaml string, extra ...nostr.Tag) (*nostr.Event, *nostr.OKMessage) {
 	c.t.Helper()
 	tags := append([]nostr.Tag{{"d", id.String()}, chanTag(ch)}, extra...)
 	ev := s.event(workflow.KindDefinition, now(), yaml, tags...)
@@ -156,10 +157,10 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "ops", store.VisibilityOpen)
+		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		bc := tr.dial(t)
 		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(store.KindJoinRequest, now(), "", chanTag(ch)))
+		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 
 		// Definition: accepted with workflow_id and revision.
 		echoID := workflow.NewID()
@@ -212,7 +213,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		// message_posted: bob's "ping" gets a relay-signed pong and the
 		// run's status events, each with h, workflow_id, run_id, status.
 		ac.subscribe("live", nostr.Filter{Kinds: []int{9, workflow.KindRunTriggered, workflow.KindRunCompleted}, Tags: map[string][]string{"h": {ch.String()}}})
-		ping := bob.event(store.KindChatMessage, now(), "ping please", chanTag(ch))
+		ping := bob.event(nostr.KindChatMessage, now(), "ping please", chanTag(ch))
 		bc.mustAccept(ping)
 		// The run's events arrive in any order relative to each other.
 		var pong *nostr.Event
@@ -258,8 +259,8 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		}
 		// A message that does not match the filter triggers nothing; the
 		// relay's own pong did not trigger a loop (one pong only).
-		bc.mustAccept(bob.event(store.KindChatMessage, now(), "hello", chanTag(ch)))
-		marker := bob.event(store.KindChatMessage, now(), "marker", chanTag(ch))
+		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "hello", chanTag(ch)))
+		marker := bob.event(nostr.KindChatMessage, now(), "marker", chanTag(ch))
 		bc.mustAccept(marker)
 		for {
 			e := ac.nextLive("live")
@@ -328,7 +329,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		}
 		oc := tr.dialHost(t, other)
 		oc.authAs(bob, other)
-		och := oc.createChannel(bob, "x", store.VisibilityOpen)
+		och := oc.createChannel(bob, "x", channel.VisibilityOpen)
 		probe := func(id workflow.ID) string {
 			return oc.publish(bob.event(workflow.KindManualTrigger, now(), `{}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(och))).Message
 		}
@@ -343,7 +344,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		_, okm = ac.define(alice, workflow.NewID(), ch, topicYAML)
 		okResponse(t, okm)
 		mc := tr.dial(t)
-		mc.subscribe("meta", nostr.Filter{Kinds: []int{store.KindChannelMetadata}, Tags: map[string][]string{"d": {ch.String()}}, Limit: 0, LimitSet: true})
+		mc.subscribe("meta", nostr.Filter{Kinds: []int{nostr.KindChannelMetadata}, Tags: map[string][]string{"d": {ch.String()}}, Limit: 0, LimitSet: true})
 		bc.mustAccept(bob.event(7, now(), "📌", nostr.Tag{"e", ping.ID}, chanTag(ch)))
 		meta := mc.waitFor("meta", func(e *nostr.Event) bool { return strings.Contains(string(e.AppendJSON(nil)), "pinned: 📌") })
 		if meta.PubKey != pong.PubKey {
@@ -358,7 +359,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		bobWF := workflow.NewID()
 		_, okm = bc.define(bob, bobWF, ch, strings.Replace(echoYAML, "ping", "bobping", 1))
 		okResponse(t, okm)
-		ac.mustAccept(alice.event(store.KindRemoveUser, now(), "", chanTag(ch), nostr.Tag{"p", bob.pub()}))
+		ac.mustAccept(alice.event(nostr.KindRemoveUser, now(), "", chanTag(ch), nostr.Tag{"p", bob.pub()}))
 		wf, err := st.Workflow(context.Background(), tr.tc.Community(), bobWF)
 		if err != nil || wf.Enabled {
 			t.Fatalf("removed member's workflow: enabled %v, %v", wf.Enabled, err)
@@ -389,18 +390,18 @@ func TestWorkflowInNamedGroup(t *testing.T) {
 		ac.authAs(alice, tr.host)
 		const gid = "pizza-lovers"
 		h := nostr.Tag{"h", gid}
-		ac.mustAccept(alice.event(store.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Pizza"}))
+		ac.mustAccept(alice.event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Pizza"}))
 		def := alice.event(workflow.KindDefinition, now(), echoYAML, nostr.Tag{"d", workflow.NewID().String()}, h)
 		okResponse(t, ac.publish(def))
 
 		sub := tr.dial(t)
-		sub.subscribe("live", nostr.Filter{Kinds: []int{store.KindChatMessage, workflow.KindRunCompleted}, Tags: map[string][]string{"h": {gid}}})
-		ac.mustAccept(alice.event(store.KindChatMessage, now(), "ping", h))
+		sub.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage, workflow.KindRunCompleted}, Tags: map[string][]string{"h": {gid}}})
+		ac.mustAccept(alice.event(nostr.KindChatMessage, now(), "ping", h))
 		var pong, done *nostr.Event
 		for pong == nil || done == nil {
 			e := sub.nextLive("live")
 			switch {
-			case e.Kind == store.KindChatMessage && e.PubKey != alice.pub():
+			case e.Kind == nostr.KindChatMessage && e.PubKey != alice.pub():
 				pong = e
 			case e.Kind == workflow.KindRunCompleted:
 				done = e
@@ -411,7 +412,7 @@ func TestWorkflowInNamedGroup(t *testing.T) {
 		}
 		// Stored under the group: a REQ by the group's id finds the pong.
 		found := false
-		for _, e := range sub.req("r", nostr.Filter{Kinds: []int{store.KindChatMessage}, Tags: map[string][]string{"h": {gid}}}) {
+		for _, e := range sub.req("r", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {gid}}}) {
 			found = found || e.ID == pong.ID
 		}
 		if !found {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
@@ -37,7 +38,7 @@ type Channels struct {
 	// event and the new state events are published (the relay recomputes
 	// access and evicts subscriptions that lost it). It must not block for
 	// long.
-	OnChange func(ctx context.Context, tc tenant.TenantContext, change store.ChannelChange)
+	OnChange func(ctx context.Context, tc tenant.TenantContext, change channel.Change)
 	// OnMemberRemoved is called after a community membership command
 	// removed pubkey from the community's members (the relay ends that
 	// key's reads in a members-only community). It must not block for long.
@@ -90,14 +91,14 @@ const (
 // RequiresChannel reports whether events of kind must name a channel: chat
 // messages (9) and the channel commands.
 func RequiresChannel(kind int) bool {
-	return kind == store.KindChatMessage || store.IsChannelCommand(kind)
+	return kind == nostr.KindChatMessage || channel.IsCommand(kind)
 }
 
 // channelDecision is what channel admission decided for one event.
 type channelDecision struct {
 	inChannel bool
-	channel   store.ChannelID
-	cmd       *store.ChannelCommand
+	channel   channel.ID
+	cmd       *channel.Command
 }
 
 // channelState caches admission lookups with a short TTL.
@@ -120,15 +121,15 @@ type (
 	}
 	channelKey struct {
 		c  tenant.CommunityID
-		id store.ChannelID
+		id channel.ID
 	}
 	roleKey struct {
 		c  tenant.CommunityID
-		id store.ChannelID
+		id channel.ID
 		pk string
 	}
 	roleVal struct {
-		role store.Role
+		role channel.Role
 		ok   bool
 	}
 )
@@ -162,7 +163,7 @@ func (s *channelState) forget(k any) {
 }
 
 // forgetChannel drops every cached entry of one channel.
-func (s *channelState) forgetChannel(c tenant.CommunityID, id store.ChannelID) {
+func (s *channelState) forgetChannel(c tenant.CommunityID, id channel.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.m {
@@ -179,18 +180,18 @@ func (s *channelState) forgetChannel(c tenant.CommunityID, id store.ChannelID) {
 	}
 }
 
-func (p *Pipeline) lookupChannel(ctx context.Context, c tenant.CommunityID, id store.ChannelID) (store.Channel, error) {
+func (p *Pipeline) lookupChannel(ctx context.Context, c tenant.CommunityID, id channel.ID) (channel.Channel, error) {
 	now := time.Now()
 	k := channelKey{c, id}
 	if v, ok := p.chans.get(k, now); ok {
 		if v == nil {
-			return store.Channel{}, store.ErrNoChannel
+			return channel.Channel{}, channel.ErrNoChannel
 		}
-		return v.(store.Channel), nil
+		return v.(channel.Channel), nil
 	}
 	ch, err := p.cfg.Channels.Store.Channel(ctx, c, id)
 	switch {
-	case errors.Is(err, store.ErrNoChannel):
+	case errors.Is(err, channel.ErrNoChannel):
 		p.chans.put(k, nil, now)
 	case err == nil:
 		p.chans.put(k, ch, now)
@@ -198,7 +199,7 @@ func (p *Pipeline) lookupChannel(ctx context.Context, c tenant.CommunityID, id s
 	return ch, err
 }
 
-func (p *Pipeline) lookupRole(ctx context.Context, c tenant.CommunityID, id store.ChannelID, pk string) (store.Role, bool, error) {
+func (p *Pipeline) lookupRole(ctx context.Context, c tenant.CommunityID, id channel.ID, pk string) (channel.Role, bool, error) {
 	now := time.Now()
 	k := roleKey{c, id, pk}
 	if v, ok := p.chans.get(k, now); ok {
@@ -219,9 +220,9 @@ func (p *Pipeline) communityAdmits(ctx context.Context, s Submission) (msg strin
 		return "", false, nil
 	}
 	c, now := s.Tenant.Community(), time.Now()
-	var pol store.AccessPolicy
+	var pol channel.AccessPolicy
 	if v, ok := p.chans.get(policyKey{c}, now); ok {
-		pol = v.(store.AccessPolicy)
+		pol = v.(channel.AccessPolicy)
 	} else {
 		pol, err = p.cfg.Channels.Store.CommunityAccess(ctx, c)
 		if err != nil {
@@ -229,7 +230,7 @@ func (p *Pipeline) communityAdmits(ctx context.Context, s Submission) (msg strin
 		}
 		p.chans.put(policyKey{c}, pol, now)
 	}
-	if pol != store.AccessMembers {
+	if pol != channel.AccessMembers {
 		return "", false, nil
 	}
 	if s.AuthedAs == nil {
@@ -266,7 +267,7 @@ func (p *Pipeline) isCommunityMember(ctx context.Context, c tenant.CommunityID, 
 // store, atomically). It returns the decision, or a refusal message.
 func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Tracer, st trace.State) (channelDecision, string) {
 	ev := s.Event
-	id, has, err := store.EventChannel(ev)
+	id, has, err := channel.OfEvent(ev)
 	if err != nil {
 		return channelDecision{}, MsgBadChannelTag
 	}
@@ -295,21 +296,21 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		return deny()
 	}
 	d := channelDecision{inChannel: true, channel: id}
-	if store.IsChannelCommand(ev.Kind) {
+	if channel.IsCommand(ev.Kind) {
 		cmd, err := ParseChannelCommand(ev, id)
 		if err != nil {
 			return channelDecision{}, MsgBadCommand
 		}
 		d.cmd = &cmd
-		if ev.Kind != store.KindCreateChannel {
-			if ch, err := p.lookupChannel(ctx, c, id); errors.Is(err, store.ErrNoChannel) || err == nil && ch.GroupID() != cmd.GroupID {
+		if ev.Kind != nostr.KindCreateChannel {
+			if ch, err := p.lookupChannel(ctx, c, id); errors.Is(err, channel.ErrNoChannel) || err == nil && ch.GroupID() != cmd.GroupID {
 				return deny()
 			} else if err != nil {
 				p.cfg.Logger.ErrorContext(ctx, "ingest: channel lookup", "community", c.String(), "err", err)
 				return channelDecision{}, MsgInternal
 			}
 		}
-		if ev.Kind == store.KindJoinRequest && cmd.Code != "" {
+		if ev.Kind == nostr.KindJoinRequest && cmd.Code != "" {
 			ok, err := p.inviteValid(ctx, c, id, cmd.GroupID, cmd.Code)
 			if err != nil {
 				p.cfg.Logger.ErrorContext(ctx, "ingest: invite lookup", "community", c.String(), "err", err)
@@ -317,7 +318,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 			}
 			cmd.Invited = ok
 		}
-		if ev.Kind != store.KindCreateChannel {
+		if ev.Kind != nostr.KindCreateChannel {
 			if msg := p.checkPrevious(ctx, c, id, ev); msg != "" {
 				return channelDecision{}, msg
 			}
@@ -328,7 +329,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		return d, ""
 	}
 	ch, err := p.lookupChannel(ctx, c, id)
-	if errors.Is(err, store.ErrNoChannel) || err == nil && ch.GroupID() != store.EventGroupID(ev) {
+	if errors.Is(err, channel.ErrNoChannel) || err == nil && ch.GroupID() != channel.GroupIDOf(ev) {
 		return deny()
 	}
 	if err != nil {
@@ -340,7 +341,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 		p.cfg.Logger.ErrorContext(ctx, "ingest: channel role", "community", c.String(), "err", err)
 		return channelDecision{}, MsgInternal
 	}
-	if !store.MayPost(ch, role, member) {
+	if !channel.MayPost(ch, role, member) {
 		return deny()
 	}
 	if msg := p.checkPrevious(ctx, c, id, ev); msg != "" {
@@ -361,7 +362,7 @@ const previousWindow = 250
 // timeline), else the event is refused — it was written against another
 // relay's copy of the group or replayed from one. "" when it passes (or
 // cites nothing).
-func (p *Pipeline) checkPrevious(ctx context.Context, c tenant.CommunityID, id store.ChannelID, ev *nostr.Event) string {
+func (p *Pipeline) checkPrevious(ctx context.Context, c tenant.CommunityID, id channel.ID, ev *nostr.Event) string {
 	var refs []string
 	for _, t := range ev.Tags {
 		if len(t) >= 1 && t[0] == "previous" {
@@ -380,9 +381,9 @@ func (p *Pipeline) checkPrevious(ctx context.Context, c tenant.CommunityID, id s
 	if len(refs) == 0 {
 		return ""
 	}
-	f := nostr.Filter{Tags: map[string][]string{"h": {store.EventGroupID(ev)}}, Limit: previousWindow, LimitSet: true}
+	f := nostr.Filter{Tags: map[string][]string{"h": {channel.GroupIDOf(ev)}}, Limit: previousWindow, LimitSet: true}
 	var recent []string
-	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, store.ChannelsScope(id)) {
+	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, channel.ScopeOf(id)) {
 		if err != nil {
 			p.cfg.Logger.ErrorContext(ctx, "ingest: previous lookup", "community", c.String(), "err", err)
 			return MsgInternal
@@ -404,9 +405,9 @@ const maxInvites = 1000
 // inviteValid reports whether code is the "code" of an invite (9009) stored
 // in channel id of community c: an invite is valid while its event is
 // stored, for any number of joins.
-func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id store.ChannelID, gid, code string) (bool, error) {
-	f := nostr.Filter{Kinds: []int{store.KindCreateInvite}, Tags: map[string][]string{"h": {gid}}, Limit: maxInvites, LimitSet: true}
-	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, store.ChannelsScope(id)) {
+func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id channel.ID, gid, code string) (bool, error) {
+	f := nostr.Filter{Kinds: []int{nostr.KindCreateInvite}, Tags: map[string][]string{"h": {gid}}, Limit: maxInvites, LimitSet: true}
+	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, channel.ScopeOf(id)) {
 		if err != nil {
 			return false, err
 		}
@@ -422,7 +423,7 @@ func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id sto
 }
 
 // ParseChannelCommand reads a command event of channel id into a
-// store.ChannelCommand. Tags: 9007 and 9002 "name", "about", "picture",
+// channel.Command. Tags: 9007 and 9002 "name", "about", "picture",
 // "visibility" (open|private) and the NIP-29 flags (single-element tags):
 // "private"/"public", "closed"/"open", "restricted"/"unrestricted",
 // "hidden"/"visible" — with at least one of them and no "visibility",
@@ -433,8 +434,8 @@ func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id sto
 // tag overrides what visibility implies for that flag. A tag given twice,
 // contradicting flags, a missing required tag or an unknown value is an
 // error.
-func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelCommand, error) {
-	cmd := store.ChannelCommand{Kind: ev.Kind, Actor: ev.PubKey, Channel: id, GroupID: store.EventGroupID(ev)}
+func ParseChannelCommand(ev *nostr.Event, id channel.ID) (channel.Command, error) {
+	cmd := channel.Command{Kind: ev.Kind, Actor: ev.PubKey, Channel: id, GroupID: channel.GroupIDOf(ev)}
 	bad := errors.New("malformed channel command")
 	seen := map[string]bool{}
 	one := func(t nostr.Tag) (string, error) {
@@ -444,7 +445,7 @@ func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelComm
 		seen[t[0]] = true
 		return t[1], nil
 	}
-	meta := ev.Kind == store.KindCreateChannel || ev.Kind == store.KindEditMetadata
+	meta := ev.Kind == nostr.KindCreateChannel || ev.Kind == nostr.KindEditMetadata
 	// Explicit NIP-29 flags: index 0 private, 1 closed, 2 restricted, 3 hidden.
 	var explicit [4]*bool
 	flag := func(i int, v bool) error {
@@ -485,29 +486,29 @@ func ParseChannelCommand(ev *nostr.Event, id store.ChannelID) (store.ChannelComm
 			if err != nil {
 				return cmd, err
 			}
-			cmd.Visibility = store.Visibility(v)
-		case ev.Kind == store.KindCreateChannel && t[0] == "channel_type":
+			cmd.Visibility = channel.Visibility(v)
+		case ev.Kind == nostr.KindCreateChannel && t[0] == "channel_type":
 			v, err := one(t)
 			if err != nil {
 				return cmd, err
 			}
-			cmd.Type = store.ChannelType(v)
-		case (ev.Kind == store.KindPutUser || ev.Kind == store.KindRemoveUser) && t[0] == "p":
+			cmd.Type = channel.Type(v)
+		case (ev.Kind == nostr.KindPutUser || ev.Kind == nostr.KindRemoveUser) && t[0] == "p":
 			v, err := one(t)
 			if err != nil {
 				return cmd, err
 			}
 			cmd.Target = v
-			if ev.Kind == store.KindPutUser && len(t) >= 3 && t[2] != "" {
-				cmd.Role = store.Role(t[2])
+			if ev.Kind == nostr.KindPutUser && len(t) >= 3 && t[2] != "" {
+				cmd.Role = channel.Role(t[2])
 			}
-		case (ev.Kind == store.KindCreateInvite || ev.Kind == store.KindJoinRequest) && t[0] == "code":
+		case (ev.Kind == nostr.KindCreateInvite || ev.Kind == nostr.KindJoinRequest) && t[0] == "code":
 			v, err := one(t)
 			if err != nil {
 				return cmd, err
 			}
 			cmd.Code = v
-		case ev.Kind == store.KindDeleteEvent && t[0] == "e":
+		case ev.Kind == nostr.KindDeleteEvent && t[0] == "e":
 			v, err := one(t)
 			if err != nil {
 				return cmd, err
@@ -565,23 +566,23 @@ func commandMessage(err error) (msg string, ok bool) {
 		return MsgDuplicate, true
 	case errors.Is(err, store.ErrDeleted):
 		return MsgDeleted, false
-	case errors.Is(err, store.ErrNoChannel), errors.Is(err, store.ErrNotMember):
+	case errors.Is(err, channel.ErrNoChannel), errors.Is(err, channel.ErrNotMember):
 		return MsgChannelDenied, false
-	case errors.Is(err, store.ErrNotPermitted):
+	case errors.Is(err, channel.ErrNotPermitted):
 		return MsgNotPermitted, false
-	case errors.Is(err, store.ErrChannelExists):
+	case errors.Is(err, channel.ErrChannelExists):
 		return MsgChannelExists, false
-	case errors.Is(err, store.ErrNoEvent):
+	case errors.Is(err, channel.ErrNoEvent):
 		return MsgNoSuchEvent, false
-	case errors.Is(err, store.ErrInvalidCommand):
+	case errors.Is(err, channel.ErrInvalidCommand):
 		return MsgBadCommand, false
-	case errors.Is(err, store.ErrStaleEdit):
+	case errors.Is(err, channel.ErrStaleEdit):
 		return MsgStaleEdit, false
-	case errors.Is(err, store.ErrPublicInvite):
+	case errors.Is(err, channel.ErrPublicInvite):
 		return MsgPublicInvite, false
-	case errors.Is(err, store.ErrAlreadyMember):
+	case errors.Is(err, channel.ErrAlreadyMember):
 		return MsgAlreadyMember, false
-	case errors.Is(err, store.ErrUnsupportedFlags):
+	case errors.Is(err, channel.ErrUnsupportedFlags):
 		return MsgUnsupportedFlags, false
 	}
 	return "", false
@@ -590,16 +591,16 @@ func commandMessage(err error) (msg string, ok bool) {
 // storeEvent is step 11 (durable write) with channel awareness: commands go
 // through ApplyChannelCommand, other events through Save. It traces the
 // write and returns the outcome, and the change of a command.
-func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecision, g trace.Tracer, st trace.State) (Outcome, *store.ChannelChange) {
+func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecision, g trace.Tracer, st trace.State) (Outcome, *channel.Change) {
 	ev, c := s.Event, s.Tenant.Community()
 	var err error
-	var change *store.ChannelChange
+	var change *channel.Change
 	if obs := p.cfg.StoreLatency; obs != nil {
 		start := time.Now()
 		defer func() { obs("save", time.Since(start)) }()
 	}
 	if d.cmd != nil {
-		var ch store.ChannelChange
+		var ch channel.Change
 		ch, err = p.cfg.Channels.Store.ApplyChannelCommand(ctx, c, *d.cmd, ev)
 		if err == nil {
 			change = &ch
@@ -627,7 +628,7 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecisi
 		return Outcome{Message: MsgSuperseded}, nil
 	case errors.Is(err, store.ErrDeleted):
 		return Outcome{Message: MsgDeleted}, nil
-	case errors.Is(err, store.ErrInvalidChannelTag):
+	case errors.Is(err, channel.ErrInvalidTag):
 		return Outcome{Message: MsgBadChannelTag}, nil
 	default:
 		p.cfg.Logger.ErrorContext(ctx, "ingest: save event",
@@ -648,7 +649,7 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channelDecisi
 // by the state key: NIP-29 clients follow membership through the latest
 // 9000/9001 of a user. Failures are logged: the command itself committed,
 // and the next change republishes the whole state.
-func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, change *store.ChannelChange, cmd *store.ChannelCommand) {
+func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, change *channel.Change, cmd *channel.Command) {
 	c := tc.Community()
 	p.PublishChannelState(ctx, c, *change)
 	cs := p.cfg.Channels
@@ -658,11 +659,11 @@ func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, ch
 	var kind int
 	tags := nostr.Tags{{"h", change.Channel.GroupID()}, {"p", cmd.Actor}}
 	switch cmd.Kind {
-	case store.KindJoinRequest:
-		kind = store.KindPutUser
-		tags[1] = append(tags[1], string(store.RoleMember))
-	case store.KindLeaveRequest:
-		kind = store.KindRemoveUser
+	case nostr.KindJoinRequest:
+		kind = nostr.KindPutUser
+		tags[1] = append(tags[1], string(channel.RoleMember))
+	case nostr.KindLeaveRequest:
+		kind = nostr.KindRemoveUser
 	default:
 		return
 	}
@@ -691,19 +692,19 @@ func (p *Pipeline) saveAndPublish(ctx context.Context, c tenant.CommunityID, ev 
 // (39000–39003) that change calls for, as after a channel command; the
 // relay calls it for changes it makes itself (a workflow's
 // set_channel_topic). Without channels or a state key it does nothing.
-func (p *Pipeline) PublishChannelState(ctx context.Context, c tenant.CommunityID, ch store.ChannelChange) {
+func (p *Pipeline) PublishChannelState(ctx context.Context, c tenant.CommunityID, ch channel.Change) {
 	cs := p.cfg.Channels
 	change := &ch
 	if cs == nil || cs.StateKey == nil || change.Deleted {
 		return
 	}
-	if change.Metadata && change.Channel.Visibility == store.VisibilityPrivate {
+	if change.Metadata && change.Channel.Visibility == channel.VisibilityPrivate {
 		// Whether state events carry h (are read under the channel's rules)
 		// depends on the flags: a metadata change of a private channel
 		// republishes 39001–39003 too, so they follow 39000.
 		change.Members = true
 	}
-	var members []store.Member
+	var members []channel.Member
 	if change.Members {
 		var err error
 		members, err = cs.Store.ChannelMembers(ctx, c, change.Channel.ID)
@@ -719,26 +720,26 @@ func (p *Pipeline) PublishChannelState(ctx context.Context, c tenant.CommunityID
 
 // roleDescriptions is the content of 39003.
 var roleDescriptions = []struct {
-	role store.Role
+	role channel.Role
 	desc string
 }{
-	{store.RoleOwner, "everything, including role changes and deleting the channel"},
-	{store.RoleAdmin, "add and remove members, edit metadata, delete messages"},
-	{store.RoleMember, "read and post"},
-	{store.RoleBot, "read and post (automation)"},
-	{store.RoleGuest, "read only"},
+	{channel.RoleOwner, "everything, including role changes and deleting the channel"},
+	{channel.RoleAdmin, "add and remove members, edit metadata, delete messages"},
+	{channel.RoleMember, "read and post"},
+	{channel.RoleBot, "read and post (automation)"},
+	{channel.RoleGuest, "read only"},
 }
 
 // stateEvents builds the relay-signed NIP-29 state events a change calls
 // for: 39000 on metadata changes; 39001, 39002 and 39003 on membership
 // changes. Every one carries d = h = the channel id, so it is stored in the
 // channel and read under the channel's access rules.
-func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange, members []store.Member) []*nostr.Event {
+func (p *Pipeline) stateEvents(c tenant.CommunityID, change *channel.Change, members []channel.Member) []*nostr.Event {
 	key := p.cfg.Channels.StateKey(c)
 	ch := change.Channel
 	id := ch.GroupID()
 	base := nostr.Tags{{"d", id}}
-	if ch.Visibility != store.VisibilityPrivate || ch.Hidden {
+	if ch.Visibility != channel.VisibilityPrivate || ch.Hidden {
 		// Stored in the channel, read under its rules; a private group that
 		// is not hidden has its state stored community-wide, so
 		// non-members can find it (NIP-29).
@@ -765,7 +766,7 @@ func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange
 			tags = append(tags, nostr.Tag{"picture", ch.Picture})
 		}
 		// NIP-29 flags; "public" and "open" for clients of its older text.
-		if ch.Visibility == store.VisibilityPrivate {
+		if ch.Visibility == channel.VisibilityPrivate {
 			tags = append(tags, nostr.Tag{"private"})
 		} else {
 			tags = append(tags, nostr.Tag{"public"})
@@ -775,26 +776,26 @@ func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange
 		} else {
 			tags = append(tags, nostr.Tag{"open"})
 		}
-		if ch.Restricted || ch.Visibility == store.VisibilityPrivate {
+		if ch.Restricted || ch.Visibility == channel.VisibilityPrivate {
 			tags = append(tags, nostr.Tag{"restricted"})
 		}
 		if ch.Hidden {
 			tags = append(tags, nostr.Tag{"hidden"})
 		}
 		tags = append(tags, nostr.Tag{"visibility", string(ch.Visibility)}, nostr.Tag{"channel_type", string(ch.Type)})
-		add(store.KindChannelMetadata, tags)
+		add(nostr.KindChannelMetadata, tags)
 	}
 	if change.Members {
 		admins := append(nostr.Tags{}, base...)
 		all := append(nostr.Tags{}, base...)
 		for _, m := range members {
-			if m.Role == store.RoleOwner || m.Role == store.RoleAdmin {
+			if m.Role == channel.RoleOwner || m.Role == channel.RoleAdmin {
 				admins = append(admins, nostr.Tag{"p", m.PubKey, string(m.Role)})
 			}
 			all = append(all, nostr.Tag{"p", m.PubKey, string(m.Role)})
 		}
-		add(store.KindChannelAdmins, admins)
-		add(store.KindChannelMembers, all)
+		add(nostr.KindChannelAdmins, admins)
+		add(nostr.KindChannelMembers, all)
 		roles := append(nostr.Tags{}, base...)
 		for _, r := range roleDescriptions {
 			roles = append(roles, nostr.Tag{"role", string(r.role), r.desc})
@@ -810,7 +811,7 @@ func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange
 		for _, r := range custom {
 			roles = append(roles, nostr.Tag{"role", r, "read and post (a role named by a client)"})
 		}
-		add(store.KindChannelRoles, roles)
+		add(nostr.KindChannelRoles, roles)
 	}
 	return evs
 }
@@ -819,10 +820,10 @@ func (p *Pipeline) stateEvents(c tenant.CommunityID, change *store.ChannelChange
 // that is now, or one second after the previous one this pipeline signed,
 // so a newer state always replaces the older (addressable kinds keep the
 // newest created_at).
-func (p *Pipeline) stateClock(c tenant.CommunityID, id store.ChannelID, kind int) int64 {
+func (p *Pipeline) stateClock(c tenant.CommunityID, id channel.ID, kind int) int64 {
 	type k struct {
 		c    tenant.CommunityID
-		id   store.ChannelID
+		id   channel.ID
 		kind int
 	}
 	now := p.cfg.Now().Unix()
@@ -844,7 +845,7 @@ func (p *Pipeline) stateClock(c tenant.CommunityID, id store.ChannelID, kind int
 
 // traceLabel is a channel's label in a trace step: "" for the no-op tracer,
 // so production never formats it.
-func traceLabel(g trace.Tracer, id store.ChannelID) string {
+func traceLabel(g trace.Tracer, id channel.ID) string {
 	if _, noop := g.(trace.Noop); noop {
 		return ""
 	}

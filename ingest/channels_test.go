@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 )
 
-var testChannel, _ = store.ParseChannelID("0b6f6d9e-2d1c-4c7e-9a55-0123456789ab")
+var testChannel, _ = channel.ParseID("0b6f6d9e-2d1c-4c7e-9a55-0123456789ab")
 
 func TestParseChannelCommand(t *testing.T) {
 	pk := strings.Repeat("a", 64)
@@ -18,66 +18,66 @@ func TestParseChannelCommand(t *testing.T) {
 	ev := func(kind int, tags ...nostr.Tag) *nostr.Event {
 		return &nostr.Event{Kind: kind, PubKey: pk, Tags: append(nostr.Tags{{"h", testChannel.String()}}, tags...)}
 	}
-	cmd, err := ParseChannelCommand(ev(store.KindCreateChannel, nostr.Tag{"name", "general"}, nostr.Tag{"visibility", "private"},
+	cmd, err := ParseChannelCommand(ev(nostr.KindCreateChannel, nostr.Tag{"name", "general"}, nostr.Tag{"visibility", "private"},
 		nostr.Tag{"channel_type", "forum"}, nostr.Tag{"about", "a"}), testChannel)
-	if err != nil || *cmd.Name != "general" || cmd.Visibility != store.VisibilityPrivate || cmd.Type != store.TypeForum || *cmd.About != "a" || cmd.Actor != pk {
+	if err != nil || *cmd.Name != "general" || cmd.Visibility != channel.VisibilityPrivate || cmd.Type != channel.TypeForum || *cmd.About != "a" || cmd.Actor != pk {
 		t.Fatalf("create = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindPutUser, nostr.Tag{"p", target, "admin"}), testChannel)
-	if err != nil || cmd.Target != target || cmd.Role != store.RoleAdmin {
+	cmd, err = ParseChannelCommand(ev(nostr.KindPutUser, nostr.Tag{"p", target, "admin"}), testChannel)
+	if err != nil || cmd.Target != target || cmd.Role != channel.RoleAdmin {
 		t.Fatalf("put = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindPutUser, nostr.Tag{"p", target, "moderator"}), testChannel)
+	cmd, err = ParseChannelCommand(ev(nostr.KindPutUser, nostr.Tag{"p", target, "moderator"}), testChannel)
 	if err != nil || cmd.Role != "moderator" {
 		t.Fatalf("put with a custom role = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"picture", "https://x"}), testChannel)
+	cmd, err = ParseChannelCommand(ev(nostr.KindEditMetadata, nostr.Tag{"picture", "https://x"}), testChannel)
 	if err != nil || cmd.Name != nil || *cmd.Picture != "https://x" {
 		t.Fatalf("edit = %+v, %v", cmd, err)
 	}
 	// NIP-29 flags and their negations; Buzz's visibility implies all four.
-	cmd, err = ParseChannelCommand(ev(store.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"closed"}), testChannel)
+	cmd, err = ParseChannelCommand(ev(nostr.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"closed"}), testChannel)
 	if err != nil || cmd.Name != nil || cmd.Visibility != "" || !*cmd.Private || !*cmd.Closed || *cmd.Restricted || *cmd.Hidden {
 		t.Fatalf("flags = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"visibility", "private"}, nostr.Tag{"open"}), testChannel)
-	if err != nil || cmd.Visibility != store.VisibilityPrivate || *cmd.Closed || cmd.Private != nil || cmd.Restricted != nil {
+	cmd, err = ParseChannelCommand(ev(nostr.KindEditMetadata, nostr.Tag{"visibility", "private"}, nostr.Tag{"open"}), testChannel)
+	if err != nil || cmd.Visibility != channel.VisibilityPrivate || *cmd.Closed || cmd.Private != nil || cmd.Restricted != nil {
 		t.Fatalf("visibility + open = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"public"}, nostr.Tag{"unrestricted"}, nostr.Tag{"visible"}), testChannel)
+	cmd, err = ParseChannelCommand(ev(nostr.KindEditMetadata, nostr.Tag{"public"}, nostr.Tag{"unrestricted"}, nostr.Tag{"visible"}), testChannel)
 	if err != nil || *cmd.Private || *cmd.Closed || *cmd.Restricted || *cmd.Hidden {
 		t.Fatalf("negations = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindCreateInvite, nostr.Tag{"code", "sesame"}), testChannel)
+	cmd, err = ParseChannelCommand(ev(nostr.KindCreateInvite, nostr.Tag{"code", "sesame"}), testChannel)
 	if err != nil || cmd.Code != "sesame" {
 		t.Fatalf("invite = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindJoinRequest, nostr.Tag{"code", "sesame"}), testChannel)
+	cmd, err = ParseChannelCommand(ev(nostr.KindJoinRequest, nostr.Tag{"code", "sesame"}), testChannel)
 	if err != nil || cmd.Code != "sesame" || cmd.Invited {
 		t.Fatalf("join with code = %+v, %v", cmd, err)
 	}
-	cmd, err = ParseChannelCommand(ev(store.KindEditMetadata, nostr.Tag{"name", "n"}), testChannel)
+	cmd, err = ParseChannelCommand(ev(nostr.KindEditMetadata, nostr.Tag{"name", "n"}), testChannel)
 	if err != nil || cmd.Private != nil || cmd.Closed != nil || cmd.Restricted != nil || cmd.Hidden != nil {
 		t.Fatalf("edit without flags changes flags: %+v, %v", cmd, err)
 	}
 	for i, bad := range []*nostr.Event{
-		ev(store.KindCreateInvite),
-		ev(store.KindCreateInvite, nostr.Tag{"code", strings.Repeat("x", store.MaxInviteCodeLen+1)}),
-		ev(store.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"public"}),
-		ev(store.KindEditMetadata, nostr.Tag{"closed"}, nostr.Tag{"open"}),
-		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"name", "b"}),
-		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"visibility", "secret"}),
-		ev(store.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"channel_type", "voice"}),
-		ev(store.KindPutUser),
-		ev(store.KindPutUser, nostr.Tag{"p", "nothex"}),
-		ev(store.KindPutUser, nostr.Tag{"p", target, "ki\x01ng"}),
-		ev(store.KindPutUser, nostr.Tag{"p", target, strings.Repeat("r", store.MaxRoleLen+1)}),
-		ev(store.KindPutUser, nostr.Tag{"p", target}, nostr.Tag{"p", pk}),
-		ev(store.KindRemoveUser),
-		ev(store.KindDeleteEvent),
-		ev(store.KindDeleteEvent, nostr.Tag{"e", "short"}),
-		ev(store.KindEditMetadata, nostr.Tag{"name", ""}),
-		ev(store.KindEditMetadata, nostr.Tag{"visibility"}),
+		ev(nostr.KindCreateInvite),
+		ev(nostr.KindCreateInvite, nostr.Tag{"code", strings.Repeat("x", channel.MaxInviteCodeLen+1)}),
+		ev(nostr.KindCreateChannel, nostr.Tag{"private"}, nostr.Tag{"public"}),
+		ev(nostr.KindEditMetadata, nostr.Tag{"closed"}, nostr.Tag{"open"}),
+		ev(nostr.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"name", "b"}),
+		ev(nostr.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"visibility", "secret"}),
+		ev(nostr.KindCreateChannel, nostr.Tag{"name", "a"}, nostr.Tag{"channel_type", "voice"}),
+		ev(nostr.KindPutUser),
+		ev(nostr.KindPutUser, nostr.Tag{"p", "nothex"}),
+		ev(nostr.KindPutUser, nostr.Tag{"p", target, "ki\x01ng"}),
+		ev(nostr.KindPutUser, nostr.Tag{"p", target, strings.Repeat("r", channel.MaxRoleLen+1)}),
+		ev(nostr.KindPutUser, nostr.Tag{"p", target}, nostr.Tag{"p", pk}),
+		ev(nostr.KindRemoveUser),
+		ev(nostr.KindDeleteEvent),
+		ev(nostr.KindDeleteEvent, nostr.Tag{"e", "short"}),
+		ev(nostr.KindEditMetadata, nostr.Tag{"name", ""}),
+		ev(nostr.KindEditMetadata, nostr.Tag{"visibility"}),
 	} {
 		if _, err := ParseChannelCommand(bad, testChannel); err == nil {
 			t.Errorf("case %d: %v accepted", i, bad.Tags)
@@ -100,15 +100,15 @@ func TestSanitize(t *testing.T) {
 // FuzzParseChannelCommand: whatever the tags, a parsed command is valid and
 // describes the event it came from.
 func FuzzParseChannelCommand(f *testing.F) {
-	f.Add(store.KindCreateChannel, `[["name","general"],["visibility","open"]]`)
-	f.Add(store.KindPutUser, `[["p","`+strings.Repeat("b", 64)+`","guest"]]`)
-	f.Add(store.KindDeleteEvent, `[["e","`+strings.Repeat("c", 64)+`"],["e","x"]]`)
-	f.Add(store.KindEditMetadata, `[["about"],["picture","p"],[]]`)
-	f.Add(store.KindEditMetadata, `[["private"],["open"],["visibility","private"],["hidden"]]`)
-	f.Add(store.KindCreateChannel, `[["closed"],["closed"],["restricted"],["unrestricted"]]`)
-	f.Add(store.KindCreateInvite, `[["code","sesame"]]`)
-	f.Add(store.KindJoinRequest, `[["code",""],["previous","0011aabb"]]`)
-	f.Add(store.KindPutUser, `[["p","`+strings.Repeat("b", 64)+`","moderator"]]`)
+	f.Add(nostr.KindCreateChannel, `[["name","general"],["visibility","open"]]`)
+	f.Add(nostr.KindPutUser, `[["p","`+strings.Repeat("b", 64)+`","guest"]]`)
+	f.Add(nostr.KindDeleteEvent, `[["e","`+strings.Repeat("c", 64)+`"],["e","x"]]`)
+	f.Add(nostr.KindEditMetadata, `[["about"],["picture","p"],[]]`)
+	f.Add(nostr.KindEditMetadata, `[["private"],["open"],["visibility","private"],["hidden"]]`)
+	f.Add(nostr.KindCreateChannel, `[["closed"],["closed"],["restricted"],["unrestricted"]]`)
+	f.Add(nostr.KindCreateInvite, `[["code","sesame"]]`)
+	f.Add(nostr.KindJoinRequest, `[["code",""],["previous","0011aabb"]]`)
+	f.Add(nostr.KindPutUser, `[["p","`+strings.Repeat("b", 64)+`","moderator"]]`)
 	f.Fuzz(func(t *testing.T, kind int, tagsJSON string) {
 		var tags nostr.Tags
 		if json.Unmarshal([]byte(tagsJSON), &tags) != nil {

@@ -5,12 +5,13 @@ import (
 	"errors"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 )
 
 // Community membership commands (in the style of NIP-43 relay membership),
-// for communities whose access policy is store.AccessMembers. They carry no
+// for communities whose access policy is channel.AccessMembers. They carry no
 // h tag: membership belongs to the community, and the event is stored as a
 // community-wide event once its effect is applied.
 //
@@ -68,7 +69,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community role", "community", c.String(), "err", err)
 		return MsgInternal
 	}
-	if !isMember || (actor != store.RoleOwner && actor != store.RoleAdmin) {
+	if !isMember || (actor != channel.RoleOwner && actor != channel.RoleAdmin) {
 		return MsgCommunityRole
 	}
 	current, targetIsMember, err := cs.Store.CommunityRole(ctx, c, target)
@@ -79,15 +80,15 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 	actx := audit.WithActor(ctx, ev.PubKey) // the audit entry's actor
 	switch ev.Kind {
 	case KindAddCommunityMember, KindChangeCommunityRole:
-		if current == store.RoleOwner {
+		if current == channel.RoleOwner {
 			return MsgCommunityRole // the owner's role is not changed here
 		}
-		if actor == store.RoleAdmin && (role == store.RoleAdmin || current == store.RoleAdmin) {
+		if actor == channel.RoleAdmin && (role == channel.RoleAdmin || current == channel.RoleAdmin) {
 			return MsgCommunityRole
 		}
 		err = cs.Store.PutCommunityMember(actx, c, target, role)
 	case KindRemoveCommunityMember:
-		if current == store.RoleOwner || (actor == store.RoleAdmin && current == store.RoleAdmin) {
+		if current == channel.RoleOwner || (actor == channel.RoleAdmin && current == channel.RoleAdmin) {
 			return MsgCommunityRole
 		}
 		if targetIsMember {
@@ -105,7 +106,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 	return ""
 }
 
-func parseMemberCommand(ev *nostr.Event) (target string, role store.Role, err error) {
+func parseMemberCommand(ev *nostr.Event) (target string, role channel.Role, err error) {
 	bad := errors.New("bad membership command")
 	if ev.Tags.Find("h") != nil {
 		return "", "", bad // membership is the community's, never a channel's
@@ -129,9 +130,9 @@ func parseMemberCommand(ev *nostr.Event) (target string, role store.Role, err er
 	case ev.Kind == KindChangeCommunityRole && len(named) == 0:
 		return "", "", bad
 	}
-	role = store.RoleMember
+	role = channel.RoleMember
 	if len(named) == 1 {
-		role = store.Role(named[0])
+		role = channel.Role(named[0])
 	}
 	if !store.ValidCommunityRole(role) {
 		return "", "", bad

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -236,14 +237,14 @@ func ParseReport(ev *nostr.Event) (ParsedReport, error) {
 }
 
 // roleRank orders community roles by moderation power.
-func roleRank(r store.Role, member bool) int {
+func roleRank(r channel.Role, member bool) int {
 	if !member {
 		return 0
 	}
 	switch r {
-	case store.RoleOwner:
+	case channel.RoleOwner:
 		return 4
-	case store.RoleAdmin:
+	case channel.RoleAdmin:
 		return 3
 	case store.RoleModerator:
 		return 2
@@ -253,7 +254,7 @@ func roleRank(r store.Role, member bool) int {
 
 // MayModerate reports whether a member of role actor may act on a target
 // of role target (targetMember false: not a member at all).
-func MayModerate(actor store.Role, actorMember bool, target store.Role, targetMember bool) bool {
+func MayModerate(actor channel.Role, actorMember bool, target channel.Role, targetMember bool) bool {
 	a := roleRank(actor, actorMember)
 	return a >= 2 && roleRank(target, targetMember) < a
 }

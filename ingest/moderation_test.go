@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 )
@@ -109,18 +110,18 @@ func FuzzParseReport(f *testing.F) {
 
 func TestMayModerate(t *testing.T) {
 	for _, tc := range []struct {
-		actor, target store.Role
+		actor, target channel.Role
 		tm            bool
 		want          bool
 	}{
-		{store.RoleOwner, store.RoleAdmin, true, true},
-		{store.RoleAdmin, store.RoleAdmin, true, false},
-		{store.RoleAdmin, store.RoleModerator, true, true},
+		{channel.RoleOwner, channel.RoleAdmin, true, true},
+		{channel.RoleAdmin, channel.RoleAdmin, true, false},
+		{channel.RoleAdmin, store.RoleModerator, true, true},
 		{store.RoleModerator, store.RoleModerator, true, false},
-		{store.RoleModerator, store.RoleMember, true, true},
+		{store.RoleModerator, channel.RoleMember, true, true},
 		{store.RoleModerator, "", false, true},
-		{store.RoleMember, "", false, false},
-		{store.RoleModerator, store.RoleOwner, true, false},
+		{channel.RoleMember, "", false, false},
+		{store.RoleModerator, channel.RoleOwner, true, false},
 	} {
 		if got := MayModerate(tc.actor, true, tc.target, tc.tm); got != tc.want {
 			t.Errorf("%s over %s: %v", tc.actor, tc.target, got)

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
@@ -267,7 +268,7 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	}
 
 	// 8c. Relay-signed channel state (39000–39003) never comes from clients.
-	if store.IsChannelState(ev.Kind) {
+	if channel.IsState(ev.Kind) {
 		return Outcome{Message: MsgRelaySigned}
 	}
 

@@ -17,6 +17,25 @@ const (
 	addressableHigh = 39999
 )
 
+// Channel kinds (NIP-29 groups, as Buzz has them; see package channel for
+// what each command does and who may send it).
+const (
+	KindChatMessage     = 9     // a channel message; requires h
+	KindPutUser         = 9000  // NIP-29 put-user
+	KindRemoveUser      = 9001  // NIP-29 remove-user
+	KindEditMetadata    = 9002  // NIP-29 edit-metadata
+	KindDeleteEvent     = 9005  // NIP-29 delete-event
+	KindCreateChannel   = 9007  // NIP-29 create-group
+	KindDeleteChannel   = 9008  // NIP-29 delete-group
+	KindCreateInvite    = 9009  // NIP-29 create-invite
+	KindJoinRequest     = 9021  // NIP-29 join-request
+	KindLeaveRequest    = 9022  // NIP-29 leave-request
+	KindChannelMetadata = 39000 // relay-signed group metadata
+	KindChannelAdmins   = 39001 // relay-signed group admins
+	KindChannelMembers  = 39002 // relay-signed group members
+	KindChannelRoles    = 39003 // relay-signed group roles
+)
+
 // IsEphemeral reports whether events of kind k are delivered live and never
 // stored (20000–29999).
 func IsEphemeral(k int) bool { return k >= ephemeralLow && k <= ephemeralHigh }

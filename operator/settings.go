@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -18,8 +19,8 @@ import (
 // as actor.
 type SettingsStore interface {
 	store.ProfileStore
-	CommunityAccess(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error)
-	SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p store.AccessPolicy) error
+	CommunityAccess(ctx context.Context, c tenant.CommunityID) (channel.AccessPolicy, error)
+	SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p channel.AccessPolicy) error
 }
 
 // WithSettingsStore enables the profile and policy routes (operator
@@ -91,7 +92,7 @@ func setProfile(ctx context.Context, s SettingsStore, id tenant.CommunityID, p s
 // publish is logged: the policy is stored, and caches expire within
 // seconds.
 func setPolicy(ctx context.Context, s SettingsStore, pub ControlPublisher, log *slog.Logger, id tenant.CommunityID, access string) error {
-	p := store.AccessPolicy(access)
+	p := channel.AccessPolicy(access)
 	if !p.Valid() {
 		return errorf(http.StatusBadRequest, CodeInvalidPolicy, `access must be "open" or "members"`)
 	}

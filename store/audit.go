@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -51,21 +52,21 @@ const MaxAuditPage = 1000
 // ChannelCommandAudit returns the audit record of an applied channel
 // command (cmd, whose event is eventID). Both backends record it in the
 // command's transaction.
-func ChannelCommandAudit(cmd *ChannelCommand, eventID string) audit.Record {
+func ChannelCommandAudit(cmd *channel.Command, eventID string) audit.Record {
 	r := audit.Record{Actor: cmd.Actor, Object: cmd.Channel.String()}
 	d := map[string]any{"event": eventID}
 	switch cmd.Kind {
-	case KindCreateChannel:
+	case nostr.KindCreateChannel:
 		r.Action = audit.ChannelCreated
 		vis, typ := cmd.Visibility, cmd.Type
 		if vis == "" {
-			vis = VisibilityOpen
+			vis = channel.VisibilityOpen
 		}
 		if typ == "" {
-			typ = TypeStream
+			typ = channel.TypeStream
 		}
 		d["name"], d["visibility"], d["type"] = clip(deref(cmd.Name)), string(vis), string(typ)
-	case KindEditMetadata:
+	case nostr.KindEditMetadata:
 		r.Action = audit.ChannelUpdated
 		if cmd.Name != nil {
 			d["name"] = clip(*cmd.Name)
@@ -79,31 +80,31 @@ func ChannelCommandAudit(cmd *ChannelCommand, eventID string) audit.Record {
 		if cmd.Visibility != "" {
 			d["visibility"] = string(cmd.Visibility)
 		}
-	case KindDeleteChannel:
+	case nostr.KindDeleteChannel:
 		r.Action = audit.ChannelDeleted
-	case KindJoinRequest:
+	case nostr.KindJoinRequest:
 		r.Action = audit.ChannelMemberJoined
 		d["pubkey"] = cmd.Actor
 		if cmd.Invited {
 			d["invited"] = true
 		}
-	case KindLeaveRequest:
+	case nostr.KindLeaveRequest:
 		r.Action = audit.ChannelMemberLeft
 		d["pubkey"] = cmd.Actor
-	case KindPutUser:
+	case nostr.KindPutUser:
 		r.Action = audit.ChannelMemberPut
 		role := cmd.Role
 		if role == "" {
-			role = RoleMember
+			role = channel.RoleMember
 		}
 		d["pubkey"], d["role"] = cmd.Target, string(role)
-	case KindRemoveUser:
+	case nostr.KindRemoveUser:
 		r.Action = audit.ChannelMemberRemoved
 		d["pubkey"] = cmd.Target
-	case KindDeleteEvent:
+	case nostr.KindDeleteEvent:
 		r.Action = audit.ChannelEventDeleted
 		d["deleted"] = cmd.EventID
-	case KindCreateInvite:
+	case nostr.KindCreateInvite:
 		r.Action = audit.ChannelInviteCreated
 	}
 	r.Detail = d

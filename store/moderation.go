@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -30,12 +32,12 @@ import (
 
 // RoleModerator is the community role that moderates (bans, timeouts,
 // reports) but does not administer (membership, roles).
-const RoleModerator Role = "moderator"
+const RoleModerator channel.Role = "moderator"
 
 // ValidCommunityRole reports whether r may be given to a community member
 // with PutCommunityMember: admin, moderator or member.
-func ValidCommunityRole(r Role) bool {
-	return r == RoleAdmin || r == RoleModerator || r == RoleMember
+func ValidCommunityRole(r channel.Role) bool {
+	return r == channel.RoleAdmin || r == RoleModerator || r == channel.RoleMember
 }
 
 // Moderation actions, as recorded in the action log.
@@ -162,7 +164,7 @@ var (
 
 // Validate checks an action's shape (independent of state).
 func (a *ModerationAction) Validate() error {
-	if !isHex64(a.Actor) || !isHex64(a.Target) {
+	if !nostr.IsLowerHex(a.Actor, 64) || !nostr.IsLowerHex(a.Target, 64) {
 		return ErrInvalidModeration
 	}
 	switch a.Action {

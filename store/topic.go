@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -15,5 +16,5 @@ type ChannelTopicSetter interface {
 	// the channel after the change, changed reporting whether the topic
 	// differed. ErrNoChannel when community c holds no such (undeleted)
 	// channel — another community's channel included.
-	SetChannelTopic(ctx context.Context, c tenant.CommunityID, id ChannelID, topic string) (ch Channel, changed bool, err error)
+	SetChannelTopic(ctx context.Context, c tenant.CommunityID, id channel.ID, topic string) (ch channel.Channel, changed bool, err error)
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -250,7 +250,7 @@ var (
 type ApprovalView struct {
 	Approval
 	WorkflowName string
-	Channel      store.ChannelID
+	Channel      channel.ID
 	Requester    string // the workflow's owner
 }
 
@@ -284,7 +284,7 @@ func (e *Engine) approvalView(ctx context.Context, c tenant.CommunityID, hash [3
 // (else ErrApprovalClosed: of two racing approvers one gets this), and
 // signer must satisfy its spec (else ErrApprovalNotAllowed). The run
 // resumes (grant) or is cancelled (deny) by the engine's workers.
-func (e *Engine) Decide(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, id string, grant bool, signer string) (Approval, error) {
+func (e *Engine) Decide(ctx context.Context, c tenant.CommunityID, ch channel.ID, id string, grant bool, signer string) (Approval, error) {
 	if e.cfg.approvals == nil {
 		return Approval{}, ErrNotFound
 	}

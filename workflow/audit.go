@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/buzzrelay/buzz/audit"
-	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/channel"
 )
 
 // Audit actions of workflow definitions. Object: the workflow id.
@@ -54,7 +54,7 @@ func EnabledAudit(ctx context.Context, id ID, enabled bool) audit.Record {
 
 // OwnerDisabledAudit is the record of DisableOwnerWorkflows disabling n
 // workflows of owner in channel ch (the owner lost the right to run them).
-func OwnerDisabledAudit(ctx context.Context, ch store.ChannelID, owner string, n int64) audit.Record {
+func OwnerDisabledAudit(ctx context.Context, ch channel.ID, owner string, n int64) audit.Record {
 	return audit.Record{Action: AuditDisabled, Actor: audit.ActorFrom(ctx), Object: "",
 		Detail: map[string]any{"channel": ch.String(), "owner": owner, "workflows": n, "reason": "owner lost access"}}
 }

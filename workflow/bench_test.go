@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -64,7 +63,7 @@ func BenchmarkTriggerToFirstStatus(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			ev.post(store.KindChatMessage, "go "+strconv.Itoa(i))
+			ev.post(nostr.KindChatMessage, "go "+strconv.Itoa(i))
 			<-first
 			lat = append(lat, time.Since(start))
 		}
@@ -105,7 +104,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 		b.ResetTimer()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
-			ev.post(store.KindChatMessage, "go "+strconv.Itoa(i))
+			ev.post(nostr.KindChatMessage, "go "+strconv.Itoa(i))
 		}
 		<-all
 		b.StopTimer()
@@ -127,7 +126,7 @@ trigger: {on: message_posted, filter: 'starts_with(trigger_text, "/deploy-` + st
 steps: [{id: a, action: send_message, text: "deploying"}]
 `)
 		}
-		msg := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: store.KindChatMessage, Content: "an ordinary message",
+		msg := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: nostr.KindChatMessage, Content: "an ordinary message",
 			Tags: nostr.Tags{{"h", ev.ch.String()}}}
 		if err := msg.Sign(ev.user); err != nil {
 			b.Fatal(err)

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 )
 
 // Built-in action names.
@@ -106,7 +106,7 @@ func (sendMessage) Validate(f Fields, d *Definition) error {
 	if ch, err := f.String("channel", false); err != nil {
 		return err
 	} else if ch != "" && !strings.Contains(ch, "{{") {
-		if _, ok := store.ParseChannelID(ch); !ok {
+		if _, ok := channel.ParseID(ch); !ok {
 			return fieldErr("channel", "must be a channel UUID")
 		}
 	}
@@ -124,7 +124,7 @@ func (sendMessage) Run(ctx context.Context, x *StepContext) (map[string]any, err
 	text, _ := x.String("text")
 	ch := x.Workflow.Channel
 	if s, _ := x.String("channel"); s != "" {
-		id, ok := store.ParseChannelID(s)
+		id, ok := channel.ParseID(s)
 		if !ok {
 			return nil, Fail("invalid_channel", "channel %q is not a channel UUID", s)
 		}
@@ -138,7 +138,7 @@ func (sendMessage) Run(ctx context.Context, x *StepContext) (map[string]any, err
 	if len(text) > maxMessageBytes {
 		text = truncateRunes(text[:maxMessageBytes-4], maxMessageBytes)
 	}
-	ev := &nostr.Event{CreatedAt: x.Now().Unix(), Kind: store.KindChatMessage, Content: text,
+	ev := &nostr.Event{CreatedAt: x.Now().Unix(), Kind: nostr.KindChatMessage, Content: text,
 		Tags: nostr.Tags{{"h", ch.String()}}}
 	if reply, _ := x.Step.Fields.Bool("reply_in_thread"); reply {
 		msg, _ := x.Run.Trigger["message_id"].(string)
@@ -190,7 +190,7 @@ func (addReaction) Run(ctx context.Context, x *StepContext) (map[string]any, err
 		return nil, Fail("no_message", "the trigger has no message to react to")
 	}
 	tags := nostr.Tags{{"h", x.Workflow.Channel.String()}, {"e", msg}}
-	if author != "" && x.Run.Trigger["kind"] == float64(store.KindChatMessage) {
+	if author != "" && x.Run.Trigger["kind"] == float64(nostr.KindChatMessage) {
 		tags = append(tags, nostr.Tag{"p", author})
 	}
 	ev := &nostr.Event{CreatedAt: x.Now().Unix(), Kind: 7, Content: emoji, Tags: tags}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -81,7 +81,7 @@ type Engine struct {
 
 type cacheKey struct {
 	c  tenant.CommunityID
-	ch store.ChannelID
+	ch channel.ID
 	on TriggerKind
 }
 
@@ -163,7 +163,7 @@ func (e *Engine) Parse(src []byte) (*Definition, error) {
 // DefineRequest is a definition published by an author (kind 30620).
 type DefineRequest struct {
 	ID               ID
-	Channel          store.ChannelID
+	Channel          channel.ID
 	Author           string // 64 hex
 	YAML             []byte
 	EventID          string // the 30620 event id, "" if none
@@ -195,12 +195,12 @@ func (e *Engine) Define(ctx context.Context, c tenant.CommunityID, r DefineReque
 }
 
 // authorize checks pubkey's standing in channel.
-func (e *Engine) authorize(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, pubkey string, admin bool) error {
+func (e *Engine) authorize(ctx context.Context, c tenant.CommunityID, ch channel.ID, pubkey string, admin bool) error {
 	role, ok, err := e.cfg.authority.ChannelRole(ctx, c, ch, pubkey)
 	if err != nil {
 		return err
 	}
-	if !ok || admin && role != store.RoleOwner && role != store.RoleAdmin {
+	if !ok || admin && role != channel.RoleOwner && role != channel.RoleAdmin {
 		return ErrNotPermitted
 	}
 	return nil
@@ -209,7 +209,7 @@ func (e *Engine) authorize(ctx context.Context, c tenant.CommunityID, ch store.C
 // Invalidate drops this engine's cached workflows of a channel (call it
 // after changing a channel's workflows other than through Define; other
 // engines see the change within the cache TTL).
-func (e *Engine) Invalidate(c tenant.CommunityID, ch store.ChannelID) {
+func (e *Engine) Invalidate(c tenant.CommunityID, ch channel.ID) {
 	e.cacheMu.Lock()
 	defer e.cacheMu.Unlock()
 	for k := range e.cache {
@@ -222,7 +222,7 @@ func (e *Engine) Invalidate(c tenant.CommunityID, ch store.ChannelID) {
 // ManualTrigger is a by-hand run request (kind 46020).
 type ManualTrigger struct {
 	Workflow ID
-	Channel  store.ChannelID
+	Channel  channel.ID
 	// Revision is the event id of the workflow's current definition
 	// (the 46020's e tag).
 	Revision string
@@ -445,7 +445,7 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 	if !ok {
 		return nil
 	}
-	ch, ok, err := store.EventChannel(ev)
+	ch, ok, err := channel.OfEvent(ev)
 	if err != nil || !ok {
 		return nil
 	}
@@ -509,7 +509,7 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 func triggerOf(ev *nostr.Event) (TriggerKind, bool) {
 	var on TriggerKind
 	switch ev.Kind {
-	case store.KindChatMessage:
+	case nostr.KindChatMessage:
 		on = TriggerMessagePosted
 	case 7:
 		on = TriggerReactionAdded
@@ -526,7 +526,7 @@ func triggerOf(ev *nostr.Event) (TriggerKind, bool) {
 }
 
 // eventTrigger returns the trigger variables of a message or reaction.
-func eventTrigger(ev *nostr.Event, ch store.ChannelID) map[string]any {
+func eventTrigger(ev *nostr.Event, ch channel.ID) map[string]any {
 	v := map[string]any{
 		"text":       ev.Content,
 		"author":     ev.PubKey,
@@ -564,7 +564,7 @@ func eventTrigger(ev *nostr.Event, ch store.ChannelID) map[string]any {
 }
 
 // active returns the enabled workflows of a channel for a trigger kind.
-func (e *Engine) active(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, on TriggerKind) ([]triggerable, error) {
+func (e *Engine) active(ctx context.Context, c tenant.CommunityID, ch channel.ID, on TriggerKind) ([]triggerable, error) {
 	k := cacheKey{c, ch, on}
 	now := e.now()
 	if e.cfg.cacheTTL > 0 {
@@ -671,7 +671,7 @@ func (e *Engine) SetEnabled(ctx context.Context, c tenant.CommunityID, id ID, en
 // when a member is removed or leaves) and returns how many were enabled.
 // The per-run authority check is the backstop on other engines until
 // their cache expires.
-func (e *Engine) MemberRemoved(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, pubkey string) (int64, error) {
+func (e *Engine) MemberRemoved(ctx context.Context, c tenant.CommunityID, ch channel.ID, pubkey string) (int64, error) {
 	n, err := e.store.DisableOwnerWorkflows(ctx, c, ch, pubkey)
 	if err != nil {
 		return 0, err

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 	"github.com/buzzrelay/buzz/workflow/workflowtest"
@@ -35,9 +35,9 @@ steps:
     action: send_message
     text: "echoed as {{steps.reply.output.event_id | truncate(8)}}"
 `)
-		ev.post(store.KindChatMessage, "no match here")
+		ev.post(nostr.KindChatMessage, "no match here")
 		// Template injection: the user's {{…}} stays literal.
-		msg := ev.post(store.KindChatMessage, "ping {{steps.reply.output.event_id}} {{trigger.author}}")
+		msg := ev.post(nostr.KindChatMessage, "ping {{steps.reply.output.event_id}} {{trigger.author}}")
 		runs := ev.finished(w, 1)
 		r := runs[0]
 		if r.Status != workflow.RunCompleted || r.TriggerEventID != msg.ID {
@@ -54,7 +54,7 @@ steps:
 		if got := ev.pub.statuses(r.ID); !slices.Equal(got, want) {
 			t.Fatalf("statuses %v, want %v", got, want)
 		}
-		msgs := ev.pub.of(store.KindChatMessage)
+		msgs := ev.pub.of(nostr.KindChatMessage)
 		if len(msgs) != 2 {
 			t.Fatalf("%d messages published", len(msgs))
 		}
@@ -187,7 +187,7 @@ steps:
 		if !slices.Equal(got, want) {
 			t.Fatalf("trace %v, want %v", got, want)
 		}
-		msgs := ev.pub.of(store.KindChatMessage)
+		msgs := ev.pub.of(nostr.KindChatMessage)
 		if len(msgs) != 1 || !strings.HasPrefix(msgs[0].Content, "deploy api by npub1") || !strings.HasSuffix(msgs[0].Content, ` {"v":2}`) {
 			t.Fatalf("messages %+v", msgs)
 		}
@@ -207,12 +207,12 @@ trigger: {on: message_posted}
 steps: [{id: a, action: send_message, text: hi}]
 `)
 		ev.auth.set(ev.ch, ev.owner, "") // the owner left the channel
-		ev.post(store.KindChatMessage, "hello")
+		ev.post(nostr.KindChatMessage, "hello")
 		r := ev.finished(w, 1)[0]
 		if r.Status != workflow.RunFailed || r.ErrorCode != workflow.CodeOwnerUnauthorized {
 			t.Fatalf("run %+v", r)
 		}
-		if n := len(ev.pub.of(store.KindChatMessage)); n != 0 {
+		if n := len(ev.pub.of(nostr.KindChatMessage)); n != 0 {
 			t.Fatalf("%d messages sent for an unauthorized owner", n)
 		}
 		// A non-member cannot define a workflow; a member cannot define one
@@ -266,7 +266,7 @@ steps:
   - {id: wait, action: gate}
   - {id: after, action: send_message, text: "after {{steps.hook.output.status}}"}
 `)
-		a.post(store.KindChatMessage, "go")
+		a.post(nostr.KindChatMessage, "go")
 		<-g.entered
 		a.e.Halt() // pod A dies mid-run: no more heartbeats, lease not released
 		b := a.sibling(lease, workflow.WithAction(g), workflow.WithWebhookCaller(hooks), workflow.WithWorkerName("pod-b"))
@@ -275,7 +275,7 @@ steps:
 			t.Fatalf("run %+v", r)
 		}
 		var texts []string
-		for _, m := range a.pub.of(store.KindChatMessage) {
+		for _, m := range a.pub.of(nostr.KindChatMessage) {
 			texts = append(texts, m.Content)
 		}
 		if !slices.Equal(texts, []string{"before go", "after 200"}) {
@@ -283,7 +283,7 @@ steps:
 		}
 		// A replayed effect would publish the same event again (status
 		// events may repeat after a takeover; effects may not).
-		for _, m := range a.pub.of(store.KindChatMessage) {
+		for _, m := range a.pub.of(nostr.KindChatMessage) {
 			a.pub.mu.Lock()
 			n := a.pub.publishes[m.ID]
 			a.pub.mu.Unlock()
@@ -309,7 +309,7 @@ steps:
   - {id: pause, action: delay, duration: 1s}
   - {id: two, action: send_message, text: "two"}
 `)
-		a.post(store.KindChatMessage, "go")
+		a.post(nostr.KindChatMessage, "go")
 		// Wait until the run is parked on the delay, then pod A dies.
 		eventually(t, func() bool {
 			rs := a.runs(w)
@@ -326,7 +326,7 @@ steps:
 			t.Fatalf("run %+v (resume %v)", r, parked.ResumeAt)
 		}
 		var texts []string
-		for _, m := range a.pub.of(store.KindChatMessage) {
+		for _, m := range a.pub.of(nostr.KindChatMessage) {
 			texts = append(texts, m.Content)
 		}
 		if !slices.Equal(texts, []string{"one", "two"}) {
@@ -345,7 +345,7 @@ steps: [{id: a, action: send_message, text: "re {{trigger.text}}"}]
 `)
 		const n = 25
 		for i := range n {
-			ev.post(store.KindChatMessage, fmt.Sprint(i))
+			ev.post(nostr.KindChatMessage, fmt.Sprint(i))
 		}
 		rs := ev.finished(w, n)
 		for _, r := range rs {
@@ -376,7 +376,7 @@ func TestEngineSupervisesLoops(t *testing.T) {
 		src := &flakySource{feed: feed}
 		auth := newMembers()
 		ch, owner := workflowtest.ChannelID(), workflowtest.Hex32()
-		auth.set(ch, owner, store.RoleMember)
+		auth.set(ch, owner, channel.RoleMember)
 		pub := newRecorder(t, nil)
 		e, err := workflow.New(b, src, pub, workflow.WithAuthority(auth), workflow.WithPollInterval(20*time.Millisecond))
 		if err != nil {
@@ -396,7 +396,7 @@ func TestEngineSupervisesLoops(t *testing.T) {
 			t.Fatal(err)
 		}
 		sk, _ := nostr.GenerateSecretKey()
-		msg := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: store.KindChatMessage, Content: "x", Tags: nostr.Tags{{"h", ch.String()}}}
+		msg := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: nostr.KindChatMessage, Content: "x", Tags: nostr.Tags{{"h", ch.String()}}}
 		_ = msg.Sign(sk)
 		if err := feed.Publish(ctx, c, msg); err != nil {
 			t.Fatal(err)
@@ -427,7 +427,7 @@ type fakeTopics struct {
 	topics []string
 }
 
-func (f *fakeTopics) SetChannelTopic(_ context.Context, _ tenant.CommunityID, _ store.ChannelID, topic string) error {
+func (f *fakeTopics) SetChannelTopic(_ context.Context, _ tenant.CommunityID, _ channel.ID, topic string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.topics = append(f.topics, topic)
@@ -453,7 +453,7 @@ steps:
   - {id: set, action: set_channel_topic, topic: "{{trigger.text | truncate(20)}}"}
   - {id: tell, action: send_dm, to: "{{trigger.author}}", text: "topic set to {{steps.set.output.topic}}"}
 `)
-		ev.post(store.KindChatMessage, "/topic release day is tomorrow")
+		ev.post(nostr.KindChatMessage, "/topic release day is tomorrow")
 		r := ev.finished(w, 1)[0]
 		if r.Status != workflow.RunCompleted {
 			t.Fatalf("run %+v", r)
@@ -485,7 +485,7 @@ func (p *crashingPub) Publish(ctx context.Context, c tenant.CommunityID, ev *nos
 		return err
 	}
 	crashed := false
-	if ev.Kind == store.KindChatMessage {
+	if ev.Kind == nostr.KindChatMessage {
 		p.once.Do(func() { p.crash(); crashed = true })
 	}
 	if crashed {
@@ -530,14 +530,14 @@ trigger: {on: message_posted}
 steps:
   - {id: say, action: send_message, text: "said once"}
 `)
-		a.post(store.KindChatMessage, "go")
-		eventually(t, func() bool { return len(a.pub.of(store.KindChatMessage)) == 1 }, "the message stored")
+		a.post(nostr.KindChatMessage, "go")
+		eventually(t, func() bool { return len(a.pub.of(nostr.KindChatMessage)) == 1 }, "the message stored")
 		b2 := a.sibling(lease, workflow.WithWorkerName("pod-b"))
 		r := b2.finished(w, 1)[0]
 		if r.Status != workflow.RunCompleted {
 			t.Fatalf("run %+v", r)
 		}
-		msgs := a.pub.of(store.KindChatMessage)
+		msgs := a.pub.of(nostr.KindChatMessage)
 		if len(msgs) != 1 || msgs[0].Content != "said once" {
 			t.Fatalf("messages %+v", msgs)
 		}
@@ -562,7 +562,7 @@ trigger: {on: message_posted}
 steps:
   - {id: call, action: call_webhook, url: "https://hooks.example/x"}
 `)
-		a.post(store.KindChatMessage, "go")
+		a.post(nostr.KindChatMessage, "go")
 		eventually(t, func() bool { return hook.calls.Load() == 1 }, "the webhook call")
 		b2 := a.sibling(lease, workflow.WithWebhookCaller(hook), workflow.WithWorkerName("pod-b"))
 		r := b2.finished(w, 1)[0]
@@ -590,7 +590,7 @@ steps: [{id: a, action: send_message, text: "hi {{trigger.text}}"}]
 			t.Fatalf("MemberRemoved: %d, %v", n, err)
 		}
 		// Handled synchronously, so it is matched before the re-enable.
-		ignored := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: store.KindChatMessage, Content: "ignored",
+		ignored := &nostr.Event{CreatedAt: time.Now().Unix(), Kind: nostr.KindChatMessage, Content: "ignored",
 			Tags: nostr.Tags{{"h", ev.ch.String()}}}
 		if err := ignored.Sign(ev.user); err != nil {
 			t.Fatal(err)
@@ -601,7 +601,7 @@ steps: [{id: a, action: send_message, text: "hi {{trigger.text}}"}]
 		if err := ev.e.SetEnabled(ctx, ev.c, w.ID, true); err != nil {
 			t.Fatal(err)
 		}
-		ev.post(store.KindChatMessage, "seen")
+		ev.post(nostr.KindChatMessage, "seen")
 		rs := ev.finished(w, 1)
 		if rs[0].Trigger["text"] != "seen" {
 			t.Fatalf("run of %v", rs[0].Trigger["text"])
@@ -633,7 +633,7 @@ steps:
   - {id: say, action: send_message, text: "v1"}
 `
 		w := ev.define(src)
-		ev.post(store.KindChatMessage, "go")
+		ev.post(nostr.KindChatMessage, "go")
 		eventually(t, func() bool {
 			rs := ev.runs(w)
 			return len(rs) == 1 && !rs[0].ResumeAt.IsZero()
@@ -647,7 +647,7 @@ steps:
 		if r.Status != workflow.RunCancelled || r.ErrorCode != workflow.CodeDefinitionChanged {
 			t.Fatalf("run %+v", r)
 		}
-		if n := len(ev.pub.of(store.KindChatMessage)); n != 0 {
+		if n := len(ev.pub.of(nostr.KindChatMessage)); n != 0 {
 			t.Fatalf("%d messages sent by a run of an old definition", n)
 		}
 	})
@@ -665,7 +665,7 @@ steps: [{id: a, action: send_message, text: "re {{trigger.text}}"}]
 `)
 		const n = 40
 		for i := range n {
-			ev.post(store.KindChatMessage, fmt.Sprint("m", i))
+			ev.post(nostr.KindChatMessage, fmt.Sprint("m", i))
 		}
 		for _, r := range ev.finished(w, n) {
 			eventually(t, func() bool { return slices.Contains(ev.pub.statuses(r.ID), "completed:") },

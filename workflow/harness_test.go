@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -134,12 +134,12 @@ func (r *recorder) statuses(run workflow.ID) []string {
 // members is a test Authority.
 type members struct {
 	mu sync.Mutex
-	m  map[string]store.Role // channel/pubkey → role
+	m  map[string]channel.Role // channel/pubkey → role
 }
 
-func newMembers() *members { return &members{m: map[string]store.Role{}} }
+func newMembers() *members { return &members{m: map[string]channel.Role{}} }
 
-func (m *members) set(ch store.ChannelID, pk string, role store.Role) {
+func (m *members) set(ch channel.ID, pk string, role channel.Role) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if role == "" {
@@ -149,7 +149,7 @@ func (m *members) set(ch store.ChannelID, pk string, role store.Role) {
 	m.m[ch.String()+pk] = role
 }
 
-func (m *members) ChannelRole(_ context.Context, _ tenant.CommunityID, ch store.ChannelID, pk string) (store.Role, bool, error) {
+func (m *members) ChannelRole(_ context.Context, _ tenant.CommunityID, ch channel.ID, pk string) (channel.Role, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.m[ch.String()+pk]
@@ -165,7 +165,7 @@ type env struct {
 	pub    *recorder
 	auth   *members
 	c      tenant.CommunityID
-	ch     store.ChannelID
+	ch     channel.ID
 	owner  string
 	user   nostr.SecretKey
 	cancel context.CancelFunc
@@ -182,8 +182,8 @@ func newEnv(t testing.TB, b workflowtest.Backend, opts ...workflow.Option) *env 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.auth.set(ev.ch, ev.owner, store.RoleAdmin)
-	ev.auth.set(ev.ch, ev.user.PublicKey(), store.RoleMember)
+	ev.auth.set(ev.ch, ev.owner, channel.RoleAdmin)
+	ev.auth.set(ev.ch, ev.user.PublicKey(), channel.RoleMember)
 	base := []workflow.Option{workflow.WithAuthority(ev.auth), workflow.WithPollInterval(20 * time.Millisecond),
 		workflow.WithCacheTTL(0)}
 	ev.e, err = workflow.New(b, feed, ev.pub, append(base, opts...)...)

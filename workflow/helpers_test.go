@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -24,8 +24,8 @@ func (nopPub) Publish(context.Context, tenant.CommunityID, *nostr.Event) error {
 
 type allMembers struct{}
 
-func (allMembers) ChannelRole(context.Context, tenant.CommunityID, store.ChannelID, string) (store.Role, bool, error) {
-	return store.RoleMember, true, nil
+func (allMembers) ChannelRole(context.Context, tenant.CommunityID, channel.ID, string) (channel.Role, bool, error) {
+	return channel.RoleMember, true, nil
 }
 
 func newTestEngine(t *testing.T, opts ...workflow.Option) *workflow.Engine {

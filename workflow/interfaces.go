@@ -3,8 +3,8 @@ package workflow
 import (
 	"context"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -33,7 +33,7 @@ type Publisher interface {
 type Authority interface {
 	// ChannelRole returns pubkey's role in the channel; ok is false when
 	// pubkey is not an active member (or the channel does not exist).
-	ChannelRole(ctx context.Context, c tenant.CommunityID, channel store.ChannelID, pubkey string) (role store.Role, ok bool, err error)
+	ChannelRole(ctx context.Context, c tenant.CommunityID, channel channel.ID, pubkey string) (role channel.Role, ok bool, err error)
 }
 
 // TopicSetter changes a channel's topic for set_channel_topic.
@@ -41,7 +41,7 @@ type TopicSetter interface {
 	// SetChannelTopic sets the channel's topic (its metadata "about") and
 	// republishes the channel's relay-signed 39000. Setting the topic it
 	// already has is not an error.
-	SetChannelTopic(ctx context.Context, c tenant.CommunityID, channel store.ChannelID, topic string) error
+	SetChannelTopic(ctx context.Context, c tenant.CommunityID, channel channel.ID, topic string) error
 }
 
 // DMSealer prepares send_dm's private messages.

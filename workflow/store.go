@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -26,11 +26,11 @@ func NewID() ID {
 
 // ParseID parses the canonical lowercase 8-4-4-4-12 UUID text.
 func ParseID(s string) (ID, bool) {
-	c, ok := store.ParseChannelID(s)
+	c, ok := channel.ParseID(s)
 	return ID(c), ok
 }
 
-func (id ID) String() string { return store.ChannelID(id).String() }
+func (id ID) String() string { return channel.ID(id).String() }
 
 // IsZero reports whether id is the zero UUID.
 func (id ID) IsZero() bool { return id == ID{} }
@@ -52,7 +52,7 @@ func (id *ID) UnmarshalText(b []byte) error {
 type Workflow struct {
 	Community  tenant.CommunityID
 	ID         ID
-	Channel    store.ChannelID
+	Channel    channel.ID
 	Owner      string // 64 lowercase hex
 	Name       string
 	Definition *Definition
@@ -72,7 +72,7 @@ func (w *Workflow) Revision() string { return RevisionOf(w.Hash) }
 // PutWorkflow is a definition to store (create or replace).
 type PutWorkflow struct {
 	ID         ID
-	Channel    store.ChannelID
+	Channel    channel.ID
 	Owner      string
 	Definition *Definition
 	EventID    string
@@ -232,17 +232,17 @@ type Store interface {
 	// Workflow returns one workflow, or ErrNotFound.
 	Workflow(ctx context.Context, c tenant.CommunityID, id ID) (Workflow, error)
 	// Workflows lists a channel's workflows, by id.
-	Workflows(ctx context.Context, c tenant.CommunityID, channel store.ChannelID) ([]Workflow, error)
+	Workflows(ctx context.Context, c tenant.CommunityID, channel channel.ID) ([]Workflow, error)
 	// ActiveWorkflows lists the enabled workflows of a channel whose
 	// trigger is on.
-	ActiveWorkflows(ctx context.Context, c tenant.CommunityID, channel store.ChannelID, on TriggerKind) ([]Workflow, error)
+	ActiveWorkflows(ctx context.Context, c tenant.CommunityID, channel channel.ID, on TriggerKind) ([]Workflow, error)
 	// DeleteWorkflow removes a workflow and its runs (ErrNotFound if none).
 	DeleteWorkflow(ctx context.Context, c tenant.CommunityID, id ID) error
 	// SetWorkflowEnabled enables or disables one workflow.
 	SetWorkflowEnabled(ctx context.Context, c tenant.CommunityID, id ID, enabled bool) error
 	// DisableOwnerWorkflows disables every workflow owner has in channel
 	// and returns how many were enabled.
-	DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, channel store.ChannelID, owner string) (int64, error)
+	DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, channel channel.ID, owner string) (int64, error)
 
 	// CreateRun persists a pending run, claimable at once, recording the
 	// workflow's current definition hash (atomically). A second run

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/pubsub/redis"
@@ -55,11 +56,11 @@ type adminStore interface {
 	store.Backend
 	operator.Store
 	operator.SettingsStore
-	PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role store.Role) error
+	PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role channel.Role) error
 	RemoveCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string) error
-	CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error)
+	CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (channel.Role, bool, error)
 	Communities(ctx context.Context) ([]store.Community, error)
-	Channels(ctx context.Context, c tenant.CommunityID) ([]store.Channel, error)
+	Channels(ctx context.Context, c tenant.CommunityID) ([]channel.Channel, error)
 }
 
 // adminFlags are the flags of the admin commands (the settings' flags are
@@ -307,7 +308,7 @@ func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
 		}
 		role := a.flags.role
 		if role == "" {
-			role = string(store.RoleMember)
+			role = string(channel.RoleMember)
 		}
 		return a.memberPut(ctx, w[2], w[3], role, "added")
 	case "member role":
@@ -526,7 +527,7 @@ func (a *adminCmd) communityPolicy(ctx context.Context, raw, access string) erro
 		return err
 	}
 	if access != "" {
-		p := store.AccessPolicy(access)
+		p := channel.AccessPolicy(access)
 		if !p.Valid() {
 			return usageError{errors.New(`policy: want "open" or "members"`)}
 		}
@@ -590,7 +591,7 @@ func (a *adminCmd) memberPut(ctx context.Context, raw, pkRaw, roleRaw, status st
 	if err != nil {
 		return usageError{errors.New("PUBKEY: want 64 hex characters or an npub")}
 	}
-	role := store.Role(roleRaw)
+	role := channel.Role(roleRaw)
 	if !store.ValidCommunityRole(role) {
 		return usageError{fmt.Errorf("role %q: want admin, moderator or member", roleRaw)}
 	}
@@ -683,7 +684,7 @@ func npubOr(pk string) string {
 	return pk
 }
 
-func uuidText(id store.ChannelID) string {
+func uuidText(id channel.ID) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:])
 }
 

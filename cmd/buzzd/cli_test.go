@@ -16,6 +16,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -162,7 +163,7 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok, err := st.CommunityRole(ctx, team.ID, carol); err != nil || !ok || r != store.RoleAdmin {
+	if r, ok, err := st.CommunityRole(ctx, team.ID, carol); err != nil || !ok || r != channel.RoleAdmin {
 		t.Fatalf("carol's role: %v %v %v", r, ok, err)
 	}
 	must("member", "role", "team.example", carol, "moderator")
@@ -198,7 +199,7 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 	if p, _ := st.CommunityProfile(ctx, team.ID); p.Name != "Team" || p.Contact != "mailto:t@team.example" {
 		t.Fatalf("stored profile: %+v", p)
 	}
-	if acc, _ := st.CommunityAccess(ctx, team.ID); acc != store.AccessMembers {
+	if acc, _ := st.CommunityAccess(ctx, team.ID); acc != channel.AccessMembers {
 		t.Fatalf("stored policy: %v", acc)
 	}
 
@@ -209,7 +210,7 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 	if err := ev.Sign(sk); err != nil {
 		t.Fatal(err)
 	}
-	id, _ := store.ParseChannelID(ch)
+	id, _ := channel.ParseID(ch)
 	cmd, err := ingest.ParseChannelCommand(ev, id)
 	if err != nil {
 		t.Fatal(err)

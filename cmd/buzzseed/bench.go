@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -26,7 +26,7 @@ const tagText = `CASE WHEN get_byte(value, 0) = 254 THEN encode(substr(value, 2)
 // samples are real values drawn from the loaded data.
 type samples struct {
 	ids, authors, hashtags, roots, mentioned []string
-	channels                                 []store.ChannelID
+	channels                                 []channel.ID
 	minTS, maxTS                             int64
 }
 
@@ -81,7 +81,7 @@ func loadSamples(ctx context.Context, db string, c tenant.CommunityID) (*samples
 		return nil, err
 	}
 	for _, ch := range chs {
-		s.channels = append(s.channels, store.ChannelID(ch))
+		s.channels = append(s.channels, channel.ID(ch))
 	}
 	if err := conn.QueryRow(ctx, `SELECT min(created_at), max(created_at) FROM events WHERE community_id = $1 AND created_at > 1767225600`, cid).Scan(&s.minTS, &s.maxTS); err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ type shape struct {
 	count bool
 	// scope, if set, runs the filter through QueryScoped with the scope it
 	// returns (called after query, with the same random source).
-	scope func(r *rand.Rand) store.Scope
+	scope func(r *rand.Rand) channel.Scope
 }
 
 func shapes(s *samples) []shape {
@@ -140,16 +140,16 @@ func shapes(s *samples) []shape {
 	if len(s.channels) == 0 {
 		return out
 	}
-	var ch store.ChannelID
+	var ch channel.ID
 	return append(out,
 		shape{name: "channel timeline #h limit 50", query: func(r *rand.Rand) nostr.Filter {
 			ch = s.channels[r.IntN(len(s.channels))]
 			return lim(nostr.Filter{Kinds: []int{9}, Tags: map[string][]string{"h": {ch.String()}}}, 50)
-		}, scope: func(*rand.Rand) store.Scope { return store.ChannelsScope(ch) }},
+		}, scope: func(*rand.Rand) channel.Scope { return channel.ScopeOf(ch) }},
 		shape{name: "channel scope only limit 50", query: func(r *rand.Rand) nostr.Filter {
 			ch = s.channels[r.IntN(len(s.channels))]
 			return lim(nostr.Filter{Kinds: []int{9}}, 50)
-		}, scope: func(*rand.Rand) store.Scope { return store.ChannelsScope(ch) }},
+		}, scope: func(*rand.Rand) channel.Scope { return channel.ScopeOf(ch) }},
 	)
 }
 
@@ -199,7 +199,7 @@ func runQueryBench(ctx context.Context, args []string) error {
 				}
 				got = int(k)
 			} else {
-				sc := store.AllChannels()
+				sc := channel.AllChannels()
 				if sh.scope != nil {
 					sc = sh.scope(r)
 				}

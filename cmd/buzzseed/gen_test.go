@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 )
 
 // TestGenerateIsDeterministicAndValid checks that a seed always yields the
@@ -54,7 +54,7 @@ func TestGenerateIsDeterministicAndValid(t *testing.T) {
 			t.Fatalf("created_at %d outside the month", g.ev.CreatedAt)
 		}
 		kinds[g.ev.Kind]++
-		if _, inChannel, err := store.EventChannel(g.ev); err != nil || inChannel != (g.ev.Kind == 9) {
+		if _, inChannel, err := channel.OfEvent(g.ev); err != nil || inChannel != (g.ev.Kind == 9) {
 			t.Fatalf("kind %d: channel %v, %v", g.ev.Kind, inChannel, err)
 		}
 	}

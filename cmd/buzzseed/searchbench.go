@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
@@ -23,8 +24,8 @@ import (
 // searchStore is what search-bench needs of a backend.
 type searchStore interface {
 	LookupHost(ctx context.Context, host string) (tenant.CommunityID, error)
-	QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc store.Scope) iter.Seq2[store.Record, error]
-	CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, sc store.Scope) (int64, error)
+	QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc channel.Scope) iter.Seq2[store.Record, error]
+	CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, sc channel.Scope) (int64, error)
 	Close() error
 }
 
@@ -72,7 +73,7 @@ func runSearchBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("community %q: %w", h, err)
 	}
-	total, err := st.CountScoped(ctx, c, []nostr.Filter{{}}, store.AllChannels())
+	total, err := st.CountScoped(ctx, c, []nostr.Filter{{}}, channel.AllChannels())
 	if err != nil {
 		return err
 	}
@@ -119,13 +120,13 @@ func runSearchBench(ctx context.Context, args []string) error {
 			t0 := time.Now()
 			got := 0
 			if sh.count {
-				k, err := st.CountScoped(ctx, c, []nostr.Filter{f}, store.ChannelsScope())
+				k, err := st.CountScoped(ctx, c, []nostr.Filter{f}, channel.ScopeOf())
 				if err != nil {
 					return err
 				}
 				got = int(k)
 			} else {
-				for _, err := range st.QueryScoped(ctx, c, f, store.ChannelsScope()) {
+				for _, err := range st.QueryScoped(ctx, c, f, channel.ScopeOf()) {
 					if err != nil {
 						return err
 					}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -20,7 +21,7 @@ import (
 // A command runs in one transaction with the community set for RLS: the
 // channel row is locked (SELECT … FOR UPDATE; a create arbitrates on the
 // primary key), so every command of one channel is serialized across
-// processes; its authorization (store.Authorize) reads the member rows
+// processes; its authorization (channel.Authorize) reads the member rows
 // inside the lock; the effect and buzz_save_event (with the channel) commit
 // together or not at all. Removed members keep their row with removed_at
 // set (active = removed_at IS NULL).
@@ -30,32 +31,32 @@ var _ store.ChannelStore = (*Store)(nil)
 const pgChannelCols = `id, name, description, picture, visibility::text, channel_type::text, created_by,
     extract(epoch FROM created_at)::bigint, deleted_at IS NOT NULL, coalesce(nip29_group_id, ''), closed, restricted, hidden`
 
-func scanPGChannel(r pgx.Row) (store.Channel, error) {
+func scanPGChannel(r pgx.Row) (channel.Channel, error) {
 	var (
-		ch       store.Channel
+		ch       channel.Channel
 		id       [16]byte
 		by       []byte
 		vis, typ string
 	)
 	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &ch.Deleted, &ch.Slug, &ch.Closed, &ch.Restricted, &ch.Hidden); err != nil {
-		return store.Channel{}, err
+		return channel.Channel{}, err
 	}
-	ch.ID = store.ChannelID(id)
-	ch.Visibility = store.Visibility(vis)
-	ch.Type = store.ChannelType(typ)
+	ch.ID = channel.ID(id)
+	ch.Visibility = channel.Visibility(vis)
+	ch.Type = channel.Type(typ)
 	ch.CreatedBy = hex.EncodeToString(by)
 	return ch, nil
 }
 
 // Channel implements store.ChannelStore.
-func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id store.ChannelID) (store.Channel, error) {
+func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id channel.ID) (channel.Channel, error) {
 	if c.IsZero() {
-		return store.Channel{}, store.ErrNoChannel
+		return channel.Channel{}, channel.ErrNoChannel
 	}
 	var b pgx.Batch
 	b.Queue(`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL`,
 		c.UUID(), [16]byte(id))
-	var ch store.Channel
+	var ch channel.Channel
 	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
 		var err error
 		ch, err = scanPGChannel(br.QueryRow())
@@ -63,15 +64,15 @@ func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id store.Chan
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return store.Channel{}, store.ErrNoChannel
+		return channel.Channel{}, channel.ErrNoChannel
 	case err != nil:
-		return store.Channel{}, fmt.Errorf("postgres: channel: %w", err)
+		return channel.Channel{}, fmt.Errorf("postgres: channel: %w", err)
 	}
 	return ch, nil
 }
 
 // ChannelRole implements store.ChannelStore.
-func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id store.ChannelID, pubkey string) (store.Role, bool, error) {
+func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id channel.ID, pubkey string) (channel.Role, bool, error) {
 	pk, ok := decodeHex32(pubkey)
 	if !ok || c.IsZero() {
 		return "", false, nil
@@ -87,18 +88,18 @@ WHERE community_id = $1 AND channel_id = $2 AND pubkey = $3 AND removed_at IS NU
 	case err != nil:
 		return "", false, fmt.Errorf("postgres: channel role: %w", err)
 	}
-	return store.Role(role), true, nil
+	return channel.Role(role), true, nil
 }
 
 // ChannelMembers implements store.ChannelStore.
-func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id store.ChannelID) ([]store.Member, error) {
+func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id channel.ID) ([]channel.Member, error) {
 	if c.IsZero() {
 		return nil, nil
 	}
 	var b pgx.Batch
 	b.Queue(`SELECT pubkey, role::text FROM channel_members
 WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL ORDER BY pubkey`, c.UUID(), [16]byte(id))
-	var out []store.Member
+	var out []channel.Member
 	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
@@ -109,7 +110,7 @@ WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL ORDER BY pubk
 			role string
 		)
 		_, err = pgx.ForEachRow(rows, []any{&pk, &role}, func() error {
-			out = append(out, store.Member{PubKey: hex.EncodeToString(pk), Role: store.Role(role)})
+			out = append(out, channel.Member{PubKey: hex.EncodeToString(pk), Role: channel.Role(role)})
 			return nil
 		})
 		return err
@@ -121,7 +122,7 @@ WHERE community_id = $1 AND channel_id = $2 AND removed_at IS NULL ORDER BY pubk
 }
 
 // ReadableChannels implements store.ChannelStore.
-func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubkeys []string) ([]store.ChannelID, error) {
+func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubkeys []string) ([]channel.ID, error) {
 	if c.IsZero() {
 		return nil, nil
 	}
@@ -138,7 +139,7 @@ WHERE ch.community_id = $1 AND ch.deleted_at IS NULL
        SELECT 1 FROM channel_members m
        WHERE m.community_id = $1 AND m.channel_id = ch.id AND m.pubkey = ANY($2) AND m.removed_at IS NULL))
 ORDER BY id`, c.UUID(), pks)
-	var out []store.ChannelID
+	var out []channel.ID
 	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
@@ -146,7 +147,7 @@ ORDER BY id`, c.UUID(), pks)
 		}
 		var id [16]byte
 		_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
-			out = append(out, store.ChannelID(id))
+			out = append(out, channel.ID(id))
 			return nil
 		})
 		return err
@@ -181,23 +182,23 @@ type verdictError struct{ err error }
 func (v verdictError) Error() string { return v.err.Error() }
 
 // ApplyChannelCommand implements store.ChannelStore.
-func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, cmd store.ChannelCommand, ev *nostr.Event) (store.ChannelChange, error) {
+func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, cmd channel.Command, ev *nostr.Event) (channel.Change, error) {
 	if err := cmd.Validate(); err != nil {
-		return store.ChannelChange{}, err
+		return channel.Change{}, err
 	}
 	if c.IsZero() || ev == nil || ev.Kind != cmd.Kind || ev.PubKey != cmd.Actor {
-		return store.ChannelChange{}, store.ErrInvalidCommand
+		return channel.Change{}, channel.ErrInvalidCommand
 	}
-	if id, ok, err := store.EventChannel(ev); err != nil || !ok || id != cmd.Channel {
-		return store.ChannelChange{}, store.ErrInvalidCommand
+	if id, ok, err := channel.OfEvent(ev); err != nil || !ok || id != cmd.Channel {
+		return channel.Change{}, channel.ErrInvalidCommand
 	}
 	args, err := encodeEvent(c, ev)
 	if err != nil {
-		return store.ChannelChange{}, err
+		return channel.Change{}, err
 	}
-	var change store.ChannelChange
+	var change channel.Change
 	err = s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
-		change = store.ChannelChange{}
+		change = channel.Change{}
 		v, err := applyCommand(ctx, tx, c, &cmd, args, &change)
 		if err != nil {
 			return err
@@ -214,10 +215,10 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 	})
 	var v verdictError
 	if errors.As(err, &v) {
-		return store.ChannelChange{}, v.err
+		return channel.Change{}, v.err
 	}
 	if err != nil {
-		return store.ChannelChange{}, fmt.Errorf("postgres: channel command: %w", err)
+		return channel.Change{}, fmt.Errorf("postgres: channel command: %w", err)
 	}
 	s.audit.pending(c)
 	return change, nil
@@ -225,7 +226,7 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 
 // applyCommand authorizes and applies cmd and stores its event inside tx.
 // It returns a verdict (the caller rolls back) or an internal error.
-func applyCommand(ctx context.Context, tx pgx.Tx, c tenant.CommunityID, cmd *store.ChannelCommand, a *saveArgs, change *store.ChannelChange) (verdict, err error) {
+func applyCommand(ctx context.Context, tx pgx.Tx, c tenant.CommunityID, cmd *channel.Command, a *saveArgs, change *channel.Change) (verdict, err error) {
 	cu, chID := c.UUID(), [16]byte(cmd.Channel)
 	var tomb, dup bool
 	if err := tx.QueryRow(ctx, `SELECT
@@ -241,17 +242,17 @@ func applyCommand(ctx context.Context, tx pgx.Tx, c tenant.CommunityID, cmd *sto
 		return store.ErrDeleted, nil
 	}
 
-	if cmd.Kind == store.KindCreateChannel {
-		vis, closed, restricted, hidden, ferr := cmd.Flags(store.Channel{})
+	if cmd.Kind == nostr.KindCreateChannel {
+		vis, closed, restricted, hidden, ferr := cmd.Flags(channel.Channel{})
 		if ferr != nil {
 			return ferr, nil
 		}
 		typ := cmd.Type
 		if typ == "" {
-			typ = store.TypeStream
+			typ = channel.TypeStream
 		}
 		var slug *string
-		if sl := store.SlugFor(cmd.GroupID); sl != "" {
+		if sl := channel.SlugFor(cmd.GroupID); sl != "" {
 			slug = &sl
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO channels (community_id, id, name, description, picture, visibility, channel_type, created_by, created_at,
@@ -264,7 +265,7 @@ ON CONFLICT DO NOTHING`,
 			return nil, err
 		}
 		if tag.RowsAffected() == 0 {
-			return store.ErrChannelExists, nil
+			return channel.ErrChannelExists, nil
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO channel_members (community_id, channel_id, pubkey, role, invited_by)
 VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
@@ -277,12 +278,12 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 	ch, err := scanPGChannel(tx.QueryRow(ctx,
 		`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2 FOR UPDATE`, cu, chID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrNoChannel, nil
+		return channel.ErrNoChannel, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	st := store.CommandState{Channel: ch}
+	st := channel.CommandState{Channel: ch}
 	var target []byte
 	if cmd.Target != "" {
 		target, _ = decodeHex32(cmd.Target)
@@ -296,43 +297,43 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 		return nil, err
 	}
 	if actorRole != nil {
-		st.ActorRole = store.Role(*actorRole)
+		st.ActorRole = channel.Role(*actorRole)
 	}
 	if targetRole != nil && target != nil {
-		st.TargetRole = store.Role(*targetRole)
+		st.TargetRole = channel.Role(*targetRole)
 	}
-	if v := store.Authorize(cmd, st); v != nil {
+	if v := channel.Authorize(cmd, st); v != nil {
 		return v, nil
 	}
 
 	switch cmd.Kind {
-	case store.KindJoinRequest:
+	case nostr.KindJoinRequest:
 		if st.ActorRole == "" {
-			if err := putMember(ctx, tx, cu, chID, a.pubkey, store.RoleMember, a.pubkey); err != nil {
+			if err := putMember(ctx, tx, cu, chID, a.pubkey, channel.RoleMember, a.pubkey); err != nil {
 				return nil, err
 			}
 			change.Members = true
 		}
-	case store.KindLeaveRequest:
+	case nostr.KindLeaveRequest:
 		if err := removeMember(ctx, tx, cu, chID, a.pubkey, a.pubkey); err != nil {
 			return nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Actor}
-	case store.KindPutUser:
+	case nostr.KindPutUser:
 		r := cmd.Role
 		if r == "" {
-			r = store.RoleMember
+			r = channel.RoleMember
 		}
 		if err := putMember(ctx, tx, cu, chID, target, r, a.pubkey); err != nil {
 			return nil, err
 		}
 		change.Members = true
-	case store.KindRemoveUser:
+	case nostr.KindRemoveUser:
 		if err := removeMember(ctx, tx, cu, chID, target, a.pubkey); err != nil {
 			return nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Target}
-	case store.KindEditMetadata:
+	case nostr.KindEditMetadata:
 		// An edit older than the channel's newest metadata event never
 		// overwrites it.
 		var newest *int64
@@ -341,7 +342,7 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 			return nil, err
 		}
 		if newest != nil && a.createdAt < *newest {
-			return store.ErrStaleEdit, nil
+			return channel.ErrStaleEdit, nil
 		}
 		sets := []string{}
 		args := []any{cu, chID}
@@ -362,7 +363,7 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 			args = append(args, string(vis), closed, restricted, hidden)
 			n := len(args)
 			sets = append(sets, fmt.Sprintf("visibility = $%d::channel_visibility, closed = $%d, restricted = $%d, hidden = $%d", n-3, n-2, n-1, n))
-			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && vis == store.VisibilityPrivate
+			change.BecamePrivate = ch.Visibility == channel.VisibilityOpen && vis == channel.VisibilityPrivate
 		}
 		if len(sets) > 0 {
 			if _, err := tx.Exec(ctx, `UPDATE channels SET `+strings.Join(sets, ", ")+` WHERE community_id = $1 AND id = $2`, args...); err != nil {
@@ -370,13 +371,13 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 			}
 			change.Metadata = true
 		}
-	case store.KindDeleteEvent:
+	case nostr.KindDeleteEvent:
 		eid, _ := decodeHex32(cmd.EventID)
 		var author []byte
 		err := tx.QueryRow(ctx, `UPDATE events SET deleted_at = now()
 WHERE community_id = $1 AND id = $2 AND channel_id = $3 AND deleted_at IS NULL RETURNING pubkey`, cu, eid, chID).Scan(&author)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNoEvent, nil
+			return channel.ErrNoEvent, nil
 		}
 		if err != nil {
 			return nil, err
@@ -386,20 +387,20 @@ VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, cu, eid, author, a.id); err != 
 			return nil, err
 		}
 		change.DeletedEvent = cmd.EventID
-	case store.KindCreateInvite:
+	case nostr.KindCreateInvite:
 		// The stored command event is the invite.
-	case store.KindDeleteChannel:
+	case nostr.KindDeleteChannel:
 		if _, err := tx.Exec(ctx, `UPDATE channels SET deleted_at = now() WHERE community_id = $1 AND id = $2`, cu, chID); err != nil {
 			return nil, err
 		}
 		change.Deleted, change.Metadata = true, true
 	default:
-		return store.ErrInvalidCommand, nil
+		return channel.ErrInvalidCommand, nil
 	}
 	return saveCommandEvent(ctx, tx, a, chID)
 }
 
-func putMember(ctx context.Context, tx pgx.Tx, cu, chID [16]byte, pk []byte, role store.Role, by []byte) error {
+func putMember(ctx context.Context, tx pgx.Tx, cu, chID [16]byte, pk []byte, role channel.Role, by []byte) error {
 	_, err := tx.Exec(ctx, `INSERT INTO channel_members (community_id, channel_id, pubkey, role, invited_by)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (community_id, channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role,
@@ -443,7 +444,7 @@ func deref(p *string) string {
 }
 
 // CommunityAccess implements store.ChannelStore.
-func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error) {
+func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (channel.AccessPolicy, error) {
 	var p string
 	if err := s.pool.QueryRow(ctx, `SELECT access_policy FROM communities WHERE id = $1`, c.UUID()).Scan(&p); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -451,11 +452,11 @@ func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (stor
 		}
 		return "", fmt.Errorf("postgres: community access: %w", err)
 	}
-	return store.AccessPolicy(p), nil
+	return channel.AccessPolicy(p), nil
 }
 
 // SetCommunityAccess implements store.ChannelStore.
-func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p store.AccessPolicy) error {
+func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p channel.AccessPolicy) error {
 	if !p.Valid() {
 		return fmt.Errorf("postgres: unknown access policy %q", p)
 	}
@@ -481,7 +482,7 @@ func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p 
 }
 
 // CommunityRole implements store.ChannelStore.
-func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error) {
+func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (channel.Role, bool, error) {
 	pk, ok := decodeHex32(pubkey)
 	if !ok || c.IsZero() {
 		return "", false, nil
@@ -499,11 +500,11 @@ LIMIT 1`, c.UUID(), pk)
 	case err != nil:
 		return "", false, fmt.Errorf("postgres: community role: %w", err)
 	}
-	return store.Role(role), true, nil
+	return channel.Role(role), true, nil
 }
 
 // PutCommunityMember implements store.ChannelStore.
-func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role store.Role) error {
+func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role channel.Role) error {
 	pk, ok := decodeHex32(pubkey)
 	if !ok {
 		return errors.New("postgres: member key must be 64 lowercase hex characters")
@@ -589,13 +590,13 @@ func (s *Store) SetCommunityProfile(ctx context.Context, c tenant.CommunityID, p
 
 // Channels lists community c's channels that are not deleted, oldest
 // first (for the local admin CLI). An unknown community has none.
-func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]store.Channel, error) {
+func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]channel.Channel, error) {
 	if c.IsZero() {
-		return []store.Channel{}, nil
+		return []channel.Channel{}, nil
 	}
 	var b pgx.Batch
 	b.Queue(`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, c.UUID())
-	out := []store.Channel{}
+	out := []channel.Channel{}
 	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/testenv"
 
 	"github.com/jackc/pgx/v5"
@@ -124,7 +125,7 @@ func TestGroupCommitMatchesSequential(t *testing.T) {
 	if want[1] != store.ErrDuplicate || want[4] != store.ErrSuperseded || want[10] != store.ErrDeleted || want[11] != store.ErrDeleted || want[15] != store.ErrDuplicate {
 		t.Errorf("unexpected reference verdicts: %v", want)
 	}
-	ids := func(c tenant.CommunityID, sc store.Scope) []string {
+	ids := func(c tenant.CommunityID, sc channel.Scope) []string {
 		var out []string
 		for r, err := range s.QueryScoped(ctx, c, nostr.Filter{}, sc) {
 			if err != nil {
@@ -134,12 +135,12 @@ func TestGroupCommitMatchesSequential(t *testing.T) {
 		}
 		return out
 	}
-	for _, sc := range []store.Scope{store.AllChannels(), store.ChannelsScope()} {
+	for _, sc := range []channel.Scope{channel.AllChannels(), channel.ScopeOf()} {
 		if b, q := ids(batched, sc), ids(sequential, sc); !slices.Equal(b, q) {
 			t.Errorf("live events differ (scope all=%v):\nbatch      %v\none by one %v", sc.All(), b, q)
 		}
 	}
-	if all, wide := ids(batched, store.AllChannels()), ids(batched, store.ChannelsScope()); !slices.Contains(all, inChannel.ID) || slices.Contains(wide, inChannel.ID) {
+	if all, wide := ids(batched, channel.AllChannels()), ids(batched, channel.ScopeOf()); !slices.Contains(all, inChannel.ID) || slices.Contains(wide, inChannel.ID) {
 		t.Errorf("the channel event was not stored in its channel")
 	}
 }

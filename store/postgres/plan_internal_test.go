@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -23,7 +23,7 @@ type planShape struct {
 	name   string
 	filter string // REQ filter JSON, or the COUNT's one filter
 	count  bool
-	scope  store.Scope
+	scope  channel.Scope
 	// drive, unless "", is (part of) the name of an index the plan must
 	// read (partition indexes are named after their columns) or an index
 	// condition it must show; only once analysed if analysedOnly.
@@ -111,7 +111,7 @@ func TestPlansWithoutStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := md5.Sum([]byte("ch19")) // one of the five channels of kind 9 (seedPlanData)
-	channel := store.ChannelID(sum)
+	chID := channel.ID(sum)
 
 	authors := make([]string, 10)
 	for i := range authors {
@@ -125,7 +125,7 @@ func TestPlansWithoutStatistics(t *testing.T) {
 		pubkeys200 = append(pubkeys200, fmt.Sprintf("%q", hexOf(fmt.Sprint("au", i))))
 	}
 	ids := []string{fmt.Sprintf("%q", hexOf("ev123")), fmt.Sprintf("%q", hexOf("ev40000"))}
-	all := store.AllChannels()
+	all := channel.AllChannels()
 	// An author's events are read through an index bound by the author
 	// (either of the two), not by community and kind.
 	const authorBound = "Index Cond: ((community_id = $1) AND (pubkey = $"
@@ -147,8 +147,8 @@ func TestPlansWithoutStatistics(t *testing.T) {
 		{name: "#t + #z", filter: `{"#t":["topic7"],"#z":["z3"],"limit":20}`, scope: all, drive: "event_tags_key"},
 		{name: "COUNT #t", filter: `{"#t":["topic7"]}`, count: true, scope: all, drive: "event_tags_key"},
 		{name: "COUNT author", filter: `{"authors":[` + authors[3] + `]}`, count: true, scope: all, drive: authorBound},
-		{name: "channel timeline", filter: `{"kinds":[9],"#h":["` + channel.String() + `"],"limit":50}`, scope: store.ChannelsScope(channel), drive: "event_tags_key"},
-		{name: "channel scope kinds", filter: `{"kinds":[9],"limit":50}`, scope: store.ChannelsScope(channel), drive: "channel_id"},
+		{name: "channel timeline", filter: `{"kinds":[9],"#h":["` + chID.String() + `"],"limit":50}`, scope: channel.ScopeOf(chID), drive: "event_tags_key"},
+		{name: "channel scope kinds", filter: `{"kinds":[9],"limit":50}`, scope: channel.ScopeOf(chID), drive: "channel_id"},
 	}
 	check := func(label string, analysed bool) {
 		for _, sh := range shapes {

@@ -15,6 +15,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
@@ -38,14 +39,14 @@ type predicate struct {
 	tags     []tagCond // indexed names, sorted by name
 	jsonTags []tagCond // other names (never produced by ParseFilter)
 	// channels, unless nil, restricts rows to community-wide events plus
-	// these channels (store.Scope; AllChannels leaves it nil).
+	// these channels (channel.Scope; AllChannels leaves it nil).
 	channels *[][16]byte
 	// tsquery, unless "", is the filter's search as to_tsquery input.
 	tsquery string
 }
 
 // withScope restricts p to the access scope sc.
-func (p *predicate) withScope(sc store.Scope) {
+func (p *predicate) withScope(sc channel.Scope) {
 	if sc.All() {
 		return
 	}
@@ -223,13 +224,13 @@ const cols = "e.id, e.created_at, e.raw"
 // instead of collecting and sorting every matching row; a single tag value
 // drives the query from the event_tags index.
 func buildQuery(c tenant.CommunityID, f *nostr.Filter, now int64) (string, []any, error) {
-	return buildScopedQuery(c, f, now, store.AllChannels())
+	return buildScopedQuery(c, f, now, channel.AllChannels())
 }
 
 // buildScopedQuery is buildQuery restricted to the access scope sc: the
 // scope is one more condition of every branch, so limits count only rows
 // in scope.
-func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc store.Scope) (string, []any, error) {
+func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc channel.Scope) (string, []any, error) {
 	p, err := compileFilter(f)
 	if err != nil {
 		return "", nil, err
@@ -487,12 +488,12 @@ func withCtxErr(ctx context.Context, err error) error {
 // Query yields the live events of community c matching f, newest first
 // (created_at DESC, id ASC), at most f.Limit when f.LimitSet.
 func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[store.Record, error] {
-	return s.QueryScoped(ctx, c, f, store.AllChannels())
+	return s.QueryScoped(ctx, c, f, channel.AllChannels())
 }
 
 // QueryScoped implements store.ChannelStore: Query restricted to the
 // community-wide events and the channels of sc, in SQL.
-func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc store.Scope) iter.Seq2[store.Record, error] {
+func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, sc channel.Scope) iter.Seq2[store.Record, error] {
 	return func(yield func(store.Record, error) bool) {
 		if c.IsZero() {
 			yield(store.Record{}, errors.New("postgres: query: zero community"))
@@ -546,12 +547,12 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 
 // Count returns the number of distinct live events of c matching any filter.
 func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
-	return s.CountScoped(ctx, c, filters, store.AllChannels())
+	return s.CountScoped(ctx, c, filters, channel.AllChannels())
 }
 
 // CountScoped implements store.ChannelStore: Count restricted to the
 // community-wide events and the channels of sc.
-func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, sc store.Scope) (int64, error) {
+func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, sc channel.Scope) (int64, error) {
 	if c.IsZero() {
 		return 0, errors.New("postgres: count: zero community")
 	}
@@ -580,7 +581,7 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 
 // buildCount compiles a COUNT over filters in the access scope sc to one
 // statement; errNothing when no filter can match.
-func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc store.Scope) (string, []any, error) {
+func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc channel.Scope) (string, []any, error) {
 	var or sq.Or           // filters counted as conditions on events
 	var parts []sq.Sqlizer // the others, each selecting (created_at, id)
 	distinct := false      // whether one part may yield an event twice

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -86,7 +87,7 @@ func (a *saveArgs) channelArg() any {
 
 // encodeEvent prepares an event for buzz_save_event. It fails on an event
 // that is not structurally valid (bad hex fields), and with
-// store.ErrInvalidChannelTag when its "h" tags do not name one channel.
+// channel.ErrInvalidTag when its "h" tags do not name one channel.
 func encodeEvent(c tenant.CommunityID, ev *nostr.Event) (*saveArgs, error) {
 	a := &saveArgs{community: c.UUID(), createdAt: ev.CreatedAt, kind: int32(ev.Kind)}
 	var ok bool
@@ -102,7 +103,7 @@ func encodeEvent(c tenant.CommunityID, ev *nostr.Event) (*saveArgs, error) {
 	if ev.Kind < 0 || ev.Kind > nostr.MaxKind {
 		return nil, errors.New("postgres: invalid: event kind out of range")
 	}
-	ch, inChannel, err := store.EventChannel(ev)
+	ch, inChannel, err := channel.OfEvent(ev)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/storetest"
 )
 
@@ -19,7 +19,7 @@ func TestScopedKindsFanOut(t *testing.T) {
 	ctx := context.Background()
 	c := storetest.Community(t, s, "a.example")
 	a, b := storetest.NewAuthor(t), storetest.NewAuthor(t)
-	chans := make([]store.ChannelID, 8)
+	chans := make([]channel.ID, 8)
 	for i := range chans {
 		chans[i] = storetest.NewChannelID()
 	}
@@ -44,7 +44,7 @@ func TestScopedKindsFanOut(t *testing.T) {
 	}
 	storetest.SaveAll(t, s, c, evs)
 
-	query := func(f nostr.Filter, sc store.Scope) []string {
+	query := func(f nostr.Filter, sc channel.Scope) []string {
 		var ids []string
 		for r, err := range s.QueryScoped(ctx, c, f, sc) {
 			if err != nil {
@@ -71,11 +71,11 @@ func TestScopedKindsFanOut(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ids := make([]store.ChannelID, len(tc.scope))
+			ids := make([]channel.ID, len(tc.scope))
 			for i, k := range tc.scope {
 				ids[i] = chans[k]
 			}
-			sc := store.ChannelsScope(ids...)
+			sc := channel.ScopeOf(ids...)
 			for _, limit := range []int{1, 5, 13, 500} {
 				f := nostr.Filter{Kinds: tc.kinds}
 				if tc.f != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
 )
 
 // TestSearchPlanAndAnswer runs a search as the RLS role with a channel
@@ -49,7 +49,7 @@ FROM generate_series(1, 20000) AS g`, a.UUID(), b.UUID(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sqlStr, args, err := buildScopedQuery(a, &f, now, store.ChannelsScope())
+	sqlStr, args, err := buildScopedQuery(a, &f, now, channel.ScopeOf())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ FROM generate_series(1, 20000) AS g`, a.UUID(), b.UUID(), now)
 	}
 	// And the answer: the aardvarks of community a only (even g), best first.
 	var got int
-	for r, err := range s.QueryScoped(ctx, a, f, store.ChannelsScope()) {
+	for r, err := range s.QueryScoped(ctx, a, f, channel.ScopeOf()) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -14,12 +15,12 @@ import (
 var _ store.ChannelTopicSetter = (*Store)(nil)
 
 // SetChannelTopic implements store.ChannelTopicSetter.
-func (s *Store) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id store.ChannelID, topic string) (store.Channel, bool, error) {
+func (s *Store) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id channel.ID, topic string) (channel.Channel, bool, error) {
 	if c.IsZero() {
-		return store.Channel{}, false, store.ErrNoChannel
+		return channel.Channel{}, false, channel.ErrNoChannel
 	}
 	var (
-		ch      store.Channel
+		ch      channel.Channel
 		changed bool
 	)
 	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
@@ -41,10 +42,10 @@ FROM channels WHERE community_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPD
 		return nil
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Channel{}, false, store.ErrNoChannel
+		return channel.Channel{}, false, channel.ErrNoChannel
 	}
 	if err != nil {
-		return store.Channel{}, false, fmt.Errorf("postgres: set channel topic: %w", err)
+		return channel.Channel{}, false, fmt.Errorf("postgres: set channel topic: %w", err)
 	}
 	return ch, changed, nil
 }

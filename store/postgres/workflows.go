@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzzrelay/buzz/audit"
-	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -47,7 +47,7 @@ func scanPGWorkflow(c tenant.CommunityID, r pgx.Row) (workflow.Workflow, error) 
 	if err != nil {
 		return w, fmt.Errorf("stored definition: %w", err)
 	}
-	w.Community, w.ID, w.Channel, w.Definition = c, workflow.ID(id), store.ChannelID(ch), d
+	w.Community, w.ID, w.Channel, w.Definition = c, workflow.ID(id), channel.ID(ch), d
 	w.Owner = hex.EncodeToString(owner)
 	copy(w.Hash[:], hash)
 	if len(e) > 0 {
@@ -191,13 +191,13 @@ func (s *Store) listWorkflows(ctx context.Context, c tenant.CommunityID, q strin
 }
 
 // Workflows implements workflow.Store.
-func (s *Store) Workflows(ctx context.Context, c tenant.CommunityID, ch store.ChannelID) ([]workflow.Workflow, error) {
+func (s *Store) Workflows(ctx context.Context, c tenant.CommunityID, ch channel.ID) ([]workflow.Workflow, error) {
 	return s.listWorkflows(ctx, c, `SELECT `+pgWorkflowCols+` FROM workflows
 WHERE community_id = $1 AND channel_id = $2 ORDER BY id`, c.UUID(), [16]byte(ch))
 }
 
 // ActiveWorkflows implements workflow.Store.
-func (s *Store) ActiveWorkflows(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, on workflow.TriggerKind) ([]workflow.Workflow, error) {
+func (s *Store) ActiveWorkflows(ctx context.Context, c tenant.CommunityID, ch channel.ID, on workflow.TriggerKind) ([]workflow.Workflow, error) {
 	return s.listWorkflows(ctx, c, `SELECT `+pgWorkflowCols+` FROM workflows
 WHERE community_id = $1 AND channel_id = $2 AND trigger_on = $3 AND enabled AND status = 'active' ORDER BY id`,
 		c.UUID(), [16]byte(ch), string(on))
@@ -261,7 +261,7 @@ func (s *Store) SetWorkflowEnabled(ctx context.Context, c tenant.CommunityID, id
 }
 
 // DisableOwnerWorkflows implements workflow.Store.
-func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, owner string) (int64, error) {
+func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string) (int64, error) {
 	pk, ok := decodeHex32(owner)
 	if !ok || c.IsZero() {
 		return 0, nil

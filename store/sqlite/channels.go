@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -28,49 +29,49 @@ var _ store.ChannelStore = (*Store)(nil)
 
 const channelCols = `id, name, about, picture, visibility, channel_type, created_by, created_at, deleted_at, coalesce(slug, ''), closed, restricted, hidden`
 
-func scanChannel(r rowScanner) (store.Channel, error) {
+func scanChannel(r rowScanner) (channel.Channel, error) {
 	var (
-		ch        store.Channel
+		ch        channel.Channel
 		id, by    []byte
 		vis, typ  string
 		deletedAt sql.NullInt64
 	)
 	if err := r.Scan(&id, &ch.Name, &ch.About, &ch.Picture, &vis, &typ, &by, &ch.CreatedAt, &deletedAt, &ch.Slug, &ch.Closed, &ch.Restricted, &ch.Hidden); err != nil {
-		return store.Channel{}, err
+		return channel.Channel{}, err
 	}
 	if len(id) != 16 || len(by) != 32 {
-		return store.Channel{}, errors.New("sqlite: corrupt channel row")
+		return channel.Channel{}, errors.New("sqlite: corrupt channel row")
 	}
 	copy(ch.ID[:], id)
-	ch.Visibility = store.Visibility(vis)
-	ch.Type = store.ChannelType(typ)
+	ch.Visibility = channel.Visibility(vis)
+	ch.Type = channel.Type(typ)
 	ch.CreatedBy = hex.EncodeToString(by)
 	ch.Deleted = deletedAt.Valid
 	return ch, nil
 }
 
 // Channel implements store.ChannelStore.
-func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id store.ChannelID) (store.Channel, error) {
+func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id channel.ID) (channel.Channel, error) {
 	cseq, err := s.communitySeq(ctx, c)
 	if errors.Is(err, errNoSuchCommunity) {
-		return store.Channel{}, store.ErrNoChannel
+		return channel.Channel{}, channel.ErrNoChannel
 	}
 	if err != nil {
-		return store.Channel{}, err
+		return channel.Channel{}, err
 	}
 	ch, err := scanChannel(s.rdb.QueryRowContext(ctx,
 		`SELECT `+channelCols+` FROM channels WHERE community = ? AND id = ? AND deleted_at IS NULL`, cseq, id[:]))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return store.Channel{}, store.ErrNoChannel
+		return channel.Channel{}, channel.ErrNoChannel
 	case err != nil:
-		return store.Channel{}, internal("channel", err)
+		return channel.Channel{}, internal("channel", err)
 	}
 	return ch, nil
 }
 
 // ChannelRole implements store.ChannelStore.
-func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id store.ChannelID, pubkey string) (store.Role, bool, error) {
+func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id channel.ID, pubkey string) (channel.Role, bool, error) {
 	pk, ok := decodeHex32(pubkey)
 	if !ok {
 		return "", false, nil
@@ -91,11 +92,11 @@ func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id store.
 	case err != nil:
 		return "", false, internal("channel role", err)
 	}
-	return store.Role(role), true, nil
+	return channel.Role(role), true, nil
 }
 
 // ChannelMembers implements store.ChannelStore.
-func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id store.ChannelID) ([]store.Member, error) {
+func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id channel.ID) ([]channel.Member, error) {
 	cseq, err := s.communitySeq(ctx, c)
 	if errors.Is(err, errNoSuchCommunity) {
 		return nil, nil
@@ -109,7 +110,7 @@ func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id sto
 		return nil, internal("channel members", err)
 	}
 	defer rows.Close()
-	var out []store.Member
+	var out []channel.Member
 	for rows.Next() {
 		var (
 			pk   []byte
@@ -118,7 +119,7 @@ func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id sto
 		if err := rows.Scan(&pk, &role); err != nil {
 			return nil, internal("channel members", err)
 		}
-		out = append(out, store.Member{PubKey: hex.EncodeToString(pk), Role: store.Role(role)})
+		out = append(out, channel.Member{PubKey: hex.EncodeToString(pk), Role: channel.Role(role)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, internal("channel members", err)
@@ -127,7 +128,7 @@ func (s *Store) ChannelMembers(ctx context.Context, c tenant.CommunityID, id sto
 }
 
 // ReadableChannels implements store.ChannelStore.
-func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubkeys []string) ([]store.ChannelID, error) {
+func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubkeys []string) ([]channel.ID, error) {
 	cseq, err := s.communitySeq(ctx, c)
 	if errors.Is(err, errNoSuchCommunity) {
 		return nil, nil
@@ -159,13 +160,13 @@ func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubk
 		return nil, internal("readable channels", err)
 	}
 	defer rows.Close()
-	var out []store.ChannelID
+	var out []channel.ID
 	for rows.Next() {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
 			return nil, internal("readable channels", err)
 		}
-		var id store.ChannelID
+		var id channel.ID
 		if len(b) != len(id) {
 			return nil, errors.New("sqlite: corrupt channel id")
 		}
@@ -179,30 +180,30 @@ func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubk
 }
 
 // ApplyChannelCommand implements store.ChannelStore.
-func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, cmd store.ChannelCommand, ev *nostr.Event) (store.ChannelChange, error) {
+func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, cmd channel.Command, ev *nostr.Event) (channel.Change, error) {
 	if err := cmd.Validate(); err != nil {
-		return store.ChannelChange{}, err
+		return channel.Change{}, err
 	}
 	if ev == nil || ev.Kind != cmd.Kind || ev.PubKey != cmd.Actor {
-		return store.ChannelChange{}, store.ErrInvalidCommand
+		return channel.Change{}, channel.ErrInvalidCommand
 	}
-	if id, ok, err := store.EventChannel(ev); err != nil || !ok || id != cmd.Channel {
-		return store.ChannelChange{}, store.ErrInvalidCommand
+	if id, ok, err := channel.OfEvent(ev); err != nil || !ok || id != cmd.Channel {
+		return channel.Change{}, channel.ErrInvalidCommand
 	}
 	p, err := prepare(ev)
 	if err != nil {
-		return store.ChannelChange{}, err
+		return channel.Change{}, err
 	}
 	p.community, err = s.communitySeq(ctx, c)
 	if err != nil {
-		return store.ChannelChange{}, err
+		return channel.Change{}, err
 	}
 	var (
-		change  store.ChannelChange
+		change  channel.Change
 		verdict error
 	)
 	err = s.submit(ctx, func(w *writer) error {
-		change, verdict = store.ChannelChange{}, nil
+		change, verdict = channel.Change{}, nil
 		ch, v, err := w.applyCommand(p, &cmd)
 		if err != nil {
 			return err
@@ -224,28 +225,28 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 		return nil
 	})
 	if err != nil {
-		return store.ChannelChange{}, err
+		return channel.Change{}, err
 	}
 	if verdict != nil {
-		return store.ChannelChange{}, verdict
+		return channel.Change{}, verdict
 	}
 	return change, nil
 }
 
-func (w *writer) channelRow(community int64, id store.ChannelID) (store.Channel, error) {
+func (w *writer) channelRow(community int64, id channel.ID) (channel.Channel, error) {
 	ch, err := scanChannel(w.conn.QueryRowContext(w.ctx,
 		`SELECT `+channelCols+` FROM channels WHERE community = ? AND id = ?`, community, id[:]))
 	if err != nil {
-		return store.Channel{}, internal("channel", err)
+		return channel.Channel{}, internal("channel", err)
 	}
 	return ch, nil
 }
 
 // applyCommand runs on the writer inside the transaction. It returns the
 // change, or a verdict (having written nothing), or an internal error.
-func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.ChannelChange, error, error) {
+func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change, error, error) {
 	ctx, conn := w.ctx, w.conn
-	var none store.ChannelChange
+	var none channel.Change
 	// The event first: a repeat changes nothing.
 	var one int
 	err := w.exists.QueryRowContext(ctx, p.community, p.id).Scan(&one)
@@ -265,18 +266,18 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 
 	chID := cmd.Channel[:]
 	now := time.Now().Unix()
-	var change store.ChannelChange
-	if cmd.Kind == store.KindCreateChannel {
-		vis, closed, restricted, hidden, ferr := cmd.Flags(store.Channel{})
+	var change channel.Change
+	if cmd.Kind == nostr.KindCreateChannel {
+		vis, closed, restricted, hidden, ferr := cmd.Flags(channel.Channel{})
 		if ferr != nil {
 			return none, ferr, nil
 		}
 		typ := cmd.Type
 		if typ == "" {
-			typ = store.TypeStream
+			typ = channel.TypeStream
 		}
 		var slug any
-		if sl := store.SlugFor(cmd.GroupID); sl != "" {
+		if sl := channel.SlugFor(cmd.GroupID); sl != "" {
 			slug = sl
 		}
 		res, err := conn.ExecContext(ctx, `INSERT INTO channels (community, id, name, about, picture, visibility, channel_type, created_by, created_at, slug, closed, restricted, hidden)
@@ -289,7 +290,7 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 		if n, err := res.RowsAffected(); err != nil {
 			return none, nil, internal("create channel", err)
 		} else if n == 0 {
-			return none, store.ErrChannelExists, nil
+			return none, channel.ErrChannelExists, nil
 		}
 		if _, err := conn.ExecContext(ctx, `INSERT INTO channel_members (community, channel, pubkey, role, joined_at, added_by) VALUES (?, ?, ?, 'owner', ?, ?)`,
 			p.community, chID, p.pubkey, now, p.pubkey); err != nil {
@@ -302,12 +303,12 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 	ch, err := w.channelRow(p.community, cmd.Channel)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return none, store.ErrNoChannel, nil
+			return none, channel.ErrNoChannel, nil
 		}
 		return none, nil, err
 	}
-	st := store.CommandState{Channel: ch}
-	role := func(pk []byte) (store.Role, error) {
+	st := channel.CommandState{Channel: ch}
+	role := func(pk []byte) (channel.Role, error) {
 		var r string
 		err := conn.QueryRowContext(ctx, `SELECT role FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`,
 			p.community, chID, pk).Scan(&r)
@@ -317,7 +318,7 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 		if err != nil {
 			return "", internal("channel role", err)
 		}
-		return store.Role(r), nil
+		return channel.Role(r), nil
 	}
 	if st.ActorRole, err = role(p.pubkey); err != nil {
 		return none, nil, err
@@ -333,18 +334,18 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 		p.community, chID).Scan(&st.Owners); err != nil {
 		return none, nil, internal("channel owners", err)
 	}
-	if v := store.Authorize(cmd, st); v != nil {
+	if v := channel.Authorize(cmd, st); v != nil {
 		return none, v, nil
 	}
 	// 9005 needs its target before anything is written.
 	var victimSeq int64
 	var victimAuthor []byte
-	if cmd.Kind == store.KindDeleteEvent {
+	if cmd.Kind == nostr.KindDeleteEvent {
 		eid, _ := decodeHex32(cmd.EventID)
 		err := conn.QueryRowContext(ctx, `SELECT seq, pubkey FROM events WHERE community = ? AND id = ? AND channel = ?`,
 			p.community, eid, chID).Scan(&victimSeq, &victimAuthor)
 		if errors.Is(err, sql.ErrNoRows) {
-			return none, store.ErrNoEvent, nil
+			return none, channel.ErrNoEvent, nil
 		}
 		if err != nil {
 			return none, nil, internal("delete event", err)
@@ -358,7 +359,7 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 		return nil
 	}
 	switch cmd.Kind {
-	case store.KindJoinRequest:
+	case nostr.KindJoinRequest:
 		if st.ActorRole == "" {
 			if err := exec(`INSERT INTO channel_members (community, channel, pubkey, role, joined_at) VALUES (?, ?, ?, 'member', ?)`,
 				p.community, chID, p.pubkey, now); err != nil {
@@ -366,15 +367,15 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 			}
 			change.Members = true
 		}
-	case store.KindLeaveRequest:
+	case nostr.KindLeaveRequest:
 		if err := exec(`DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`, p.community, chID, p.pubkey); err != nil {
 			return none, nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Actor}
-	case store.KindPutUser:
+	case nostr.KindPutUser:
 		r := cmd.Role
 		if r == "" {
-			r = store.RoleMember
+			r = channel.RoleMember
 		}
 		if err := exec(`INSERT INTO channel_members (community, channel, pubkey, role, joined_at, added_by) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (community, channel, pubkey) DO UPDATE SET role = excluded.role`,
@@ -382,21 +383,21 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 			return none, nil, err
 		}
 		change.Members = true
-	case store.KindRemoveUser:
+	case nostr.KindRemoveUser:
 		if err := exec(`DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`, p.community, chID, target); err != nil {
 			return none, nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Target}
-	case store.KindEditMetadata:
+	case nostr.KindEditMetadata:
 		// An edit older than the channel's newest metadata event never
 		// overwrites it.
 		var newest sql.NullInt64
 		if err := conn.QueryRowContext(ctx, `SELECT max(created_at) FROM events WHERE community = ? AND channel = ? AND kind IN (?, ?)`,
-			p.community, chID, store.KindCreateChannel, store.KindEditMetadata).Scan(&newest); err != nil {
+			p.community, chID, nostr.KindCreateChannel, nostr.KindEditMetadata).Scan(&newest); err != nil {
 			return none, nil, internal("channel metadata", err)
 		}
 		if newest.Valid && p.createdAt < newest.Int64 {
-			return none, store.ErrStaleEdit, nil
+			return none, channel.ErrStaleEdit, nil
 		}
 		var sets []string
 		var args []any
@@ -416,7 +417,7 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 		if vis != ch.Visibility || closed != ch.Closed || restricted != ch.Restricted || hidden != ch.Hidden {
 			sets = append(sets, "visibility = ?", "closed = ?", "restricted = ?", "hidden = ?")
 			args = append(args, string(vis), closed, restricted, hidden)
-			change.BecamePrivate = ch.Visibility == store.VisibilityOpen && vis == store.VisibilityPrivate
+			change.BecamePrivate = ch.Visibility == channel.VisibilityOpen && vis == channel.VisibilityPrivate
 		}
 		if len(sets) > 0 {
 			args = append(args, p.community, chID)
@@ -425,7 +426,7 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 			}
 			change.Metadata = true
 		}
-	case store.KindDeleteEvent:
+	case nostr.KindDeleteEvent:
 		if err := w.removeSeq(victimSeq); err != nil {
 			return none, nil, err
 		}
@@ -434,15 +435,15 @@ func (w *writer) applyCommand(p *prepared, cmd *store.ChannelCommand) (store.Cha
 			return none, nil, internal("delete event", err)
 		}
 		change.DeletedEvent = cmd.EventID
-	case store.KindCreateInvite:
+	case nostr.KindCreateInvite:
 		// The stored command event is the invite.
-	case store.KindDeleteChannel:
+	case nostr.KindDeleteChannel:
 		if err := exec(`UPDATE channels SET deleted_at = ? WHERE community = ? AND id = ?`, now, p.community, chID); err != nil {
 			return none, nil, err
 		}
 		change.Deleted, change.Metadata = true, true
 	default:
-		return none, store.ErrInvalidCommand, nil
+		return none, channel.ErrInvalidCommand, nil
 	}
 	return change, nil, w.saveCommandEvent(p)
 }
@@ -466,7 +467,7 @@ func deref(p *string) string {
 }
 
 // CommunityAccess implements store.ChannelStore.
-func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (store.AccessPolicy, error) {
+func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (channel.AccessPolicy, error) {
 	cseq, err := s.communitySeq(ctx, c)
 	if err != nil {
 		return "", err
@@ -475,11 +476,11 @@ func (s *Store) CommunityAccess(ctx context.Context, c tenant.CommunityID) (stor
 	if err := s.rdb.QueryRowContext(ctx, `SELECT access_policy FROM communities WHERE seq = ?`, cseq).Scan(&p); err != nil {
 		return "", internal("community access", err)
 	}
-	return store.AccessPolicy(p), nil
+	return channel.AccessPolicy(p), nil
 }
 
 // SetCommunityAccess implements store.ChannelStore.
-func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p store.AccessPolicy) error {
+func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p channel.AccessPolicy) error {
 	if !p.Valid() {
 		return fmt.Errorf("sqlite: unknown access policy %q", p)
 	}
@@ -497,7 +498,7 @@ func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p 
 }
 
 // CommunityRole implements store.ChannelStore.
-func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (store.Role, bool, error) {
+func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (channel.Role, bool, error) {
 	pk, ok := decodeHex32(pubkey)
 	if !ok {
 		return "", false, nil
@@ -521,11 +522,11 @@ LIMIT 1`, cseq, pk).Scan(&role)
 	case err != nil:
 		return "", false, internal("community role", err)
 	}
-	return store.Role(role), true, nil
+	return channel.Role(role), true, nil
 }
 
 // PutCommunityMember implements store.ChannelStore.
-func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role store.Role) error {
+func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role channel.Role) error {
 	pk, ok := decodeHex32(pubkey)
 	if !ok {
 		return errors.New("sqlite: member key must be 64 lowercase hex characters")
@@ -609,8 +610,8 @@ func (s *Store) SetCommunityProfile(ctx context.Context, c tenant.CommunityID, p
 
 // Channels lists community c's channels that are not deleted, oldest
 // first (for the local admin CLI). An unknown community has none.
-func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]store.Channel, error) {
-	out := []store.Channel{}
+func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]channel.Channel, error) {
+	out := []channel.Channel{}
 	cseq, err := s.communitySeq(ctx, c)
 	if errors.Is(err, errNoSuchCommunity) {
 		return out, nil

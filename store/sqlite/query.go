@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
@@ -37,12 +38,12 @@ func (s *Store) spinForTest(ctx context.Context) error {
 // connection until the consumer stops or the rows end; stopping early closes
 // the rows.
 func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[store.Record, error] {
-	return s.QueryScoped(ctx, c, f, store.AllChannels())
+	return s.QueryScoped(ctx, c, f, channel.AllChannels())
 }
 
 // QueryScoped implements store.ChannelStore: Query restricted to the
 // community-wide events and the channels of scope, in SQL.
-func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope store.Scope) iter.Seq2[store.Record, error] {
+func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope) iter.Seq2[store.Record, error] {
 	return func(yield func(store.Record, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(store.Record{}, err)
@@ -137,12 +138,12 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 // Count implements store.EventStore: distinct live events matching any of
 // filters; limits are ignored.
 func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
-	return s.CountScoped(ctx, c, filters, store.AllChannels())
+	return s.CountScoped(ctx, c, filters, channel.AllChannels())
 }
 
 // CountScoped implements store.ChannelStore: Count restricted to the
 // community-wide events and the channels of scope.
-func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, scope store.Scope) (int64, error) {
+func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, scope channel.Scope) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -193,7 +194,7 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 
 // countSlow counts by running each filter's query, for filters with tag
 // conditions the index does not serve.
-func (s *Store) countSlow(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, scope store.Scope) (int64, error) {
+func (s *Store) countSlow(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, scope channel.Scope) (int64, error) {
 	seen := make(map[string]struct{})
 	for _, f := range filters {
 		f.LimitSet, f.Limit = false, 0
@@ -247,7 +248,7 @@ func inList[T any](q *sqlBuilder, vals []T) {
 
 // scope appends the access condition of sc: community-wide events
 // (channel NULL) plus the events of sc's channels; nothing for AllChannels.
-func (q *sqlBuilder) scope(sc store.Scope) {
+func (q *sqlBuilder) scope(sc channel.Scope) {
 	if sc.All() {
 		return
 	}

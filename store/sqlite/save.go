@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -91,7 +92,7 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 		kind:      ev.Kind,
 		raw:       ev.AppendJSON(nil),
 	}
-	ch, ok, err := store.EventChannel(ev)
+	ch, ok, err := channel.OfEvent(ev)
 	if err != nil {
 		return nil, err
 	}

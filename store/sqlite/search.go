@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
@@ -45,7 +46,7 @@ type scored struct {
 // f.Limit when f.LimitSet. Ranking needs every hit before the first is
 // sent: the candidates' content comes out of SQLite alone (json_extract),
 // and only the hits yielded are read whole.
-func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int64, f *nostr.Filter, scope store.Scope,
+func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int64, f *nostr.Filter, scope channel.Scope,
 	yield func(store.Record, error) bool) {
 	sq, err := f.SearchQuery()
 	if err != nil {

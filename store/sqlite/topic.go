@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -12,21 +13,21 @@ import (
 var _ store.ChannelTopicSetter = (*Store)(nil)
 
 // SetChannelTopic implements store.ChannelTopicSetter.
-func (s *Store) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id store.ChannelID, topic string) (store.Channel, bool, error) {
+func (s *Store) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id channel.ID, topic string) (channel.Channel, bool, error) {
 	cseq, err := s.communitySeq(ctx, c)
 	if errors.Is(err, errNoSuchCommunity) {
-		return store.Channel{}, false, store.ErrNoChannel
+		return channel.Channel{}, false, channel.ErrNoChannel
 	}
 	if err != nil {
-		return store.Channel{}, false, err
+		return channel.Channel{}, false, err
 	}
 	var (
-		ch      store.Channel
+		ch      channel.Channel
 		changed bool
 		missing bool
 	)
 	err = s.submit(ctx, func(w *writer) error {
-		ch, changed, missing = store.Channel{}, false, false
+		ch, changed, missing = channel.Channel{}, false, false
 		got, err := scanChannel(w.conn.QueryRowContext(w.ctx,
 			`SELECT `+channelCols+` FROM channels WHERE community = ? AND id = ? AND deleted_at IS NULL`, cseq, id[:]))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -47,10 +48,10 @@ func (s *Store) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id st
 		return nil
 	})
 	if err != nil {
-		return store.Channel{}, false, err
+		return channel.Channel{}, false, err
 	}
 	if missing {
-		return store.Channel{}, false, store.ErrNoChannel
+		return channel.Channel{}, false, channel.ErrNoChannel
 	}
 	return ch, changed, nil
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
-	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -177,7 +177,7 @@ func (s *Store) listWorkflows(ctx context.Context, c tenant.CommunityID, q strin
 }
 
 // Workflows implements workflow.Store.
-func (s *Store) Workflows(ctx context.Context, c tenant.CommunityID, ch store.ChannelID) ([]workflow.Workflow, error) {
+func (s *Store) Workflows(ctx context.Context, c tenant.CommunityID, ch channel.ID) ([]workflow.Workflow, error) {
 	cseq, err := s.wfSeq(ctx, c)
 	if errors.Is(err, workflow.ErrNotFound) {
 		return nil, nil
@@ -190,7 +190,7 @@ func (s *Store) Workflows(ctx context.Context, c tenant.CommunityID, ch store.Ch
 }
 
 // ActiveWorkflows implements workflow.Store.
-func (s *Store) ActiveWorkflows(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, on workflow.TriggerKind) ([]workflow.Workflow, error) {
+func (s *Store) ActiveWorkflows(ctx context.Context, c tenant.CommunityID, ch channel.ID, on workflow.TriggerKind) ([]workflow.Workflow, error) {
 	cseq, err := s.wfSeq(ctx, c)
 	if errors.Is(err, workflow.ErrNotFound) {
 		return nil, nil
@@ -274,7 +274,7 @@ func (s *Store) SetWorkflowEnabled(ctx context.Context, c tenant.CommunityID, id
 }
 
 // DisableOwnerWorkflows implements workflow.Store.
-func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, ch store.ChannelID, owner string) (int64, error) {
+func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string) (int64, error) {
 	pk, ok := decodeHex32(owner)
 	if !ok {
 		return 0, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -311,18 +312,18 @@ func testAuditIsolation(t *testing.T, b AuditBackend) {
 func testAuditChannelCommands(t *testing.T, b AuditBackend) {
 	c := Community(t, b, "audit.example")
 	owner, bob, carol := NewAuthor(t), NewAuthor(t), NewAuthor(t)
-	ch := CreateChannel(t, b, c, owner, "general", store.VisibilityOpen)
-	MustApply(t, b, c, bob, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: ch})
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: ch, Target: carol.PubKey, Role: store.RoleAdmin})
+	ch := CreateChannel(t, b, c, owner, "general", channel.VisibilityOpen)
+	MustApply(t, b, c, bob, channel.Command{Kind: nostr.KindJoinRequest, Channel: ch})
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindPutUser, Channel: ch, Target: carol.PubKey, Role: channel.RoleAdmin})
 	name := "renamed"
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: ch, Name: &name})
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindEditMetadata, Channel: ch, Name: &name})
 	// A refused command appends nothing.
-	if _, err := Apply(t, b, c, bob, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: ch}); !errors.Is(err, store.ErrNotPermitted) {
+	if _, err := Apply(t, b, c, bob, channel.Command{Kind: nostr.KindDeleteChannel, Channel: ch}); !errors.Is(err, channel.ErrNotPermitted) {
 		t.Fatalf("bob deleting the channel: %v", err)
 	}
-	MustApply(t, b, c, carol, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: ch, Target: bob.PubKey})
-	MustApply(t, b, c, carol, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: ch})
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: ch})
+	MustApply(t, b, c, carol, channel.Command{Kind: nostr.KindRemoveUser, Channel: ch, Target: bob.PubKey})
+	MustApply(t, b, c, carol, channel.Command{Kind: nostr.KindLeaveRequest, Channel: ch})
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindDeleteChannel, Channel: ch})
 
 	es := checkChain(t, b, c)
 	want := []audit.Action{audit.ChannelCreated, audit.ChannelMemberJoined, audit.ChannelMemberPut, audit.ChannelUpdated,
@@ -348,10 +349,10 @@ func testAuditCommunity(t *testing.T, b AuditBackend) {
 	c := Community(t, b, "audit.example")
 	admin, member := NewAuthor(t), NewAuthor(t)
 	ctx := audit.WithActor(context.Background(), admin.PubKey)
-	if err := b.SetCommunityAccess(ctx, c, store.AccessMembers); err != nil {
+	if err := b.SetCommunityAccess(ctx, c, channel.AccessMembers); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PutCommunityMember(ctx, c, member.PubKey, store.RoleMember); err != nil {
+	if err := b.PutCommunityMember(ctx, c, member.PubKey, channel.RoleMember); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.RemoveCommunityMember(ctx, c, member.PubKey); err != nil {

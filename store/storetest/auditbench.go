@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -39,19 +40,19 @@ func RunAuditBenchmarks(b *testing.B, open func(b *testing.B, audit bool) AuditB
 		}},
 		{"channel_join", func(b *testing.B, st AuditBackend, c tenant.CommunityID, n int) func(int) error {
 			owner := NewAuthor(b)
-			chans := make([]store.ChannelID, writers)
+			chans := make([]channel.ID, writers)
 			for i := range chans {
-				chans[i] = CreateChannel(b, st, c, owner, "bench", store.VisibilityOpen)
+				chans[i] = CreateChannel(b, st, c, owner, "bench", channel.VisibilityOpen)
 			}
 			type join struct {
-				cmd store.ChannelCommand
+				cmd channel.Command
 				ev  *nostr.Event
 			}
 			joins := make([]join, n)
 			authors := NewAuthors(b, 64)
 			for i := range joins {
 				a := authors[i%len(authors)]
-				cmd, ev := a.Command(b, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: chans[i%writers]},
+				cmd, ev := a.Command(b, channel.Command{Kind: nostr.KindJoinRequest, Channel: chans[i%writers]},
 					nostr.Tag{"nonce", fmt.Sprint(i)})
 				joins[i] = join{cmd, ev}
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -54,8 +55,8 @@ func RunChannels(t *testing.T, open func(t *testing.T) ChannelBackend) {
 }
 
 // NewChannelID returns a random (version 4) channel id.
-func NewChannelID() store.ChannelID {
-	var id store.ChannelID
+func NewChannelID() channel.ID {
+	var id channel.ID
 	_, _ = rand.Read(id[:])
 	id[6] = id[6]&0x0f | 0x40
 	id[8] = id[8]&0x3f | 0x80
@@ -66,7 +67,7 @@ var cmdSeq atomic.Int64
 
 // Command signs a command event for cmd (its Actor is set from a) and
 // returns both; extra tags are added to the ones derived from cmd.
-func (a Author) Command(tb testing.TB, cmd store.ChannelCommand, extra ...nostr.Tag) (store.ChannelCommand, *nostr.Event) {
+func (a Author) Command(tb testing.TB, cmd channel.Command, extra ...nostr.Tag) (channel.Command, *nostr.Event) {
 	tb.Helper()
 	cmd.Actor = a.PubKey
 	tags := []nostr.Tag{{"h", cmd.Channel.String()}}
@@ -92,14 +93,14 @@ func (a Author) Command(tb testing.TB, cmd store.ChannelCommand, extra ...nostr.
 }
 
 // Apply runs a command and returns its change and error.
-func Apply(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, cmd store.ChannelCommand, extra ...nostr.Tag) (store.ChannelChange, error) {
+func Apply(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, cmd channel.Command, extra ...nostr.Tag) (channel.Change, error) {
 	tb.Helper()
 	cmd, ev := a.Command(tb, cmd, extra...)
 	return b.ApplyChannelCommand(context.Background(), c, cmd, ev)
 }
 
 // MustApply runs a command and fails the test unless it succeeds.
-func MustApply(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, cmd store.ChannelCommand) store.ChannelChange {
+func MustApply(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, cmd channel.Command) channel.Change {
 	tb.Helper()
 	ch, err := Apply(tb, b, c, a, cmd)
 	if err != nil {
@@ -109,10 +110,10 @@ func MustApply(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Auth
 }
 
 // CreateChannel creates a channel owned by a and returns its id.
-func CreateChannel(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, name string, vis store.Visibility) store.ChannelID {
+func CreateChannel(tb testing.TB, b store.ChannelStore, c tenant.CommunityID, a Author, name string, vis channel.Visibility) channel.ID {
 	tb.Helper()
 	id := NewChannelID()
-	MustApply(tb, b, c, a, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name, Visibility: vis})
+	MustApply(tb, b, c, a, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, Name: &name, Visibility: vis})
 	return id
 }
 
@@ -123,7 +124,7 @@ func wantErr(t *testing.T, what string, err, want error) {
 	}
 }
 
-func scoped(t *testing.T, b ChannelBackend, c tenant.CommunityID, f nostr.Filter, sc store.Scope) []string {
+func scoped(t *testing.T, b ChannelBackend, c tenant.CommunityID, f nostr.Filter, sc channel.Scope) []string {
 	t.Helper()
 	var ids []string
 	for rec, err := range b.QueryScoped(ctxb(), c, f, sc) {
@@ -138,20 +139,20 @@ func scoped(t *testing.T, b ChannelBackend, c tenant.CommunityID, f nostr.Filter
 	return ids
 }
 
-func hTag(id store.ChannelID) nostr.Tag { return nostr.Tag{"h", id.String()} }
+func hTag(id channel.ID) nostr.Tag { return nostr.Tag{"h", id.String()} }
 
 func testChannelCreate(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, other := NewAuthor(t), NewAuthor(t)
 	id := NewChannelID()
 	name, about := "general", "talk"
-	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name, About: &about,
-		Visibility: store.VisibilityPrivate, Type: store.TypeForum})
+	cmd, ev := owner.Command(t, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, Name: &name, About: &about,
+		Visibility: channel.VisibilityPrivate, Type: channel.TypeForum})
 	ch, err := b.ApplyChannelCommand(ctxb(), c, cmd, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.Channel{ID: id, Name: name, About: about, Visibility: store.VisibilityPrivate, Type: store.TypeForum,
+	want := channel.Channel{ID: id, Name: name, About: about, Visibility: channel.VisibilityPrivate, Type: channel.TypeForum,
 		CreatedBy: owner.PubKey, CreatedAt: ev.CreatedAt, Closed: true, Restricted: true, Hidden: true}
 	if ch.Channel != want || !ch.Metadata || !ch.Members {
 		t.Fatalf("change = %+v, want channel %+v", ch, want)
@@ -160,39 +161,39 @@ func testChannelCreate(t *testing.T, b ChannelBackend) {
 	if err != nil || got != want {
 		t.Fatalf("Channel = %+v, %v; want %+v", got, err, want)
 	}
-	if role, ok, err := b.ChannelRole(ctxb(), c, id, owner.PubKey); err != nil || !ok || role != store.RoleOwner {
+	if role, ok, err := b.ChannelRole(ctxb(), c, id, owner.PubKey); err != nil || !ok || role != channel.RoleOwner {
 		t.Fatalf("creator role = %q %v %v", role, ok, err)
 	}
 	// The command event is stored in its channel.
-	wantIDs(t, "command event", scoped(t, b, c, nostr.Filter{IDs: []string{ev.ID}}, store.ChannelsScope(id)), ev.ID)
-	wantIDs(t, "command event, out of scope", scoped(t, b, c, nostr.Filter{IDs: []string{ev.ID}}, store.Scope{}))
+	wantIDs(t, "command event", scoped(t, b, c, nostr.Filter{IDs: []string{ev.ID}}, channel.ScopeOf(id)), ev.ID)
+	wantIDs(t, "command event, out of scope", scoped(t, b, c, nostr.Filter{IDs: []string{ev.ID}}, channel.Scope{}))
 	// A repeat is a duplicate; another create of the id is refused.
 	_, err = b.ApplyChannelCommand(ctxb(), c, cmd, ev)
 	wantErr(t, "repeat", err, store.ErrDuplicate)
-	_, err = Apply(t, b, c, other, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name})
-	wantErr(t, "second create", err, store.ErrChannelExists)
+	_, err = Apply(t, b, c, other, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, Name: &name})
+	wantErr(t, "second create", err, channel.ErrChannelExists)
 	if role, _, _ := b.ChannelRole(ctxb(), c, id, other.PubKey); role != "" {
 		t.Fatalf("refused creator got role %q", role)
 	}
 	// Defaults: open stream.
 	id2 := CreateChannel(t, b, c, owner, "x", "")
-	if ch, _ := b.Channel(ctxb(), c, id2); ch.Visibility != store.VisibilityOpen || ch.Type != store.TypeStream {
+	if ch, _ := b.Channel(ctxb(), c, id2); ch.Visibility != channel.VisibilityOpen || ch.Type != channel.TypeStream {
 		t.Fatalf("defaults = %+v", ch)
 	}
 	// Unknown channel.
 	_, err = b.Channel(ctxb(), c, NewChannelID())
-	wantErr(t, "unknown channel", err, store.ErrNoChannel)
+	wantErr(t, "unknown channel", err, channel.ErrNoChannel)
 	// Malformed commands change nothing.
 	empty := ""
-	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), Name: &empty})
-	wantErr(t, "create without name", err, store.ErrInvalidCommand)
-	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), Name: &name, Visibility: "secret"})
-	wantErr(t, "bad visibility", err, store.ErrInvalidCommand)
+	_, err = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindCreateChannel, Channel: NewChannelID(), Name: &empty})
+	wantErr(t, "create without name", err, channel.ErrInvalidCommand)
+	_, err = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindCreateChannel, Channel: NewChannelID(), Name: &name, Visibility: "secret"})
+	wantErr(t, "bad visibility", err, channel.ErrInvalidCommand)
 	// The event's h must be the command's channel.
-	cmd, ev = owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), Name: &name})
+	cmd, ev = owner.Command(t, channel.Command{Kind: nostr.KindCreateChannel, Channel: NewChannelID(), Name: &name})
 	cmd.Channel = NewChannelID()
 	_, err = b.ApplyChannelCommand(ctxb(), c, cmd, ev)
-	wantErr(t, "h mismatch", err, store.ErrInvalidCommand)
+	wantErr(t, "h mismatch", err, channel.ErrInvalidCommand)
 }
 
 func testChannelSameUUID(t *testing.T, b ChannelBackend) {
@@ -200,11 +201,11 @@ func testChannelSameUUID(t *testing.T, b ChannelBackend) {
 	alice, bob := NewAuthor(t), NewAuthor(t)
 	id := NewChannelID()
 	na, nb := "alpha", "beta"
-	MustApply(t, b, ca, alice, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &na, Visibility: store.VisibilityPrivate})
-	MustApply(t, b, cb, bob, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &nb, Visibility: store.VisibilityOpen})
+	MustApply(t, b, ca, alice, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, Name: &na, Visibility: channel.VisibilityPrivate})
+	MustApply(t, b, cb, bob, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, Name: &nb, Visibility: channel.VisibilityOpen})
 	gotA, errA := b.Channel(ctxb(), ca, id)
 	gotB, errB := b.Channel(ctxb(), cb, id)
-	if errA != nil || errB != nil || gotA.Name != na || gotB.Name != nb || gotA.CreatedBy != alice.PubKey || gotB.Visibility != store.VisibilityOpen {
+	if errA != nil || errB != nil || gotA.Name != na || gotB.Name != nb || gotA.CreatedBy != alice.PubKey || gotB.Visibility != channel.VisibilityOpen {
 		t.Fatalf("A = %+v %v, B = %+v %v", gotA, errA, gotB, errB)
 	}
 	if _, ok, _ := b.ChannelRole(ctxb(), cb, id, alice.PubKey); ok {
@@ -214,31 +215,31 @@ func testChannelSameUUID(t *testing.T, b ChannelBackend) {
 	if len(ma) != 1 || ma[0].PubKey != alice.PubKey {
 		t.Fatalf("members in A = %+v", ma)
 	}
-	msgA := alice.Event(t, store.KindChatMessage, base+1, "in A", hTag(id))
-	msgB := bob.Event(t, store.KindChatMessage, base+1, "in B", hTag(id))
+	msgA := alice.Event(t, nostr.KindChatMessage, base+1, "in A", hTag(id))
+	msgB := bob.Event(t, nostr.KindChatMessage, base+1, "in B", hTag(id))
 	MustSave(t, b, ca, msgA)
 	MustSave(t, b, cb, msgB)
-	f := nostr.Filter{Kinds: []int{store.KindChatMessage}}
-	wantIDs(t, "A's channel", scoped(t, b, ca, f, store.ChannelsScope(id)), msgA.ID)
-	wantIDs(t, "B's channel", scoped(t, b, cb, f, store.ChannelsScope(id)), msgB.ID)
+	f := nostr.Filter{Kinds: []int{nostr.KindChatMessage}}
+	wantIDs(t, "A's channel", scoped(t, b, ca, f, channel.ScopeOf(id)), msgA.ID)
+	wantIDs(t, "B's channel", scoped(t, b, cb, f, channel.ScopeOf(id)), msgB.ID)
 	// Deleting A's channel leaves B's.
-	MustApply(t, b, ca, alice, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: id})
+	MustApply(t, b, ca, alice, channel.Command{Kind: nostr.KindDeleteChannel, Channel: id})
 	if _, err := b.Channel(ctxb(), cb, id); err != nil {
 		t.Fatalf("B's channel after A deleted its own: %v", err)
 	}
 	// B's member may join B's channel; A's deletion does not block it.
-	MustApply(t, b, cb, alice, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+	MustApply(t, b, cb, alice, channel.Command{Kind: nostr.KindJoinRequest, Channel: id})
 }
 
 func testChannelForeign(t *testing.T, b ChannelBackend) {
 	ca, cb := Community(t, b, "a.example"), Community(t, b, "b.example")
 	alice, mallory := NewAuthor(t), NewAuthor(t)
-	id := CreateChannel(t, b, ca, alice, "secret", store.VisibilityPrivate)
-	open := CreateChannel(t, b, ca, alice, "lobby", store.VisibilityOpen)
-	msg := alice.Event(t, store.KindChatMessage, base+5, "hi", hTag(id))
+	id := CreateChannel(t, b, ca, alice, "secret", channel.VisibilityPrivate)
+	open := CreateChannel(t, b, ca, alice, "lobby", channel.VisibilityOpen)
+	msg := alice.Event(t, nostr.KindChatMessage, base+5, "hi", hTag(id))
 	MustSave(t, b, ca, msg)
-	for _, x := range []store.ChannelID{id, open} {
-		if _, err := b.Channel(ctxb(), cb, x); !errors.Is(err, store.ErrNoChannel) {
+	for _, x := range []channel.ID{id, open} {
+		if _, err := b.Channel(ctxb(), cb, x); !errors.Is(err, channel.ErrNoChannel) {
 			t.Fatalf("Channel in B = %v", err)
 		}
 		if _, ok, _ := b.ChannelRole(ctxb(), cb, x, alice.PubKey); ok {
@@ -247,13 +248,13 @@ func testChannelForeign(t *testing.T, b ChannelBackend) {
 		if m, _ := b.ChannelMembers(ctxb(), cb, x); len(m) != 0 {
 			t.Fatalf("members in B = %v", m)
 		}
-		_, err := Apply(t, b, cb, mallory, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: x})
-		wantErr(t, "join foreign", err, store.ErrNoChannel)
+		_, err := Apply(t, b, cb, mallory, channel.Command{Kind: nostr.KindJoinRequest, Channel: x})
+		wantErr(t, "join foreign", err, channel.ErrNoChannel)
 	}
 	if ids, _ := b.ReadableChannels(ctxb(), cb, []string{alice.PubKey, mallory.PubKey}); len(ids) != 0 {
 		t.Fatalf("readable in B = %v", ids)
 	}
-	for _, sc := range []store.Scope{store.AllChannels(), store.ChannelsScope(id), {}} {
+	for _, sc := range []channel.Scope{channel.AllChannels(), channel.ScopeOf(id), {}} {
 		if got := scoped(t, b, cb, nostr.Filter{IDs: []string{msg.ID}}, sc); len(got) != 0 {
 			t.Fatalf("foreign event read in B: %v", got)
 		}
@@ -269,53 +270,53 @@ func testChannelForeign(t *testing.T, b ChannelBackend) {
 func testChannelScope(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	a := NewAuthor(t)
-	x := CreateChannel(t, b, c, a, "x", store.VisibilityOpen)
-	y := CreateChannel(t, b, c, a, "y", store.VisibilityPrivate)
+	x := CreateChannel(t, b, c, a, "x", channel.VisibilityOpen)
+	y := CreateChannel(t, b, c, a, "y", channel.VisibilityPrivate)
 	// Newest first: y events are the newest, then x, then global.
 	var global, inX, inY []string
 	var evs []*nostr.Event
 	for i := 0; i < 6; i++ {
 		g := a.Event(t, 1, base+100+int64(i), "g")
-		ex := a.Event(t, store.KindChatMessage, base+200+int64(i), "x", hTag(x))
-		ey := a.Event(t, store.KindChatMessage, base+300+int64(i), "y", hTag(y))
+		ex := a.Event(t, nostr.KindChatMessage, base+200+int64(i), "x", hTag(x))
+		ey := a.Event(t, nostr.KindChatMessage, base+300+int64(i), "y", hTag(y))
 		evs = append(evs, g, ex, ey)
 		global, inX, inY = append(global, g.ID), append(inX, ex.ID), append(inY, ey.ID)
 	}
 	SaveAll(t, b, c, evs)
 	rev := func(s []string) []string { s = slices.Clone(s); slices.Reverse(s); return s }
-	f := nostr.Filter{Kinds: []int{1, store.KindChatMessage}, Limit: 4, LimitSet: true}
-	wantIDs(t, "zero scope, limit 4", scoped(t, b, c, f, store.Scope{}), rev(global)[:4]...)
-	wantIDs(t, "scope x, limit 4", scoped(t, b, c, f, store.ChannelsScope(x)), rev(inX)[:4]...)
-	wantIDs(t, "scope all, limit 4", scoped(t, b, c, f, store.AllChannels()), rev(inY)[:4]...)
+	f := nostr.Filter{Kinds: []int{1, nostr.KindChatMessage}, Limit: 4, LimitSet: true}
+	wantIDs(t, "zero scope, limit 4", scoped(t, b, c, f, channel.Scope{}), rev(global)[:4]...)
+	wantIDs(t, "scope x, limit 4", scoped(t, b, c, f, channel.ScopeOf(x)), rev(inX)[:4]...)
+	wantIDs(t, "scope all, limit 4", scoped(t, b, c, f, channel.AllChannels()), rev(inY)[:4]...)
 	f.Limit = 9
-	wantIDs(t, "scope x, limit 9", scoped(t, b, c, f, store.ChannelsScope(x)), append(rev(inX), rev(global)[:3]...)...)
+	wantIDs(t, "scope x, limit 9", scoped(t, b, c, f, channel.ScopeOf(x)), append(rev(inX), rev(global)[:3]...)...)
 	// Tag-driven and author-driven shapes honour the scope too.
 	fh := nostr.Filter{Tags: map[string][]string{"h": {x.String(), y.String()}}, Limit: 3, LimitSet: true}
-	wantIDs(t, "#h both, scope x", scoped(t, b, c, fh, store.ChannelsScope(x)), rev(inX)[:3]...)
-	fa := nostr.Filter{Authors: []string{a.PubKey, NewAuthor(t).PubKey}, Kinds: []int{store.KindChatMessage}, Limit: 2, LimitSet: true}
-	wantIDs(t, "authors, zero scope", scoped(t, b, c, fa, store.Scope{}))
-	wantIDs(t, "authors, scope y", scoped(t, b, c, fa, store.ChannelsScope(y)), rev(inY)[:2]...)
+	wantIDs(t, "#h both, scope x", scoped(t, b, c, fh, channel.ScopeOf(x)), rev(inX)[:3]...)
+	fa := nostr.Filter{Authors: []string{a.PubKey, NewAuthor(t).PubKey}, Kinds: []int{nostr.KindChatMessage}, Limit: 2, LimitSet: true}
+	wantIDs(t, "authors, zero scope", scoped(t, b, c, fa, channel.Scope{}))
+	wantIDs(t, "authors, scope y", scoped(t, b, c, fa, channel.ScopeOf(y)), rev(inY)[:2]...)
 	// The plain Query sees everything (trusted callers).
-	if got := CollectIDs(t, b, c, nostr.Filter{Kinds: []int{1, store.KindChatMessage}}); len(got) != 18 {
+	if got := CollectIDs(t, b, c, nostr.Filter{Kinds: []int{1, nostr.KindChatMessage}}); len(got) != 18 {
 		t.Fatalf("Query = %d events, want 18", len(got))
 	}
 	for _, tc := range []struct {
-		sc   store.Scope
+		sc   channel.Scope
 		want int64
-	}{{store.Scope{}, 6}, {store.ChannelsScope(x), 12}, {store.ChannelsScope(x, y), 18}, {store.AllChannels(), 18}} {
-		n, err := b.CountScoped(ctxb(), c, []nostr.Filter{{Kinds: []int{1}}, {Kinds: []int{store.KindChatMessage}}}, tc.sc)
+	}{{channel.Scope{}, 6}, {channel.ScopeOf(x), 12}, {channel.ScopeOf(x, y), 18}, {channel.AllChannels(), 18}} {
+		n, err := b.CountScoped(ctxb(), c, []nostr.Filter{{Kinds: []int{1}}, {Kinds: []int{nostr.KindChatMessage}}}, tc.sc)
 		if err != nil || n != tc.want {
 			t.Fatalf("CountScoped(%v) = %d, %v; want %d", tc.sc.Channels(), n, err, tc.want)
 		}
 	}
 	// Readable sets.
 	outsider, member := NewAuthor(t), NewAuthor(t)
-	MustApply(t, b, c, a, store.ChannelCommand{Kind: store.KindPutUser, Channel: y, Target: member.PubKey})
+	MustApply(t, b, c, a, channel.Command{Kind: nostr.KindPutUser, Channel: y, Target: member.PubKey})
 	for _, tc := range []struct {
 		who  []string
-		want []store.ChannelID
-	}{{nil, []store.ChannelID{x}}, {[]string{outsider.PubKey}, []store.ChannelID{x}},
-		{[]string{outsider.PubKey, member.PubKey}, []store.ChannelID{x, y}}, {[]string{a.PubKey}, []store.ChannelID{x, y}}} {
+		want []channel.ID
+	}{{nil, []channel.ID{x}}, {[]string{outsider.PubKey}, []channel.ID{x}},
+		{[]string{outsider.PubKey, member.PubKey}, []channel.ID{x, y}}, {[]string{a.PubKey}, []channel.ID{x, y}}} {
 		got, err := b.ReadableChannels(ctxb(), c, tc.who)
 		if err != nil {
 			t.Fatal(err)
@@ -326,8 +327,8 @@ func testChannelScope(t *testing.T, b ChannelBackend) {
 	}
 }
 
-func sameChannels(a, b []store.ChannelID) bool {
-	return slices.Equal(store.ChannelsScope(a...).Channels(), store.ChannelsScope(b...).Channels())
+func sameChannels(a, b []channel.ID) bool {
+	return slices.Equal(channel.ScopeOf(a...).Channels(), channel.ScopeOf(b...).Channels())
 }
 
 // CollectIDs returns the ids Query returns for f.
@@ -344,15 +345,15 @@ func testChannelLargeScope(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	a := NewAuthor(t)
 	target := NewChannelID()
-	ev := a.Event(t, store.KindChatMessage, base, "deep", hTag(target))
+	ev := a.Event(t, nostr.KindChatMessage, base, "deep", hTag(target))
 	MustSave(t, b, c, ev)
-	ids := []store.ChannelID{target}
+	ids := []channel.ID{target}
 	for i := 0; i < 600; i++ {
 		ids = append(ids, NewChannelID())
 	}
-	wantIDs(t, "large scope", scoped(t, b, c, nostr.Filter{}, store.ChannelsScope(ids...)), ev.ID)
-	wantIDs(t, "large scope without it", scoped(t, b, c, nostr.Filter{}, store.ChannelsScope(ids[1:]...)))
-	n, err := b.CountScoped(ctxb(), c, []nostr.Filter{{}}, store.ChannelsScope(ids...))
+	wantIDs(t, "large scope", scoped(t, b, c, nostr.Filter{}, channel.ScopeOf(ids...)), ev.ID)
+	wantIDs(t, "large scope without it", scoped(t, b, c, nostr.Filter{}, channel.ScopeOf(ids[1:]...)))
+	n, err := b.CountScoped(ctxb(), c, []nostr.Filter{{}}, channel.ScopeOf(ids...))
 	if err != nil || n != 1 {
 		t.Fatalf("count = %d, %v", n, err)
 	}
@@ -370,76 +371,76 @@ func testChannelMalformedH(t *testing.T, b ChannelBackend) {
 		{{"h"}},
 		{hTag(id), hTag(NewChannelID())},
 	} {
-		ev := a.Event(t, store.KindChatMessage, base+int64(i), "x", tags...)
-		if err := b.Save(ctxb(), c, ev); !errors.Is(err, store.ErrInvalidChannelTag) {
+		ev := a.Event(t, nostr.KindChatMessage, base+int64(i), "x", tags...)
+		if err := b.Save(ctxb(), c, ev); !errors.Is(err, channel.ErrInvalidTag) {
 			t.Fatalf("tags %v: Save = %v, want ErrInvalidChannelTag", tags, err)
 		}
 	}
-	ev := a.Event(t, store.KindChatMessage, base+10, "x", hTag(id), hTag(id))
+	ev := a.Event(t, nostr.KindChatMessage, base+10, "x", hTag(id), hTag(id))
 	MustSave(t, b, c, ev)
-	wantIDs(t, "repeated equal h", scoped(t, b, c, nostr.Filter{}, store.ChannelsScope(id)), ev.ID)
+	wantIDs(t, "repeated equal h", scoped(t, b, c, nostr.Filter{}, channel.ScopeOf(id)), ev.ID)
 }
 
 func testChannelJoinLeave(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, u := NewAuthor(t), NewAuthor(t)
-	open := CreateChannel(t, b, c, owner, "open", store.VisibilityOpen)
-	priv := CreateChannel(t, b, c, owner, "private", store.VisibilityPrivate)
-	ch := MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: open})
+	open := CreateChannel(t, b, c, owner, "open", channel.VisibilityOpen)
+	priv := CreateChannel(t, b, c, owner, "private", channel.VisibilityPrivate)
+	ch := MustApply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: open})
 	if !ch.Members {
 		t.Fatalf("join change = %+v", ch)
 	}
-	if r, ok, _ := b.ChannelRole(ctxb(), c, open, u.PubKey); !ok || r != store.RoleMember {
+	if r, ok, _ := b.ChannelRole(ctxb(), c, open, u.PubKey); !ok || r != channel.RoleMember {
 		t.Fatalf("role after join = %q", r)
 	}
-	_, err := Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: open})
-	wantErr(t, "repeated join", err, store.ErrAlreadyMember)
-	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: priv})
-	wantErr(t, "join private", err, store.ErrNotPermitted)
-	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: priv})
-	wantErr(t, "leave as non-member", err, store.ErrNotMember)
-	ch = MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: open})
+	_, err := Apply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: open})
+	wantErr(t, "repeated join", err, channel.ErrAlreadyMember)
+	_, err = Apply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: priv})
+	wantErr(t, "join private", err, channel.ErrNotPermitted)
+	_, err = Apply(t, b, c, u, channel.Command{Kind: nostr.KindLeaveRequest, Channel: priv})
+	wantErr(t, "leave as non-member", err, channel.ErrNotMember)
+	ch = MustApply(t, b, c, u, channel.Command{Kind: nostr.KindLeaveRequest, Channel: open})
 	if !slices.Equal(ch.Revoked, []string{u.PubKey}) {
 		t.Fatalf("leave revoked %v", ch.Revoked)
 	}
 	if _, ok, _ := b.ChannelRole(ctxb(), c, open, u.PubKey); ok {
 		t.Fatal("still a member after leaving")
 	}
-	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindLeaveRequest, Channel: open})
-	wantErr(t, "last owner leaves", err, store.ErrNotPermitted)
-	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: NewChannelID()})
-	wantErr(t, "join unknown", err, store.ErrNoChannel)
+	_, err = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindLeaveRequest, Channel: open})
+	wantErr(t, "last owner leaves", err, channel.ErrNotPermitted)
+	_, err = Apply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: NewChannelID()})
+	wantErr(t, "join unknown", err, channel.ErrNoChannel)
 }
 
 func testChannelRoles(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, admin, member, guest, x, y := NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t)
-	id := CreateChannel(t, b, c, owner, "team", store.VisibilityPrivate)
-	put := func(by Author, who Author, role store.Role) error {
-		_, err := Apply(t, b, c, by, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: who.PubKey, Role: role})
+	id := CreateChannel(t, b, c, owner, "team", channel.VisibilityPrivate)
+	put := func(by Author, who Author, role channel.Role) error {
+		_, err := Apply(t, b, c, by, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: who.PubKey, Role: role})
 		return err
 	}
-	remove := func(by Author, who Author) (store.ChannelChange, error) {
-		return Apply(t, b, c, by, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: who.PubKey})
+	remove := func(by Author, who Author) (channel.Change, error) {
+		return Apply(t, b, c, by, channel.Command{Kind: nostr.KindRemoveUser, Channel: id, Target: who.PubKey})
 	}
 	for _, step := range []struct {
 		what string
 		err  error
 		want error
 	}{
-		{"member cannot put", put(member, x, ""), store.ErrNotPermitted},
-		{"owner puts admin", put(owner, admin, store.RoleAdmin), nil},
+		{"member cannot put", put(member, x, ""), channel.ErrNotPermitted},
+		{"owner puts admin", put(owner, admin, channel.RoleAdmin), nil},
 		{"admin puts member", put(admin, member, ""), nil},
-		{"admin puts guest", put(admin, guest, store.RoleGuest), nil},
-		{"admin cannot grant admin", put(admin, x, store.RoleAdmin), store.ErrNotPermitted},
-		{"admin cannot grant owner", put(admin, x, store.RoleOwner), store.ErrNotPermitted},
-		{"admin cannot change a role", put(admin, member, store.RoleBot), store.ErrNotPermitted},
-		{"member cannot put", put(member, x, store.RoleMember), store.ErrNotPermitted},
-		{"guest cannot put", put(guest, x, store.RoleMember), store.ErrNotPermitted},
-		{"owner changes a role", put(owner, member, store.RoleBot), nil},
-		{"owner cannot demote the last owner", put(owner, owner, store.RoleMember), store.ErrNotPermitted},
-		{"owner adds a co-owner", put(owner, y, store.RoleOwner), nil},
-		{"owner demotes a co-owner", put(owner, y, store.RoleMember), nil},
+		{"admin puts guest", put(admin, guest, channel.RoleGuest), nil},
+		{"admin cannot grant admin", put(admin, x, channel.RoleAdmin), channel.ErrNotPermitted},
+		{"admin cannot grant owner", put(admin, x, channel.RoleOwner), channel.ErrNotPermitted},
+		{"admin cannot change a role", put(admin, member, channel.RoleBot), channel.ErrNotPermitted},
+		{"member cannot put", put(member, x, channel.RoleMember), channel.ErrNotPermitted},
+		{"guest cannot put", put(guest, x, channel.RoleMember), channel.ErrNotPermitted},
+		{"owner changes a role", put(owner, member, channel.RoleBot), nil},
+		{"owner cannot demote the last owner", put(owner, owner, channel.RoleMember), channel.ErrNotPermitted},
+		{"owner adds a co-owner", put(owner, y, channel.RoleOwner), nil},
+		{"owner demotes a co-owner", put(owner, y, channel.RoleMember), nil},
 	} {
 		if !errors.Is(step.err, step.want) && !(step.err == nil && step.want == nil) {
 			t.Fatalf("%s: err = %v, want %v", step.what, step.err, step.want)
@@ -449,16 +450,16 @@ func testChannelRoles(t *testing.T, b ChannelBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roles := map[string]store.Role{}
+	roles := map[string]channel.Role{}
 	for _, m := range members {
 		roles[m.PubKey] = m.Role
 	}
-	want := map[string]store.Role{owner.PubKey: store.RoleOwner, admin.PubKey: store.RoleAdmin, member.PubKey: store.RoleBot,
-		guest.PubKey: store.RoleGuest, y.PubKey: store.RoleMember}
+	want := map[string]channel.Role{owner.PubKey: channel.RoleOwner, admin.PubKey: channel.RoleAdmin, member.PubKey: channel.RoleBot,
+		guest.PubKey: channel.RoleGuest, y.PubKey: channel.RoleMember}
 	if fmt.Sprint(roles) != fmt.Sprint(want) {
 		t.Fatalf("roles = %v, want %v", roles, want)
 	}
-	if !slices.IsSortedFunc(members, func(a, b store.Member) int {
+	if !slices.IsSortedFunc(members, func(a, b channel.Member) int {
 		if a.PubKey < b.PubKey {
 			return -1
 		}
@@ -466,16 +467,16 @@ func testChannelRoles(t *testing.T, b ChannelBackend) {
 	}) {
 		t.Fatal("members not sorted by pubkey")
 	}
-	if _, err := remove(admin, owner); !errors.Is(err, store.ErrNotPermitted) {
+	if _, err := remove(admin, owner); !errors.Is(err, channel.ErrNotPermitted) {
 		t.Fatalf("admin removes owner: %v", err)
 	}
-	if _, err := remove(member, guest); !errors.Is(err, store.ErrNotPermitted) {
+	if _, err := remove(member, guest); !errors.Is(err, channel.ErrNotPermitted) {
 		t.Fatalf("bot removes guest: %v", err)
 	}
-	if _, err := remove(admin, x); !errors.Is(err, store.ErrNotMember) {
+	if _, err := remove(admin, x); !errors.Is(err, channel.ErrNotMember) {
 		t.Fatalf("remove non-member: %v", err)
 	}
-	if _, err := remove(owner, owner); !errors.Is(err, store.ErrNotPermitted) {
+	if _, err := remove(owner, owner); !errors.Is(err, channel.ErrNotPermitted) {
 		t.Fatalf("last owner removes self: %v", err)
 	}
 	ch, err := remove(admin, guest)
@@ -496,18 +497,18 @@ func testChannelRoles(t *testing.T, b ChannelBackend) {
 func testChannelEdit(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, admin, member := NewAuthor(t), NewAuthor(t), NewAuthor(t)
-	id := CreateChannel(t, b, c, owner, "old", store.VisibilityOpen)
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: admin.PubKey, Role: store.RoleAdmin})
-	MustApply(t, b, c, member, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+	id := CreateChannel(t, b, c, owner, "old", channel.VisibilityOpen)
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: admin.PubKey, Role: channel.RoleAdmin})
+	MustApply(t, b, c, member, channel.Command{Kind: nostr.KindJoinRequest, Channel: id})
 	name, pic := "new", "https://img.example/x.png"
-	_, err := Apply(t, b, c, member, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Name: &name})
-	wantErr(t, "member edits", err, store.ErrNotPermitted)
-	ch := MustApply(t, b, c, admin, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Name: &name, Picture: &pic})
-	if !ch.Metadata || ch.BecamePrivate || ch.Channel.Name != name || ch.Channel.Picture != pic || ch.Channel.Visibility != store.VisibilityOpen {
+	_, err := Apply(t, b, c, member, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Name: &name})
+	wantErr(t, "member edits", err, channel.ErrNotPermitted)
+	ch := MustApply(t, b, c, admin, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Name: &name, Picture: &pic})
+	if !ch.Metadata || ch.BecamePrivate || ch.Channel.Name != name || ch.Channel.Picture != pic || ch.Channel.Visibility != channel.VisibilityOpen {
 		t.Fatalf("edit = %+v", ch)
 	}
-	ch = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityPrivate})
-	if !ch.BecamePrivate || ch.Channel.Name != name || ch.Channel.Visibility != store.VisibilityPrivate {
+	ch = MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Visibility: channel.VisibilityPrivate})
+	if !ch.BecamePrivate || ch.Channel.Name != name || ch.Channel.Visibility != channel.VisibilityPrivate {
 		t.Fatalf("to private = %+v", ch)
 	}
 	if ids, _ := b.ReadableChannels(ctxb(), c, []string{NewAuthor(t).PubKey}); len(ids) != 0 {
@@ -516,7 +517,7 @@ func testChannelEdit(t *testing.T, b ChannelBackend) {
 	if ids, _ := b.ReadableChannels(ctxb(), c, []string{member.PubKey}); len(ids) != 1 {
 		t.Fatalf("member lost access: %v", ids)
 	}
-	ch = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityPrivate})
+	ch = MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Visibility: channel.VisibilityPrivate})
 	if ch.BecamePrivate {
 		t.Fatal("private → private reported as becoming private")
 	}
@@ -525,22 +526,22 @@ func testChannelEdit(t *testing.T, b ChannelBackend) {
 func testChannelDeleteEvent(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, member := NewAuthor(t), NewAuthor(t)
-	id := CreateChannel(t, b, c, owner, "x", store.VisibilityOpen)
-	other := CreateChannel(t, b, c, owner, "y", store.VisibilityOpen)
-	MustApply(t, b, c, member, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
-	msg := member.Event(t, store.KindChatMessage, base+50, "spam", hTag(id))
-	elsewhere := member.Event(t, store.KindChatMessage, base+51, "ok", hTag(other))
+	id := CreateChannel(t, b, c, owner, "x", channel.VisibilityOpen)
+	other := CreateChannel(t, b, c, owner, "y", channel.VisibilityOpen)
+	MustApply(t, b, c, member, channel.Command{Kind: nostr.KindJoinRequest, Channel: id})
+	msg := member.Event(t, nostr.KindChatMessage, base+50, "spam", hTag(id))
+	elsewhere := member.Event(t, nostr.KindChatMessage, base+51, "ok", hTag(other))
 	global := member.Event(t, 1, base+52, "global")
 	MustSave(t, b, c, msg)
 	MustSave(t, b, c, elsewhere)
 	MustSave(t, b, c, global)
-	_, err := Apply(t, b, c, member, store.ChannelCommand{Kind: store.KindDeleteEvent, Channel: id, EventID: msg.ID})
-	wantErr(t, "member deletes", err, store.ErrNotPermitted)
+	_, err := Apply(t, b, c, member, channel.Command{Kind: nostr.KindDeleteEvent, Channel: id, EventID: msg.ID})
+	wantErr(t, "member deletes", err, channel.ErrNotPermitted)
 	for _, target := range []string{elsewhere.ID, global.ID, NewAuthor(t).PubKey} {
-		_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindDeleteEvent, Channel: id, EventID: target})
-		wantErr(t, "delete outside the channel", err, store.ErrNoEvent)
+		_, err = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindDeleteEvent, Channel: id, EventID: target})
+		wantErr(t, "delete outside the channel", err, channel.ErrNoEvent)
 	}
-	ch := MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindDeleteEvent, Channel: id, EventID: msg.ID})
+	ch := MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindDeleteEvent, Channel: id, EventID: msg.ID})
 	if ch.DeletedEvent != msg.ID {
 		t.Fatalf("change = %+v", ch)
 	}
@@ -553,30 +554,30 @@ func testChannelDeleteEvent(t *testing.T, b ChannelBackend) {
 func testChannelDelete(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, admin := NewAuthor(t), NewAuthor(t)
-	id := CreateChannel(t, b, c, owner, "doomed", store.VisibilityOpen)
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: admin.PubKey, Role: store.RoleAdmin})
-	_, err := Apply(t, b, c, admin, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: id})
-	wantErr(t, "admin deletes channel", err, store.ErrNotPermitted)
-	ch := MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: id})
+	id := CreateChannel(t, b, c, owner, "doomed", channel.VisibilityOpen)
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: admin.PubKey, Role: channel.RoleAdmin})
+	_, err := Apply(t, b, c, admin, channel.Command{Kind: nostr.KindDeleteChannel, Channel: id})
+	wantErr(t, "admin deletes channel", err, channel.ErrNotPermitted)
+	ch := MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindDeleteChannel, Channel: id})
 	if !ch.Deleted || !ch.Channel.Deleted {
 		t.Fatalf("change = %+v", ch)
 	}
 	_, err = b.Channel(ctxb(), c, id)
-	wantErr(t, "lookup of deleted", err, store.ErrNoChannel)
+	wantErr(t, "lookup of deleted", err, channel.ErrNoChannel)
 	if ids, _ := b.ReadableChannels(ctxb(), c, []string{owner.PubKey}); len(ids) != 0 {
 		t.Fatalf("deleted channel readable: %v", ids)
 	}
 	name := "again"
-	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Name: &name})
-	wantErr(t, "reuse of a deleted id", err, store.ErrChannelExists)
-	_, err = Apply(t, b, c, admin, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
-	wantErr(t, "join deleted", err, store.ErrNoChannel)
+	_, err = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, Name: &name})
+	wantErr(t, "reuse of a deleted id", err, channel.ErrChannelExists)
+	_, err = Apply(t, b, c, admin, channel.Command{Kind: nostr.KindJoinRequest, Channel: id})
+	wantErr(t, "join deleted", err, channel.ErrNoChannel)
 }
 
 func testChannelConcurrent(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner := NewAuthor(t)
-	id := CreateChannel(t, b, c, owner, "busy", store.VisibilityOpen)
+	id := CreateChannel(t, b, c, owner, "busy", channel.VisibilityOpen)
 	users := NewAuthors(t, 24)
 	var wg sync.WaitGroup
 	errs := make([]error, len(users))
@@ -584,7 +585,7 @@ func testChannelConcurrent(t *testing.T, b ChannelBackend) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
+			_, errs[i] = Apply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: id})
 		}()
 	}
 	wg.Wait()
@@ -604,11 +605,11 @@ func testChannelConcurrent(t *testing.T, b ChannelBackend) {
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprint("c", i)
-			_, err := Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: contested, Name: &name})
+			_, err := Apply(t, b, c, u, channel.Command{Kind: nostr.KindCreateChannel, Channel: contested, Name: &name})
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case !errors.Is(err, store.ErrChannelExists):
+			case !errors.Is(err, channel.ErrChannelExists):
 				t.Errorf("create %d: %v", i, err)
 			}
 		}()
@@ -617,26 +618,26 @@ func testChannelConcurrent(t *testing.T, b ChannelBackend) {
 	if wins.Load() != 1 {
 		t.Fatalf("%d concurrent creates won", wins.Load())
 	}
-	if m, _ := b.ChannelMembers(ctxb(), c, contested); len(m) != 1 || m[0].Role != store.RoleOwner {
+	if m, _ := b.ChannelMembers(ctxb(), c, contested); len(m) != 1 || m[0].Role != channel.RoleOwner {
 		t.Fatalf("contested members = %+v", m)
 	}
 	// Two owners demoting each other at once: one must remain.
 	o2 := users[0]
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: o2.PubKey, Role: store.RoleOwner})
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: o2.PubKey, Role: channel.RoleOwner})
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, _ = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: o2.PubKey})
+		_, _ = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindRemoveUser, Channel: id, Target: o2.PubKey})
 	}()
 	go func() {
 		defer wg.Done()
-		_, _ = Apply(t, b, c, o2, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: owner.PubKey})
+		_, _ = Apply(t, b, c, o2, channel.Command{Kind: nostr.KindRemoveUser, Channel: id, Target: owner.PubKey})
 	}()
 	wg.Wait()
 	owners := 0
 	m, _ := b.ChannelMembers(ctxb(), c, id)
 	for _, x := range m {
-		if x.Role == store.RoleOwner {
+		if x.Role == channel.RoleOwner {
 			owners++
 		}
 	}
@@ -648,16 +649,16 @@ func testChannelConcurrent(t *testing.T, b ChannelBackend) {
 func testCommunityAccess(t *testing.T, b ChannelBackend) {
 	ca, cb := Community(t, b, "a.example"), Community(t, b, "b.example")
 	u, v := NewAuthor(t), NewAuthor(t)
-	if p, err := b.CommunityAccess(ctxb(), ca); err != nil || p != store.AccessOpen {
+	if p, err := b.CommunityAccess(ctxb(), ca); err != nil || p != channel.AccessOpen {
 		t.Fatalf("default policy = %q, %v", p, err)
 	}
-	if err := b.SetCommunityAccess(ctxb(), ca, store.AccessMembers); err != nil {
+	if err := b.SetCommunityAccess(ctxb(), ca, channel.AccessMembers); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := b.CommunityAccess(ctxb(), ca); p != store.AccessMembers {
+	if p, _ := b.CommunityAccess(ctxb(), ca); p != channel.AccessMembers {
 		t.Fatalf("policy = %q", p)
 	}
-	if p, _ := b.CommunityAccess(ctxb(), cb); p != store.AccessOpen {
+	if p, _ := b.CommunityAccess(ctxb(), cb); p != channel.AccessOpen {
 		t.Fatalf("B's policy changed to %q", p)
 	}
 	if err := b.SetCommunityAccess(ctxb(), ca, "closed"); err == nil {
@@ -666,22 +667,22 @@ func testCommunityAccess(t *testing.T, b ChannelBackend) {
 	if _, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); ok {
 		t.Fatal("stranger is a member")
 	}
-	if err := b.PutCommunityMember(ctxb(), ca, u.PubKey, store.RoleMember); err != nil {
+	if err := b.PutCommunityMember(ctxb(), ca, u.PubKey, channel.RoleMember); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PutCommunityMember(ctxb(), ca, v.PubKey, store.RoleOwner); err == nil {
+	if err := b.PutCommunityMember(ctxb(), ca, v.PubKey, channel.RoleOwner); err == nil {
 		t.Fatal("owner role accepted for a community member")
 	}
-	if r, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); !ok || r != store.RoleMember {
+	if r, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); !ok || r != channel.RoleMember {
 		t.Fatalf("role = %q %v", r, ok)
 	}
 	if _, ok, _ := b.CommunityRole(ctxb(), cb, u.PubKey); ok {
 		t.Fatal("membership leaked into B")
 	}
-	if err := b.PutCommunityMember(ctxb(), ca, u.PubKey, store.RoleAdmin); err != nil {
+	if err := b.PutCommunityMember(ctxb(), ca, u.PubKey, channel.RoleAdmin); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := b.CommunityRole(ctxb(), ca, u.PubKey); r != store.RoleAdmin {
+	if r, _, _ := b.CommunityRole(ctxb(), ca, u.PubKey); r != channel.RoleAdmin {
 		t.Fatalf("role after change = %q", r)
 	}
 	if err := b.RemoveCommunityMember(ctxb(), ca, u.PubKey); err != nil {
@@ -698,12 +699,12 @@ func testCommunityAccess(t *testing.T, b ChannelBackend) {
 func testChannelGroupIDs(t *testing.T, b ChannelBackend) {
 	c1, c2 := Community(t, b, "a.example"), Community(t, b, "b.example")
 	owner := NewAuthor(t)
-	id, ok := store.ParseChannelID("pizza-lovers")
+	id, ok := channel.ParseID("pizza-lovers")
 	if !ok {
 		t.Fatal("pizza-lovers is a group id")
 	}
 	for _, c := range []tenant.CommunityID{c1, c2} {
-		cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, GroupID: "pizza-lovers"})
+		cmd, ev := owner.Command(t, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, GroupID: "pizza-lovers"})
 		cmd.Name = nil
 		if _, err := b.ApplyChannelCommand(ctxb(), c, cmd, ev); err != nil {
 			t.Fatal(err)
@@ -713,16 +714,16 @@ func testChannelGroupIDs(t *testing.T, b ChannelBackend) {
 			t.Fatalf("Channel = %+v, %v", ch, err)
 		}
 	}
-	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, GroupID: "pizza-lovers"})
+	cmd, ev := owner.Command(t, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, GroupID: "pizza-lovers"})
 	_, err := b.ApplyChannelCommand(ctxb(), c1, cmd, ev)
-	wantErr(t, "second create", err, store.ErrChannelExists)
+	wantErr(t, "second create", err, channel.ErrChannelExists)
 	// A command whose GroupID does not name its channel is malformed.
-	cmd, ev = owner.Command(t, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: NewChannelID(), GroupID: "other"})
+	cmd, ev = owner.Command(t, channel.Command{Kind: nostr.KindCreateChannel, Channel: NewChannelID(), GroupID: "other"})
 	_, err = b.ApplyChannelCommand(ctxb(), c1, cmd, ev)
-	wantErr(t, "mismatched group id", err, store.ErrInvalidCommand)
+	wantErr(t, "mismatched group id", err, channel.ErrInvalidCommand)
 	// UUID ids keep no slug.
 	u := NewChannelID()
-	MustApply(t, b, c1, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: u, GroupID: u.String()})
+	MustApply(t, b, c1, owner, channel.Command{Kind: nostr.KindCreateChannel, Channel: u, GroupID: u.String()})
 	if ch, _ := b.Channel(ctxb(), c1, u); ch.Slug != "" || ch.GroupID() != u.String() {
 		t.Fatalf("UUID channel = %+v", ch)
 	}
@@ -736,39 +737,39 @@ func testChannelFlags(t *testing.T, b ChannelBackend) {
 	owner, u := NewAuthor(t), NewAuthor(t)
 	yes, no := true, false
 	id := NewChannelID()
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateChannel, Channel: id, Private: &yes, Closed: &yes})
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindCreateChannel, Channel: id, Private: &yes, Closed: &yes})
 	ch, err := b.Channel(ctxb(), c, id)
-	if err != nil || ch.Visibility != store.VisibilityPrivate || !ch.Closed || ch.Restricted || ch.Hidden {
+	if err != nil || ch.Visibility != channel.VisibilityPrivate || !ch.Closed || ch.Restricted || ch.Hidden {
 		t.Fatalf("created = %+v, %v", ch, err)
 	}
-	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
-	wantErr(t, "join closed", err, store.ErrNotPermitted)
-	change := MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Closed: &no, Restricted: &yes})
-	if !change.Metadata || change.Channel.Closed || !change.Channel.Restricted || change.Channel.Visibility != store.VisibilityPrivate {
+	_, err = Apply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: id})
+	wantErr(t, "join closed", err, channel.ErrNotPermitted)
+	change := MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Closed: &no, Restricted: &yes})
+	if !change.Metadata || change.Channel.Closed || !change.Channel.Restricted || change.Channel.Visibility != channel.VisibilityPrivate {
 		t.Fatalf("edit = %+v", change)
 	}
-	MustApply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id})
-	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Private: &no, Hidden: &yes})
-	wantErr(t, "hidden but public", err, store.ErrUnsupportedFlags)
+	MustApply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: id})
+	_, err = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Private: &no, Hidden: &yes})
+	wantErr(t, "hidden but public", err, channel.ErrUnsupportedFlags)
 	if got, _ := b.Channel(ctxb(), c, id); got != change.Channel {
 		t.Fatalf("refused edit changed %+v into %+v", change.Channel, got)
 	}
 	// An edit older than the newest metadata event changes nothing.
 	name := "old"
-	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Name: &name})
-	ev = owner.Event(t, store.KindEditMetadata, base, "", ev.Tags...)
+	cmd, ev := owner.Command(t, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Name: &name})
+	ev = owner.Event(t, nostr.KindEditMetadata, base, "", ev.Tags...)
 	_, err = b.ApplyChannelCommand(ctxb(), c, cmd, ev)
-	wantErr(t, "stale edit", err, store.ErrStaleEdit)
+	wantErr(t, "stale edit", err, channel.ErrStaleEdit)
 	if got, _ := b.Channel(ctxb(), c, id); got.Name != "" {
 		t.Fatalf("stale edit applied: %+v", got)
 	}
 	// Buzz's visibility: private = all four, open = none.
-	change = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityOpen})
-	if ch := change.Channel; ch.Visibility != store.VisibilityOpen || ch.Closed || ch.Restricted || ch.Hidden {
+	change = MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Visibility: channel.VisibilityOpen})
+	if ch := change.Channel; ch.Visibility != channel.VisibilityOpen || ch.Closed || ch.Restricted || ch.Hidden {
 		t.Fatalf("visibility open = %+v", ch)
 	}
-	change = MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindEditMetadata, Channel: id, Visibility: store.VisibilityPrivate})
-	if ch := change.Channel; ch.Visibility != store.VisibilityPrivate || !ch.Closed || !ch.Restricted || !ch.Hidden || !change.BecamePrivate {
+	change = MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindEditMetadata, Channel: id, Visibility: channel.VisibilityPrivate})
+	if ch := change.Channel; ch.Visibility != channel.VisibilityPrivate || !ch.Closed || !ch.Restricted || !ch.Hidden || !change.BecamePrivate {
 		t.Fatalf("visibility private = %+v", change)
 	}
 }
@@ -778,26 +779,26 @@ func testChannelFlags(t *testing.T, b ChannelBackend) {
 func testChannelInvites(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, member, u, v := NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t)
-	id := CreateChannel(t, b, c, owner, "club", store.VisibilityPrivate)
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: member.PubKey})
-	_, err := Apply(t, b, c, member, store.ChannelCommand{Kind: store.KindCreateInvite, Channel: id, Code: "sesame"}, nostr.Tag{"code", "sesame"})
-	wantErr(t, "member invite", err, store.ErrNotPermitted)
-	cmd, ev := owner.Command(t, store.ChannelCommand{Kind: store.KindCreateInvite, Channel: id, Code: "sesame"}, nostr.Tag{"code", "sesame"})
+	id := CreateChannel(t, b, c, owner, "club", channel.VisibilityPrivate)
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: member.PubKey})
+	_, err := Apply(t, b, c, member, channel.Command{Kind: nostr.KindCreateInvite, Channel: id, Code: "sesame"}, nostr.Tag{"code", "sesame"})
+	wantErr(t, "member invite", err, channel.ErrNotPermitted)
+	cmd, ev := owner.Command(t, channel.Command{Kind: nostr.KindCreateInvite, Channel: id, Code: "sesame"}, nostr.Tag{"code", "sesame"})
 	if _, err := b.ApplyChannelCommand(ctxb(), c, cmd, ev); err != nil {
 		t.Fatal(err)
 	}
-	wantIDs(t, "invite stored in the channel", scoped(t, b, c, nostr.Filter{Kinds: []int{store.KindCreateInvite}}, store.ChannelsScope(id)), ev.ID)
-	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id, Code: "guess"})
-	wantErr(t, "uninvited join", err, store.ErrNotPermitted)
+	wantIDs(t, "invite stored in the channel", scoped(t, b, c, nostr.Filter{Kinds: []int{nostr.KindCreateInvite}}, channel.ScopeOf(id)), ev.ID)
+	_, err = Apply(t, b, c, u, channel.Command{Kind: nostr.KindJoinRequest, Channel: id, Code: "guess"})
+	wantErr(t, "uninvited join", err, channel.ErrNotPermitted)
 	for _, a := range []Author{u, v} {
-		MustApply(t, b, c, a, store.ChannelCommand{Kind: store.KindJoinRequest, Channel: id, Code: "sesame", Invited: true})
-		if r, ok, _ := b.ChannelRole(ctxb(), c, id, a.PubKey); !ok || r != store.RoleMember {
+		MustApply(t, b, c, a, channel.Command{Kind: nostr.KindJoinRequest, Channel: id, Code: "sesame", Invited: true})
+		if r, ok, _ := b.ChannelRole(ctxb(), c, id, a.PubKey); !ok || r != channel.RoleMember {
 			t.Fatalf("invited join: role %q", r)
 		}
 	}
-	open := CreateChannel(t, b, c, owner, "open", store.VisibilityOpen)
-	_, err = Apply(t, b, c, owner, store.ChannelCommand{Kind: store.KindCreateInvite, Channel: open, Code: "x"}, nostr.Tag{"code", "x"})
-	wantErr(t, "public invite", err, store.ErrPublicInvite)
+	open := CreateChannel(t, b, c, owner, "open", channel.VisibilityOpen)
+	_, err = Apply(t, b, c, owner, channel.Command{Kind: nostr.KindCreateInvite, Channel: open, Code: "x"}, nostr.Tag{"code", "x"})
+	wantErr(t, "public invite", err, channel.ErrPublicInvite)
 }
 
 // testChannelCustomRoles: a role Buzz does not know is stored as given and
@@ -805,11 +806,11 @@ func testChannelInvites(t *testing.T, b ChannelBackend) {
 func testChannelCustomRoles(t *testing.T, b ChannelBackend) {
 	c := Community(t, b, "a.example")
 	owner, admin, u, v := NewAuthor(t), NewAuthor(t), NewAuthor(t), NewAuthor(t)
-	id := CreateChannel(t, b, c, owner, "team", store.VisibilityPrivate)
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: admin.PubKey, Role: store.RoleAdmin})
-	MustApply(t, b, c, owner, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: u.PubKey, Role: "moderator"})
-	MustApply(t, b, c, admin, store.ChannelCommand{Kind: store.KindPutUser, Channel: id, Target: v.PubKey, Role: "pizza maker"})
-	for pk, want := range map[string]store.Role{u.PubKey: "moderator", v.PubKey: "pizza maker"} {
+	id := CreateChannel(t, b, c, owner, "team", channel.VisibilityPrivate)
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: admin.PubKey, Role: channel.RoleAdmin})
+	MustApply(t, b, c, owner, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: u.PubKey, Role: "moderator"})
+	MustApply(t, b, c, admin, channel.Command{Kind: nostr.KindPutUser, Channel: id, Target: v.PubKey, Role: "pizza maker"})
+	for pk, want := range map[string]channel.Role{u.PubKey: "moderator", v.PubKey: "pizza maker"} {
 		if r, ok, err := b.ChannelRole(ctxb(), c, id, pk); err != nil || !ok || r != want {
 			t.Fatalf("role = %q %v %v, want %q", r, ok, err, want)
 		}
@@ -819,6 +820,6 @@ func testChannelCustomRoles(t *testing.T, b ChannelBackend) {
 		t.Fatalf("members %v, %v", ms, err)
 	}
 	// A custom role has no moderation power.
-	_, err = Apply(t, b, c, u, store.ChannelCommand{Kind: store.KindRemoveUser, Channel: id, Target: v.PubKey})
-	wantErr(t, "custom role removes", err, store.ErrNotPermitted)
+	_, err = Apply(t, b, c, u, channel.Command{Kind: nostr.KindRemoveUser, Channel: id, Target: v.PubKey})
+	wantErr(t, "custom role removes", err, channel.ErrNotPermitted)
 }

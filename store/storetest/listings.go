@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -13,7 +15,7 @@ import (
 type ListingBackend interface {
 	ChannelBackend
 	Communities(ctx context.Context) ([]store.Community, error)
-	Channels(ctx context.Context, c tenant.CommunityID) ([]store.Channel, error)
+	Channels(ctx context.Context, c tenant.CommunityID) ([]channel.Channel, error)
 }
 
 // RunListings is the conformance suite of the listings: Communities holds
@@ -42,16 +44,16 @@ func RunListings(t *testing.T, open func(t *testing.T) ListingBackend) {
 		t.Fatalf("Communities = %v", hosts)
 	}
 	owner := NewAuthor(t)
-	first := CreateChannel(t, b, a, owner, "first", store.VisibilityOpen)
-	second := CreateChannel(t, b, a, owner, "second", store.VisibilityPrivate)
-	gone := CreateChannel(t, b, a, owner, "gone", store.VisibilityOpen)
-	MustApply(t, b, a, owner, store.ChannelCommand{Kind: store.KindDeleteChannel, Channel: gone})
-	CreateChannel(t, b, other, owner, "elsewhere", store.VisibilityOpen)
+	first := CreateChannel(t, b, a, owner, "first", channel.VisibilityOpen)
+	second := CreateChannel(t, b, a, owner, "second", channel.VisibilityPrivate)
+	gone := CreateChannel(t, b, a, owner, "gone", channel.VisibilityOpen)
+	MustApply(t, b, a, owner, channel.Command{Kind: nostr.KindDeleteChannel, Channel: gone})
+	CreateChannel(t, b, other, owner, "elsewhere", channel.VisibilityOpen)
 	chs, err := b.Channels(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[store.ChannelID]string{}
+	got := map[channel.ID]string{}
 	for _, ch := range chs {
 		got[ch.ID] = ch.Name
 	}

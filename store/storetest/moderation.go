@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -72,7 +73,7 @@ func testModeratorRole(t *testing.T, b ModerationBackend) {
 	if _, ok, err := b.CommunityRole(ctxb(), other, pk); err != nil || ok {
 		t.Fatalf("role in another community = %v %v", ok, err)
 	}
-	if err := b.PutCommunityMember(ctxb(), a, pk, store.RoleGuest); err == nil {
+	if err := b.PutCommunityMember(ctxb(), a, pk, channel.RoleGuest); err == nil {
 		t.Fatal("guest is no community role")
 	}
 }

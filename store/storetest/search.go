@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/search"
-	"github.com/buzzrelay/buzz/store"
 )
 
 // RunSearch is the NIP-50 conformance suite: a filter's Search on Query,
@@ -195,21 +195,21 @@ func testSearchScope(t *testing.T, b ChannelBackend) {
 	a := NewAuthor(t)
 	open, private := NewChannelID(), NewChannelID()
 	wide := a.Event(t, 1, base+1, "launch date")
-	inOpen := a.Event(t, store.KindChatMessage, base+2, "launch party", hTag(open))
-	inPrivate := a.Event(t, store.KindChatMessage, base+3, "launch secret launch", hTag(private))
+	inOpen := a.Event(t, nostr.KindChatMessage, base+2, "launch party", hTag(open))
+	inPrivate := a.Event(t, nostr.KindChatMessage, base+3, "launch secret launch", hTag(private))
 	for _, e := range []*nostr.Event{wide, inOpen, inPrivate} {
 		MustSave(t, b, c, e)
 	}
 	f := searchFilter(t, "launch")
-	wantIDs(t, "scope open", scoped(t, b, c, f, store.ChannelsScope(open)), inOpen.ID, wide.ID)
-	wantIDs(t, "scope none", scoped(t, b, c, f, store.ChannelsScope()), wide.ID)
-	wantIDs(t, "scope both", scoped(t, b, c, f, store.ChannelsScope(open, private)), inPrivate.ID, inOpen.ID, wide.ID)
-	wantIDs(t, "scope open limit 1", scoped(t, b, c, limited(f, 1), store.ChannelsScope(open)), inOpen.ID)
-	n, err := b.CountScoped(ctxb(), c, []nostr.Filter{searchFilter(t, "secret")}, store.ChannelsScope(open))
+	wantIDs(t, "scope open", scoped(t, b, c, f, channel.ScopeOf(open)), inOpen.ID, wide.ID)
+	wantIDs(t, "scope none", scoped(t, b, c, f, channel.ScopeOf()), wide.ID)
+	wantIDs(t, "scope both", scoped(t, b, c, f, channel.ScopeOf(open, private)), inPrivate.ID, inOpen.ID, wide.ID)
+	wantIDs(t, "scope open limit 1", scoped(t, b, c, limited(f, 1), channel.ScopeOf(open)), inOpen.ID)
+	n, err := b.CountScoped(ctxb(), c, []nostr.Filter{searchFilter(t, "secret")}, channel.ScopeOf(open))
 	if err != nil || n != 0 {
 		t.Fatalf("CountScoped secret outside the scope = %d, %v", n, err)
 	}
-	n, err = b.CountScoped(ctxb(), c, []nostr.Filter{f}, store.ChannelsScope(private))
+	n, err = b.CountScoped(ctxb(), c, []nostr.Filter{f}, channel.ScopeOf(private))
 	if err != nil || n != 2 {
 		t.Fatalf("CountScoped launch in private = %d, %v; want 2", n, err)
 	}

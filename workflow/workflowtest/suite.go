@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -58,7 +58,7 @@ func Hex32() string {
 }
 
 // ChannelID returns a random channel id.
-func ChannelID() store.ChannelID { return store.ChannelID(workflow.NewID()) }
+func ChannelID() channel.ID { return channel.ID(workflow.NewID()) }
 
 // Definition returns a valid definition named name with the given trigger.
 func Definition(t testing.TB, name string, on workflow.TriggerKind) *workflow.Definition {
