@@ -78,8 +78,8 @@ type Relay struct {
 	keys       *communityKeys // per-community signing keys of relay-signed events
 	wf         *WorkflowHost  // nil without WithWorkflows (workflows.go)
 
-	readBufs sync.Pool // *[]byte: a connection's buffer for one inbound message
-	inflight *inflight // EVENTs being ingested (see inflight)
+	readBufs sync.Pool        // *[]byte: a connection's buffer for one inbound message
+	inflight *pubsub.Inflight // EVENTs being ingested (see pubsub.Inflight)
 
 	refusals     *refusalAudit // nil unless the store keeps audit chains
 	refusalsDone chan struct{}
@@ -129,7 +129,7 @@ func New(opts ...Option) (*Relay, error) {
 		log:      cfg.logger,
 		conns:    make(map[*conn]struct{}),
 		closed:   make(chan struct{}),
-		inflight: newInflight(),
+		inflight: pubsub.NewInflight(),
 	}
 	if r.cfg.broker == nil {
 		b, err := pubsub.NewLocal(pubsub.WithLocalLogger(cfg.logger))

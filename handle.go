@@ -144,13 +144,13 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			<-c.eventSem
 			c.tasks.Done()
 		}()
-		ticket := c.r.inflight.begin()
+		ticket := c.r.inflight.Begin()
 		sub := ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs}
 		if c.tracer != nil {
 			sub.Tracer, sub.Actor = c.tracer, c.actor()
 		}
 		out := c.r.pipeline.Ingest(c.ctx, sub)
-		c.r.inflight.end(ticket)
+		c.r.inflight.End(ticket)
 		c.r.cfg.metrics.EventIngested(c.tc.Community(), out.OK, out.Stored, out.Message)
 		c.r.afterIngest(c, ev, out)
 		if out.RequestAuth {
@@ -452,8 +452,8 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 	}
 	// Events the query returned may still be on their way to the broker;
 	// once every ingest begun before now has published, each of them is in
-	// pending (or was never going to be delivered live here). See inflight.
-	if c.r.inflight.waitBegun(ctx) != nil {
+	// pending (or was never going to be delivered live here). See pubsub.Inflight.
+	if c.r.inflight.WaitBegun(ctx) != nil {
 		return
 	}
 	// Flush the live events that arrived during the replay, skipping those

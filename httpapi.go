@@ -545,7 +545,7 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 		writeJSON(w, http.StatusBadRequest, eventResult{Message: ingest.Reason(err, "invalid: ")})
 		return
 	}
-	ticket := r.inflight.begin()
+	ticket := r.inflight.Begin()
 	sub := ingest.Submission{
 		Tenant:   tc,
 		Event:    ev,
@@ -555,7 +555,7 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 		sub.Tracer, sub.Actor = r.cfg.tracer(tc), pubkey
 	}
 	out := r.pipeline.Ingest(r.httpConn(req.Context(), req, pubkey), sub)
-	r.inflight.end(ticket)
+	r.inflight.End(ticket)
 	r.cfg.metrics.EventIngested(tc.Community(), out.OK, out.Stored, out.Message)
 	status := http.StatusOK
 	if !out.OK {

@@ -466,8 +466,8 @@ func (h *WorkflowHost) Publish(ctx context.Context, c tenant.CommunityID, ev *no
 			return fmt.Errorf("buzz: publish into channel %s: %w", ch, err)
 		}
 	}
-	ticket := h.r.inflight.begin()
-	defer h.r.inflight.end(ticket)
+	ticket := h.r.inflight.Begin()
+	defer h.r.inflight.End(ticket)
 	err := h.r.cfg.store.Save(ctx, c, ev)
 	if errors.Is(err, store.ErrDuplicate) {
 		if et, ok := h.engineTrace(ctx, c); ok {

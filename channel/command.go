@@ -2,6 +2,7 @@ package channel
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/buzzrelay/buzz/nostr"
 )
@@ -271,3 +272,141 @@ func Authorize(cmd *Command, st CommandState) error {
 }
 
 func isHex64(s string) bool { return nostr.IsLowerHex(s, 64) }
+
+// ParseCommand reads a command event of channel id (as OfEvent returned
+// it) into a validated Command, or returns ErrInvalidCommand. Tags: 9007
+// and 9002 "name", "about", "picture", "visibility" (open|private) and
+// the NIP-29 flags (single-element tags): "private"/"public",
+// "closed"/"open", "restricted"/"unrestricted", "hidden"/"visible" — with
+// at least one of them and no "visibility", the flags left out are off
+// (the whole set is stated); 9007 "channel_type"; 9000 "p" = [p, pubkey,
+// role?]; 9001 "p"; 9005 "e"; 9009 "code" (required), 9021 "code"
+// (optional). Buzz's "visibility" private stands for private, closed,
+// restricted and hidden, open for none of them; an explicit flag tag
+// overrides what visibility implies for that flag. A tag given twice,
+// contradicting flags, a missing required tag or an unknown value is an
+// error.
+func ParseCommand(ev *nostr.Event, id ID) (Command, error) {
+	cmd := Command{Kind: ev.Kind, Actor: ev.PubKey, Channel: id, GroupID: GroupIDOf(ev)}
+	bad := ErrInvalidCommand
+	seen := map[string]bool{}
+	one := func(t nostr.Tag) (string, error) {
+		if seen[t[0]] || len(t) < 2 {
+			return "", bad
+		}
+		seen[t[0]] = true
+		return t[1], nil
+	}
+	meta := ev.Kind == nostr.KindCreateChannel || ev.Kind == nostr.KindEditMetadata
+	// Explicit NIP-29 flags: index 0 private, 1 closed, 2 restricted, 3 hidden.
+	var explicit [4]*bool
+	flag := func(i int, v bool) error {
+		if explicit[i] != nil && *explicit[i] != v {
+			return bad
+		}
+		explicit[i] = &v
+		return nil
+	}
+	for _, t := range ev.Tags {
+		if len(t) == 0 {
+			continue
+		}
+		if meta {
+			if i, v, ok := flagTag(t[0]); ok {
+				if err := flag(i, v); err != nil {
+					return cmd, err
+				}
+				continue
+			}
+		}
+		switch {
+		case meta && (t[0] == "name" || t[0] == "about" || t[0] == "picture"):
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			switch t[0] {
+			case "name":
+				cmd.Name = &v
+			case "about":
+				cmd.About = &v
+			case "picture":
+				cmd.Picture = &v
+			}
+		case meta && t[0] == "visibility":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Visibility = Visibility(v)
+		case ev.Kind == nostr.KindCreateChannel && t[0] == "channel_type":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Type = Type(v)
+		case (ev.Kind == nostr.KindPutUser || ev.Kind == nostr.KindRemoveUser) && t[0] == "p":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Target = v
+			if ev.Kind == nostr.KindPutUser && len(t) >= 3 && t[2] != "" {
+				cmd.Role = Role(t[2])
+			}
+		case (ev.Kind == nostr.KindCreateInvite || ev.Kind == nostr.KindJoinRequest) && t[0] == "code":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.Code = v
+		case ev.Kind == nostr.KindDeleteEvent && t[0] == "e":
+			v, err := one(t)
+			if err != nil {
+				return cmd, err
+			}
+			cmd.EventID = v
+		}
+	}
+	if meta {
+		// A NIP-29 client states the whole flag set (nostr-tools sends the
+		// flags that are on): once one flag tag is given without Buzz's
+		// visibility, every flag it leaves out is off.
+		if cmd.Visibility == "" && slices.ContainsFunc(explicit[:], func(b *bool) bool { return b != nil }) {
+			for i := range explicit {
+				if explicit[i] == nil {
+					explicit[i] = new(bool)
+				}
+			}
+		}
+		cmd.Private, cmd.Closed, cmd.Restricted, cmd.Hidden = explicit[0], explicit[1], explicit[2], explicit[3]
+	}
+	if err := cmd.Validate(); err != nil {
+		return cmd, bad
+	}
+	return cmd, nil
+}
+
+// flagTag maps a NIP-29 flag tag name to its index (0 private, 1 closed, 2
+// restricted, 3 hidden) and value.
+func flagTag(name string) (i int, v, ok bool) {
+	switch name {
+	case "private":
+		return 0, true, true
+	case "public":
+		return 0, false, true
+	case "closed":
+		return 1, true, true
+	case "open":
+		return 1, false, true
+	case "restricted":
+		return 2, true, true
+	case "unrestricted":
+		return 2, false, true
+	case "hidden":
+		return 3, true, true
+	case "visible":
+		return 3, false, true
+	}
+	return 0, false, false
+}

@@ -1,13 +1,17 @@
-package buzz
+package pubsub
 
 import (
 	"context"
 	"sync"
 )
 
-// inflight tracks the EVENTs being ingested by this process, so that a
-// subscription can tell when every event that might be in its stored-event
-// query has also been published.
+// Inflight is the stored-to-live handoff of a frontend: it tracks the
+// EVENTs being ingested by this process, so that a subscription can tell
+// when every event that might be in its stored-event query has also been
+// published. Every frontend of one process shares one Inflight: each write
+// brackets its ingest (store and publish) with Begin and End, and each REQ,
+// after its stored query, calls WaitBegun before it forgets the ids the
+// query sent.
 //
 // Why: an event is saved, then published. A REQ registers its live
 // subscription, queries the store, then switches to live delivery. An event
@@ -19,9 +23,9 @@ import (
 // commits after the query's snapshot, so it cannot be in the results.
 //
 // Tickets are consecutive, so the set of active ingests is a queue of
-// "ended" flags whose front is the oldest active ticket: begin, end and the
+// "ended" flags whose front is the oldest active ticket: Begin, End and the
 // wake-ups are amortized O(1) whatever the number of ingests and waiters.
-type inflight struct {
+type Inflight struct {
 	mu      sync.Mutex
 	base    uint64           // ticket of ended[0]; every ticket < base has ended
 	ended   []bool           // ended[i]: ticket base+i has ended
@@ -33,12 +37,14 @@ type inflightWaiter struct {
 	done chan struct{}
 }
 
-func newInflight() *inflight {
-	return &inflight{base: 1}
+// NewInflight returns an Inflight with no ingest in flight. It is safe for
+// concurrent use.
+func NewInflight() *Inflight {
+	return &Inflight{base: 1}
 }
 
-// begin registers an ingest and returns its ticket for end.
-func (f *inflight) begin() uint64 {
+// Begin registers an ingest and returns its ticket for End.
+func (f *Inflight) Begin() uint64 {
 	f.mu.Lock()
 	t := f.base + uint64(len(f.ended))
 	f.ended = append(f.ended, false)
@@ -46,8 +52,8 @@ func (f *inflight) begin() uint64 {
 	return t
 }
 
-// end marks ticket t finished.
-func (f *inflight) end(t uint64) {
+// End marks ticket t finished.
+func (f *Inflight) End(t uint64) {
 	f.mu.Lock()
 	f.ended[t-f.base] = true
 	n := 0
@@ -67,8 +73,8 @@ func (f *inflight) end(t uint64) {
 	f.mu.Unlock()
 }
 
-// waitBegun waits until every ingest begun so far has ended, or ctx ends.
-func (f *inflight) waitBegun(ctx context.Context) error {
+// WaitBegun waits until every ingest begun so far has ended, or ctx ends.
+func (f *Inflight) WaitBegun(ctx context.Context) error {
 	f.mu.Lock()
 	if len(f.ended) == 0 {
 		f.mu.Unlock()

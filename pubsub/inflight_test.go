@@ -1,4 +1,4 @@
-package buzz
+package pubsub
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 )
 
 func TestInflight(t *testing.T) {
-	f := newInflight()
-	if err := f.waitBegun(context.Background()); err != nil {
+	f := NewInflight()
+	if err := f.WaitBegun(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	a, b := f.begin(), f.begin()
+	a, b := f.Begin(), f.Begin()
 	done := make(chan struct{})
 	go func() {
-		_ = f.waitBegun(context.Background())
+		_ = f.WaitBegun(context.Background())
 		close(done)
 	}()
 	for registered := false; !registered; {
@@ -23,14 +23,14 @@ func TestInflight(t *testing.T) {
 		f.mu.Unlock()
 		time.Sleep(time.Millisecond)
 	}
-	c := f.begin() // begun after the waiter: not waited for
-	f.end(b)
+	c := f.Begin() // begun after the waiter: not waited for
+	f.End(b)
 	select {
 	case <-done:
 		t.Fatal("woke while a was active")
 	case <-time.After(20 * time.Millisecond):
 	}
-	f.end(a)
+	f.End(a)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -38,11 +38,11 @@ func TestInflight(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := f.waitBegun(ctx); err == nil {
+	if err := f.WaitBegun(ctx); err == nil {
 		t.Fatal("waitBegun ignored its context while c is active")
 	}
-	f.end(c)
-	if err := f.waitBegun(context.Background()); err != nil {
+	f.End(c)
+	if err := f.WaitBegun(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
