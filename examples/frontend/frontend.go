@@ -1,0 +1,436 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Store is what the frontend keeps: events, and channels with their members
+// and the community access policy (store/sqlite and store/postgres).
+type Store interface {
+	store.EventStore
+	store.ChannelStore
+}
+
+// Config is what a frontend is made of. Store, Directory and Broker are
+// required.
+type Config struct {
+	Store Store
+	// Directory maps hosts to communities (a tenant.CachingDirectory in
+	// front of the store).
+	Directory tenant.Directory
+	// Broker carries live events (pubsub.Local in one process).
+	Broker pubsub.Broker
+	// Scheme is the scheme NIP-98 u tags name: "http" (default), or
+	// "https" behind TLS.
+	Scheme string
+	// Tracer, when set, records every request's isolation conformance
+	// trace (tests).
+	Tracer trace.Factory
+	Logger *slog.Logger
+}
+
+// Bounds of one read and of one request body.
+const (
+	maxLimit     = 500 // stored events per read
+	queryTimeout = 10 * time.Second
+	maxBody      = 1 << 20
+	streamQueue  = 256 // live events a stream may fall behind by
+	writeTimeout = 10 * time.Second
+)
+
+// frontend serves the HTTP API. It is safe for concurrent use.
+type frontend struct {
+	cfg      Config
+	pipeline *ingest.Pipeline
+	sigs     *nostr.Verifier
+	auth     *nip98.Verifier
+	unlisten func()
+
+	mu      sync.Mutex
+	streams map[tenant.CommunityID]map[*stream]struct{} // open streams, by community
+}
+
+func newFrontend(cfg Config) (*frontend, error) {
+	if cfg.Store == nil || cfg.Directory == nil || cfg.Broker == nil {
+		return nil, errors.New("frontend: Config.Store, Directory and Broker are required")
+	}
+	if cfg.Scheme == "" {
+		cfg.Scheme = "http"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	f := &frontend{cfg: cfg, streams: make(map[tenant.CommunityID]map[*stream]struct{})}
+	var err error
+	if f.sigs, err = nostr.NewVerifier(); err != nil {
+		return nil, err
+	}
+	if f.auth, err = nip98.NewVerifier(nip98.WithSignatureVerifier(f.sigs)); err != nil {
+		return nil, err
+	}
+	// The relay's write path, whole: verification, channel admission,
+	// storage, publication. Channel and membership changes come back here
+	// to recheck the open streams (see access.go).
+	f.pipeline, err = ingest.New(ingest.Config{
+		Store: cfg.Store, Broker: cfg.Broker, Verifier: f.sigs, Logger: cfg.Logger,
+		MaxFutureSkew: 15 * time.Minute, MaxContentBytes: 64 << 10,
+		Channels: &ingest.Channels{Store: cfg.Store,
+			OnChange:        func(_ context.Context, tc tenant.TenantContext, _ channel.Change) { f.recheck(tc) },
+			OnMemberRemoved: func(_ context.Context, tc tenant.TenantContext, _ string) { f.recheck(tc) }},
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.unlisten = cfg.Broker.Listen(f.deliver)
+	return f, nil
+}
+
+// Close stops live delivery.
+func (f *frontend) Close() {
+	f.unlisten()
+	f.sigs.Close()
+}
+
+// ServeHTTP binds the request's Host to its community first: an unmapped,
+// malformed or failing host gets the relay's one fixed 404, so no
+// community's existence shows on another host.
+func (f *frontend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	tc, err := tenant.Bind(req.Context(), f.cfg.Directory, req.Host)
+	if err != nil {
+		http.Error(w, tenant.ErrUnmappedHost.Error(), http.StatusNotFound)
+		return
+	}
+	switch req.Method + " " + req.URL.Path {
+	case "POST /events":
+		f.publish(w, req, tc)
+	case "GET /timeline":
+		f.read(w, req, tc, false)
+	case "GET /stream":
+		f.read(w, req, tc, true)
+	default:
+		http.NotFound(w, req)
+	}
+}
+
+// signer verifies the request's NIP-98 Authorization for tc's host, when
+// it has one, and returns the pubkeys the request acts as (none without).
+// A header that does not verify is answered 401 (ok false).
+func (f *frontend) signer(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, body []byte) (pubkeys []string, ok bool) {
+	if req.Header.Get("Authorization") == "" {
+		return nil, true
+	}
+	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(f.cfg.Scheme+"://"+tc.Host(), req), body)
+	hr.RequirePayload = req.Method == http.MethodPost
+	hr.Scope = nip98.CommunityScope(tc.Community())
+	pk, err := f.auth.Verify(req.Context(), hr)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", nip98.Scheme)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized", "message": nip98Message(err)})
+		return nil, false
+	}
+	return []string{pk}, true
+}
+
+// nip98Message is the relay's answer to a NIP-98 failure: a token not valid
+// for this community (another host's URL, wrong kind, id or signature) is
+// one answer, "NIP-98: invalid signature".
+func nip98Message(err error) string {
+	for _, e := range []error{nip98.ErrWrongURL, nip98.ErrBadID, nip98.ErrWrongKind} {
+		if errors.Is(err, e) {
+			return nip98.ErrBadSignature.Error()
+		}
+	}
+	return err.Error() // an *nip98.Error: its fixed reason text
+}
+
+// publish admits one event through the ingest pipeline, as the relay
+// admits an EVENT, and answers with its OK message.
+func (f *frontend) publish(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err != nil {
+		refuse(w, "invalid: unreadable request body (limit 1048576 bytes)")
+		return
+	}
+	signers, ok := f.signer(w, req, tc, body)
+	if !ok {
+		return
+	}
+	ev, err := nostr.ParseEvent(body)
+	if err != nil {
+		refuse(w, ingest.Reason(err, "invalid: "))
+		return
+	}
+	sub := ingest.Submission{Tenant: tc, Event: ev}
+	if len(signers) > 0 {
+		sub.AuthedAs = func(pk string) bool { return slices.Contains(signers, pk) }
+	}
+	if f.cfg.Tracer != nil {
+		sub.Tracer, sub.Actor = f.cfg.Tracer(tc), actor(signers)
+	}
+	out := f.pipeline.Ingest(req.Context(), sub)
+	status := http.StatusOK
+	if !out.OK {
+		status = prefixStatus(out.Message)
+	}
+	writeJSON(w, status, map[string]any{"event_id": ev.ID, "accepted": out.OK, "message": out.Message})
+}
+
+// stream is one open /stream: the live events of its community matching
+// its filter are queued for it, as are the rechecks of its access.
+type stream struct {
+	tc      tenant.TenantContext
+	readers []string
+	filter  nostr.Filter
+	queue   chan item
+	cut     chan struct{} // closed when the queue overflowed
+	once    sync.Once
+}
+
+// item is a live event, or (recheck) a change of access to apply before
+// the events queued after it.
+type item struct {
+	msg     pubsub.Message
+	recheck bool
+}
+
+// push queues it without blocking; a full queue ends the stream.
+func (s *stream) push(it item) {
+	select {
+	case s.queue <- it:
+	default:
+		s.once.Do(func() { close(s.cut) })
+	}
+}
+
+// deliver is the broker listener: it queues each live event for the
+// matching streams of the event's own community. It never blocks.
+func (f *frontend) deliver(m pubsub.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.streams[m.Community] {
+		if s.filter.Matches(m.Event) {
+			s.push(item{msg: m})
+		}
+	}
+}
+
+// recheck queues an access recheck on every stream of tc's community. The
+// ingest pipeline calls it after a channel or membership command
+// committed and before the command's event is published, so each stream
+// judges every later event by its new access.
+func (f *frontend) recheck(tc tenant.TenantContext) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.streams[tc.Community()] {
+		s.push(item{recheck: true})
+	}
+}
+
+// read serves /timeline and (live) /stream for one filter.
+func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, live bool) {
+	readers, ok := f.signer(w, req, tc, nil)
+	if !ok {
+		return
+	}
+	ctx := req.Context()
+	rt := f.arm(tc, readers)
+	defer rt.g.Release(ctx)
+	q := req.URL.Query().Get("filter")
+	if q == "" {
+		q = "{}"
+	}
+	flt, err := nostr.ParseFilter([]byte(q))
+	if err != nil {
+		rt.refuse(ctx, w, ingest.Reason(err, "invalid: "))
+		return
+	}
+	s := &stream{tc: tc, readers: readers, filter: flt, queue: make(chan item, streamQueue), cut: make(chan struct{})}
+	if live {
+		// Registered before access is decided and the store is read: every
+		// live event and access change from now on is queued for it.
+		f.cfg.Broker.Retain(pubsub.Topic{Community: tc.Community()})
+		defer f.cfg.Broker.Release(pubsub.Topic{Community: tc.Community()})
+		f.mu.Lock()
+		if f.streams[tc.Community()] == nil {
+			f.streams[tc.Community()] = make(map[*stream]struct{})
+		}
+		f.streams[tc.Community()][s] = struct{}{}
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			delete(f.streams[tc.Community()], s)
+			f.mu.Unlock()
+		}()
+	}
+	scope, reason, err := f.access(ctx, tc, readers, &flt, rt.channel)
+	if err == nil && reason == "" {
+		var recs []store.Record
+		if recs, err = f.stored(ctx, tc, flt, scope, rt); err == nil {
+			if live {
+				f.follow(ctx, w, s, scope, recs, rt)
+				return
+			}
+			writeJSON(w, http.StatusOK, rawArray(recs))
+			return
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		f.cfg.Logger.ErrorContext(ctx, "frontend: read", "err", err)
+		reason = ingest.MsgInternal
+	}
+	rt.refuse(ctx, w, reason)
+}
+
+// stored reads the stored events of flt under scope, newest first, at most
+// maxLimit of them, leaving out what visible forbids.
+func (f *frontend) stored(ctx context.Context, tc tenant.TenantContext, flt nostr.Filter, scope channel.Scope, rt readTrace) ([]store.Record, error) {
+	if flt.LimitSet && flt.Limit == 0 {
+		rt.rows(ctx, &flt, nil)
+		return nil, nil // live events only
+	}
+	if !flt.LimitSet || flt.Limit > maxLimit {
+		flt.Limit, flt.LimitSet = maxLimit, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	var recs []store.Record
+	var rows []tenant.CommunityID
+	for rec, err := range f.cfg.Store.QueryScoped(ctx, tc.Community(), flt, scope) {
+		if err != nil {
+			return nil, err
+		}
+		if ev, err := nostr.ParseEvent(rec.Raw); err != nil || !visible(scope, ev) {
+			continue
+		}
+		recs = append(recs, rec)
+		rows = append(rows, rec.Community)
+	}
+	rt.rows(ctx, &flt, rows)
+	return recs, nil
+}
+
+// follow sends a stream: the stored events, "eose", then the queued live
+// events in order — each once: an event the store already returned is
+// skipped — until the client leaves, the stream falls behind, or a recheck
+// finds its access revoked.
+func (f *frontend) follow(ctx context.Context, w http.ResponseWriter, s *stream, scope channel.Scope, recs []store.Record, rt readTrace) {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	send := func(event string, data []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := io.WriteString(w, "event: "+event+"\ndata: "+string(data)+"\n\n")
+		return err == nil && rc.Flush() == nil
+	}
+	sent := make(map[string]bool, len(recs))
+	for _, rec := range recs {
+		sent[rec.ID] = true
+		if !send("event", rec.Raw) {
+			return
+		}
+	}
+	if !send("eose", nil) {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cut:
+			send("closed", []byte("error: the stream fell too far behind"))
+			return
+		case it := <-s.queue:
+			if it.recheck {
+				var reason string
+				var err error
+				if scope, reason, err = f.access(ctx, s.tc, s.readers, &s.filter, nil); err != nil || reason != "" {
+					send("closed", []byte(revoked(reason, err)))
+					return
+				}
+				continue
+			}
+			if sent[it.msg.Event.ID] || !visible(scope, it.msg.Event) {
+				continue
+			}
+			if !send("event", it.msg.Raw) {
+				return
+			}
+			rt.live(ctx, it.msg)
+		}
+	}
+}
+
+// actor is the trace's actor: the first pubkey, or "".
+func actor(pubkeys []string) string {
+	if len(pubkeys) == 0 {
+		return ""
+	}
+	return pubkeys[0]
+}
+
+// rawArray is the JSON array of recs' events, as stored.
+func rawArray(recs []store.Record) json.RawMessage {
+	b := []byte{'['}
+	for i, rec := range recs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rec.Raw...)
+	}
+	return append(b, ']')
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"error","message":"error: internal server error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// refuse answers a NIP-01 prefixed reason: {"error": prefix, "message":
+// reason} with the status the prefix maps to.
+func refuse(w http.ResponseWriter, reason string) {
+	code, _, _ := strings.Cut(reason, ":")
+	writeJSON(w, prefixStatus(reason), map[string]string{"error": code, "message": reason})
+}
+
+func prefixStatus(msg string) int {
+	code, _, _ := strings.Cut(msg, ":")
+	switch code {
+	case "invalid", "pow":
+		return http.StatusBadRequest
+	case "restricted", "blocked":
+		return http.StatusForbidden
+	case "auth-required":
+		return http.StatusUnauthorized
+	case "rate-limited":
+		return http.StatusTooManyRequests
+	case "duplicate":
+		return http.StatusOK
+	}
+	return http.StatusInternalServerError
+}
