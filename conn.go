@@ -32,8 +32,8 @@ import (
 // outbound queue (out), bounded by Limits.SendQueue: replies block on it
 // (backpressure on the client's own requests), live fan-out never does (a
 // full queue disconnects). The writer takes every queued message at once
-// and writes them with one syscall (see batchConn); the queue holds no
-// memory while empty.
+// and writes them with one syscall (see batchConn.writeFrames); the queue
+// holds no memory while empty.
 type conn struct {
 	r         *Relay
 	ws        *websocket.Conn
@@ -170,6 +170,7 @@ func (c *conn) closeNow(code int, text string) {
 			// A flush blocked on this peer holds the socket: make it give up
 			// within the second the close frame may take.
 			c.raw.interrupt(time.Now().Add(time.Second))
+			c.raw.stopData()
 		}
 		_ = c.ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
@@ -339,28 +340,19 @@ func (c *conn) writeBatch(batch [][]byte) bool {
 	if len(batch) == 0 {
 		return true
 	}
-	deadline := time.Now().Add(c.limits.WriteTimeout)
-	_ = c.ws.SetWriteDeadline(deadline)
-	if c.raw == nil || len(batch) == 1 {
-		for _, m := range batch {
-			if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
-				_ = c.ws.Close()
-				return false
-			}
-		}
-		return true
-	}
-	c.raw.gather()
-	for _, m := range batch {
-		if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
-			_ = c.raw.flush(deadline)
+	if c.raw != nil {
+		if err := c.raw.writeFrames(batch, c.limits.WriteTimeout); err != nil {
 			_ = c.ws.Close()
 			return false
 		}
+		return true
 	}
-	if err := c.raw.flush(deadline); err != nil {
-		_ = c.ws.Close()
-		return false
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.limits.WriteTimeout))
+	for _, m := range batch {
+		if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
+			_ = c.ws.Close()
+			return false
+		}
 	}
 	return true
 }

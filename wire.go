@@ -2,60 +2,55 @@ package buzz
 
 import (
 	"bufio"
+	"encoding/binary"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 )
 
-// batchConn is the network connection under a WebSocket. Between gather and
-// flush, the bytes gorilla writes (frames it has built, each under its own
-// write lock) are appended to one buffer, and flush sends them with a
-// single write: a connection's writer that finds several messages queued
-// pays one syscall for all of them instead of one per frame. Outside
-// gather/flush, writes go straight through.
+// batchConn is the network connection under a WebSocket. The connection's
+// writer sends its data messages through writeFrames, which frames every
+// queued message itself (server frames are unmasked, so a frame is a 2-, 4-
+// or 10-byte header and the payload) and writes them together: one syscall
+// for all the messages a writer finds queued, no per-message buffer or
+// deadline update. gorilla writes only control frames (ping, close) and,
+// when the upgrade did not go through hijackCapture, data frames too.
 //
 // Order is kept: every write, and every change of the write deadline, is
-// serialized by mu, the buffered bytes included, exactly as gorilla's own
-// write lock serializes frames. interrupt is the one unserialized call: it
-// shortens the deadline of a flush blocked on a peer that does not read.
+// serialized by mu, so a control frame gorilla writes never lands inside a
+// batch. interrupt is the one unserialized call: it shortens the deadline of
+// a write blocked on a peer that does not read.
 type batchConn struct {
 	net.Conn
-	mu        sync.Mutex
-	gathering bool
-	buf       []byte
+	mu       sync.Mutex
+	deadline time.Time // the write deadline last set on Conn
+	closing  bool      // a close frame is being or was sent: no more data frames
 }
 
 // maxGather is how many bytes are gathered before they are written out
 // even though the batch is not finished.
 const maxGather = 64 << 10
 
-// gatherPool recycles flush buffers, so an idle connection holds none.
+// gatherPool recycles batch buffers, so an idle connection holds none.
 var gatherPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// errCloseSent reports a data message refused after the close frame.
+var errCloseSent = errors.New("buzz: close frame already sent")
 
 func (b *batchConn) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.gathering {
-		return b.Conn.Write(p)
-	}
-	if b.buf == nil {
-		b.buf = (*gatherPool.Get().(*[]byte))[:0]
-	}
-	if len(b.buf)+len(p) > maxGather && len(b.buf) > 0 {
-		if err := b.writeBufLocked(); err != nil {
-			return 0, err
-		}
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
+	return b.Conn.Write(p)
 }
 
 // SetWriteDeadline is serialized with the writes, so it never changes the
-// deadline of a flush in progress.
+// deadline of a batch being written.
 func (b *batchConn) SetWriteDeadline(t time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.deadline = t
 	return b.Conn.SetWriteDeadline(t)
 }
 
@@ -63,50 +58,86 @@ func (b *batchConn) SetWriteDeadline(t time.Time) error {
 func (b *batchConn) SetDeadline(t time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.deadline = t
 	return b.Conn.SetDeadline(t)
 }
 
-// gather starts buffering writes.
-func (b *batchConn) gather() {
-	b.mu.Lock()
-	b.gathering = true
-	b.mu.Unlock()
-}
-
-// flush stops buffering and writes what was gathered, with deadline.
-func (b *batchConn) flush(deadline time.Time) error {
+// writeFrames sends msgs as WebSocket text frames, in order, with as few
+// writes as their size allows (one unless they exceed maxGather). Each
+// write must make progress within timeout: the write deadline is moved to
+// now+timeout unless it already lies within timeout/8 before that (moving
+// it costs a runtime timer update, which a writer sending many small
+// batches would otherwise pay for each one), so a peer that stops reading
+// fails the write after at least 7/8 of timeout and at most timeout.
+func (b *batchConn) writeFrames(msgs [][]byte, timeout time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.gathering = false
-	if len(b.buf) == 0 {
-		b.putBuf()
-		return nil
+	if b.closing {
+		return errCloseSent
 	}
-	if err := b.Conn.SetWriteDeadline(deadline); err != nil {
-		b.putBuf()
-		return err
+	want := time.Now().Add(timeout)
+	if b.deadline.IsZero() || b.deadline.After(want) || want.Sub(b.deadline) > timeout/8 {
+		if err := b.Conn.SetWriteDeadline(want); err != nil {
+			return err
+		}
+		b.deadline = want
 	}
-	return b.writeBufLocked()
-}
-
-func (b *batchConn) writeBufLocked() error {
-	_, err := b.Conn.Write(b.buf)
-	b.buf = b.buf[:0]
-	if err != nil || !b.gathering {
-		b.putBuf()
+	bp := gatherPool.Get().(*[]byte)
+	buf := (*bp)[:0]
+	var err error
+	for _, m := range msgs {
+		if len(buf) > 0 && len(buf)+maxFrameHeader+len(m) > maxGather {
+			if _, err = b.Conn.Write(buf); err != nil {
+				break
+			}
+			buf = buf[:0]
+		}
+		if len(m) > maxGather {
+			// A large message goes out from where it is, after its header.
+			buf = appendTextFrameHeader(buf, len(m))
+			bufs := net.Buffers{buf, m}
+			if _, err = bufs.WriteTo(b.Conn); err != nil {
+				break
+			}
+			buf = buf[:0]
+			continue
+		}
+		buf = appendTextFrameHeader(buf, len(m))
+		buf = append(buf, m...)
+	}
+	if err == nil && len(buf) > 0 {
+		_, err = b.Conn.Write(buf)
+	}
+	if cap(buf) <= maxGather+(16<<10) {
+		*bp = buf[:0]
+		gatherPool.Put(bp)
 	}
 	return err
 }
 
-func (b *batchConn) putBuf() {
-	if b.buf == nil {
-		return
+// maxFrameHeader is the largest header of an unmasked frame.
+const maxFrameHeader = 10
+
+// appendTextFrameHeader appends the header of one unmasked, final text
+// frame of n payload bytes (RFC 6455 section 5.2).
+func appendTextFrameHeader(buf []byte, n int) []byte {
+	const finText = 0x80 | 0x1
+	switch {
+	case n < 126:
+		return append(buf, finText, byte(n))
+	case n < 1<<16:
+		return binary.BigEndian.AppendUint16(append(buf, finText, 126), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(buf, finText, 127), uint64(n))
 	}
-	if cap(b.buf) <= maxGather+(16<<10) {
-		buf := b.buf[:0]
-		gatherPool.Put(&buf)
-	}
-	b.buf = nil
+}
+
+// stopData refuses every data message from now on: the close frame goes
+// next. A batch being written finishes first.
+func (b *batchConn) stopData() {
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
 }
 
 // interrupt makes a write blocked on the peer fail by deadline t, without

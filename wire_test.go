@@ -1,0 +1,96 @@
+package buzz
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// TestWriteFramesReadByGorilla sends batches through batchConn.writeFrames
+// and reads them with gorilla's client: every header length form (7-bit,
+// 16-bit, 64-bit), a batch larger than maxGather and a message larger than
+// maxGather arrive whole and in order, and a ping gorilla writes between
+// batches does not split a frame.
+func TestWriteFramesReadByGorilla(t *testing.T) {
+	msg := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+	batches := [][][]byte{
+		{msg(0, 'a')},
+		{msg(1, 'b'), msg(125, 'c'), msg(126, 'd'), msg(65535, 'e'), msg(65536, 'f')},
+		{msg(maxGather+1, 'g')},
+		{msg(40<<10, 'h'), msg(40<<10, 'i'), msg(3, 'j'), msg(maxGather*3, 'k'), msg(7, 'l')},
+	}
+	up := websocket.Upgrader{}
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hc := &hijackCapture{ResponseWriter: w}
+		ws, err := up.Upgrade(hc, r, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer ws.Close()
+		for _, b := range batches {
+			if err := hc.conn.writeFrames(b, 5*time.Second); err != nil {
+				done <- err
+				return
+			}
+			if err := ws.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(time.Second)); err != nil {
+				done <- err
+				return
+			}
+		}
+		hc.conn.stopData()
+		if err := hc.conn.writeFrames([][]byte{msg(1, 'z')}, time.Second); err != errCloseSent {
+			t.Errorf("writeFrames after stopData: %v, want errCloseSent", err)
+		}
+		done <- nil
+	}))
+	defer srv.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pings := 0
+	c.SetPingHandler(func(string) error { pings++; return nil })
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for bi, b := range batches {
+		for mi, want := range b {
+			mt, got, err := c.ReadMessage()
+			if err != nil {
+				t.Fatalf("batch %d message %d: %v", bi, mi, err)
+			}
+			if mt != websocket.TextMessage || !bytes.Equal(got, want) {
+				t.Fatalf("batch %d message %d: type %d, %d bytes, want text of %d bytes", bi, mi, mt, len(got), len(want))
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if pings != len(batches)-1 && pings != len(batches) {
+		t.Errorf("%d pings handled, want at least %d", pings, len(batches)-1)
+	}
+}
+
+func TestAppendTextFrameHeader(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []byte
+	}{
+		{0, []byte{0x81, 0}},
+		{125, []byte{0x81, 125}},
+		{126, []byte{0x81, 126, 0, 126}},
+		{65535, []byte{0x81, 126, 0xff, 0xff}},
+		{65536, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
+	} {
+		if got := appendTextFrameHeader(nil, tc.n); !bytes.Equal(got, tc.want) {
+			t.Errorf("header(%d) = %x, want %x", tc.n, got, tc.want)
+		}
+	}
+}
