@@ -91,8 +91,8 @@ type filterRef struct {
 type entry struct {
 	sub *Subscription
 	// dedup is false only when Match cannot reach the entry twice for one
-	// event: a single filter posted by id, author or kind (one value each per
-	// event). Tag postings can be reached once per matching event tag.
+	// event: it has a single posting, and Match scans each bucket at most
+	// once per event (an event's repeated tags and words included).
 	dedup   bool
 	filters []*filterRef
 }
@@ -229,32 +229,34 @@ func (x *Index) Match(c tenant.CommunityID, ev *nostr.Event, fn func(*Subscripti
 	if sh == nil {
 		return
 	}
-	var buf [linearDedupMax]*entry
-	m := matches{list: buf[:0]}
+	m := matchPool.Get().(*matches)
+	defer m.release()
 
 	sh.mu.RLock()
 	if len(sh.ids) > 0 {
-		m = m.scan(ev, sh.ids[ev.ID])
+		m.scan(ev, sh.ids[ev.ID])
 	}
 	if len(sh.authors) > 0 {
-		m = m.scan(ev, sh.authors[ev.PubKey])
+		m.scan(ev, sh.authors[ev.PubKey])
 	}
 	if len(sh.tags) > 0 {
 		for _, t := range ev.Tags {
 			if len(t) >= 2 {
 				if byVal := sh.tags[t[0]]; byVal != nil {
-					m = m.scan(ev, byVal[t[1]])
+					if b := byVal[t[1]]; len(b) > 0 && m.firstScan(b) {
+						m.scan(ev, b)
+					}
 				}
 			}
 		}
 	}
 	if len(sh.words) > 0 && search.Searchable(ev.Kind) {
-		m = sh.scanWords(m, ev)
+		sh.scanWords(m, ev)
 	}
 	if len(sh.kinds) > 0 {
-		m = m.scan(ev, sh.kinds[ev.Kind])
+		m.scan(ev, sh.kinds[ev.Kind])
 	}
-	m = m.scan(ev, sh.scan)
+	m.scan(ev, sh.scan)
 	sh.mu.RUnlock()
 
 	for _, e := range m.list {
@@ -264,7 +266,7 @@ func (x *Index) Match(c tenant.CommunityID, ev *nostr.Event, fn func(*Subscripti
 
 // scanWords scans the word bucket of each distinct word of ev's content.
 // sh.mu held for reading.
-func (sh *shard) scanWords(m matches, ev *nostr.Event) matches {
+func (sh *shard) scanWords(m *matches, ev *nostr.Event) {
 	var seen map[string]struct{} // buckets scanned, built at the first hit
 	for w := range search.Words(ev.Content) {
 		b := sh.words[w]
@@ -277,25 +279,77 @@ func (sh *shard) scanWords(m matches, ev *nostr.Event) matches {
 			continue
 		}
 		seen[w] = struct{}{}
-		m = m.scan(ev, b)
+		m.scan(ev, b)
 	}
-	return m
 }
 
-// linearDedupMax is how many matches Match dedups by linear search (in a
-// stack buffer) before switching to a map.
+// linearDedupMax is how many matches Match dedups by linear search before
+// switching to a map.
 const linearDedupMax = 16
 
-// matches collects the entries one event matches, each once. It is a value
-// threaded through scan so that its first buffer can live on Match's stack.
+// maxPooledMatches bounds the list a pooled matches keeps between calls.
+const maxPooledMatches = 1 << 14
+
+// matches collects the entries one event matches, each once. Match takes
+// one from matchPool and gives it back once fn has seen every entry: a
+// fan-out allocates nothing per call however many subscriptions it reaches.
 type matches struct {
 	list []*entry
-	seen map[*entry]struct{} // built once list outgrows a linear search
+	seen map[*entry]struct{} // used once list outgrows a linear search
+	// tagBuckets are the tag buckets scanned so far (by their first
+	// posting): an event that repeats a tag must not scan its bucket twice.
+	tagBuckets    []*posting
+	tagBucketSeen map[*posting]struct{} // used once tagBuckets outgrows a linear search
+}
+
+// firstScan reports whether tag bucket b (not empty) was not scanned yet
+// for this event, and records it.
+func (m *matches) firstScan(b []*posting) bool {
+	p := b[0]
+	if len(m.tagBuckets) >= linearDedupMax {
+		if m.tagBucketSeen == nil {
+			m.tagBucketSeen = make(map[*posting]struct{})
+		}
+		if len(m.tagBucketSeen) == 0 {
+			for _, x := range m.tagBuckets {
+				m.tagBucketSeen[x] = struct{}{}
+			}
+		}
+		if _, dup := m.tagBucketSeen[p]; dup {
+			return false
+		}
+		m.tagBucketSeen[p] = struct{}{}
+		m.tagBuckets = append(m.tagBuckets, p)
+		return true
+	}
+	for _, x := range m.tagBuckets {
+		if x == p {
+			return false
+		}
+	}
+	m.tagBuckets = append(m.tagBuckets, p)
+	return true
+}
+
+var matchPool = sync.Pool{New: func() any { return &matches{list: make([]*entry, 0, linearDedupMax)} }}
+
+// release empties m (dropping its references to entries) and pools it.
+func (m *matches) release() {
+	if cap(m.list) > maxPooledMatches {
+		return
+	}
+	clear(m.list)
+	m.list = m.list[:0]
+	clear(m.seen)
+	clear(m.tagBuckets)
+	m.tagBuckets = m.tagBuckets[:0]
+	clear(m.tagBucketSeen)
+	matchPool.Put(m)
 }
 
 // scan checks the filters of bucket b against ev and records the entries
 // that match and were not recorded yet.
-func (m matches) scan(ev *nostr.Event, b []*posting) matches {
+func (m *matches) scan(ev *nostr.Event, b []*posting) {
 	for _, p := range b {
 		e := p.f.e
 		if e.dedup && m.has(e) {
@@ -306,10 +360,14 @@ func (m matches) scan(ev *nostr.Event, b []*posting) matches {
 		}
 		m.list = append(m.list, e)
 		switch {
-		case m.seen != nil:
-			m.seen[e] = struct{}{}
-		case len(m.list) > linearDedupMax:
-			m.seen = make(map[*entry]struct{}, 2*len(m.list))
+		case len(m.list) > linearDedupMax+1:
+			if e.dedup {
+				m.seen[e] = struct{}{}
+			}
+		case len(m.list) == linearDedupMax+1:
+			if m.seen == nil {
+				m.seen = make(map[*entry]struct{}, 4*linearDedupMax)
+			}
 			for _, x := range m.list {
 				if x.dedup {
 					m.seen[x] = struct{}{}
@@ -317,11 +375,10 @@ func (m matches) scan(ev *nostr.Event, b []*posting) matches {
 			}
 		}
 	}
-	return m
 }
 
 func (m *matches) has(e *entry) bool {
-	if m.seen != nil {
+	if len(m.list) > linearDedupMax {
 		_, ok := m.seen[e]
 		return ok
 	}
@@ -387,12 +444,11 @@ func buildEntry(s *Subscription) *entry {
 		}
 		e.filters = append(e.filters, fr)
 	}
-	e.dedup = len(e.filters) > 1
+	posts := 0
 	for _, fr := range e.filters {
-		if len(fr.posts) > 0 && (fr.posts[0].key.dim == dimTag || fr.posts[0].key.dim == dimWord) {
-			e.dedup = true
-		}
+		posts += len(fr.posts)
 	}
+	e.dedup = posts > 1
 	return e
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -305,6 +306,33 @@ func BenchmarkIndexMatchSearch(b *testing.B) {
 				i++
 			}
 			b.ReportMetric(float64(matched)/float64(i), "matches/op")
+		})
+	}
+}
+
+// BenchmarkIndexMatchTopic is the fan-out of a live topic: n subscriptions
+// with the same {"kinds":[1],"#t":[topic]} filter, one per connection, all
+// reached by each event (they are posted by tag, so Match deduplicates).
+func BenchmarkIndexMatchTopic(b *testing.B) {
+	for _, n := range []int{200, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
+			c := tenant.NewCommunityID()
+			x := NewIndex()
+			f := nostr.Filter{Kinds: []int{1}, Tags: map[string][]string{"t": {"live"}}}
+			for i := range n {
+				x.Add(c, &Subscription{Owner: i, ID: "fan", Filters: []nostr.Filter{f}})
+			}
+			ev := &nostr.Event{Kind: 1, PubKey: strings.Repeat("a", 64), ID: strings.Repeat("b", 64),
+				Tags: nostr.Tags{{"t", "live"}, {"p", strings.Repeat("c", 64)}}}
+			var matched int
+			fn := func(*Subscription) { matched++ }
+			b.ReportAllocs()
+			for b.Loop() {
+				x.Match(c, ev, fn)
+			}
+			if matched != n*b.N {
+				b.Fatalf("matched %d, want %d", matched, n*b.N)
+			}
 		})
 	}
 }

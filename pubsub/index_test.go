@@ -414,6 +414,33 @@ func TestIndexManyMatches(t *testing.T) {
 	}
 }
 
+// Subscriptions with a single tag posting are not deduplicated by entry:
+// each is reached once because Match scans a tag bucket once per event,
+// however often the event repeats the tag (here more often than the linear
+// bucket check covers, among as many other tags).
+func TestIndexRepeatedTagSinglePosting(t *testing.T) {
+	x := NewIndex()
+	c := tenant.NewCommunityID()
+	var subs []*Subscription
+	for i := range 40 {
+		s := &Subscription{Owner: &owner{i}, ID: "s", Filters: []nostr.Filter{
+			{Kinds: []int{1}, Tags: map[string][]string{"t": {fmt.Sprint("v", i%3)}}},
+		}}
+		subs = append(subs, s)
+		x.Add(c, s)
+	}
+	ev := &nostr.Event{Kind: 1}
+	for i := range 60 {
+		ev.Tags = append(ev.Tags, nostr.Tag{"t", fmt.Sprint("v", i%4)}, nostr.Tag{"t", fmt.Sprint("w", i)})
+	}
+	for range 3 { // pooled match state must not leak between calls
+		got := indexMatch(t, x, c, ev)
+		if want := bruteMatch(subs, ev); strings.Join(got, ",") != strings.Join(want, ",") || len(got) != 40 {
+			t.Fatalf("matched %d, want 40", len(got))
+		}
+	}
+}
+
 // TestIndexConcurrent runs Add/Remove/RemoveOwner/Match from many goroutines
 // on two communities (run with -race). Each subscription of community a
 // matches every event; community b's never match, so any b result in a
