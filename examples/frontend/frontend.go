@@ -60,6 +60,8 @@ const (
 type frontend struct {
 	cfg      Config
 	pipeline *ingest.Pipeline
+	access   *channel.Access  // who may read what (the relay's read rules)
+	inflight *pubsub.Inflight // the stored-to-live handoff
 	sigs     *nostr.Verifier
 	auth     *nip98.Verifier
 	unlisten func()
@@ -78,8 +80,11 @@ func newFrontend(cfg Config) (*frontend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	f := &frontend{cfg: cfg, streams: make(map[tenant.CommunityID]map[*stream]struct{})}
+	f := &frontend{cfg: cfg, inflight: pubsub.NewInflight(), streams: make(map[tenant.CommunityID]map[*stream]struct{})}
 	var err error
+	if f.access, err = channel.NewAccess(cfg.Store, channel.WithLogger(cfg.Logger)); err != nil {
+		return nil, err
+	}
 	if f.sigs, err = nostr.NewVerifier(); err != nil {
 		return nil, err
 	}
@@ -87,14 +92,12 @@ func newFrontend(cfg Config) (*frontend, error) {
 		return nil, err
 	}
 	// The relay's write path, whole: verification, channel admission,
-	// storage, publication. Channel and membership changes come back here
-	// to recheck the open streams (see access.go).
+	// storage, publication. Channel and membership changes come back here,
+	// before the command's event is published, to revoke what streams lost.
 	f.pipeline, err = ingest.New(ingest.Config{
 		Store: cfg.Store, Broker: cfg.Broker, Verifier: f.sigs, Logger: cfg.Logger,
 		MaxFutureSkew: 15 * time.Minute, MaxContentBytes: 64 << 10,
-		Channels: &ingest.Channels{Store: cfg.Store,
-			OnChange:        func(_ context.Context, tc tenant.TenantContext, _ channel.Change) { f.recheck(tc) },
-			OnMemberRemoved: func(_ context.Context, tc tenant.TenantContext, _ string) { f.recheck(tc) }},
+		Channels: &ingest.Channels{Store: cfg.Store, OnChange: f.channelChanged, OnMemberRemoved: f.memberRemoved},
 	})
 	if err != nil {
 		return nil, err
@@ -106,6 +109,7 @@ func newFrontend(cfg Config) (*frontend, error) {
 // Close stops live delivery.
 func (f *frontend) Close() {
 	f.unlisten()
+	f.access.Close()
 	f.sigs.Close()
 }
 
@@ -185,7 +189,9 @@ func (f *frontend) publish(w http.ResponseWriter, req *http.Request, tc tenant.T
 	if f.cfg.Tracer != nil {
 		sub.Tracer, sub.Actor = f.cfg.Tracer(tc), actor(signers)
 	}
+	ticket := f.inflight.Begin()
 	out := f.pipeline.Ingest(req.Context(), sub)
+	f.inflight.End(ticket)
 	status := http.StatusOK
 	if !out.OK {
 		status = prefixStatus(out.Message)
@@ -193,54 +199,72 @@ func (f *frontend) publish(w http.ResponseWriter, req *http.Request, tc tenant.T
 	writeJSON(w, status, map[string]any{"event_id": ev.ID, "accepted": out.OK, "message": out.Message})
 }
 
-// stream is one open /stream: the live events of its community matching
-// its filter are queued for it, as are the rechecks of its access.
+// stream is one open /stream: the live events of its community that
+// match its filter are queued for it.
 type stream struct {
-	tc      tenant.TenantContext
-	readers []string
-	filter  nostr.Filter
-	queue   chan item
-	cut     chan struct{} // closed when the queue overflowed
-	once    sync.Once
+	reader *channel.Reader
+	filter nostr.Filter
+	queue  chan pubsub.Message
+	done   chan struct{} // closed by end
+	once   sync.Once
+	reason string // why it ended, set before done is closed
 }
 
-// item is a live event, or (recheck) a change of access to apply before
-// the events queued after it.
-type item struct {
-	msg     pubsub.Message
-	recheck bool
-}
-
-// push queues it without blocking; a full queue ends the stream.
-func (s *stream) push(it item) {
-	select {
-	case s.queue <- it:
-	default:
-		s.once.Do(func() { close(s.cut) })
-	}
+// end ends the stream with a reason ("event: closed"); only the first call
+// counts.
+func (s *stream) end(reason string) {
+	s.once.Do(func() { s.reason = reason; close(s.done) })
 }
 
 // deliver is the broker listener: it queues each live event for the
-// matching streams of the event's own community. It never blocks.
+// matching streams of the event's own community. It never blocks: a
+// stream whose queue is full ends.
 func (f *frontend) deliver(m pubsub.Message) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for s := range f.streams[m.Community] {
+	for _, s := range f.streamsOf(m.Community) {
 		if s.filter.Matches(m.Event) {
-			s.push(item{msg: m})
+			select {
+			case s.queue <- m:
+			default:
+				s.end("error: the stream fell too far behind")
+			}
 		}
 	}
 }
 
-// recheck queues an access recheck on every stream of tc's community. The
-// ingest pipeline calls it after a channel or membership command
-// committed and before the command's event is published, so each stream
-// judges every later event by its new access.
-func (f *frontend) recheck(tc tenant.TenantContext) {
+func (f *frontend) streamsOf(c tenant.CommunityID) []*stream {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for s := range f.streams[tc.Community()] {
-		s.push(item{recheck: true})
+	out := make([]*stream, 0, len(f.streams[c]))
+	for s := range f.streams[c] {
+		out = append(out, s)
+	}
+	return out
+}
+
+// channelChanged applies a committed channel command before its event is
+// published: readers that lost the channel stop receiving it at once, and
+// streams naming it in "#h" end, as the relay closes such subscriptions.
+func (f *frontend) channelChanged(ctx context.Context, tc tenant.TenantContext, ch channel.Change) {
+	id := ch.Channel.ID
+	f.access.ChannelChanged(tc.Community(), id, nil)
+	filters := make([]nostr.Filter, 1)
+	for _, s := range f.streamsOf(tc.Community()) {
+		filters[0] = s.filter
+		named := channel.Names(filters, id)
+		if (named || s.reader.Holds(id)) && s.reader.Revoked(ctx, id, ch.Deleted || ch.BecamePrivate, ch.Revoked) && named {
+			s.end(channel.MsgChannelRevoked)
+		}
+	}
+}
+
+// memberRemoved ends the streams that may no longer read a members-only
+// community after pubkey's removal.
+func (f *frontend) memberRemoved(ctx context.Context, tc tenant.TenantContext, pubkey string) {
+	f.access.MemberChanged(tc.Community(), pubkey)
+	for _, s := range f.streamsOf(tc.Community()) {
+		if lost, _ := s.reader.LostCommunity(ctx, pubkey); lost {
+			s.end(channel.MsgCommunityRevoked)
+		}
 	}
 }
 
@@ -262,10 +286,16 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 		rt.refuse(ctx, w, ingest.Reason(err, "invalid: "))
 		return
 	}
-	s := &stream{tc: tc, readers: readers, filter: flt, queue: make(chan item, streamQueue), cut: make(chan struct{})}
+	// The request's read access: the relay's rules for the pubkeys it
+	// authenticated as.
+	s := &stream{reader: f.access.Reader(ctx, tc.Community()), filter: flt,
+		queue: make(chan pubsub.Message, streamQueue), done: make(chan struct{})}
+	for _, pk := range readers {
+		s.reader.Authenticated(pk)
+	}
 	if live {
 		// Registered before access is decided and the store is read: every
-		// live event and access change from now on is queued for it.
+		// live event and access change from now on reaches it.
 		f.cfg.Broker.Retain(pubsub.Topic{Community: tc.Community()})
 		defer f.cfg.Broker.Release(pubsub.Topic{Community: tc.Community()})
 		f.mu.Lock()
@@ -280,12 +310,12 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 			f.mu.Unlock()
 		}()
 	}
-	scope, reason, err := f.access(ctx, tc, readers, &flt, rt.channel)
+	scope, reason, needAuth, err := s.reader.Check(ctx, []nostr.Filter{flt}, rt.checked)
 	if err == nil && reason == "" {
 		var recs []store.Record
 		if recs, err = f.stored(ctx, tc, flt, scope, rt); err == nil {
 			if live {
-				f.follow(ctx, w, s, scope, recs, rt)
+				f.follow(ctx, w, s, recs, rt)
 				return
 			}
 			writeJSON(w, http.StatusOK, rawArray(recs))
@@ -299,11 +329,18 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 		f.cfg.Logger.ErrorContext(ctx, "frontend: read", "err", err)
 		reason = ingest.MsgInternal
 	}
+	if needAuth {
+		w.Header().Set("WWW-Authenticate", nip98.Scheme)
+	}
 	rt.refuse(ctx, w, reason)
 }
 
+// kindGiftWrap (NIP-59) is readable by its recipient only; this frontend
+// serves no gift wraps at all.
+const kindGiftWrap = 1059
+
 // stored reads the stored events of flt under scope, newest first, at most
-// maxLimit of them, leaving out what visible forbids.
+// maxLimit of them.
 func (f *frontend) stored(ctx context.Context, tc tenant.TenantContext, flt nostr.Filter, scope channel.Scope, rt readTrace) ([]store.Record, error) {
 	if flt.LimitSet && flt.Limit == 0 {
 		rt.rows(ctx, &flt, nil)
@@ -320,7 +357,7 @@ func (f *frontend) stored(ctx context.Context, tc tenant.TenantContext, flt nost
 		if err != nil {
 			return nil, err
 		}
-		if ev, err := nostr.ParseEvent(rec.Raw); err != nil || !visible(scope, ev) {
+		if ev, err := nostr.ParseEvent(rec.Raw); err != nil || ev.Kind == kindGiftWrap {
 			continue
 		}
 		recs = append(recs, rec)
@@ -330,11 +367,10 @@ func (f *frontend) stored(ctx context.Context, tc tenant.TenantContext, flt nost
 	return recs, nil
 }
 
-// follow sends a stream: the stored events, "eose", then the queued live
-// events in order — each once: an event the store already returned is
-// skipped — until the client leaves, the stream falls behind, or a recheck
-// finds its access revoked.
-func (f *frontend) follow(ctx context.Context, w http.ResponseWriter, s *stream, scope channel.Scope, recs []store.Record, rt readTrace) {
+// follow sends a stream: the stored events, "eose", then the live events
+// its reader may read, in order and each once, until the client leaves or
+// the stream ends.
+func (f *frontend) follow(ctx context.Context, w http.ResponseWriter, s *stream, recs []store.Record, rt readTrace) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -353,30 +389,35 @@ func (f *frontend) follow(ctx context.Context, w http.ResponseWriter, s *stream,
 	if !send("eose", nil) {
 		return
 	}
+	// The stored-to-live handoff: an event the store returned may still be
+	// on its way to the broker. Once every ingest begun by now has
+	// published, such an event is among those queued so far; anything
+	// queued later is new.
+	if f.inflight.WaitBegun(ctx) != nil {
+		return
+	}
+	maybeSent := len(s.queue)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.cut:
-			send("closed", []byte("error: the stream fell too far behind"))
+		case <-s.done:
+			send("closed", []byte(s.reason))
 			return
-		case it := <-s.queue:
-			if it.recheck {
-				var reason string
-				var err error
-				if scope, reason, err = f.access(ctx, s.tc, s.readers, &s.filter, nil); err != nil || reason != "" {
-					send("closed", []byte(revoked(reason, err)))
-					return
+		case m := <-s.queue:
+			if maybeSent > 0 {
+				maybeSent--
+				if sent[m.Event.ID] {
+					continue
 				}
+			}
+			if m.Event.Kind == kindGiftWrap || !s.reader.Deliverable(m.Event) {
 				continue
 			}
-			if sent[it.msg.Event.ID] || !visible(scope, it.msg.Event) {
-				continue
-			}
-			if !send("event", it.msg.Raw) {
+			if !send("event", m.Raw) {
 				return
 			}
-			rt.live(ctx, it.msg)
+			rt.live(ctx, m)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gonostr "github.com/nbd-wtf/go-nostr"
 
@@ -70,6 +71,11 @@ func serve(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder) cl
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveWith(t, st, dir, rec, broker)
+}
+
+func serveWith(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder, broker pubsub.Broker) client {
+	t.Helper()
 	fe, err := newFrontend(Config{Store: st, Directory: dir, Broker: broker, Tracer: rec.Open})
 	if err != nil {
 		t.Fatal(err)
@@ -377,6 +383,16 @@ func checkTraces(t *testing.T, rec *trace.Recorder, requireAll bool) {
 	}
 }
 
+// slowBroker publishes a moment after it is asked to, widening the window
+// between an event's save and its publication that the stored-to-live
+// handoff must cover.
+type slowBroker struct{ *pubsub.Local }
+
+func (b slowBroker) Publish(ctx context.Context, m pubsub.Message) error {
+	time.Sleep(20 * time.Millisecond)
+	return b.Local.Publish(ctx, m)
+}
+
 // TestStoredToLiveHandoff opens streams while events are being published:
 // each stream gets every event exactly once, stored or live.
 func TestStoredToLiveHandoff(t *testing.T) {
@@ -384,21 +400,31 @@ func TestStoredToLiveHandoff(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st := open(t)
 			community(t, st, "a.example")
-			c := serve(t, st, st, trace.NewRecorder())
+			local, err := pubsub.NewLocal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := serveWith(t, st, st, trace.NewRecorder(), slowBroker{local})
 			alice := newUser(t)
 			const n = 60
 			evs := make([]*gonostr.Event, n)
 			for i := range evs {
 				evs[i] = alice.event(t, 1, fmt.Sprint("note ", i))
 			}
+			// A stream opens as every 8th event is being published.
 			var wg sync.WaitGroup
+			posting := make(chan struct{})
 			wg.Go(func() {
-				for _, ev := range evs {
+				for i, ev := range evs {
+					if i%8 == 0 {
+						posting <- struct{}{}
+					}
 					c.mustPost("a.example", ev, nil)
 				}
+				close(posting)
 			})
 			var streams []*sse
-			for range 4 {
+			for range posting {
 				s, a := c.stream("a.example", gonostr.Filter{Kinds: []int{1}}, nil)
 				if s == nil {
 					t.Fatalf("stream: %+v", a)

@@ -1,9 +1,9 @@
 // Command frontend is a custom buzz frontend that is not the relay's
 // WebSocket handler: an HTTP + Server-Sent Events timeline built from the
-// public packages alone — tenant (host → community), store (events,
-// channels), pubsub (live events), ingest (the write path), nip98 (who is
-// reading) and the read-access rules — with the relay's isolation
-// guarantees. It serves http://localhost:3000 from ./buzz-data until
+// public packages alone — tenant (host → community), store (events),
+// channel (who may read what: the relay's read rules, revocation), pubsub
+// (live events and the stored-to-live handoff), ingest (the write path) and
+// nip98 (who is asking) — with the relay's isolation guarantees. It serves http://localhost:3000 from ./buzz-data until
 // SIGINT or SIGTERM:
 //
 //	POST /events                  one signed event (JSON body), admitted by the
