@@ -251,7 +251,12 @@ func (f *frontend) channelChanged(ctx context.Context, tc tenant.TenantContext, 
 	for _, s := range f.streamsOf(tc.Community()) {
 		filters[0] = s.filter
 		named := channel.Names(filters, id)
-		if (named || s.reader.Holds(id)) && s.reader.Revoked(ctx, id, ch.Deleted || ch.BecamePrivate, ch.Revoked) && named {
+		if !named && !s.reader.Holds(id) {
+			continue // it reads nothing of the channel: nothing to lose
+		}
+		// An affected reader's set is recomputed here: from now on
+		// Deliverable refuses the channel's events.
+		if lost := s.reader.Revoked(ctx, id, ch.Deleted || ch.BecamePrivate, ch.Revoked); lost && named {
 			s.end(channel.MsgChannelRevoked)
 		}
 	}
