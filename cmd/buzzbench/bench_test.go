@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,8 +23,22 @@ import (
 // on ingest, REQ and fan-out (client and relay share the profile; focus on
 // the relay's packages).
 
+// benchCorpus is 4,000 events, or BUZZBENCH_EVENTS of them (signed once
+// and kept in the command's corpus cache, e.g. 20000 for the size the
+// command uses).
 var benchCorpus = sync.OnceValues(func() (*corpus, error) {
-	c, _, err := loadCorpus(context.Background(), "", 99, 4000)
+	size, cache := 4000, ""
+	if v := os.Getenv("BUZZBENCH_EVENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("BUZZBENCH_EVENTS=%q: want a positive number", v)
+		}
+		size = n
+		if d, err := os.UserCacheDir(); err == nil {
+			cache = filepath.Join(d, "buzzbench")
+		}
+	}
+	c, _, err := loadCorpus(context.Background(), cache, 99, size)
 	return c, err
 })
 
@@ -91,6 +108,52 @@ func BenchmarkRelayReq(b *testing.B) {
 		b.Errorf("%s: %d wrong answers", shape, n)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkRelayCount runs the planned COUNT shapes sequentially on one
+// connection against a relay holding the corpus, one sub-benchmark per
+// shape.
+func BenchmarkRelayCount(b *testing.B) {
+	c, err := benchCorpus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := startTestRelay(b)
+	e := &env{cfg: &config{Conns: 16}, c: c, target: &target{URL: url}, counts: c.planCounts(0, 64)}
+	ctx := context.Background()
+	if err := ensureLoaded(ctx, e); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := e.dial(ctx, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	byShape := map[string][]plannedCount{}
+	var shapes []string
+	for _, pc := range e.counts {
+		if byShape[pc.Shape] == nil {
+			shapes = append(shapes, pc.Shape)
+		}
+		byShape[pc.Shape] = append(byShape[pc.Shape], pc)
+	}
+	for _, shape := range shapes {
+		b.Run(shape, func(b *testing.B) {
+			pcs := byShape[shape]
+			i := 0
+			for b.Loop() {
+				pc := pcs[i%len(pcs)]
+				n, _, closed, err := conn.count(ctx, pc.Filters)
+				if err != nil || closed != "" {
+					b.Fatalf("count: %v %q", err, closed)
+				}
+				if int(n) != pc.Want {
+					b.Errorf("count %d, want %d", n, pc.Want)
+				}
+				i++
+			}
+		})
+	}
 }
 
 // BenchmarkRelayFanout publishes one event at a time to 200 subscribers

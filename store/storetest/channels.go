@@ -308,6 +308,18 @@ func testChannelScope(t *testing.T, b ChannelBackend) {
 		if err != nil || n != tc.want {
 			t.Fatalf("CountScoped(%v) = %d, %v; want %d", tc.sc.Channels(), n, err, tc.want)
 		}
+		// Shapes a store may count from an index alone when nothing can
+		// be hidden honour the scope too: they count what the query reads.
+		for name, f := range map[string]nostr.Filter{
+			"author": {Authors: []string{a.PubKey}},
+			"#h x":   {Tags: map[string][]string{"h": {x.String()}}},
+		} {
+			want := len(scoped(t, b, c, f, tc.sc))
+			n, err := b.CountScoped(ctxb(), c, []nostr.Filter{f}, tc.sc)
+			if err != nil || n != int64(want) {
+				t.Fatalf("CountScoped(%s, %v) = %d, %v; want %d", name, tc.sc.Channels(), n, err, want)
+			}
+		}
 	}
 	// Readable sets.
 	outsider, member := NewAuthor(t), NewAuthor(t)

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"Ordering", testOrdering},
 		{"LargeLists", testLargeLists},
 		{"Count", testCount},
+		{"CountShapes", testCountShapes},
 		{"Differential", testDifferential},
 		{"ConcurrentSaves", testConcurrentSaves},
 		{"ContextCancellation", testContextCancellation},
@@ -787,6 +788,70 @@ func testCount(t *testing.T, b store.Backend) {
 		t.Fatalf("count = %d, want 5", n)
 	}
 }
+
+// testCountShapes counts each shape a store may answer from an index alone
+// (an author, one tag value with a time range, a tag with kinds none of the
+// community's events has) before and after the community holds an event
+// that must not be counted: an expired one not yet swept. Another
+// community's events never count.
+func testCountShapes(t *testing.T, b store.Backend) {
+	c := Community(t, b, "a.example")
+	other := Community(t, b, "b.example")
+	alice, bob := NewAuthor(t), NewAuthor(t)
+	root := alice.Event(t, 1, base, "root", nostr.Tag{"t", "go"})
+	var evs []*nostr.Event
+	evs = append(evs, root)
+	for i := 1; i <= 12; i++ {
+		au := alice
+		if i%3 == 0 {
+			au = bob
+		}
+		tags := []nostr.Tag{{"e", root.ID}}
+		if i%2 == 0 {
+			tags = append(tags, nostr.Tag{"t", "go"})
+		}
+		evs = append(evs, au.Event(t, []int{1, 7}[i%2], base+int64(i), fmt.Sprint(i), tags...))
+	}
+	SaveAll(t, b, c, evs)
+	// The same shapes in another community, which must not count.
+	for i := 0; i < 3; i++ {
+		MustSave(t, b, other, alice.Event(t, 1, base+int64(i), "elsewhere", nostr.Tag{"e", root.ID}, nostr.Tag{"t", "go"}))
+	}
+	shapes := map[string][]nostr.Filter{
+		"author":              {{Authors: []string{alice.PubKey}}},
+		"author+kind":         {{Authors: []string{bob.PubKey}, Kinds: []int{1}}},
+		"tag":                 {{Tags: map[string][]string{"e": {root.ID}}}},
+		"tag twice":           {{Tags: map[string][]string{"e": {root.ID, root.ID}}}},
+		"tag+since+until":     {{Tags: map[string][]string{"e": {root.ID}}, Since: ptr(base + 3), Until: ptr(base + 8)}},
+		"tag+kind":            {{Kinds: []int{1}, Tags: map[string][]string{"t": {"go"}}}},
+		"tag+absent kind":     {{Kinds: []int{1059}, Tags: map[string][]string{"e": {root.ID}}}},
+		"tag+author+kinds":    {{Authors: []string{bob.PubKey}, Kinds: []int{7, 1059}, Tags: map[string][]string{"e": {root.ID}}}},
+		"two tags":            {{Tags: map[string][]string{"e": {root.ID}, "t": {"go"}}}},
+		"overlapping filters": {{Tags: map[string][]string{"t": {"go"}}}, {Authors: []string{bob.PubKey}}, {Kinds: []int{7}}},
+	}
+	check := func(stage string, evs []*nostr.Event) {
+		t.Helper()
+		for name, fs := range shapes {
+			want := map[string]bool{}
+			for _, f := range fs {
+				for _, id := range Expected(evs, f) {
+					want[id] = true
+				}
+			}
+			if n := CountOf(t, b, c, fs...); n != int64(len(want)) {
+				t.Errorf("%s: %s: count %d, want %d", stage, name, n, len(want))
+			}
+		}
+	}
+	check("nothing hidden", evs)
+	// An expired event matching every shape but the kind-only ones.
+	expired := alice.Event(t, 1, base+5, "expired", nostr.Tag{"e", root.ID}, nostr.Tag{"t", "go"},
+		nostr.Tag{"expiration", fmt.Sprint(time.Now().Unix() - 10)})
+	MustSave(t, b, c, expired)
+	check("one expired event", evs)
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func testConcurrentSaves(t *testing.T, b store.Backend) {
 	a := Community(t, b, "a.example")
