@@ -14,7 +14,7 @@ import (
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
-	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/ratelimit"
 	"github.com/buzzrelay/buzz/tenant"
 )

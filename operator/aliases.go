@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -125,9 +126,11 @@ func (h *Handler) removeAlias(ctx context.Context, actor string, _ *http.Request
 
 // aliasChanged makes an alias change take effect at once on every process
 // (their host caches forget the alias); a failed publish is logged: other
-// processes then see it when their cache entry expires.
+// processes then see it when their cache entry expires. The message is
+// AliasOnly: it says nothing about whether the community is archived, so
+// it neither fences nor unfences it anywhere.
 func (h *Handler) aliasChanged(ctx context.Context, id tenant.CommunityID, alias string) {
-	if err := h.hostsChanged(ctx, store.Community{ID: id}, alias); err != nil {
+	if err := h.hostsChanged(ctx, id, control.HostsChanged{Hosts: []string{alias}, AliasOnly: true}); err != nil {
 		h.log.WarnContext(ctx, "operator: alias change not confirmed on every process", "alias", alias, "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/operator"
-	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -126,5 +127,74 @@ func TestOperatorAliases(t *testing.T) {
 		expect(t, status, body, http.StatusNotFound, "community_not_found")
 		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases/remove", map[string]any{"alias": "c.example"})
 		expect(t, status, body, http.StatusNotFound, "community_not_found")
+	})
+}
+
+// staleDirectory maps hosts as another process's host cache might while a
+// lookup that started before an archive is still in flight.
+type staleDirectory map[string]tenant.CommunityID
+
+func (d staleDirectory) LookupHost(_ context.Context, host string) (tenant.CommunityID, error) {
+	if id, ok := d[host]; ok {
+		return id, nil
+	}
+	return tenant.CommunityID{}, tenant.ErrUnmappedHost
+}
+
+// TestAliasChangeKeepsArchiveFence: adding or removing an alias of an
+// archived community does not lift another process's archive fence (an
+// alias change says nothing about the archived state); unarchiving does.
+func TestAliasChangeKeepsArchiveFence(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func(t *testing.T) backend) {
+		stale := staleDirectory{}
+		fence, err := control.NewArchiveFence(stale, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e *env
+		e = newEnv(t, open(t), operator.WithControlPublisher(publisherFunc(func(ctx context.Context, c tenant.CommunityID, m control.Message) error {
+			fence.OnControl(c, m) // what the other process receives
+			return e.relay.PublishControl(ctx, c, m)
+		})))
+		status, body := e.api(e.op, http.MethodPost, "/operator/communities", map[string]any{"host": "c.example"})
+		expect(t, status, body, http.StatusCreated, "")
+		id := body["community_id"].(string)
+		c, err := e.st.CommunityByHost(context.Background(), "c.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale["c.example"] = c.ID
+		fenced := func() bool {
+			t.Helper()
+			_, err := fence.LookupHost(context.Background(), "c.example")
+			if err != nil && !errors.Is(err, tenant.ErrUnmappedHost) {
+				t.Fatal(err)
+			}
+			return err != nil
+		}
+		if fenced() {
+			t.Fatal("an active community is fenced")
+		}
+
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/archive", map[string]any{"host": "c.example", "owner_pubkey": ""})
+		expect(t, status, body, http.StatusOK, "")
+		if !fenced() {
+			t.Fatal("the archived community is not fenced")
+		}
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases", map[string]any{"community_id": id, "alias": "alias.example"})
+		expect(t, status, body, http.StatusCreated, "")
+		if !fenced() {
+			t.Fatal("adding an alias lifted the archive fence")
+		}
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/aliases/remove", map[string]any{"alias": "alias.example"})
+		expect(t, status, body, http.StatusOK, "")
+		if !fenced() {
+			t.Fatal("removing an alias lifted the archive fence")
+		}
+		status, body = e.api(e.op, http.MethodPost, "/operator/communities/unarchive", map[string]any{"host": "c.example", "owner_pubkey": ""})
+		expect(t, status, body, http.StatusOK, "")
+		if fenced() {
+			t.Fatal("unarchiving did not lift the archive fence")
+		}
 	})
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nip98"
-	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -307,13 +307,16 @@ func (h *Handler) storeError(err error) error {
 	return err
 }
 
-// hostsChanged makes a change of c's mapping take effect at once: this
-// process's host cache forgets hosts (deduplicated, "" skipped), and
-// every other process is told through the ControlPublisher. The error is
-// the publisher's: other processes may not have been told.
-func (h *Handler) hostsChanged(ctx context.Context, c store.Community, hosts ...string) error {
+// hostsChanged makes a change of a community's mapping take effect at
+// once: this process's host cache forgets m.Hosts (deduplicated, ""
+// skipped), and every other process is told through the ControlPublisher.
+// m.Archived must be the community's state after the change, or m.AliasOnly
+// set when only aliases changed (the state is then not claimed: an archive
+// fence must not be lifted by an alias change). The error is the
+// publisher's: other processes may not have been told.
+func (h *Handler) hostsChanged(ctx context.Context, id tenant.CommunityID, m control.HostsChanged) error {
 	var uniq []string
-	for _, host := range hosts {
+	for _, host := range m.Hosts {
 		if host != "" && !slices.Contains(uniq, host) {
 			uniq = append(uniq, host)
 		}
@@ -328,7 +331,8 @@ func (h *Handler) hostsChanged(ctx context.Context, c store.Community, hosts ...
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.timeout)
 	defer cancel()
-	return h.publisher.PublishControl(pctx, c.ID, control.HostsChanged{Hosts: uniq, Archived: c.Archived()})
+	m.Hosts = uniq
+	return h.publisher.PublishControl(pctx, id, m)
 }
 
 func formatTime(t time.Time) *string {

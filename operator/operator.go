@@ -47,7 +47,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nip98"
-	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/tenant"
 )
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 )
 
@@ -167,7 +168,7 @@ func (h *Handler) create(ctx context.Context, actor string, _ *http.Request, bod
 		resp.Status, status = "created", http.StatusCreated
 		// Drop every process's cached "unmapped"; failing to tell the
 		// others only delays the new host there (negative cache TTL).
-		if err := h.hostsChanged(ctx, c, host, c.Host); err != nil {
+		if err := h.hostsChanged(ctx, c.ID, control.HostsChanged{Hosts: []string{host, c.Host}, Archived: c.Archived()}); err != nil {
 			h.log.WarnContext(ctx, "operator: other processes not told of a new community", "community", c.ID.String(), "err", err)
 		}
 		h.log.InfoContext(ctx, "operator: community created", "operator", actor,
@@ -247,7 +248,7 @@ func (h *Handler) setArchived(ctx context.Context, actor string, body []byte, ar
 	default:
 		resp.Status = "already_active"
 	}
-	pubErr := h.hostsChanged(ctx, c, c.Host, host)
+	pubErr := h.hostsChanged(ctx, c.ID, control.HostsChanged{Hosts: []string{c.Host, host}, Archived: c.Archived()})
 	if pubErr != nil {
 		h.log.WarnContext(ctx, "operator: other processes not told of the host change", "community", c.ID.String(), "err", pubErr)
 	}

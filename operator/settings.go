@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/buzzrelay/buzz/channel"
-	"github.com/buzzrelay/buzz/pubsub/redis/control"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )

@@ -15,14 +15,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/redis"
-	"github.com/buzzrelay/buzz/pubsub/redis/control"
 	"github.com/buzzrelay/buzz/ratelimit"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -275,99 +273,6 @@ func redactRedisURL(v string) string {
 		return u.Redacted()
 	}
 	return "(unparsable URL)"
-}
-
-// clusterDisconnector closes an archived community's connections on every
-// pod: it broadcasts control.DisconnectCommunity (other pods act on it
-// asynchronously) and waits for this pod's own connections to close.
-type clusterDisconnector struct{ relay *buzz.Relay }
-
-func (d clusterDisconnector) DisconnectCommunity(ctx context.Context, c tenant.CommunityID) error {
-	err := d.relay.PublishControl(ctx, c, control.DisconnectCommunity{})
-	if lerr := d.relay.DisconnectCommunity(ctx, c); lerr != nil {
-		return lerr
-	}
-	if err != nil {
-		// This pod's sockets are closed; the others' may stay open.
-		return fmt.Errorf("broadcast disconnect: %w", err)
-	}
-	return nil
-}
-
-// archiveFence is the relay's directory: the host cache, except that a
-// community archived on any pod is refused here for as long as the cache
-// may still map its host. It closes the window in which a lookup that
-// started before the archive committed returns its stale answer after the
-// cache was invalidated (control.HostsChanged), so no pod binds a new
-// connection to an archived community. An unarchive (HostsChanged with
-// Archived false, which reaches every pod) lifts the fence at once.
-type archiveFence struct {
-	next tenant.Directory
-	ttl  time.Duration
-	now  func() time.Time
-
-	mu     sync.Mutex
-	fenced map[tenant.CommunityID]time.Time // community → fence end
-}
-
-func newArchiveFence(next tenant.Directory, ttl time.Duration) *archiveFence {
-	return &archiveFence{next: next, ttl: ttl, now: time.Now, fenced: make(map[tenant.CommunityID]time.Time)}
-}
-
-// LookupHost resolves through the cache and refuses fenced communities.
-func (f *archiveFence) LookupHost(ctx context.Context, host string) (tenant.CommunityID, error) {
-	id, err := f.next.LookupHost(ctx, host)
-	if err != nil {
-		return id, err
-	}
-	f.mu.Lock()
-	until, ok := f.fenced[id]
-	if ok && !f.now().Before(until) {
-		delete(f.fenced, id)
-		ok = false
-	}
-	f.mu.Unlock()
-	if ok {
-		return tenant.CommunityID{}, fmt.Errorf("%w: community archived", tenant.ErrUnmappedHost)
-	}
-	return id, nil
-}
-
-// Invalidate forgets host in the cache behind the fence; the relay calls it
-// for every host of a control.HostsChanged (see buzz.WithDirectory).
-func (f *archiveFence) Invalidate(host string) {
-	if inv, ok := f.next.(interface{ Invalidate(string) }); ok {
-		inv.Invalidate(host)
-	}
-}
-
-// onControl fences communities being archived (control.DisconnectCommunity,
-// control.HostsChanged with Archived) and lifts the fence of those
-// unarchived or provisioned again (HostsChanged without Archived). It runs
-// before the relay invalidates its host cache for the same message.
-func (f *archiveFence) onControl(c tenant.CommunityID, m control.Message) {
-	archived := false
-	switch m := m.(type) {
-	case control.DisconnectCommunity:
-		archived = true
-	case control.HostsChanged:
-		archived = m.Archived
-	default:
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !archived {
-		delete(f.fenced, c)
-		return
-	}
-	now := f.now()
-	for id, until := range f.fenced { // keep the map small
-		if !now.Before(until) {
-			delete(f.fenced, id)
-		}
-	}
-	f.fenced[c] = now.Add(f.ttl)
 }
 
 // hostCache is the relay's caching host directory over backend, with the

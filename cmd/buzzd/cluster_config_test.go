@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/buzzrelay/buzz/pubsub/redis/control"
-	"github.com/buzzrelay/buzz/tenant"
 )
 
 func TestParseConfigCluster(t *testing.T) {
@@ -54,64 +49,5 @@ func TestParseConfigCluster(t *testing.T) {
 		} else if strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: error leaks a secret: %v", name, err)
 		}
-	}
-}
-
-type mapDirectory map[string]tenant.CommunityID
-
-func (m mapDirectory) LookupHost(_ context.Context, h string) (tenant.CommunityID, error) {
-	if id, ok := m[h]; ok {
-		return id, nil
-	}
-	return tenant.CommunityID{}, tenant.ErrUnmappedHost
-}
-
-func TestArchiveFence(t *testing.T) {
-	a, b := tenant.NewCommunityID(), tenant.NewCommunityID()
-	clock := time.Unix(1000, 0)
-	f := newArchiveFence(mapDirectory{"a.example": a, "b.example": b}, 10*time.Second)
-	f.now = func() time.Time { return clock }
-	ctx := context.Background()
-
-	f.onControl(a, control.MembershipChanged{})
-	if id, err := f.LookupHost(ctx, "a.example"); err != nil || id != a {
-		t.Fatalf("not fenced by other messages: %v %v", id, err)
-	}
-	f.onControl(a, control.DisconnectCommunity{})
-	if _, err := f.LookupHost(ctx, "a.example"); !errors.Is(err, tenant.ErrUnmappedHost) {
-		t.Fatalf("fenced community resolves: %v", err)
-	}
-	if id, err := f.LookupHost(ctx, "b.example"); err != nil || id != b {
-		t.Fatalf("another community is fenced: %v %v", id, err)
-	}
-	if _, err := f.LookupHost(ctx, "nowhere.example"); !errors.Is(err, tenant.ErrUnmappedHost) {
-		t.Fatalf("unmapped host: %v", err)
-	}
-	clock = clock.Add(10 * time.Second)
-	if id, err := f.LookupHost(ctx, "a.example"); err != nil || id != a {
-		t.Fatalf("after the fence lapsed: %v %v", id, err)
-	}
-}
-
-// TestArchiveFenceLiftedByUnarchive: an unarchive (HostsChanged without
-// Archived) lifts the fence at once; an archive announced by HostsChanged
-// fences like a disconnect.
-func TestArchiveFenceLiftedByUnarchive(t *testing.T) {
-	a := tenant.NewCommunityID()
-	f := newArchiveFence(mapDirectory{"a.example": a}, time.Hour)
-	ctx := context.Background()
-
-	f.onControl(a, control.HostsChanged{Hosts: []string{"a.example"}, Archived: true})
-	if _, err := f.LookupHost(ctx, "a.example"); !errors.Is(err, tenant.ErrUnmappedHost) {
-		t.Fatalf("archived (HostsChanged) community resolves: %v", err)
-	}
-	f.onControl(a, control.HostsChanged{Hosts: []string{"a.example"}})
-	if id, err := f.LookupHost(ctx, "a.example"); err != nil || id != a {
-		t.Fatalf("after unarchive: %v %v", id, err)
-	}
-	f.onControl(a, control.DisconnectCommunity{})
-	f.onControl(a, control.HostsChanged{Hosts: []string{"a.example"}})
-	if id, err := f.LookupHost(ctx, "a.example"); err != nil || id != a {
-		t.Fatalf("after disconnect then unarchive: %v %v", id, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -166,7 +167,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		return err
 	}
 	// Archived on any pod → refused here while dir may still cache it.
-	fence := newArchiveFence(dir, cfg.Cluster.fenceTTL())
+	fence, err := control.NewArchiveFence(dir, cfg.Cluster.fenceTTL())
+	if err != nil {
+		return fmt.Errorf("archive fence: %w", err)
+	}
 	cl, err := openCluster(ctx, cfg.Cluster, logger)
 	if err != nil {
 		return err
@@ -207,7 +211,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithStore(backend),
 		buzz.WithChannels(),
 		buzz.WithDirectory(fence),
-		buzz.WithControlHook(fence.onControl),
+		buzz.WithControlHook(fence.OnControl),
 		buzz.WithRelayURL(cfg.RelayURL),
 		buzz.WithAuth(auth),
 		buzz.WithLimits(cfg.Limits),
@@ -228,7 +232,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		_ = relay.Shutdown(ctx)
 		return err
 	}
-	handler, err := withOperatorAPI(cfg, backend, dir, clusterDisconnector{relay}, id, relay, logger, cl.replayGuard)
+	// Archiving closes the community's connections on every pod.
+	disconnect, err := control.NewDisconnector(relay)
+	if err != nil {
+		_ = relay.Shutdown(ctx)
+		return err
+	}
+	handler, err := withOperatorAPI(cfg, backend, dir, disconnect, id, relay, logger, cl.replayGuard)
 	if err == nil {
 		// Outermost: the admin host is cut before every other route.
 		handler, err = withAdminHost(cfg, backend, handler, logger, cl.replayGuard)

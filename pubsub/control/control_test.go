@@ -20,6 +20,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		DisconnectCommunity{Reason: "restricted: archived"},
 		HostsChanged{Hosts: []string{"a.example", "b.example:8080"}, Archived: true},
 		HostsChanged{Hosts: []string{"a.example"}},
+		HostsChanged{Hosts: []string{"alias.example"}, AliasOnly: true},
 		PolicyChanged{Access: "members"},
 		RestrictionChanged{PubKey: strings.Repeat("ef", 32), Banned: true},
 	} {

@@ -1,13 +1,3 @@
-// Package control defines the per-community control messages that keep every
-// relay process consistent when a community's state changes: membership or
-// channel visibility changed (invalidate caches, close revoked
-// subscriptions), disconnect one pubkey, disconnect a whole community.
-//
-// A Bus carries them. Local delivers within one process; the Redis broker in
-// the parent package implements Bus across pods. Messages are typed Go
-// values; on the wire they travel as a small JSON envelope (Encode, Decode)
-// whose unknown types are reported as ErrUnknownType so a receiver can log
-// and ignore them — old pods keep working when new message types appear.
 package control
 
 import (
@@ -59,16 +49,20 @@ type DisconnectCommunity struct {
 }
 
 // HostsChanged says the mapping of the community's Hosts changed in the
-// store (provisioned, archived, unarchived): every process must forget what
-// its host cache holds about them, so the change takes effect at once
-// everywhere. Archived reports the community's state after the change.
+// store (provisioned, archived, unarchived, an alias added or removed):
+// every process must forget what its host cache holds about them, so the
+// change takes effect at once everywhere. Archived reports the community's
+// state after the change — unless AliasOnly: only host aliases were added
+// or removed, the community's archived state did not change and Archived
+// says nothing about it (an ArchiveFence keeps what it has).
 //
 // It is deployment-wide (see DeploymentWide): a Bus delivers it to every
 // process, including those with no interest in the community — after an
 // archive no process has any, yet each may still cache the host.
 type HostsChanged struct {
-	Hosts    []string `json:"hosts"`
-	Archived bool     `json:"archived,omitempty"`
+	Hosts     []string `json:"hosts"`
+	Archived  bool     `json:"archived,omitempty"`
+	AliasOnly bool     `json:"alias_only,omitempty"`
 }
 
 // DeploymentWide reports whether m must reach every process of the
