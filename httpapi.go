@@ -69,7 +69,7 @@ const (
 // WithHTTPAPI serves the NIP-98 HTTP API (POST /query, /count, /events;
 // see QueryPath) on every community host, authenticating requests with v.
 // v's replay guard decides replays per community (nip98.CommunityScope):
-// give it a shared guard (nip98.RedisGuard) when several processes serve
+// give it a shared guard (redisreplay.Guard) when several processes serve
 // one deployment.
 func WithHTTPAPI(v *nip98.Verifier) Option {
 	return func(c *config) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nip98/redisreplay"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -346,7 +347,7 @@ func TestHTTPAPIReplayAcrossPods(t *testing.T) {
 		}
 	})
 	pod := func(st store.Backend) *pod {
-		g, err := nip98.NewRedisGuard(client, nip98.WithNamespace(ns))
+		g, err := redisreplay.New(client, redisreplay.WithNamespace(ns))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -140,7 +140,7 @@ func WithStore(s Store) Option {
 }
 
 // WithVerifier sets the NIP-98 verifier and its replay guard (share a
-// nip98.RedisGuard between processes). Default: an in-process guard.
+// redisreplay.Guard between processes). Default: an in-process guard.
 func WithVerifier(v *nip98.Verifier) Option {
 	return func(c *config) error {
 		if v == nil {

@@ -41,20 +41,3 @@ func BenchmarkParseHeader(b *testing.B) {
 		}
 	}
 }
-
-func BenchmarkRedisGuardMark(b *testing.B) {
-	c := newRedisClient(b)
-	g := newRedisGuard(b, c, randomNS())
-	scope := communityScope()
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = eventID()
-	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := g.Mark(ctx, scope, ids[i], MinReplayTTL); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -68,7 +68,9 @@ const (
 	MaxReplayTTL = 3600 * time.Second
 )
 
-func clampTTL(ttl time.Duration) time.Duration {
+// ClampReplayTTL returns ttl within [MinReplayTTL, MaxReplayTTL]: how long a
+// ReplayGuard remembers an event id it was asked to keep for ttl.
+func ClampReplayTTL(ttl time.Duration) time.Duration {
 	return min(max(ttl, MinReplayTTL), MaxReplayTTL)
 }
 
@@ -78,7 +80,10 @@ var (
 	errGuardFull = errors.New("nip98: replay guard is full")
 )
 
-func checkMark(scope ReplayScope, eventID string) error {
+// ValidateMark returns the error a ReplayGuard's Mark returns, before
+// recording anything, for a zero scope or an event id that is not 64
+// lowercase hex characters; nil when both are valid.
+func ValidateMark(scope ReplayScope, eventID string) error {
 	if scope.IsZero() {
 		return errNoScope
 	}
@@ -99,7 +104,8 @@ const DefaultMemoryCapacity = 100_000
 
 // MemoryGuard is an in-process ReplayGuard holding at most a fixed number of
 // live ids. It is correct for a single process only: with several replicas,
-// a replay succeeds once per replica — use RedisGuard there.
+// a replay succeeds once per replica — use redisreplay.Guard (package
+// nip98/redisreplay) there.
 //
 // When it is full it first reclaims expired ids; if every entry is still
 // live it FAILS CLOSED, returning ErrReplayUnavailable, rather than evicting
@@ -155,7 +161,7 @@ func NewMemoryGuard(capacity int, opts ...MemoryOption) (*MemoryGuard, error) {
 // Mark implements ReplayGuard. When full of live ids it returns an error
 // wrapping ErrReplayUnavailable.
 func (g *MemoryGuard) Mark(_ context.Context, scope ReplayScope, eventID string, ttl time.Duration) error {
-	if err := checkMark(scope, eventID); err != nil {
+	if err := ValidateMark(scope, eventID); err != nil {
 		return err
 	}
 	now := g.now()
@@ -169,7 +175,7 @@ func (g *MemoryGuard) Mark(_ context.Context, scope ReplayScope, eventID string,
 	if len(g.entries) >= g.capacity {
 		return fmt.Errorf("%w: %w", ErrReplayUnavailable, errGuardFull)
 	}
-	exp := now.Add(clampTTL(ttl))
+	exp := now.Add(ClampReplayTTL(ttl))
 	g.entries[k] = exp
 	heap.Push(&g.expiry, expiryItem{key: k, exp: exp})
 	return nil

@@ -90,7 +90,8 @@ func WithSignatureVerifier(sv *nostr.Verifier) Option {
 
 // WithReplayGuard sets the replay guard. By default the Verifier uses its own
 // MemoryGuard of DefaultMemoryCapacity ids, which is sound for one process
-// only: a deployment with several replicas must pass a RedisGuard.
+// only: a deployment with several replicas must pass a shared guard such as
+// redisreplay.Guard (package nip98/redisreplay).
 func WithReplayGuard(g ReplayGuard) Option {
 	return func(v *Verifier) error {
 		if g == nil {

@@ -154,7 +154,7 @@ func WithStore(s Store) Option {
 }
 
 // WithVerifier sets the NIP-98 verifier, and with it the replay guard (a
-// nip98.RedisGuard when several processes serve the API). Default: a
+// redisreplay.Guard when several processes serve the API). Default: a
 // verifier with an in-process guard.
 func WithVerifier(v *nip98.Verifier) Option {
 	return func(c *config) error {

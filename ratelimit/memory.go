@@ -61,10 +61,10 @@ func NewMemory(tiers Tiers, opts ...MemoryOption) (*Memory, error) {
 // Allow admits and records the action when fewer than the rule's limit were
 // admitted in the window ending now.
 func (m *Memory) Allow(_ context.Context, k Key) (Decision, error) {
-	if err := checkKey(k); err != nil {
+	if err := k.Validate(); err != nil {
 		return Decision{}, err
 	}
-	r, err := m.tiers.rule(k)
+	r, err := m.tiers.Rule(k)
 	if err != nil {
 		return Decision{}, err
 	}

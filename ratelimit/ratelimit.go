@@ -1,8 +1,14 @@
 // Package ratelimit admits or refuses actions per (community, pubkey, class)
 // with sliding-window limits whose size depends on the actor's tier.
 //
-// Memory is the limiter of a single buzzd process; Redis is shared by every
-// pod of a deployment, so a pubkey's usage on one pod counts on all of them.
+// Memory is the limiter of a single process; redislimit.Limiter (package
+// ratelimit/redislimit) is shared by every pod of a deployment, so a
+// pubkey's usage on one pod counts on all of them. The Redis limiter lives in
+// its own package so that a single-process embedder does not link the Redis
+// client; package ratelimit depends on tenant only and must not import Redis,
+// the relay (package buzz) or a store. Package ratelimittest is the
+// conformance suite every Limiter passes.
+//
 // A limiter that cannot decide (Redis unreachable) returns an error wrapping
 // ErrUnavailable: the caller must refuse the action with that error's text,
 // never let it through unlimited.
@@ -94,8 +100,9 @@ func (t Tiers) Validate() error {
 	return nil
 }
 
-// rule returns the rule for k.
-func (t Tiers) rule(k Key) (Rule, error) {
+// Rule returns the rule that applies to k: its tier's rule for its class,
+// else TierHuman's; an error wrapping ErrNoRule when neither has one.
+func (t Tiers) Rule(k Key) (Rule, error) {
 	tier := k.Tier
 	if tier == "" {
 		tier = TierHuman
@@ -143,7 +150,10 @@ var (
 	ErrInvalidKey = errors.New("ratelimit: invalid key")
 )
 
-func checkKey(k Key) error {
+// Validate returns an error wrapping ErrInvalidKey when k has no community,
+// a pubkey that is not 64 lowercase hex characters, or a class that is not
+// 1-32 of a-z, 0-9, '_' and '-' (limiters refuse such keys before counting).
+func (k Key) Validate() error {
 	if k.Community.IsZero() {
 		return fmt.Errorf("%w: no community", ErrInvalidKey)
 	}

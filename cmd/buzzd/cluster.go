@@ -19,9 +19,11 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nip98/redisreplay"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/redis"
 	"github.com/buzzrelay/buzz/ratelimit"
+	"github.com/buzzrelay/buzz/ratelimit/redislimit"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -246,14 +248,14 @@ func openCluster(ctx context.Context, cfg ClusterConfig, logger *slog.Logger) (*
 	cl.broker, cl.close = b, b.Close
 	cl.relayOptions = append(cl.relayOptions, buzz.WithBroker(b), buzz.WithControlBus(b), buzz.WithPresence(b))
 	if cfg.RateLimitEvents > 0 {
-		l, err := ratelimit.NewRedis(b.Client(), tiers, ratelimit.WithNamespace(ns))
+		l, err := redislimit.New(b.Client(), tiers, redislimit.WithNamespace(ns))
 		if err != nil {
 			_ = b.Close()
 			return nil, fmt.Errorf("rate limiter: %w", err)
 		}
 		cl.relayOptions = append(cl.relayOptions, buzz.WithRateLimiter(l))
 	}
-	g, err := nip98.NewRedisGuard(b.Client(), nip98.WithNamespace(ns))
+	g, err := redisreplay.New(b.Client(), redisreplay.WithNamespace(ns))
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("NIP-98 replay guard: %w", err)

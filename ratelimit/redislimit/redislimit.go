@@ -1,4 +1,12 @@
-package ratelimit
+// Package redislimit is a sliding-window ratelimit.Limiter shared by every
+// relay process ("pod") using the same Redis and namespace, so a pubkey's
+// usage on one pod counts on all of them.
+//
+// It lives apart from package ratelimit so that a single-process embedder,
+// using ratelimit.Memory, does not link the Redis client. It depends on
+// ratelimit and the Redis client only; it must not import the relay
+// (package buzz), a store or a broker.
+package redislimit
 
 import (
 	"context"
@@ -11,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/buzzrelay/buzz/ratelimit"
 )
 
 // slidingWindow atomically trims a sorted set of admission times (µs, Redis
@@ -37,31 +47,33 @@ if e[2] then retry = tonumber(e[2]) + window - now end
 return {0, 0, math.floor(retry)}
 `)
 
-// Redis is a sliding-window Limiter shared by every pod using the same Redis
-// and namespace. Each decision is one atomic Lua script over a sorted set at
+// Limiter is a sliding-window ratelimit.Limiter over Redis. Each decision is
+// one atomic Lua script over a sorted set at
 // {ns}:{community}:ratelimit:{pubkey}:{class}, timed by the Redis clock.
-type Redis struct {
+type Limiter struct {
 	client rueidis.Client
-	tiers  Tiers
+	tiers  ratelimit.Tiers
 	ns     string
 	prefix string // unique per limiter, for sorted-set members
 	seq    atomic.Uint64
 }
 
-// RedisOption configures a Redis limiter.
-type RedisOption func(*Redis) error
+var _ ratelimit.Limiter = (*Limiter)(nil)
+
+// Option configures a Limiter.
+type Option func(*Limiter) error
 
 // WithNamespace sets the key namespace (default "buzz"); it must match the
 // broker's so that operators find all of a community's keys together.
-func WithNamespace(ns string) RedisOption {
-	return func(r *Redis) error {
+func WithNamespace(ns string) Option {
+	return func(r *Limiter) error {
 		if ns == "" || len(ns) > 64 {
-			return errors.New("ratelimit: namespace must be 1-64 bytes")
+			return errors.New("ratelimit/redislimit: namespace must be 1-64 bytes")
 		}
 		for i := 0; i < len(ns); i++ {
 			c := ns[i]
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-				return errors.New("ratelimit: namespace may hold only letters, digits, '-', '_' and '.'")
+				return errors.New("ratelimit/redislimit: namespace may hold only letters, digits, '-', '_' and '.'")
 			}
 		}
 		r.ns = ns
@@ -69,21 +81,21 @@ func WithNamespace(ns string) RedisOption {
 	}
 }
 
-// NewRedis returns a limiter over client (typically the broker's, shared)
+// New returns a limiter over client (typically the broker's, shared)
 // applying tiers. The client stays owned by the caller.
-func NewRedis(client rueidis.Client, tiers Tiers, opts ...RedisOption) (*Redis, error) {
+func New(client rueidis.Client, tiers ratelimit.Tiers, opts ...Option) (*Limiter, error) {
 	if client == nil {
-		return nil, errors.New("ratelimit: nil redis client")
+		return nil, errors.New("ratelimit/redislimit: nil redis client")
 	}
 	if err := tiers.Validate(); err != nil {
 		return nil, err
 	}
 	var p [8]byte
 	_, _ = rand.Read(p[:])
-	r := &Redis{client: client, tiers: tiers, ns: "buzz", prefix: hex.EncodeToString(p[:]) + ":"}
+	r := &Limiter{client: client, tiers: tiers, ns: "buzz", prefix: hex.EncodeToString(p[:]) + ":"}
 	for _, o := range opts {
 		if o == nil {
-			return nil, errors.New("ratelimit: nil option")
+			return nil, errors.New("ratelimit/redislimit: nil option")
 		}
 		if err := o(r); err != nil {
 			return nil, err
@@ -94,14 +106,15 @@ func NewRedis(client rueidis.Client, tiers Tiers, opts ...RedisOption) (*Redis, 
 
 // Allow admits and records the action when fewer than the rule's limit were
 // admitted, by any pod, in the window ending now. When Redis cannot be asked
-// it returns an error wrapping ErrUnavailable; the caller must refuse.
-func (r *Redis) Allow(ctx context.Context, k Key) (Decision, error) {
-	if err := checkKey(k); err != nil {
-		return Decision{}, err
+// it returns an error wrapping ratelimit.ErrUnavailable; the caller must
+// refuse.
+func (r *Limiter) Allow(ctx context.Context, k ratelimit.Key) (ratelimit.Decision, error) {
+	if err := k.Validate(); err != nil {
+		return ratelimit.Decision{}, err
 	}
-	rule, err := r.tiers.rule(k)
+	rule, err := r.tiers.Rule(k)
 	if err != nil {
-		return Decision{}, err
+		return ratelimit.Decision{}, err
 	}
 	key := r.ns + ":" + k.Community.String() + ":ratelimit:" + k.PubKey + ":" + string(k.Class)
 	member := r.prefix + strconv.FormatUint(r.seq.Add(1), 36)
@@ -112,12 +125,12 @@ func (r *Redis) Allow(ctx context.Context, k Key) (Decision, error) {
 	}
 	res, err := slidingWindow.Exec(ctx, r.client, []string{key}, args).AsIntSlice()
 	if err != nil {
-		return Decision{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return ratelimit.Decision{}, fmt.Errorf("%w: %v", ratelimit.ErrUnavailable, err)
 	}
 	if len(res) != 3 {
-		return Decision{}, fmt.Errorf("%w: unexpected script reply", ErrUnavailable)
+		return ratelimit.Decision{}, fmt.Errorf("%w: unexpected script reply", ratelimit.ErrUnavailable)
 	}
-	d := Decision{Allowed: res[0] == 1, Limit: rule.Limit, Remaining: int(res[1])}
+	d := ratelimit.Decision{Allowed: res[0] == 1, Limit: rule.Limit, Remaining: int(res[1])}
 	if !d.Allowed {
 		d.RetryAfter = max(time.Duration(res[2])*time.Microsecond, time.Millisecond)
 	}
