@@ -18,6 +18,13 @@
 // production a load balancer sends one public host to every process).
 // Subscribe on one and publish on the other. Stop each with SIGINT or
 // SIGTERM.
+//
+// With OPERATOR_PUBKEY (64 hex) set, each process also serves the operator
+// API (package operator) under /operator/. Archiving a community through
+// either process closes its connections on both (control.Disconnector),
+// and neither binds a new connection to it while its host cache may still
+// map the host (control.ArchiveFence); NIP-98 replays are refused across
+// processes (redisreplay.Guard).
 package main
 
 import (
@@ -33,7 +40,11 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nip98/redisreplay"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/operator"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/pubsub/redis"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
@@ -48,6 +59,7 @@ func main() {
 		redisURL:    os.Getenv("REDIS_URL"),
 		community:   envOr("COMMUNITY_HOST", "relay.localhost"),
 		namespace:   envOr("REDIS_NAMESPACE", redis.DefaultNamespace),
+		operator:    os.Getenv("OPERATOR_PUBKEY"),
 	}
 	if cfg.databaseURL == "" || cfg.redisURL == "" {
 		log.Fatal("set DATABASE_URL and REDIS_URL")
@@ -74,6 +86,7 @@ type config struct {
 	redisURL    string
 	namespace   string // Redis key namespace, shared by the processes
 	community   string // the community's host
+	operator    string // pubkey allowed to use the operator API; "" = API off
 }
 
 // run serves one process of the cluster on ln until ctx ends.
@@ -111,22 +124,33 @@ func run(ctx context.Context, ln net.Listener, cfg config) error {
 	}
 	defer b.Close()
 	// Host lookups are cached per process; a host change on any process
-	// reaches every cache through the control bus (see WithDirectory).
+	// reaches every cache through the control bus (see WithDirectory). The
+	// fence refuses a community archived on any process for as long as a
+	// cache may still map its host.
 	dir, err := tenant.NewCachingDirectory(st)
 	if err != nil {
 		return err
 	}
-	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(dir), buzz.WithChannels(),
-		buzz.WithRelayKey(key),
+	fence, err := control.NewArchiveFence(dir, tenant.DefaultCacheTTL+time.Second)
+	if err != nil {
+		return err
+	}
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithChannels(), buzz.WithRelayKey(key),
+		buzz.WithDirectory(fence), buzz.WithControlHook(fence.OnControl),
 		buzz.WithBroker(b),     // live events between processes
-		buzz.WithControlBus(b), // revocations, bans, host changes
+		buzz.WithControlBus(b), // revocations, bans, host changes, archives
 		buzz.WithPresence(b))   // who reads which channel, deployment-wide
 	if err != nil {
 		return err
 	}
 	relay.Mux().Handle("GET "+buzz.ReadyzPath, relay.ReadyzHandler()) // the store and Redis
+	handler, err := operatorAPI(cfg, ln, st, b, relay, fence)
+	if err != nil {
+		_ = relay.Shutdown(ctx)
+		return err
+	}
 
-	srv := &http.Server{Handler: relay, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -142,4 +166,39 @@ func run(ctx context.Context, ln net.Listener, cfg config) error {
 		err = errors.Join(err, serr)
 	}
 	return err
+}
+
+// operatorAPI wraps relay with the operator API (when cfg.operator is set),
+// wired for several processes: archives disconnect every process's sockets,
+// host changes reach every host cache, and NIP-98 tokens are spent once
+// across processes.
+func operatorAPI(cfg config, ln net.Listener, st *postgres.Store, b *redis.Broker, relay *buzz.Relay, fence *control.ArchiveFence) (http.Handler, error) {
+	if cfg.operator == "" {
+		return relay, nil
+	}
+	guard, err := redisreplay.New(b.Client(), redisreplay.WithNamespace(cfg.namespace))
+	if err != nil {
+		return nil, err
+	}
+	v, err := nip98.NewVerifier(nip98.WithReplayGuard(guard))
+	if err != nil {
+		return nil, err
+	}
+	disconnect, err := control.NewDisconnector(relay)
+	if err != nil {
+		return nil, err
+	}
+	api, err := operator.New(
+		operator.WithOperators(cfg.operator),
+		operator.WithAPIOrigin("http://"+ln.Addr().String()),
+		operator.WithStore(st),
+		operator.WithVerifier(v),
+		operator.WithDisconnector(disconnect),
+		operator.WithHostInvalidator(fence.Invalidate),
+		operator.WithControlPublisher(relay),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return api.Wrap(relay), nil
 }

@@ -4,6 +4,7 @@
 package wstest
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -119,6 +120,23 @@ func (c *Client) Req(sub string, filters ...nostr.Filter) ([]*nostr.Event, strin
 			if m.SubID == sub {
 				return evs, m.Message
 			}
+		}
+	}
+}
+
+// CloseCode reads until the relay closes the connection, waiting at most 10
+// seconds, and returns the close frame's code; it fails the test when the
+// connection ends without one.
+func (c *Client) CloseCode() int {
+	c.t.Helper()
+	_ = c.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := c.ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) {
+				c.t.Fatalf("the connection ended without a close frame: %v", err)
+			}
+			return ce.Code
 		}
 	}
 }
