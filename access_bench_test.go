@@ -1,27 +1,40 @@
 package buzz
 
 import (
-	"sync/atomic"
+	"context"
 	"testing"
-	"time"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
-	"github.com/buzzrelay/buzz/tenant"
 )
 
 // BenchmarkLiveAllowed measures the per-recipient access check of live
 // fan-out: a community-wide event, and a channel event checked against a
-// cached readable set of 100 channels.
+// cached readable set of 100 open channels.
 func BenchmarkLiveAllowed(b *testing.B) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	cid := storetest.Community(b, st, "bench.example")
+	owner := storetest.NewAuthor(b)
 	ids := make([]channel.ID, 100)
 	for i := range ids {
-		ids[i] = storetest.NewChannelID()
+		ids[i] = storetest.CreateChannel(b, st, cid, owner, "c", channel.VisibilityOpen)
 	}
-	gen := new(atomic.Uint64)
-	c := &conn{r: &Relay{channels: &relayChannels{gens: map[tenant.CommunityID]*atomic.Uint64{}}}}
-	c.access = connAccess{valid: true, scope: channel.ScopeOf(ids...), at: time.Now().Add(time.Hour), gen0: gen}
+	access, err := channel.NewAccess(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer access.Close()
+	c := &conn{reader: access.Reader(ctx, cid)}
+	if _, err := c.reader.Refresh(ctx); err != nil {
+		b.Fatal(err)
+	}
 	s := newSigner(b)
 	global := s.event(1, now(), "hello", nostr.Tag{"t", "x"}, nostr.Tag{"p", s.pub()})
 	inChannel := s.event(9, now(), "hello", nostr.Tag{"t", "x"}, chanTag(ids[57]))

@@ -46,8 +46,10 @@ func (c *conn) handleAuth(ev *nostr.Event) {
 	c.mu.Unlock()
 	if !already {
 		pk := ev.PubKey
-		c.access.actor.CompareAndSwap(nil, &pk)
-		c.invalidateScope() // a new reader may read more channels
+		c.actorPK.CompareAndSwap(nil, &pk)
+		if c.reader != nil {
+			c.reader.Authenticated(pk) // a new reader may read more channels
+		}
 	}
 	c.reply(nostr.AppendOK(nil, ev.ID, true, ""))
 }

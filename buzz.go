@@ -424,6 +424,11 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.stopCluster()
 	r.bgCancel()
 	<-r.bgDone
+	r.pipeline.Close()
+	if r.channels != nil {
+		r.channels.access.Close()
+	}
+	r.keys.cache.Close()
 	if r.refusalsDone != nil {
 		<-r.refusalsDone
 	}

@@ -111,7 +111,7 @@ func TestChannelCreatePostAndState(t *testing.T) {
 	c.mustAccept(msg)
 	for _, bad := range []nostr.Tag{{"h", "General"}, {"h", strings.ToUpper(id.String())}, {"h"}, {"h", "a b"}} {
 		ok := c.publish(bob.event(nostr.KindChatMessage, now(), "bad h", bad))
-		eq(t, "malformed h", ok.Message, ingest.MsgBadChannelTag)
+		eq(t, "malformed h", ok.Message, channel.MsgBadChannelTag)
 	}
 	got := c.req("r", hFilter(id))
 	if !slices.Contains(ids(got), msg.ID) {
@@ -158,12 +158,12 @@ func TestChannelCreatePostAndState(t *testing.T) {
 
 	// Clients may not publish relay-signed kinds.
 	forged := alice.event(39000, now(), "", nostr.Tag{"d", id.String()}, chanTag(id), nostr.Tag{"name", "pwned"})
-	eq(t, "client 39000", c.publish(forged).Message, ingest.MsgRelaySigned)
+	eq(t, "client 39000", c.publish(forged).Message, channel.MsgRelaySigned)
 
 	// A second create of the id is refused; a repeat of the create is a
 	// duplicate.
 	again := alice.event(nostr.KindCreateChannel, now()+1, "", chanTag(id), nostr.Tag{"name", "x"})
-	eq(t, "second create", c.publish(again).Message, ingest.MsgChannelExists)
+	eq(t, "second create", c.publish(again).Message, channel.MsgChannelExists)
 }
 
 func TestChannelStateKeyPerCommunity(t *testing.T) {
@@ -201,12 +201,12 @@ func TestChannelHFence(t *testing.T) {
 	// Posting into B's channel from A answers exactly as an unknown channel.
 	okF := ca.publish(mallory.event(nostr.KindChatMessage, now(), "x", chanTag(foreign)))
 	okU := ca.publish(mallory.event(nostr.KindChatMessage, now(), "x", chanTag(unknown)))
-	if okF.OK || okF.Message != okU.Message || okF.Message != ingest.MsgChannelDenied {
+	if okF.OK || okF.Message != okU.Message || okF.Message != channel.MsgChannelDenied {
 		t.Fatalf("foreign h: %v %q; unknown h: %v %q", okF.OK, okF.Message, okU.OK, okU.Message)
 	}
 	// The duplicate path: B's own stored event, replayed into A.
 	okDup := ca.publish(inB)
-	if okDup.OK || okDup.Message != ingest.MsgChannelDenied {
+	if okDup.OK || okDup.Message != channel.MsgChannelDenied {
 		t.Fatalf("replay of a foreign channel event into A: %v %q", okDup.OK, okDup.Message)
 	}
 	// Commands on B's channel from A: as unknown.
@@ -275,9 +275,9 @@ func TestPrivateChannelReads(t *testing.T) {
 	c.mustAccept(public)
 	c.mustAccept(global)
 	// An outsider cannot post into the private channel.
-	eq(t, "outsider posts", c.publish(outsider.event(nostr.KindChatMessage, now(), "x", chanTag(priv))).Message, ingest.MsgChannelDenied)
+	eq(t, "outsider posts", c.publish(outsider.event(nostr.KindChatMessage, now(), "x", chanTag(priv))).Message, channel.MsgChannelDenied)
 	// A join of a private channel is refused.
-	eq(t, "join private", c.command(outsider, nostr.KindJoinRequest, priv).Message, ingest.MsgNotPermitted)
+	eq(t, "join private", c.command(outsider, nostr.KindJoinRequest, priv).Message, channel.MsgNotPermitted)
 
 	anon := tr.dial(t)
 	anon.sendRaw(nostr.AppendReq(nil, "p", hFilter(priv)))
@@ -295,7 +295,7 @@ func TestPrivateChannelReads(t *testing.T) {
 	out := tr.dial(t)
 	out.authAs(outsider, tr.host)
 	out.sendRaw(nostr.AppendReq(nil, "p", hFilter(priv)))
-	eq(t, "outsider CLOSED", out.expectClosed("p", "restricted:"), ingest.MsgChannelDenied)
+	eq(t, "outsider CLOSED", out.expectClosed("p", "restricted:"), channel.MsgChannelDenied)
 	// Naming one readable channel among unreadable ones reads the readable one.
 	if got := filterKind(out.req("mix", hFilter(priv, open)), 9); len(got) != 1 || got[0].ID != public.ID {
 		t.Fatalf("mixed #h = %v", ids(got))
@@ -384,7 +384,7 @@ func TestLiveAccessAndRevocation(t *testing.T) {
 	// Removing bob closes his channel subscription; his feed stops
 	// receiving the channel.
 	eq(t, "remove bob", oc.command(owner, nostr.KindRemoveUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
-	eq(t, "bob's CLOSED", bc.expectClosed("chan", "restricted:"), msgChannelRevoked)
+	eq(t, "bob's CLOSED", bc.expectClosed("chan", "restricted:"), channel.MsgChannelRevoked)
 	m2 := owner.event(nostr.KindChatMessage, now(), "two", chanTag(priv))
 	oc.mustAccept(m2)
 	g2 := owner.event(1, now(), "global 2")
@@ -403,7 +403,7 @@ func TestOpenToPrivateEvicts(t *testing.T) {
 	rc.authAs(reader, tr.host)
 	rc.subscribe("c", hFilter(id))
 	eq(t, "to private", oc.command(owner, nostr.KindEditMetadata, id, nostr.Tag{"visibility", "private"}).OK, true)
-	eq(t, "reader's CLOSED", rc.expectClosed("c", "restricted:"), msgChannelRevoked)
+	eq(t, "reader's CLOSED", rc.expectClosed("c", "restricted:"), channel.MsgChannelRevoked)
 }
 
 func TestChannelRolesOverWebSocket(t *testing.T) {
@@ -421,28 +421,28 @@ func TestChannelRolesOverWebSocket(t *testing.T) {
 	eq(t, "owner puts admin", put(owner, admin, "admin").OK, true)
 	eq(t, "admin puts member", put(admin, member, "").OK, true)
 	eq(t, "admin puts guest", put(admin, guest, "guest").OK, true)
-	eq(t, "member puts", put(member, x, "").Message, ingest.MsgNotPermitted)
-	eq(t, "admin grants admin", put(admin, x, "admin").Message, ingest.MsgNotPermitted)
-	eq(t, "bad role", put(owner, x, "ki\x01ng").Message, ingest.MsgBadCommand)
-	eq(t, "guest posts", c.publish(guest.event(nostr.KindChatMessage, now(), "hi", chanTag(id))).Message, ingest.MsgChannelDenied)
+	eq(t, "member puts", put(member, x, "").Message, channel.MsgNotPermitted)
+	eq(t, "admin grants admin", put(admin, x, "admin").Message, channel.MsgNotPermitted)
+	eq(t, "bad role", put(owner, x, "ki\x01ng").Message, channel.MsgBadCommand)
+	eq(t, "guest posts", c.publish(guest.event(nostr.KindChatMessage, now(), "hi", chanTag(id))).Message, channel.MsgChannelDenied)
 	eq(t, "member posts", c.publish(member.event(nostr.KindChatMessage, now(), "hi", chanTag(id))).OK, true)
-	eq(t, "member edits", c.command(member, nostr.KindEditMetadata, id, nostr.Tag{"name", "n"}).Message, ingest.MsgNotPermitted)
+	eq(t, "member edits", c.command(member, nostr.KindEditMetadata, id, nostr.Tag{"name", "n"}).Message, channel.MsgNotPermitted)
 	eq(t, "admin edits", c.command(admin, nostr.KindEditMetadata, id, nostr.Tag{"name", "n"}).OK, true)
 	spam := member.event(nostr.KindChatMessage, now(), "spam", chanTag(id))
 	c.mustAccept(spam)
 	eq(t, "admin deletes event", c.command(admin, nostr.KindDeleteEvent, id, nostr.Tag{"e", spam.ID}).OK, true)
 	again := admin.event(nostr.KindDeleteEvent, now()+1, "", chanTag(id), nostr.Tag{"e", spam.ID})
-	eq(t, "deleted again", c.publish(again).Message, ingest.MsgNoSuchEvent)
+	eq(t, "deleted again", c.publish(again).Message, channel.MsgNoSuchEvent)
 	eq(t, "deleted event re-sent", c.publish(spam).Message, ingest.MsgDeleted)
-	eq(t, "admin removes owner", c.command(admin, nostr.KindRemoveUser, id, nostr.Tag{"p", owner.pub()}).Message, ingest.MsgNotPermitted)
+	eq(t, "admin removes owner", c.command(admin, nostr.KindRemoveUser, id, nostr.Tag{"p", owner.pub()}).Message, channel.MsgNotPermitted)
 	eq(t, "admin removes guest", c.command(admin, nostr.KindRemoveUser, id, nostr.Tag{"p", guest.pub()}).OK, true)
-	eq(t, "last owner leaves", c.command(owner, nostr.KindLeaveRequest, id).Message, ingest.MsgNotPermitted)
+	eq(t, "last owner leaves", c.command(owner, nostr.KindLeaveRequest, id).Message, channel.MsgNotPermitted)
 	eq(t, "member leaves", c.command(member, nostr.KindLeaveRequest, id).OK, true)
-	eq(t, "admin deletes channel", c.command(admin, nostr.KindDeleteChannel, id).Message, ingest.MsgNotPermitted)
+	eq(t, "admin deletes channel", c.command(admin, nostr.KindDeleteChannel, id).Message, channel.MsgNotPermitted)
 	eq(t, "owner deletes channel", c.command(owner, nostr.KindDeleteChannel, id).OK, true)
-	eq(t, "post into deleted", c.publish(admin.event(nostr.KindChatMessage, now(), "x", chanTag(id))).Message, ingest.MsgChannelDenied)
+	eq(t, "post into deleted", c.publish(admin.event(nostr.KindChatMessage, now(), "x", chanTag(id))).Message, channel.MsgChannelDenied)
 	missing := c.publish(owner.event(nostr.KindPutUser, now(), "", chanTag(id)))
-	eq(t, "9000 without p", missing.Message, ingest.MsgBadCommand)
+	eq(t, "9000 without p", missing.Message, channel.MsgBadCommand)
 	for _, kind := range []int{nostr.KindPutUser, nostr.KindJoinRequest} {
 		ok := c.publish(owner.event(kind, now(), "", nostr.Tag{"p", x.pub()}))
 		mustPrefix(t, "command without h", ok.Message, "invalid:")
@@ -469,7 +469,7 @@ func TestMembersOnlyCommunity(t *testing.T) {
 	out.authAs(outsider, tr.host)
 	out.sendRaw(nostr.AppendReq(nil, "r", nostr.Filter{}))
 	out.expectClosed("r", "restricted:")
-	eq(t, "outsider EVENT", out.publish(outsider.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+	eq(t, "outsider EVENT", out.publish(outsider.event(1, now(), "x")).Message, channel.MsgMembersOnly)
 
 	in := tr.dial(t)
 	in.authAs(insider, tr.host)
@@ -496,15 +496,15 @@ func TestLeaveAndDeleteEvict(t *testing.T) {
 	// (The eviction happens before the command is acknowledged.)
 	leave := bob.event(nostr.KindLeaveRequest, now(), "", chanTag(priv))
 	bc.sendEvent(leave)
-	eq(t, "CLOSED after leave", bc.expectClosed("p", "restricted:"), msgChannelRevoked)
+	eq(t, "CLOSED after leave", bc.expectClosed("p", "restricted:"), channel.MsgChannelRevoked)
 	eq(t, "bob leaves", bc.expectOK(leave.ID).OK, true)
 	// Deleting a channel closes every subscription naming it, the owner's too.
 	oc.subscribe("own", hFilter(open))
 	del := owner.event(nostr.KindDeleteChannel, now(), "", chanTag(open))
 	oc.sendEvent(del)
-	eq(t, "owner's CLOSED after delete", oc.expectClosed("own", "restricted:"), msgChannelRevoked)
+	eq(t, "owner's CLOSED after delete", oc.expectClosed("own", "restricted:"), channel.MsgChannelRevoked)
 	eq(t, "delete open", oc.expectOK(del.ID).OK, true)
-	eq(t, "bob's CLOSED after delete", bc.expectClosed("o", "restricted:"), msgChannelRevoked)
+	eq(t, "bob's CLOSED after delete", bc.expectClosed("o", "restricted:"), channel.MsgChannelRevoked)
 }
 
 func TestCommunityMembershipCommands(t *testing.T) {
@@ -540,10 +540,10 @@ func TestCommunityMembershipCommands(t *testing.T) {
 	bc.authAs(bob, "m.example")
 	bc.subscribe("feed", nostr.Filter{Kinds: []int{1}})
 	eq(t, "admin removes bob", member(ingest.KindRemoveCommunityMember, carol, bob, "").OK, true)
-	eq(t, "bob's CLOSED", bc.expectClosed("feed", "restricted:"), msgCommunityRevoked)
+	eq(t, "bob's CLOSED", bc.expectClosed("feed", "restricted:"), channel.MsgCommunityRevoked)
 	bc.sendRaw(nostr.AppendReq(nil, "again", nostr.Filter{}))
-	eq(t, "bob's next REQ", bc.expectClosed("again", "restricted:"), msgMembersOnlyReq)
-	eq(t, "bob's EVENT", bc.publish(bob.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+	eq(t, "bob's next REQ", bc.expectClosed("again", "restricted:"), channel.MsgMembersOnly)
+	eq(t, "bob's EVENT", bc.publish(bob.event(1, now(), "x")).Message, channel.MsgMembersOnly)
 	// Alice, still a member, reads the membership commands (community-wide).
 	ac := tr.dialHost(t, "m.example")
 	ac.authAs(alice, "m.example")
@@ -577,11 +577,11 @@ func TestPolicyChangeRevokes(t *testing.T) {
 	if err := tr.relay.PublishControl(ctx, tr.tc.Community(), control.PolicyChanged{Access: string(channel.AccessMembers)}); err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "outsider's CLOSED", out.expectClosed("live", "restricted:"), msgCommunityRevoked)
-	eq(t, "anonymous CLOSED", anon.expectClosed("live", "restricted:"), msgCommunityRevoked)
+	eq(t, "outsider's CLOSED", out.expectClosed("live", "restricted:"), channel.MsgCommunityRevoked)
+	eq(t, "anonymous CLOSED", anon.expectClosed("live", "restricted:"), channel.MsgCommunityRevoked)
 	out.sendRaw(nostr.AppendReq(nil, "again", nostr.Filter{}))
 	out.expectClosed("again", "restricted:")
-	eq(t, "outsider EVENT", out.publish(outsider.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+	eq(t, "outsider EVENT", out.publish(outsider.event(1, now(), "x")).Message, channel.MsgMembersOnly)
 	note := insider.event(1, now(), "still here")
 	in.sendEvent(note)
 	for {

@@ -306,7 +306,7 @@ func (r *Relay) accessChanged(community tenant.CommunityID, m control.Message) {
 		if !ok {
 			return
 		}
-		r.channels.gen(community).Add(1)
+		r.channels.access.ChannelChanged(community, id, nil)
 		if m.PubKey == "" {
 			return
 		}
@@ -316,7 +316,7 @@ func (r *Relay) accessChanged(community tenant.CommunityID, m control.Message) {
 		if !ok {
 			return
 		}
-		r.channels.gen(community).Add(1)
+		r.channels.access.ChannelChanged(community, id, nil)
 		r.cl.goAction(func(ctx context.Context) { r.revokeChannel(ctx, community, id, true, nil) })
 	}
 }

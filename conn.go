@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
@@ -77,8 +78,9 @@ type conn struct {
 	counts       map[string]*countRun // COUNTs running, by subscription id
 	authed       []string             // pubkeys authenticated with NIP-42, in order
 
-	access connAccess   // channel read access (see access.go)
-	tracer trace.Tracer // isolation conformance trace; nil unless WithTracer
+	reader  *channel.Reader        // channel read access (see access.go); nil without channels
+	actorPK atomic.Pointer[string] // first authenticated pubkey (traces)
+	tracer  trace.Tracer           // isolation conformance trace; nil unless WithTracer
 }
 
 // countRun is one COUNT running; cancel ends its store read.
@@ -103,7 +105,7 @@ func newConn(r *Relay, ws *websocket.Conn, raw *batchConn, tc tenant.TenantConte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &r.cfg.limits
-	return &conn{
+	c := &conn{
 		r:          r,
 		ws:         ws,
 		raw:        raw,
@@ -121,6 +123,10 @@ func newConn(r *Relay, ws *websocket.Conn, raw *batchConn, tc tenant.TenantConte
 		rate:       rate.NewLimiter(rate.Limit(l.MessageRate), l.MessageBurst),
 		subs:       make(map[string]*subscription),
 	}
+	if r.channels != nil {
+		c.reader = r.channels.access.Reader(ctx, tc.Community())
+	}
+	return c
 }
 
 // serve runs the connection until it is closed, then tears it down.

@@ -254,8 +254,8 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 		var ids []channel.ID
 		ids, err = r.channels.store.ReadableChannels(ctx, tc.Community(), readers)
 		scope = channel.ScopeOf(ids...)
-		if err == nil && !channelsReadable(filters, scope, rt.channelCheck(ctx, tc)) {
-			reason = ingest.MsgChannelDenied
+		if err == nil && !channel.Readable(filters, scope, rt.channelCheck(ctx, tc)) {
+			reason = channel.MsgChannelDenied
 		}
 	}
 	if err != nil {

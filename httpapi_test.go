@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/testenv"
 
 	"github.com/redis/rueidis"
@@ -306,7 +307,7 @@ func TestHTTPAPIChannels(t *testing.T) {
 		eq(t, "member reads", len(p.queryHTTP(t, owner, host, QueryPath, msgs)), 1)
 		code, body := p.apiJSON(t, stranger, host, QueryPath, hFilter(id))
 		eq(t, "stranger #h status", code, http.StatusForbidden)
-		eq(t, "stranger #h body", string(body), `{"error":"restricted","message":"`+ingest.MsgChannelDenied+`"}`)
+		eq(t, "stranger #h body", string(body), `{"error":"restricted","message":"`+channel.MsgChannelDenied+`"}`)
 		code, _ = p.apiJSON(t, stranger, host, CountPath, hFilter(id))
 		eq(t, "stranger #h count", code, http.StatusForbidden)
 		// Without #h the private channel is simply out of scope.

@@ -216,7 +216,7 @@ func TestModerationBansAndTimeouts(t *testing.T) {
 		eq(t, "timeout without end", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()})).Message, "invalid: a expiration tag is required")
 		stale := mia.event(ingest.KindBan, m.now().Add(-10*time.Minute).Unix(), "", nostr.Tag{"p", bob.pub()})
 		eq(t, "stale command", mc.publish(stale).Message, ingest.MsgCommandStale)
-		eq(t, "command with h", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"h", "x"})).Message, ingest.MsgCommunityCommandH)
+		eq(t, "command with h", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"h", "x"})).Message, channel.MsgCommunityCommandH)
 	})
 }
 
@@ -310,7 +310,7 @@ func TestModerationBeforeMembership(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc := m.authed(t, host, stranger)
-		eq(t, "a non-member before the ban", sc.publish(stranger.event(1, now(), "x")).Message, ingest.MsgMembersOnly)
+		eq(t, "a non-member before the ban", sc.publish(stranger.event(1, now(), "x")).Message, channel.MsgMembersOnly)
 		eq(t, "owner bans a non-member", m.authed(t, host, owner).publish(m.cmd(owner, ingest.KindBan, nostr.Tag{"p", stranger.pub()})).OK, true)
 		eq(t, "the ban is checked first", sc.publish(stranger.event(1, now(), "y")).Message, "blocked: you are banned from this community")
 	})

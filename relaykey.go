@@ -4,8 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"sync"
 
+	"github.com/buzzrelay/buzz/internal/ttlcache"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -25,26 +25,21 @@ const communityKeyLabel = "buzz/community-key/v1"
 // key signs a community's state with the same key.
 type communityKeys struct {
 	master nostr.SecretKey
-	mu     sync.Mutex
-	keys   map[tenant.CommunityID]nostr.SecretKey
+	cache  *ttlcache.Cache[string, nostr.SecretKey] // derived keys by community UUID; never stale
 }
 
-func newCommunityKeys(master nostr.SecretKey) *communityKeys {
-	return &communityKeys{master: master, keys: make(map[tenant.CommunityID]nostr.SecretKey)}
+func newCommunityKeys(master nostr.SecretKey) (*communityKeys, error) {
+	c, err := ttlcache.New[string, nostr.SecretKey](ttlcache.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return &communityKeys{master: master, cache: c}, nil
 }
 
 // key returns community c's signing key.
 func (k *communityKeys) key(c tenant.CommunityID) nostr.SecretKey {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if sk, ok := k.keys[c]; ok {
-		return sk
-	}
-	sk := deriveCommunityKey(k.master, c)
-	if len(k.keys) >= 100_000 {
-		clear(k.keys)
-	}
-	k.keys[c] = sk
+	u := c.UUID()
+	sk, _ := k.cache.Load(string(u[:]), func() (nostr.SecretKey, error) { return deriveCommunityKey(k.master, c), nil })
 	return sk
 }
 

@@ -141,9 +141,6 @@ func NewAccess(s Store, opts ...Option) (*Access, error) {
 // Close releases the cache. The Access must not be used after.
 func (a *Access) Close() { a.cache.Close() }
 
-// Store returns the store Access reads.
-func (a *Access) Store() Store { return a.store }
-
 // Cache keys: a tag byte, the community, then what the entry is about.
 const (
 	keyPolicy  = 'p'

@@ -81,5 +81,4 @@
 //     is readable by nobody, and its id cannot be reused.
 //
 // Every command event is stored in its channel, atomically with its effect.
-
 package channel

@@ -301,13 +301,13 @@ func (r *Reader) Revoked(ctx context.Context, id ID, everyone bool, revoked []st
 // a member. The frontend then closes every
 // subscription of the connection (MsgCommunityRevoked).
 func (r *Reader) LostCommunity(ctx context.Context, removed string) (bool, error) {
+	readers := r.Readers()
+	if removed != "" && !slices.Contains(readers, removed) {
+		return false, nil
+	}
 	pol, err := r.a.store.CommunityAccess(ctx, r.c)
 	if err == nil && pol != AccessMembers {
 		return false, nil
-	}
-	readers := r.Readers()
-	if removed != "" && !slices.Contains(readers, removed) {
-		return false, err
 	}
 	return !r.a.anyMember(ctx, r.c, readers, removed), err
 }

@@ -99,7 +99,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community membership", "community", c.String(), "err", err)
 		return MsgInternal
 	}
-	p.chans.forget(commKey{c, target})
+	cs.Access.MemberChanged(c, target)
 	if ev.Kind == KindRemoveCommunityMember && targetIsMember && cs.OnMemberRemoved != nil {
 		cs.OnMemberRemoved(ctx, s.Tenant, target)
 	}

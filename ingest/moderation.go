@@ -259,15 +259,18 @@ func MayModerate(actor channel.Role, actorMember bool, target channel.Role, targ
 	return a >= 2 && roleRank(target, targetMember) < a
 }
 
-// restrictKey caches a pubkey's restrictions in one community.
-type restrictKey struct {
-	c  tenant.CommunityID
-	pk string
+// restrictionsTTL bounds how long a pubkey's restrictions are reused.
+const restrictionsTTL = 2 * time.Second
+
+// restrictKey is the cache key of a pubkey's restrictions in community c.
+func restrictKey(c tenant.CommunityID, pubkey string) string {
+	u := c.UUID()
+	return string(u[:]) + pubkey
 }
 
 // Restrictions returns pubkey's bans and timeouts in community c in force
-// now, cached briefly (until the earliest end, at most the admission cache
-// TTL). Moderation commands through this pipeline drop the entry at once;
+// now, cached briefly (until the earliest end, at most restrictionsTTL).
+// Moderation commands through this pipeline drop the entry at once;
 // ForgetRestrictions drops it for a change made elsewhere. Without
 // moderation it returns none.
 func (p *Pipeline) Restrictions(ctx context.Context, c tenant.CommunityID, pubkey string) ([]store.Restriction, error) {
@@ -275,9 +278,8 @@ func (p *Pipeline) Restrictions(ctx context.Context, c tenant.CommunityID, pubke
 		return nil, nil
 	}
 	now := p.cfg.Now()
-	k := restrictKey{c, pubkey}
-	if v, ok := p.chans.get(k, time.Now()); ok {
-		rs := v.([]store.Restriction)
+	k := restrictKey(c, pubkey)
+	if rs, ok := p.restrictions.Get(k); ok {
 		if !anyEnded(rs, now) {
 			return rs, nil
 		}
@@ -286,7 +288,7 @@ func (p *Pipeline) Restrictions(ctx context.Context, c tenant.CommunityID, pubke
 	if err != nil {
 		return nil, err
 	}
-	p.chans.put(k, rs, time.Now())
+	p.restrictions.Set(k, rs)
 	return rs, nil
 }
 
@@ -302,7 +304,9 @@ func anyEnded(rs []store.Restriction, now time.Time) bool {
 // ForgetRestrictions drops the cached restrictions of pubkey in c (a
 // moderation action was applied by another process).
 func (p *Pipeline) ForgetRestrictions(c tenant.CommunityID, pubkey string) {
-	p.chans.forget(restrictKey{c, pubkey})
+	if p.restrictions != nil {
+		p.restrictions.Del(restrictKey(c, pubkey))
+	}
 }
 
 // BlockedMessage is the "blocked: …" refusal for restrictions rs, saying

@@ -21,6 +21,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/internal/ttlcache"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/ratelimit"
@@ -86,8 +87,9 @@ type Config struct {
 
 // Pipeline admits events. It is safe for concurrent use.
 type Pipeline struct {
-	cfg   Config
-	chans channelState // admission cache (channels, roles, policies)
+	cfg Config
+	// restrictions caches bans and timeouts (with Moderation only).
+	restrictions *ttlcache.Cache[string, []store.Restriction]
 
 	clockMu sync.Mutex
 	clock   map[any]int64 // last created_at of each relay-signed state event
@@ -118,19 +120,26 @@ func New(cfg Config) (*Pipeline, error) {
 	if cfg.Moderation != nil && (cfg.Moderation.Store == nil || cfg.Channels == nil) {
 		return nil, errors.New("ingest: Config.Moderation needs its Store and Config.Channels")
 	}
-	ttl := 2 * time.Second
-	if cfg.Channels != nil {
-		if cfg.Channels.Store == nil {
-			return nil, errors.New("ingest: Config.Channels.Store is required")
-		}
-		if cfg.Channels.CacheTTL < 0 {
-			return nil, errors.New("ingest: Config.Channels.CacheTTL must not be negative")
-		}
-		if cfg.Channels.CacheTTL > 0 {
-			ttl = cfg.Channels.CacheTTL
-		}
+	if cfg.Channels != nil && (cfg.Channels.Store == nil || cfg.Channels.Access == nil) {
+		return nil, errors.New("ingest: Config.Channels needs its Store and Access")
 	}
-	return &Pipeline{cfg: cfg, chans: channelState{ttl: ttl, m: make(map[any]cacheEntry)}}, nil
+	p := &Pipeline{cfg: cfg}
+	if cfg.Moderation != nil {
+		c, err := ttlcache.New[string, []store.Restriction](ttlcache.Config{TTL: restrictionsTTL, Now: cfg.Now})
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		p.restrictions = c
+	}
+	return p, nil
+}
+
+// Close releases the pipeline's caches. The pipeline must not be used
+// after.
+func (p *Pipeline) Close() {
+	if p.restrictions != nil {
+		p.restrictions.Close()
+	}
 }
 
 // Submission is one EVENT from one connection.
@@ -269,7 +278,7 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 
 	// 8c. Relay-signed channel state (39000–39003) never comes from clients.
 	if channel.IsState(ev.Kind) {
-		return Outcome{Message: MsgRelaySigned}
+		return Outcome{Message: channel.MsgRelaySigned}
 	}
 
 	// 8d. Bans and timeouts in this community, before membership; a store
@@ -360,7 +369,7 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 			"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
 	}
 	if change != nil {
-		p.publishState(ctx, s.Tenant, change, dec.cmd)
+		p.publishState(ctx, s.Tenant, change, dec.Command)
 	}
 
 	// 13. Embedder hooks on stored events.

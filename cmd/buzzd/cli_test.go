@@ -17,7 +17,6 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/channel"
-	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
@@ -211,7 +210,7 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 		t.Fatal(err)
 	}
 	id, _ := channel.ParseID(ch)
-	cmd, err := ingest.ParseChannelCommand(ev, id)
+	cmd, err := channel.ParseCommand(ev, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,15 +31,18 @@ type Config struct {
 // and may be dropped (ristretto's admission policy): a Get right after a
 // Set may miss, never return a value other than one stored for the key.
 // Del takes effect at once: no Load that began before it stores its
-// (possibly stale) answer afterwards. It is safe for concurrent use; Close
-// releases its goroutines.
+// (possibly stale) answer afterwards. It is safe for concurrent use, Close
+// included; Close releases its goroutines.
 type Cache[K ristretto.Key, V any] struct {
 	r   *ristretto.Cache[K, entry[V]]
 	ttl time.Duration
 	now func() time.Time
 
-	mu  sync.RWMutex // Load's check-and-store against Del's bump-and-delete
-	gen uint64       // bumped by every Del
+	// mu orders Load's check-and-store against Del's bump-and-delete, and
+	// every use against Close (ristretto must not be used while closing).
+	mu     sync.RWMutex
+	gen    uint64 // bumped by every Del
+	closed bool
 }
 
 type entry[V any] struct {
@@ -72,7 +75,13 @@ func New[K ristretto.Key, V any](cfg Config) (*Cache[K, V], error) {
 
 // Get returns the value stored for k, unless it expired.
 func (c *Cache[K, V]) Get(k K) (V, bool) {
-	e, ok := c.r.Get(k)
+	c.mu.RLock()
+	var e entry[V]
+	ok := !c.closed
+	if ok {
+		e, ok = c.r.Get(k)
+	}
+	c.mu.RUnlock()
 	if !ok || !e.exp.IsZero() && !c.now().Before(e.exp) {
 		var zero V
 		return zero, false
@@ -88,6 +97,9 @@ func (c *Cache[K, V]) Set(k K, v V) {
 }
 
 func (c *Cache[K, V]) set(k K, v V) {
+	if c.closed {
+		return
+	}
 	e := entry[V]{v: v}
 	if c.ttl > 0 {
 		e.exp = c.now().Add(c.ttl)
@@ -123,13 +135,29 @@ func (c *Cache[K, V]) Load(k K, fetch func() (V, error)) (V, error) {
 func (c *Cache[K, V]) Del(k K) {
 	c.mu.Lock()
 	c.gen++
-	c.r.Del(k)
+	if !c.closed {
+		c.r.Del(k)
+	}
 	c.mu.Unlock()
 }
 
 // Wait blocks until every Set so far was applied (or dropped); tests use it
 // to read their own writes.
-func (c *Cache[K, V]) Wait() { c.r.Wait() }
+func (c *Cache[K, V]) Wait() {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.closed {
+		c.r.Wait()
+	}
+}
 
-// Close stops the cache's goroutines; the cache must not be used after.
-func (c *Cache[K, V]) Close() { c.r.Close() }
+// Close stops the cache's goroutines and drops every entry. A closed cache
+// may still be used: it holds nothing (Get misses, Set does nothing).
+func (c *Cache[K, V]) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		c.r.Close()
+	}
+}

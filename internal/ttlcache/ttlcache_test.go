@@ -135,3 +135,28 @@ func TestConfigValidated(t *testing.T) {
 		t.Fatal("negative MaxEntries accepted")
 	}
 }
+
+func TestUseAfterClose(t *testing.T) {
+	clk := &clock{t: time.Unix(1_000_000, 0)}
+	c, err := New[string, int](Config{TTL: time.Minute, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Set("a", 1)
+	c.Wait()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 1000 {
+			c.Set("a", i)
+			c.Del("b")
+			_, _ = c.Load("c", func() (int, error) { return i, nil })
+		}
+	})
+	c.Close()
+	wg.Wait()
+	c.Close() // idempotent
+	c.Wait()
+	if _, ok := c.Get("a"); ok {
+		t.Fatal("a closed cache returned an entry")
+	}
+}
