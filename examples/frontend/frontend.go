@@ -97,7 +97,7 @@ func newFrontend(cfg Config) (*frontend, error) {
 	f.pipeline, err = ingest.New(ingest.Config{
 		Store: cfg.Store, Broker: cfg.Broker, Verifier: f.sigs, Logger: cfg.Logger,
 		MaxFutureSkew: 15 * time.Minute, MaxContentBytes: 64 << 10,
-		Channels: &ingest.Channels{Store: cfg.Store, OnChange: f.channelChanged, OnMemberRemoved: f.memberRemoved},
+		Channels: &ingest.Channels{Access: f.access, Store: cfg.Store, OnChange: f.channelChanged, OnMemberRemoved: f.memberRemoved},
 	})
 	if err != nil {
 		return nil, err
@@ -109,6 +109,7 @@ func newFrontend(cfg Config) (*frontend, error) {
 // Close stops live delivery.
 func (f *frontend) Close() {
 	f.unlisten()
+	f.pipeline.Close()
 	f.access.Close()
 	f.sigs.Close()
 }

@@ -306,10 +306,10 @@ func isolationScenario(t *testing.T, st backend) {
 			t.Fatal(err)
 		}
 	}
-	if a, _ := c.timeline(M, gonostr.Filter{}, nil); a.Status != http.StatusUnauthorized || !strings.Contains(a.Body, ingest.MsgMembersOnlyAuth) {
+	if a, _ := c.timeline(M, gonostr.Filter{}, nil); a.Status != http.StatusUnauthorized || !strings.Contains(a.Body, channel.MsgMembersOnlyAuth) {
 		t.Fatalf("members-only, anonymous: %d %s", a.Status, a.Body)
 	}
-	if a, _ := c.timeline(M, gonostr.Filter{}, &mallory); a.Status != http.StatusForbidden || !strings.Contains(a.Body, ingest.MsgMembersOnly) {
+	if a, _ := c.timeline(M, gonostr.Filter{}, &mallory); a.Status != http.StatusForbidden || !strings.Contains(a.Body, channel.MsgMembersOnly) {
 		t.Fatalf("members-only, a stranger: %d %s", a.Status, a.Body)
 	}
 	c.mustPost(M, olga.event(t, 1, "members only"), &olga)
