@@ -342,14 +342,33 @@ func (r *Relay) queryScoped(ctx context.Context, community tenant.CommunityID, f
 	return r.observeQuery(r.cfg.store.Query(ctx, community, f))
 }
 
-// countScoped is queryScoped's COUNT.
-func (r *Relay) countScoped(ctx context.Context, community tenant.CommunityID, filters []nostr.Filter, scope channel.Scope) (int64, error) {
+// countScoped is queryScoped's COUNT, of each of sets (see CountBatcher).
+func (r *Relay) countScoped(ctx context.Context, community tenant.CommunityID, sets [][]nostr.Filter, scope channel.Scope) ([]int64, error) {
 	start := time.Now()
 	defer func() { r.cfg.metrics.StoreLatency("count", time.Since(start)) }()
-	if rc := r.channels; rc != nil {
-		return rc.store.CountScoped(ctx, community, filters, scope)
+	if r.channels == nil {
+		scope = channel.AllChannels()
 	}
-	return r.cfg.store.Count(ctx, community, filters)
+	if cb, ok := r.cfg.store.(CountBatcher); ok && len(sets) > 1 {
+		ns, err := cb.CountEach(ctx, community, sets, scope)
+		if err == nil && len(ns) != len(sets) {
+			err = fmt.Errorf("buzz: CountEach answered %d counts for %d filter sets", len(ns), len(sets))
+		}
+		return ns, err
+	}
+	ns := make([]int64, len(sets))
+	for i, fs := range sets {
+		var err error
+		if rc := r.channels; rc != nil {
+			ns[i], err = rc.store.CountScoped(ctx, community, fs, scope)
+		} else {
+			ns[i], err = r.cfg.store.Count(ctx, community, fs)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
 }
 
 // sanitizeReason reduces a client-visible message to the conformance

@@ -129,18 +129,20 @@ func (c *conn) liveGiftWrapAllowed(ev *nostr.Event) bool {
 }
 
 // countVisible is count with the gift wrap rule: the filters' count, minus
-// their gift wraps, plus those addressed to the connection. The total is
-// counted first, so a wrap stored meanwhile can only lower the answer.
+// their gift wraps, plus those addressed to the connection, counted as one
+// bounded read.
 func (c *conn) countVisible(ctx context.Context, filters []nostr.Filter, scope channel.Scope) (int64, error) {
-	return countGiftWrapped(ctx, filters, c.readers(), func(ctx context.Context, fs []nostr.Filter) (int64, error) {
-		return c.count(ctx, fs, scope)
+	return countGiftWrapped(ctx, filters, c.readers(), func(ctx context.Context, sets [][]nostr.Filter) ([]int64, error) {
+		return c.r.countBounded(ctx, c.tc.Community(), c, sets, scope)
 	})
 }
 
 // countGiftWrapped counts filters for readers under the gift wrap rule (see
-// countVisible), counting through count.
+// countVisible). count counts each filter set it is given, in order: the
+// total first, so a wrap stored meanwhile can only lower the answer. It is
+// called once.
 func countGiftWrapped(ctx context.Context, filters []nostr.Filter, readers []string,
-	count func(ctx context.Context, filters []nostr.Filter) (int64, error)) (int64, error) {
+	count func(ctx context.Context, sets [][]nostr.Filter) ([]int64, error)) (int64, error) {
 	var wraps, mine []nostr.Filter
 	allOnly := true
 	for i := range filters {
@@ -156,27 +158,30 @@ func countGiftWrapped(ctx context.Context, filters []nostr.Filter, readers []str
 			mine = append(mine, m)
 		}
 	}
-	if len(wraps) == 0 {
-		return count(ctx, filters)
+	var sets [][]nostr.Filter
+	switch {
+	case len(wraps) == 0:
+		sets = [][]nostr.Filter{filters}
+	case allOnly && len(mine) == 0:
+		return 0, nil
+	case allOnly:
+		sets = [][]nostr.Filter{mine}
+	default:
+		sets = [][]nostr.Filter{filters, wraps}
+		if len(mine) > 0 {
+			sets = append(sets, mine)
+		}
+	}
+	ns, err := count(ctx, sets)
+	if err != nil {
+		return 0, err
+	}
+	if len(wraps) == 0 || allOnly {
+		return ns[0], nil
 	}
 	var visible int64
 	if len(mine) > 0 {
-		n, err := count(ctx, mine)
-		if err != nil {
-			return 0, err
-		}
-		visible = n
+		visible = ns[2]
 	}
-	if allOnly {
-		return visible, nil
-	}
-	total, err := count(ctx, filters)
-	if err != nil {
-		return 0, err
-	}
-	all, err := count(ctx, wraps)
-	if err != nil {
-		return 0, err
-	}
-	return max(total-all, 0) + visible, nil
+	return max(ns[0]-ns[1], 0) + visible, nil
 }

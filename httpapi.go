@@ -511,8 +511,8 @@ func (r *Relay) serveCount(w http.ResponseWriter, req *http.Request, tc tenant.T
 	ctx := req.Context()
 	defer rt.done(ctx)
 	owner := r.ClientAddr(req)
-	n, err := countGiftWrapped(ctx, filters, readers, func(ctx context.Context, fs []nostr.Filter) (int64, error) {
-		return r.countBounded(ctx, tc.Community(), owner, fs, scope)
+	n, err := countGiftWrapped(ctx, filters, readers, func(ctx context.Context, sets [][]nostr.Filter) ([]int64, error) {
+		return r.countBounded(ctx, tc.Community(), owner, sets, scope)
 	})
 	if err != nil {
 		if rt.g != nil {

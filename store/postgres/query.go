@@ -579,6 +579,48 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	return n, nil
 }
 
+// CountEach answers CountScoped for each of sets, in order, pipelined in
+// one round trip.
+func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, sc channel.Scope) ([]int64, error) {
+	if c.IsZero() {
+		return nil, errors.New("postgres: count: zero community")
+	}
+	now := time.Now().Unix()
+	ns := make([]int64, len(sets))
+	var b pgx.Batch
+	s.queueReadDelay(&b)
+	var asked []int // indexes of the sets queued, in order
+	for i, filters := range sets {
+		sqlStr, args, err := buildCount(c, filters, now, sc)
+		if errors.Is(err, errNothing) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(sqlStr, args...)
+		asked = append(asked, i)
+	}
+	if len(asked) == 0 {
+		return ns, nil
+	}
+	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
+		if err := s.awaitReadDelay(br); err != nil {
+			return err
+		}
+		for _, i := range asked {
+			if err := br.QueryRow().Scan(&ns[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count: %w", err)
+	}
+	return ns, nil
+}
+
 // buildCount compiles a COUNT over filters in the access scope sc to one
 // statement; errNothing when no filter can match.
 func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc channel.Scope) (string, []any, error) {

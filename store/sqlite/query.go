@@ -157,36 +157,13 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	if err := s.spinForTest(ctx); err != nil {
 		return 0, internal("count", err)
 	}
-	// Each filter is counted through the access path its REQ would take
-	// (see from): an OR of the filters' conditions in one WHERE would make
-	// SQLite walk every event of the community. Several filters count the
-	// union of their matches' seqs, so an event matching two counts once.
-	//
-	// Whether an event is hidden (expired, or in a channel outside scope)
-	// is known only from its row, and reading a row per match costs 20–30
-	// times what counting index entries does. So the statement first asks
-	// two partial indexes whether the community holds any event that could
-	// be hidden; when it holds none, it counts without those conditions,
-	// usually from an index alone. Both branches run in one statement, so
-	// on one snapshot.
-	now := time.Now().Unix()
-	visible, bare, ok, residual := countUnion(cseq, filters, now, scope)
+	q, ok, residual := countSQL(cseq, filters, time.Now().Unix(), scope)
 	if residual {
 		return s.countSlow(ctx, c, filters, scope)
 	}
 	if !ok {
 		return 0, nil
 	}
-	var q sqlBuilder
-	q.add(`SELECT CASE WHEN EXISTS (SELECT 1 FROM events INDEXED BY events_expiry WHERE expires_at <= ? AND community = ?)`, now, cseq)
-	if !scope.All() {
-		q.add(` OR EXISTS (SELECT 1 FROM events INDEXED BY events_channel WHERE community = ? AND channel IS NOT NULL)`, cseq)
-	}
-	q.add(` THEN (`)
-	q.append(visible)
-	q.add(`) ELSE (`)
-	q.append(bare)
-	q.add(`) END`)
 	st, err := s.rstmts.get(ctx, q.sb.String())
 	if err != nil {
 		return 0, internal("count", err)
@@ -196,6 +173,101 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 		return 0, internal("count", err)
 	}
 	return n, nil
+}
+
+// CountEach answers CountScoped for each of sets, in order; filter sets
+// the index serves are counted in one statement (one snapshot).
+func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, scope channel.Scope) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if errors.Is(err, errNoSuchCommunity) {
+		return make([]int64, len(sets)), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.spinForTest(ctx); err != nil {
+		return nil, internal("count", err)
+	}
+	now := time.Now().Unix()
+	var q sqlBuilder
+	q.add(`SELECT `)
+	for i, filters := range sets {
+		if i > 0 {
+			q.sb.WriteString(`, `)
+		}
+		one, ok, residual := countSQL(cseq, filters, now, scope)
+		switch {
+		case residual:
+			return s.countEachSlow(ctx, c, sets, scope)
+		case !ok:
+			q.sb.WriteString(`0`)
+		default:
+			q.sb.WriteString(`(`)
+			q.append(one)
+			q.sb.WriteString(`)`)
+		}
+	}
+	st, err := s.rstmts.get(ctx, q.sb.String())
+	if err != nil {
+		return nil, internal("count", err)
+	}
+	ns := make([]int64, len(sets))
+	dest := make([]any, len(sets))
+	for i := range ns {
+		dest[i] = &ns[i]
+	}
+	if err := st.QueryRowContext(ctx, q.args...).Scan(dest...); err != nil {
+		return nil, internal("count", err)
+	}
+	return ns, nil
+}
+
+// countEachSlow is CountEach one set at a time.
+func (s *Store) countEachSlow(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, scope channel.Scope) ([]int64, error) {
+	ns := make([]int64, len(sets))
+	for i, filters := range sets {
+		var err error
+		if ns[i], err = s.CountScoped(ctx, c, filters, scope); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// countSQL builds the statement counting the live events of scope matching
+// any of filters at now. ok is false when no filter can match; residual is
+// true when one has a condition SQL cannot express (see filter).
+//
+// Each filter is counted through the access path its REQ would take (see
+// from): an OR of the filters' conditions in one WHERE would make SQLite
+// walk every event of the community. Several filters count the union of
+// their matches' seqs, so an event matching two counts once.
+//
+// Whether an event is hidden (expired, or in a channel outside scope) is
+// known only from its row, and reading a row per match costs 20–30 times
+// what counting index entries does. So the statement first asks two partial
+// indexes whether the community holds any event that could be hidden; when
+// it holds none, it counts without those conditions, usually from an index
+// alone. Both branches are one statement, so on one snapshot.
+func countSQL(cseq int64, filters []nostr.Filter, now int64, scope channel.Scope) (q *sqlBuilder, ok, residual bool) {
+	visible, bare, ok, residual := countUnion(cseq, filters, now, scope)
+	if residual || !ok {
+		return nil, ok, residual
+	}
+	q = new(sqlBuilder)
+	q.add(`SELECT CASE WHEN EXISTS (SELECT 1 FROM events INDEXED BY events_expiry WHERE expires_at <= ? AND community = ?)`, now, cseq)
+	if !scope.All() {
+		q.add(` OR EXISTS (SELECT 1 FROM events INDEXED BY events_channel WHERE community = ? AND channel IS NOT NULL)`, cseq)
+	}
+	q.add(` THEN (`)
+	q.append(visible)
+	q.add(`) ELSE (`)
+	q.append(bare)
+	q.add(`) END`)
+	return q, true, false
 }
 
 // countSlow counts by running each filter's query, for filters with tag

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -43,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"LargeLists", testLargeLists},
 		{"Count", testCount},
 		{"CountShapes", testCountShapes},
+		{"CountEach", testCountEach},
 		{"Differential", testDifferential},
 		{"ConcurrentSaves", testConcurrentSaves},
 		{"ContextCancellation", testContextCancellation},
@@ -852,6 +854,59 @@ func testCountShapes(t *testing.T, b store.Backend) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// countEacher is the batched count both backends offer (buzz.CountBatcher).
+type countEacher interface {
+	CountEach(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, scope channel.Scope) ([]int64, error)
+}
+
+// testCountEach checks that CountEach answers, set by set, what Count does:
+// sets that match nothing, a set SQL cannot express whole (a tag name of
+// two letters), several filters in a set, an unknown community.
+func testCountEach(t *testing.T, b store.Backend) {
+	cb, ok := b.(countEacher)
+	if !ok {
+		t.Fatalf("%T has no CountEach", b)
+	}
+	c := Community(t, b, "a.example")
+	alice, bob := NewAuthor(t), NewAuthor(t)
+	var evs []*nostr.Event
+	for i := 0; i < 9; i++ {
+		au := alice
+		if i%3 == 0 {
+			au = bob
+		}
+		evs = append(evs, au.Event(t, []int{1, 7, 1059}[i%3], base+int64(i), fmt.Sprint(i),
+			nostr.Tag{"t", fmt.Sprint(i % 2)}, nostr.Tag{"tt", "long"}))
+	}
+	SaveAll(t, b, c, evs)
+	sets := [][]nostr.Filter{
+		{{Authors: []string{alice.PubKey}}},
+		{{Kinds: []int{1059}}},
+		{{Kinds: []int{}}},
+		{{Tags: map[string][]string{"t": {"1"}}}, {Authors: []string{bob.PubKey}}},
+		{},
+		{{Kinds: []int{7}, Tags: map[string][]string{"t": {"0"}}}},
+	}
+	check := func(sets [][]nostr.Filter) {
+		t.Helper()
+		got, err := cb.CountEach(ctxb(), c, sets, channel.AllChannels())
+		if err != nil || len(got) != len(sets) {
+			t.Fatalf("CountEach = %v, %v; want %d counts", got, err, len(sets))
+		}
+		for i, fs := range sets {
+			if want := CountOf(t, b, c, fs...); got[i] != want {
+				t.Errorf("set %d: CountEach %d, Count %d", i, got[i], want)
+			}
+		}
+	}
+	check(sets)
+	check(append(sets, []nostr.Filter{{Tags: map[string][]string{"tt": {"long"}}}}))
+	got, err := cb.CountEach(ctxb(), Community(t, b, "empty.example"), sets, channel.AllChannels())
+	if err != nil || len(got) != len(sets) || slices.Max(got) != 0 {
+		t.Fatalf("CountEach in an empty community = %v, %v", got, err)
+	}
+}
 
 func testConcurrentSaves(t *testing.T, b store.Backend) {
 	a := Community(t, b, "a.example")
