@@ -24,7 +24,8 @@ func IsState(kind int) bool {
 	return kind >= nostr.KindChannelMetadata && kind <= nostr.KindChannelRoles
 }
 
-// Command is a parsed channel command event (see the kinds above).
+// Command is a parsed channel command event (ParseCommand; the kinds are
+// nostr.KindPutUser … nostr.KindLeaveRequest, see the package doc).
 type Command struct {
 	Kind    int
 	Actor   string // the event's author, 64 lowercase hex

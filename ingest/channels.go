@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -136,63 +135,33 @@ func noChannels(ev *nostr.Event) string {
 	return ""
 }
 
-// previousWindow is how many of a group's latest events NIP-29 "previous"
-// references are checked against (NIP-29 has clients cite ids among the
-// last 50 events they saw; the margin covers events racing them).
-const previousWindow = 250
-
-// checkPrevious checks the event's NIP-29 "previous" tags (each value the
-// first 8 or more hex characters of an event id; at most 100): every one must name one of the
-// latest previousWindow events of the group (the author's view of the
-// timeline), else the event is refused — it was written against another
-// relay's copy of the group or replayed from one. "" when it passes (or
-// cites nothing).
+// checkPrevious checks the event's NIP-29 "previous" tags against the
+// latest events of its group (channel.PreviousRefs, channel.PreviousKnown):
+// "" when it passes (or cites nothing), else the refusal.
 func (p *Pipeline) checkPrevious(ctx context.Context, c tenant.CommunityID, id channel.ID, ev *nostr.Event) string {
-	var refs []string
-	for _, t := range ev.Tags {
-		if len(t) >= 1 && t[0] == "previous" {
-			// NIP-29 clients put every reference in one tag.
-			if len(t) < 2 || len(t) > 101 {
-				return channel.MsgBadPrevious
-			}
-			for _, ref := range t[1:] {
-				if len(ref) < 8 || len(ref) > 64 || !nostr.IsLowerHex(ref, len(ref)) {
-					return channel.MsgBadPrevious
-				}
-				refs = append(refs, ref)
-			}
-		}
+	refs, refusal := channel.PreviousRefs(ev)
+	if refusal != "" || len(refs) == 0 {
+		return refusal
 	}
-	if len(refs) == 0 {
-		return ""
-	}
-	f := nostr.Filter{Tags: map[string][]string{"h": {channel.GroupIDOf(ev)}}, Limit: previousWindow, LimitSet: true}
 	var recent []string
-	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, channel.ScopeOf(id)) {
+	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, channel.PreviousFilter(ev), channel.ScopeOf(id)) {
 		if err != nil {
 			p.cfg.Logger.ErrorContext(ctx, "ingest: previous lookup", "community", c.String(), "err", err)
 			return MsgInternal
 		}
 		recent = append(recent, rec.ID)
 	}
-	for _, ref := range refs {
-		if !slices.ContainsFunc(recent, func(id string) bool { return strings.HasPrefix(id, ref) }) {
-			return channel.MsgUnknownPrevious
-		}
+	if !channel.PreviousKnown(refs, recent) {
+		return channel.MsgUnknownPrevious
 	}
 	return ""
 }
 
-// maxInvites bounds the invites of one channel a join's code is compared
-// with (the newest first).
-const maxInvites = 1000
-
-// inviteValid reports whether code is the "code" of an invite (9009) stored
-// in channel id of community c: an invite is valid while its event is
-// stored, for any number of joins.
+// inviteValid reports whether code is the code of an invite (9009) stored
+// in channel id of community c (see channel.InviteFilter): an invite is
+// valid while its event is stored, for any number of joins.
 func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id channel.ID, gid, code string) (bool, error) {
-	f := nostr.Filter{Kinds: []int{nostr.KindCreateInvite}, Tags: map[string][]string{"h": {gid}}, Limit: maxInvites, LimitSet: true}
-	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, channel.ScopeOf(id)) {
+	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, channel.InviteFilter(gid), channel.ScopeOf(id)) {
 		if err != nil {
 			return false, err
 		}
@@ -200,7 +169,7 @@ func (p *Pipeline) inviteValid(ctx context.Context, c tenant.CommunityID, id cha
 		if err != nil {
 			continue
 		}
-		if t := ev.Tags.Find("code"); t != nil && t[1] == code {
+		if channel.IsInvite(ev, code) {
 			return true, nil
 		}
 	}
@@ -286,18 +255,12 @@ func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, ch
 	if cs == nil || cs.StateKey == nil || cmd == nil || change.Deleted {
 		return
 	}
-	var kind int
-	tags := nostr.Tags{{"h", change.Channel.GroupID()}, {"p", cmd.Actor}}
-	switch cmd.Kind {
-	case nostr.KindJoinRequest:
-		kind = nostr.KindPutUser
-		tags[1] = append(tags[1], string(channel.RoleMember))
-	case nostr.KindLeaveRequest:
-		kind = nostr.KindRemoveUser
-	default:
+	ev := channel.MembershipEvent(*change, cmd)
+	if ev == nil {
 		return
 	}
-	ev := &nostr.Event{Kind: kind, CreatedAt: p.stateClock(c, change.Channel.ID, kind), Tags: tags, Content: ""}
+	kind := ev.Kind
+	ev.CreatedAt = p.stateClock(c, change.Channel.ID, kind)
 	if err := ev.Sign(cs.StateKey(c)); err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: sign relay membership event", "kind", kind, "err", err)
 		return
@@ -348,100 +311,18 @@ func (p *Pipeline) PublishChannelState(ctx context.Context, c tenant.CommunityID
 	}
 }
 
-// roleDescriptions is the content of 39003.
-var roleDescriptions = []struct {
-	role channel.Role
-	desc string
-}{
-	{channel.RoleOwner, "everything, including role changes and deleting the channel"},
-	{channel.RoleAdmin, "add and remove members, edit metadata, delete messages"},
-	{channel.RoleMember, "read and post"},
-	{channel.RoleBot, "read and post (automation)"},
-	{channel.RoleGuest, "read only"},
-}
-
-// stateEvents builds the relay-signed NIP-29 state events a change calls
-// for: 39000 on metadata changes; 39001, 39002 and 39003 on membership
-// changes. Every one carries d = h = the channel id, so it is stored in the
-// channel and read under the channel's access rules.
+// stateEvents signs the relay-signed NIP-29 state events a change calls
+// for (channel.StateEvents), each with its state clock's created_at.
 func (p *Pipeline) stateEvents(c tenant.CommunityID, change *channel.Change, members []channel.Member) []*nostr.Event {
 	key := p.cfg.Channels.StateKey(c)
-	ch := change.Channel
-	id := ch.GroupID()
-	base := nostr.Tags{{"d", id}}
-	if ch.Visibility != channel.VisibilityPrivate || ch.Hidden {
-		// Stored in the channel, read under its rules; a private group that
-		// is not hidden has its state stored community-wide, so
-		// non-members can find it (NIP-29).
-		base = append(base, nostr.Tag{"h", id})
-	}
 	var evs []*nostr.Event
-	add := func(kind int, tags nostr.Tags) {
-		ev := &nostr.Event{Kind: kind, CreatedAt: p.stateClock(c, ch.ID, kind), Tags: tags, Content: ""}
+	for _, ev := range channel.StateEvents(*change, members) {
+		ev.CreatedAt = p.stateClock(c, change.Channel.ID, ev.Kind)
 		if err := ev.Sign(key); err != nil {
-			p.cfg.Logger.Error("ingest: sign channel state event", "kind", kind, "err", err)
-			return
+			p.cfg.Logger.Error("ingest: sign channel state event", "kind", ev.Kind, "err", err)
+			continue
 		}
 		evs = append(evs, ev)
-	}
-	if change.Metadata {
-		tags := append(nostr.Tags{}, base...)
-		if ch.Name != "" {
-			tags = append(tags, nostr.Tag{"name", ch.Name})
-		}
-		if ch.About != "" {
-			tags = append(tags, nostr.Tag{"about", ch.About})
-		}
-		if ch.Picture != "" {
-			tags = append(tags, nostr.Tag{"picture", ch.Picture})
-		}
-		// NIP-29 flags; "public" and "open" for clients of its older text.
-		if ch.Visibility == channel.VisibilityPrivate {
-			tags = append(tags, nostr.Tag{"private"})
-		} else {
-			tags = append(tags, nostr.Tag{"public"})
-		}
-		if ch.Closed {
-			tags = append(tags, nostr.Tag{"closed"})
-		} else {
-			tags = append(tags, nostr.Tag{"open"})
-		}
-		if ch.Restricted || ch.Visibility == channel.VisibilityPrivate {
-			tags = append(tags, nostr.Tag{"restricted"})
-		}
-		if ch.Hidden {
-			tags = append(tags, nostr.Tag{"hidden"})
-		}
-		tags = append(tags, nostr.Tag{"visibility", string(ch.Visibility)}, nostr.Tag{"channel_type", string(ch.Type)})
-		add(nostr.KindChannelMetadata, tags)
-	}
-	if change.Members {
-		admins := append(nostr.Tags{}, base...)
-		all := append(nostr.Tags{}, base...)
-		for _, m := range members {
-			if m.Role == channel.RoleOwner || m.Role == channel.RoleAdmin {
-				admins = append(admins, nostr.Tag{"p", m.PubKey, string(m.Role)})
-			}
-			all = append(all, nostr.Tag{"p", m.PubKey, string(m.Role)})
-		}
-		add(nostr.KindChannelAdmins, admins)
-		add(nostr.KindChannelMembers, all)
-		roles := append(nostr.Tags{}, base...)
-		for _, r := range roleDescriptions {
-			roles = append(roles, nostr.Tag{"role", string(r.role), r.desc})
-		}
-		// Roles Buzz does not know, as members hold them (sorted).
-		var custom []string
-		for _, m := range members {
-			if !m.Role.Valid() && !slices.Contains(custom, string(m.Role)) {
-				custom = append(custom, string(m.Role))
-			}
-		}
-		slices.Sort(custom)
-		for _, r := range custom {
-			roles = append(roles, nostr.Tag{"role", r, "read and post (a role named by a client)"})
-		}
-		add(nostr.KindChannelRoles, roles)
 	}
 	return evs
 }
