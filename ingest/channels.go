@@ -20,7 +20,7 @@ import (
 // The h tag is adversarial input. It is resolved only inside the community
 // the connection is bound to: a channel of another community is, here,
 // simply a channel that does not exist, and gets exactly the refusal an
-// unknown channel gets (MsgChannelDenied) — on every path, the duplicate
+// unknown channel gets (channel.MsgChannelDenied) — on every path, the duplicate
 // path included, because the channel is checked before the store is asked
 // whether it already holds the event. Events without h are community-wide.
 //

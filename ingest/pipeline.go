@@ -174,7 +174,7 @@ type Outcome struct {
 // Messages of the pipeline's own refusals.
 const (
 	MsgAuthRequired   = "auth-required: this relay requires authentication (NIP-42) to publish"
-	MsgNotAuthor      = "restricted: the event author is not authenticated on this connection"
+	MsgNotAuthor      = channel.MsgNotAuthor
 	MsgAuthAsEvent    = "invalid: AUTH events are not accepted as EVENT"
 	MsgFuture         = "invalid: created_at too far in the future"
 	MsgExpired        = "invalid: event has expired"
