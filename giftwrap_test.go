@@ -166,36 +166,3 @@ func TestGiftWrapsArePGated(t *testing.T) {
 		eq(t, "anonymous first live event", anon.nextLive("live").ID, marker.ID)
 	})
 }
-
-func TestGiftWrapFilterHelpers(t *testing.T) {
-	for _, tc := range []struct {
-		kinds     []int
-		may, only bool
-	}{
-		{nil, true, false}, {[]int{1}, false, false}, {[]int{1059}, true, true},
-		{[]int{1059, 1059}, true, true}, {[]int{1, 1059}, true, false},
-	} {
-		may, only := giftWrapKinds(&nostr.Filter{Kinds: tc.kinds})
-		if may != tc.may || only != tc.only {
-			t.Errorf("giftWrapKinds(%v) = %v, %v", tc.kinds, may, only)
-		}
-	}
-	f, ok := narrowToReaders(nostr.Filter{Tags: map[string][]string{"p": {"a", "b", "a"}, "t": {"x"}}}, []string{"a", "c"})
-	if !ok || !slices.Equal(f.Tags["p"], []string{"a"}) || f.Tags["t"][0] != "x" {
-		t.Fatalf("narrow = %v %v", f.Tags, ok)
-	}
-	if _, ok := narrowToReaders(nostr.Filter{Tags: map[string][]string{"p": {"b"}}}, []string{"a"}); ok {
-		t.Fatal("narrowing to nobody succeeded")
-	}
-	s := newSigner(t)
-	wrap := s.event(1059, 1, "x", nostr.Tag{"p", "aa"})
-	raw := wrap.AppendJSON(nil)
-	if giftWrapVisible(raw, nil) || giftWrapVisible(raw, []string{"bb"}) || !giftWrapVisible(raw, []string{"aa"}) {
-		t.Fatal("giftWrapVisible wrong for a wrap")
-	}
-	// Content mimicking the kind field cannot fool the raw check.
-	note := s.event(10590, 1, `,"kind":1059,`)
-	if !giftWrapVisible(note.AppendJSON(nil), nil) {
-		t.Fatal("a kind 10590 note was taken for a gift wrap")
-	}
-}

@@ -213,8 +213,8 @@ func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope channel
 		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
 		return scope, msgInternal, false, true
 	}
-	if reason == "" && giftWrapAuthNeeded(filters, c.readers()) {
-		return scope, msgGiftWrapAuth, true, true
+	if reason == "" && channel.GiftWrapAuthNeeded(filters, c.readers()) {
+		return scope, channel.MsgGiftWrapAuth, true, true
 	}
 	return scope, reason, needAuth, true
 }
@@ -363,16 +363,12 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 			traceRows(ctx, g, st, f, nil)
 			continue // "limit": 0 — live events only
 		}
-		q := c.clamp(*f)
-		gated, only := giftWrapKinds(f)
-		if only {
-			// Gift wraps only: ask the store for the reader's alone.
-			var ok bool
-			if q, ok = narrowToReaders(q, readers); !ok {
-				traceRows(ctx, g, st, f, nil)
-				continue
-			}
-			gated = false
+		// Gift wraps only: the store is asked for the reader's alone;
+		// otherwise, when gated, others' wraps are dropped one by one.
+		q, gated, ok := channel.GiftWrapQuery(c.clamp(*f), readers)
+		if !ok {
+			traceRows(ctx, g, st, f, nil)
+			continue
 		}
 		// Queued reports this connection may read (moderation.go), merged
 		// into the filter's newest-first order.
@@ -417,7 +413,7 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 				if n >= limit {
 					return false
 				}
-				if gated && !giftWrapVisible(rec.Raw, readers) {
+				if gated && !channel.GiftWrapVisibleRaw(rec.Raw, readers) {
 					continue
 				}
 				if !send(rec) {

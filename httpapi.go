@@ -440,13 +440,9 @@ func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 	if !f.LimitSet || f.Limit > maxLimit {
 		f.Limit, f.LimitSet = maxLimit, true
 	}
-	gated, only := giftWrapKinds(&f)
-	if only {
-		var ok bool
-		if f, ok = narrowToReaders(f, readers); !ok {
-			return nil
-		}
-		gated = false
+	f, gated, ok := channel.GiftWrapQuery(f, readers)
+	if !ok {
+		return nil
 	}
 	want := f.Limit
 	n := 0
@@ -461,7 +457,7 @@ func (r *Relay) queryPage(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 			if skipThrough != "" && rec.ID <= skipThrough {
 				continue
 			}
-			if gated && !giftWrapVisible(rec.Raw, readers) {
+			if gated && !channel.GiftWrapVisibleRaw(rec.Raw, readers) {
 				continue
 			}
 			recs[rec.ID] = rec
@@ -511,7 +507,7 @@ func (r *Relay) serveCount(w http.ResponseWriter, req *http.Request, tc tenant.T
 	ctx := req.Context()
 	defer rt.done(ctx)
 	owner := r.ClientAddr(req)
-	n, err := countGiftWrapped(ctx, filters, readers, func(ctx context.Context, sets [][]nostr.Filter) ([]int64, error) {
+	n, err := channel.CountGiftWrapped(ctx, filters, readers, func(ctx context.Context, sets [][]nostr.Filter) ([]int64, error) {
 		return r.countBounded(ctx, tc.Community(), owner, sets, scope)
 	})
 	if err != nil {

@@ -41,7 +41,7 @@ type ReadCapacity interface {
 // (store/sqlite and store/postgres do): CountEach answers what CountScoped
 // would for each of sets, in order, in one round trip to the database. A
 // COUNT that may match gift wraps counts up to three sets (see
-// countGiftWrapped); without it they are counted one after another.
+// channel.CountGiftWrapped); without it they are counted one after another.
 type CountBatcher interface {
 	CountEach(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, scope channel.Scope) ([]int64, error)
 }

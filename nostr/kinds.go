@@ -6,6 +6,7 @@ const (
 	KindNote        = 1
 	KindContacts    = 3
 	KindDeletion    = 5     // NIP-09 deletion request
+	KindGiftWrap    = 1059  // NIP-59 gift wrap; readable by its p-tagged recipient only (see channel.GiftWrapVisible)
 	KindClientAuth  = 22242 // NIP-42 AUTH; never stored
 	KindHTTPAuth    = 27235 // NIP-98 HTTP auth; never stored
 	MaxKind         = 65535
