@@ -203,12 +203,13 @@ func (f *frontend) publish(w http.ResponseWriter, req *http.Request, tc tenant.T
 // stream is one open /stream: the live events of its community that
 // match its filter are queued for it.
 type stream struct {
-	reader *channel.Reader
-	filter nostr.Filter
-	queue  chan pubsub.Message
-	done   chan struct{} // closed by end
-	once   sync.Once
-	reason string // why it ended, set before done is closed
+	reader  *channel.Reader
+	readers []string // the pubkeys the request authenticated as
+	filter  nostr.Filter
+	queue   chan pubsub.Message
+	done    chan struct{} // closed by end
+	once    sync.Once
+	reason  string // why it ended, set before done is closed
 }
 
 // end ends the stream with a reason ("event: closed"); only the first call
@@ -294,7 +295,7 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 	}
 	// The request's read access: the relay's rules for the pubkeys it
 	// authenticated as.
-	s := &stream{reader: f.access.Reader(ctx, tc.Community()), filter: flt,
+	s := &stream{reader: f.access.Reader(ctx, tc.Community()), readers: readers, filter: flt,
 		queue: make(chan pubsub.Message, streamQueue), done: make(chan struct{})}
 	for _, pk := range readers {
 		s.reader.Authenticated(pk)
@@ -317,9 +318,12 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 		}()
 	}
 	scope, reason, needAuth, err := s.reader.Check(ctx, []nostr.Filter{flt}, rt.checked)
+	if err == nil && reason == "" && channel.GiftWrapAuthNeeded([]nostr.Filter{flt}, readers) {
+		reason, needAuth = channel.MsgGiftWrapAuth, true
+	}
 	if err == nil && reason == "" {
 		var recs []store.Record
-		if recs, err = f.stored(ctx, tc, flt, scope, rt); err == nil {
+		if recs, err = f.stored(ctx, tc, flt, scope, readers, rt); err == nil {
 			if live {
 				f.follow(ctx, w, s, recs, rt)
 				return
@@ -341,29 +345,26 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 	rt.refuse(ctx, w, reason)
 }
 
-// kindGiftWrap (NIP-59) is readable by its recipient only; this frontend
-// serves no gift wraps at all.
-const kindGiftWrap = 1059
-
 // stored reads the stored events of flt under scope, newest first, at most
-// maxLimit of them.
-func (f *frontend) stored(ctx context.Context, tc tenant.TenantContext, flt nostr.Filter, scope channel.Scope, rt readTrace) ([]store.Record, error) {
-	if flt.LimitSet && flt.Limit == 0 {
+// maxLimit of them; gift wraps only when addressed to one of readers.
+func (f *frontend) stored(ctx context.Context, tc tenant.TenantContext, flt nostr.Filter, scope channel.Scope, readers []string, rt readTrace) ([]store.Record, error) {
+	q, checkWraps, ok := channel.GiftWrapQuery(flt, readers)
+	if !ok || flt.LimitSet && flt.Limit == 0 {
 		rt.rows(ctx, &flt, nil)
-		return nil, nil // live events only
+		return nil, nil // nothing readable stored, or live events only
 	}
-	if !flt.LimitSet || flt.Limit > maxLimit {
-		flt.Limit, flt.LimitSet = maxLimit, true
+	if !q.LimitSet || q.Limit > maxLimit {
+		q.Limit, q.LimitSet = maxLimit, true
 	}
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var recs []store.Record
 	var rows []tenant.CommunityID
-	for rec, err := range f.cfg.Store.QueryScoped(ctx, tc.Community(), flt, scope) {
+	for rec, err := range f.cfg.Store.QueryScoped(ctx, tc.Community(), q, scope) {
 		if err != nil {
 			return nil, err
 		}
-		if ev, err := nostr.ParseEvent(rec.Raw); err != nil || ev.Kind == kindGiftWrap {
+		if checkWraps && !channel.GiftWrapVisibleRaw(rec.Raw, readers) {
 			continue
 		}
 		recs = append(recs, rec)
@@ -417,7 +418,7 @@ func (f *frontend) follow(ctx context.Context, w http.ResponseWriter, s *stream,
 					continue
 				}
 			}
-			if m.Event.Kind == kindGiftWrap || !s.reader.Deliverable(m.Event) {
+			if !s.reader.Deliverable(m.Event) || !channel.GiftWrapVisible(m.Event, s.readers) {
 				continue
 			}
 			if !send("event", m.Raw) {

@@ -20,7 +20,8 @@
 // A request may carry "Authorization: Nostr <base64 kind 27235 event>"
 // (NIP-98, u tag http://<host><path>?<query>): it then reads (and writes) as
 // the signer — private channels it is a member of, members-only
-// communities it belongs to. Without one it reads what anybody may read.
+// communities it belongs to, gift wraps (kind 1059) addressed to it.
+// Without one it reads what anybody may read.
 // Refusals are {"error": "<prefix>", "message": "<the relay's message>"}.
 package main
 
