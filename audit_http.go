@@ -77,7 +77,7 @@ func (r *Relay) serveAudit(w http.ResponseWriter, req *http.Request, tc tenant.T
 	if err != nil {
 		r.log.DebugContext(ctx, "buzz: audit route request refused", "err", err)
 		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		apiError(w, http.StatusUnauthorized, "unauthorized", nip98Message(err))
+		apiError(w, http.StatusUnauthorized, "unauthorized", nip98.ClientMessage(err))
 		return
 	}
 	role, ok, err := st.CommunityRole(ctx, tc.Community(), pubkey)

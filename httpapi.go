@@ -164,27 +164,10 @@ func (r *Relay) authenticate(w http.ResponseWriter, req *http.Request, tc tenant
 	if err != nil {
 		r.log.DebugContext(req.Context(), "buzz: HTTP API request refused", "err", err)
 		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		apiError(w, http.StatusUnauthorized, "unauthorized", nip98Message(err))
+		apiError(w, http.StatusUnauthorized, "unauthorized", nip98.ClientMessage(err))
 		return "", nil, false
 	}
 	return pubkey, body, true
-}
-
-// nip98Message is the client-facing text of a NIP-98 failure. A token that
-// is not valid for this community — signed for another community's URL,
-// of another kind, or with a wrong id or signature — gets one answer, so a
-// community's API says nothing about tokens of another.
-func nip98Message(err error) string {
-	for _, e := range []error{nip98.ErrWrongURL, nip98.ErrBadID, nip98.ErrWrongKind, nip98.ErrBadSignature} {
-		if errors.Is(err, e) {
-			return nip98.ErrBadSignature.Error()
-		}
-	}
-	var ne *nip98.Error
-	if errors.As(err, &ne) {
-		return ne.Reason.Error()
-	}
-	return nip98.ErrBadSignature.Error()
 }
 
 // parseFilters decodes a filter or an array of filters.

@@ -72,7 +72,7 @@ func (r *Relay) authenticateAny(w http.ResponseWriter, req *http.Request, tc ten
 	pk, err := r.cfg.httpAPI.Verify(req.Context(), hr)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		apiError(w, http.StatusUnauthorized, "unauthorized", nip98Message(err))
+		apiError(w, http.StatusUnauthorized, "unauthorized", nip98.ClientMessage(err))
 		return "", false
 	}
 	return pk, true

@@ -60,3 +60,23 @@ func (e *Error) Unwrap() []error {
 }
 
 func fail(reason, cause error) error { return &Error{Reason: reason, Cause: cause} }
+
+// ClientMessage is the text to answer a request with when Verify refused
+// it with err, on a server whose hosts belong to different communities: a
+// token that is not valid for this request's URL — signed for another
+// host, of another kind, or with a wrong id or signature — gets one answer,
+// ErrBadSignature's text, so no answer tells a token meant for another
+// community from a forged one. Any other *Error answers its Reason's text;
+// an error that is not an *Error answers ErrBadSignature's.
+func ClientMessage(err error) string {
+	for _, e := range []error{ErrWrongURL, ErrBadID, ErrWrongKind, ErrBadSignature} {
+		if errors.Is(err, e) {
+			return ErrBadSignature.Error()
+		}
+	}
+	var ne *Error
+	if errors.As(err, &ne) {
+		return ne.Reason.Error()
+	}
+	return ErrBadSignature.Error()
+}

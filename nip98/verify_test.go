@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -180,6 +182,13 @@ func TestVerifyRules(t *testing.T) {
 				t.Fatalf("Verify error = %v, want %v", err, c.want)
 			}
 			assertClientSafe(t, err, c.want)
+			wantMsg := c.want.Error()
+			if slices.Contains([]error{ErrWrongURL, ErrBadID, ErrWrongKind, ErrBadSignature}, c.want) {
+				wantMsg = ErrBadSignature.Error() // one answer for a token not valid here
+			}
+			if got := ClientMessage(err); got != wantMsg {
+				t.Fatalf("ClientMessage = %q, want %q", got, wantMsg)
+			}
 			if pk != "" {
 				t.Fatalf("pubkey %q returned with an error", pk)
 			}
@@ -187,6 +196,25 @@ func TestVerifyRules(t *testing.T) {
 				t.Fatalf("an invalid request reached the replay guard (%d marks): verify before marking", g.marks)
 			}
 		})
+	}
+}
+
+// TestClientMessage: errors Verify does not return answer as a bad
+// signature; a wrapped *Error answers its reason.
+func TestClientMessage(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want error
+	}{
+		"plain error":       {errors.New("boom: 10.0.0.1"), ErrBadSignature},
+		"nil":               {nil, ErrBadSignature},
+		"wrapped stale":     {fmt.Errorf("api: %w", &Error{Reason: ErrStale, Cause: errors.New("at 10.0.0.1")}), ErrStale},
+		"wrapped url":       {fmt.Errorf("api: %w", &Error{Reason: ErrWrongURL}), ErrBadSignature},
+		"replay with cause": {&Error{Reason: ErrReplayUnavailable, Cause: errors.New("redis: 127.0.0.1:6379")}, ErrReplayUnavailable},
+	} {
+		if got := ClientMessage(tc.err); got != tc.want.Error() {
+			t.Errorf("%s: ClientMessage = %q, want %q", name, got, tc.want.Error())
+		}
 	}
 }
 

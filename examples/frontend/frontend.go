@@ -148,22 +148,10 @@ func (f *frontend) signer(w http.ResponseWriter, req *http.Request, tc tenant.Te
 	pk, err := f.auth.Verify(req.Context(), hr)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized", "message": nip98Message(err)})
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized", "message": nip98.ClientMessage(err)})
 		return nil, false
 	}
 	return []string{pk}, true
-}
-
-// nip98Message is the relay's answer to a NIP-98 failure: a token not valid
-// for this community (another host's URL, wrong kind, id or signature) is
-// one answer, "NIP-98: invalid signature".
-func nip98Message(err error) string {
-	for _, e := range []error{nip98.ErrWrongURL, nip98.ErrBadID, nip98.ErrWrongKind} {
-		if errors.Is(err, e) {
-			return nip98.ErrBadSignature.Error()
-		}
-	}
-	return err.Error() // an *nip98.Error: its fixed reason text
 }
 
 // publish admits one event through the ingest pipeline, as the relay
