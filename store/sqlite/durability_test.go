@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -190,5 +191,41 @@ func TestKillChild(t *testing.T) {
 	// unbuffered write to the pipe) only after its Save returned nil.
 	for id := range acks {
 		fmt.Fprintf(os.Stdout, "ACK %s\n", id)
+	}
+}
+
+// TestAckAfterSync: a committed event (already visible to readers) is not
+// acknowledged until the write-ahead log holding it has been synced.
+func TestAckAfterSync(t *testing.T) {
+	ctx := context.Background()
+	var gate chan struct{} // nil until armed: Community's write syncs freely
+	var armed atomic.Bool
+	reached := make(chan struct{}, 16)
+	s := openTemp(t, sqlite.WithBeforeSyncForTest(func() {
+		if armed.Load() {
+			reached <- struct{}{}
+			<-gate
+		}
+	}))
+	c := storetest.Community(t, s, "sync.example")
+	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "synced before acknowledged")
+	gate = make(chan struct{})
+	armed.Store(true)
+	saved := make(chan error, 1)
+	go func() { saved <- s.Save(ctx, c, ev) }()
+
+	<-reached // the batch committed and waits for its sync
+	if got := storetest.QueryIDs(t, s, c, nostr.Filter{IDs: []string{ev.ID}}); len(got) != 1 {
+		t.Fatalf("committed event not visible before its sync: %v", got)
+	}
+	select {
+	case err := <-saved:
+		t.Fatalf("Save returned (%v) before the write-ahead log was synced", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	armed.Store(false)
+	close(gate)
+	if err := <-saved; err != nil {
+		t.Fatalf("Save after sync: %v", err)
 	}
 }

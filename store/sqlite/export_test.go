@@ -21,3 +21,12 @@ func WithoutAuditForBenchmark() Option {
 		return nil
 	}
 }
+
+// WithBeforeSyncForTest runs fn in the syncing goroutine before each sync
+// of the write-ahead log, after the batches it covers have committed.
+func WithBeforeSyncForTest(fn func()) Option {
+	return func(c *config) error {
+		c.beforeSync = fn
+		return nil
+	}
+}

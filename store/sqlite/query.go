@@ -677,6 +677,9 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 	for {
 		var n int64
 		err := s.submit(ctx, func(w *writer) error {
+			if err := w.indexText(); err != nil {
+				return err
+			}
 			rows, err := w.deleteExpired.QueryContext(w.ctx, now.Unix(), chunk)
 			if err != nil {
 				return internal("delete expired", err)

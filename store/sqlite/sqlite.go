@@ -4,21 +4,23 @@
 //
 // # Durability
 //
-// The database runs in WAL mode with synchronous=FULL: a Save returns nil only
-// after the transaction holding the event is committed and the WAL is synced
-// to stable storage, so an acknowledged event survives a process crash
-// (kill -9) and a power loss. FULL costs one fsync per commit; group commit
-// (below) shares that fsync among every Save waiting at the time, which is why
-// the weaker synchronous=NORMAL (durable against process crashes only) is not
-// needed for throughput.
+// The database runs in WAL mode: a Save returns nil only after the
+// transaction holding the event is committed and the WAL is synced to stable
+// storage, so an acknowledged event survives a process crash (kill -9) and a
+// power loss, as with synchronous=FULL. The sync is not made inside COMMIT
+// (the writer commits with synchronous=NORMAL) but by a second goroutine that
+// syncs the WAL file after the commit and only then answers the batch's
+// callers (see syncLoop for why that is exactly as durable): the writer
+// applies the next batch while the disk syncs, and one sync covers every
+// batch committed meanwhile.
 //
 // # Group commit
 //
 // SQLite has a single writer. Every write (Save, EnsureCommunity,
 // DeleteExpired) is queued to one writer goroutine that owns the only write
 // connection. It takes whatever is queued (up to a batch limit), applies it in
-// one transaction, commits, and only then answers each caller with its own
-// result. Per-event outcomes such as ErrDuplicate never affect the other
+// one transaction, commits, and, once the commit is synced, each caller is
+// answered with its own result. Per-event outcomes such as ErrDuplicate never affect the other
 // events of a batch; an internal failure rolls the batch back and replays it
 // one transaction per request, so one failing write cannot fail its
 // neighbours.
@@ -68,10 +70,12 @@ type Store struct {
 	rdb    *sql.DB    // read-only pool
 	rstmts *stmtCache // prepared read statements of rdb, by SQL text
 
-	mu     sync.RWMutex // guards closed and sends on reqs
-	closed bool
-	reqs   chan *writeReq
-	done   chan struct{} // closed when the writer goroutine has drained and exited
+	mu        sync.RWMutex // guards closed and sends on reqs
+	closed    bool
+	reqs      chan *writeReq
+	committed chan []*writeReq // batches applied by the writer, waiting for syncLoop
+	wal       *os.File         // the write-ahead log, synced by syncLoop; nil without WAL
+	done      chan struct{}    // closed when the writer and syncLoop have drained and exited
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]int64 // community id → communities.seq
@@ -85,8 +89,9 @@ type config struct {
 	readConns   int
 	busyTimeout time.Duration
 	log         *slog.Logger
-	slowReads   bool // tests only: event reads spin in SQLite until cancelled (export_test.go)
-	noAudit     bool // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
+	slowReads   bool   // tests only: event reads spin in SQLite until cancelled (export_test.go)
+	noAudit     bool   // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
+	beforeSync  func() // tests only: runs in syncLoop before each sync of the WAL (export_test.go)
 }
 
 // Option configures Open.
@@ -174,17 +179,19 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 
 	s := &Store{
-		path: file,
-		cfg:  cfg,
-		reqs: make(chan *writeReq, cfg.queue),
-		done: make(chan struct{}),
-		comm: make(map[tenant.CommunityID]int64),
+		path:      file,
+		cfg:       cfg,
+		reqs:      make(chan *writeReq, cfg.queue),
+		committed: make(chan []*writeReq, 64),
+		done:      make(chan struct{}),
+		comm:      make(map[tenant.CommunityID]int64),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
 	go s.writeLoop()
+	go s.syncLoop()
 	return s, nil
 }
 
@@ -221,7 +228,11 @@ func (s *Store) dsn(readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.cfg.busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	if readOnly {
+		q.Add("_pragma", "synchronous(FULL)") // a reader's checkpoint at close syncs
+	} else {
+		q.Add("_pragma", "synchronous(NORMAL)") // syncLoop syncs the WAL after each commit
+	}
 	q.Add("_pragma", "foreign_keys(OFF)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Add("_pragma", "cache_size(-32000)") // 32 MiB page cache per connection
@@ -256,6 +267,9 @@ func (s *Store) open(ctx context.Context) error {
 	if s.w, err = newWriter(ctx, s.wdb); err != nil {
 		return err
 	}
+	if err := s.openWAL(ctx); err != nil {
+		return err
+	}
 
 	s.rdb, err = sql.Open("sqlite", s.dsn(true))
 	if err != nil {
@@ -269,6 +283,32 @@ func (s *Store) open(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
 	s.rstmts = newStmtCache(s.rdb)
+	return nil
+}
+
+// openWAL opens the write-ahead log for syncLoop. Where SQLite could not
+// enter WAL mode, the writer goes back to synchronous=FULL: SQLite then
+// syncs inside COMMIT and syncLoop has nothing to sync.
+func (s *Store) openWAL(ctx context.Context) error {
+	var mode string
+	if err := s.w.conn.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	if mode != "wal" {
+		s.cfg.log.Warn("sqlite: no write-ahead log; every commit syncs", "journal_mode", mode)
+		if _, err := s.w.conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+			return fmt.Errorf("sqlite: open: %w", err)
+		}
+		return nil
+	}
+	// The writer's connection keeps the WAL file open (SQLite removes it
+	// only when the last connection closes), so this is the same file for
+	// the store's lifetime.
+	f, err := os.OpenFile(s.path+"-wal", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("sqlite: open write-ahead log: %w", err)
+	}
+	s.wal = f
 	return nil
 }
 
@@ -311,6 +351,9 @@ func (s *Store) closeDBs() error {
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
+	}
+	if s.wal != nil {
+		errs = append(errs, s.wal.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)

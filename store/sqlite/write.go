@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -89,9 +90,11 @@ func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
 const maxSpins = 4
 
 // writeLoop is the single writer: it batches queued requests into one
-// transaction each. It exits once reqs is closed and drained.
+// transaction each and hands every finished batch to syncLoop, which
+// answers its callers once the batch is on stable storage. It exits once
+// reqs is closed and drained.
 func (s *Store) writeLoop() {
-	defer close(s.done)
+	defer close(s.committed)
 	batch := make([]*writeReq, 0, s.cfg.maxBatch)
 	for {
 		r, ok := <-s.reqs
@@ -103,7 +106,7 @@ func (s *Store) writeLoop() {
 		// Collect what is queued. Callers answered by the previous commit
 		// are usually runnable but not yet running (few cores): yield a
 		// few times while that still brings in more, so they join this
-		// batch instead of each paying for its own fsync.
+		// batch instead of each paying for its own commit.
 		for spins := 0; open && len(batch) < s.cfg.maxBatch; {
 			select {
 			case r, ok := <-s.reqs:
@@ -122,6 +125,7 @@ func (s *Store) writeLoop() {
 			runtime.Gosched()
 		}
 		s.runBatch(batch)
+		s.committed <- slices.Clone(batch)
 		clear(batch)
 		if !open {
 			return
@@ -129,6 +133,73 @@ func (s *Store) writeLoop() {
 	}
 }
 
+// syncLoop answers the callers of committed batches, in commit order, once
+// the write-ahead log holding them is on stable storage: one fdatasync of
+// the WAL, made after the batches' commits returned, covers every batch
+// committed meanwhile. The writer goes on with the next batch while the
+// disk syncs, so the CPU work of batch N+1 overlaps the sync of batch N.
+//
+// Why an acknowledged write is as durable as with synchronous=FULL: the
+// writer commits with synchronous=NORMAL, which writes the transaction's
+// frames, ending with its commit frame, to the WAL without syncing it.
+// Syncing the WAL file afterwards makes those frames, and every frame
+// before them, durable — exactly the fsync FULL makes inside COMMIT — and
+// only then is the caller answered. The WAL is only ever overwritten from
+// its start after a checkpoint has copied all of it into the database
+// file, and with NORMAL SQLite syncs the WAL before a checkpoint and the
+// database file after it, so frames are never overwritten before they
+// are durable in one place or the other. Frames written after the last
+// sync (commits not yet answered) may be lost in a power failure; recovery
+// then stops at the last complete, checksummed commit, as with FULL.
+// A concurrent reader may see a commit up to one sync before it is
+// durable; nothing is acknowledged, and the relay publishes nothing, before.
+func (s *Store) syncLoop() {
+	defer close(s.done)
+	var pending []*writeReq
+	for b := range s.committed {
+		pending = append(pending[:0], b...)
+	more:
+		for {
+			select {
+			case b, ok := <-s.committed:
+				if !ok {
+					break more
+				}
+				pending = append(pending, b...)
+			default:
+				break more
+			}
+		}
+		err := s.syncWAL()
+		for _, r := range pending {
+			if err != nil && isOutcome(r.err) {
+				r.err = err
+			}
+			r.done <- r.err
+		}
+		clear(pending)
+	}
+}
+
+// syncWAL makes everything written to the WAL so far durable. Without a
+// WAL (a file system where SQLite could not use one) commits are synced
+// by SQLite itself (synchronous=FULL) and there is nothing to do.
+func (s *Store) syncWAL() error {
+	if s.cfg.beforeSync != nil {
+		s.cfg.beforeSync()
+	}
+	if s.wal == nil {
+		return nil
+	}
+	if err := syncData(s.wal); err != nil {
+		s.cfg.log.Error("sqlite: sync write-ahead log", "err", err)
+		return internal("sync", err)
+	}
+	return nil
+}
+
+// runBatch applies batch and sets each request's result; syncLoop delivers
+// them.
 func (s *Store) runBatch(batch []*writeReq) {
 	w := s.w
 	ctx := context.Background() // a caller's cancellation must not interrupt a shared transaction
@@ -137,7 +208,6 @@ func (s *Store) runBatch(batch []*writeReq) {
 			if err != nil && r.err == nil {
 				r.err = err
 			}
-			r.done <- r.err
 		}
 	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
@@ -158,7 +228,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 		}
 	}
 	if !failed {
-		if _, err := w.commit.ExecContext(ctx); err == nil {
+		if err := w.indexText(); err != nil {
+			s.cfg.log.Error("sqlite: index write batch", "err", err, "size", len(batch))
+		} else if _, err := w.commit.ExecContext(ctx); err == nil {
 			finish(nil)
 			return
 		} else {
@@ -168,9 +240,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 	// Something failed: undo the batch and give each request its own
 	// transaction, so only the request that fails gets an error.
 	_, _ = w.rollback.ExecContext(ctx)
+	w.indexFrom = 0
 	for _, r := range batch {
 		r.err = s.runOne(ctx, r)
-		r.done <- r.err
 	}
 }
 
@@ -184,7 +256,9 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	}
 	err := r.fn(w)
 	if isOutcome(err) {
-		if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
+		if ierr := w.indexText(); ierr != nil {
+			err = ierr
+		} else if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
 			return err
 		} else {
 			err = internal("commit", cerr)
@@ -192,6 +266,7 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	}
 	s.cfg.log.Error("sqlite: write failed", "err", err)
 	_, _ = w.rollback.ExecContext(ctx)
+	w.indexFrom = 0
 	return err
 }
 
@@ -211,7 +286,13 @@ type writer struct {
 	insertCommunity, communityByHost           *sql.Stmt
 
 	tagStmts [maxTagRows + 1]*sql.Stmt // tagStmts[n] inserts n tag rows
-	all      []*sql.Stmt
+
+	// indexFrom is the lowest seq inserted into events since the text of
+	// the open transaction's events was last indexed, 0 when none is
+	// pending (see indexText).
+	indexFrom int64
+	indexFTS  *sql.Stmt
+	all       []*sql.Stmt
 }
 
 // maxTagRows is how many tag rows one INSERT statement carries.
@@ -252,6 +333,8 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 	prep(&w.deleteCoord, `DELETE FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ? AND created_at <= ? RETURNING seq`)
 	prep(&w.deleteExpired, `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE expires_at <= ? LIMIT ?) RETURNING seq`)
 	prep(&w.insertCommunity, `INSERT INTO communities (id, host, created_at) VALUES (?, ?, ?) ON CONFLICT (host) DO NOTHING RETURNING seq`)
+	prep(&w.indexFTS, `INSERT INTO events_fts (rowid, content)
+		SELECT seq, json_extract(CAST(raw AS TEXT), '$.content') FROM events WHERE seq >= ? AND kind <> 1059`)
 	prep(&w.communityByHost, `SELECT seq, id FROM communities WHERE host = ?`)
 	for n := 1; n <= maxTagRows; n++ {
 		q := `INSERT OR IGNORE INTO tags (community, name, value, created_at, event_seq) VALUES ` +
@@ -342,6 +425,9 @@ func (w *writer) save(p *prepared) error {
 	case err != nil:
 		return internal("save", err)
 	}
+	if w.indexFrom == 0 || seq < w.indexFrom {
+		w.indexFrom = seq
+	}
 	if err := w.insertTags(p, seq); err != nil {
 		return err
 	}
@@ -368,6 +454,28 @@ func (w *writer) insertTags(p *prepared, seq int64) error {
 			return internal("save tags", err)
 		}
 		rest = rest[n:]
+	}
+	return nil
+}
+
+// indexText adds the text of the events inserted since it last ran to
+// events_fts, in one statement: FTS5 flushes its pending terms into a new
+// index segment whenever a later statement of the transaction begins, so a
+// row trigger (or a statement per event) costs a segment per event.
+//
+// Every row with seq >= indexFrom was inserted in this transaction after
+// the last indexText: SQLite gives a new row a seq above every existing
+// one, so any older row that still exists has a lower seq. It must run
+// before the transaction commits and before anything is deleted from
+// events, so the delete trigger always finds the rows it removes indexed.
+func (w *writer) indexText() error {
+	from := w.indexFrom
+	if from == 0 {
+		return nil
+	}
+	w.indexFrom = 0
+	if _, err := w.indexFTS.ExecContext(w.ctx, from); err != nil {
+		return internal("index text", err)
 	}
 	return nil
 }

@@ -1,0 +1,12 @@
+-- Schema version 155: the writer indexes new events' text once per
+-- transaction instead of once per event.
+--
+-- The row trigger flushed FTS5's pending terms into a new index segment at
+-- every later statement of the transaction (each opens a savepoint, and
+-- FTS5 flushes on savepoint), so a batch of 64 events wrote 64 small
+-- segments and merged them again: about a quarter of the writer's CPU. The
+-- writer now inserts the text of the events it stored, in one INSERT …
+-- SELECT before it commits or deletes anything (see writer.indexText), so
+-- the index stays in step with events inside every transaction, as before.
+-- The delete trigger is unchanged.
+DROP TRIGGER events_fts_insert;
