@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/gorilla/websocket"
 )
@@ -108,6 +109,45 @@ func BenchmarkRelayReq(b *testing.B) {
 		b.Errorf("%s: %d wrong answers", shape, n)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkRelayReqShapes is BenchmarkRelayReq one sub-benchmark per shape,
+// with the message rate limit lifted (as the pinned runs lift buzzd's).
+func BenchmarkRelayReqShapes(b *testing.B) {
+	c, err := benchCorpus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := startTestRelay(b, buzz.WithLimits(buzz.Limits{MessageRate: 1_000_000, MessageBurst: 1_000_000}))
+	e := &env{cfg: &config{Conns: 16}, c: c, target: &target{URL: url}, queries: c.planQueries(0, 64)}
+	ctx := context.Background()
+	if err := ensureLoaded(ctx, e); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := e.dial(ctx, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	for _, shape := range reqShapes {
+		b.Run(shape, func(b *testing.B) {
+			rc := newReqChecker()
+			qs := e.queries[shape]
+			i := 0
+			for b.Loop() {
+				q := &qs[i%len(qs)]
+				r, err := conn.query(ctx, q.Filters)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rc.record(q, r)
+				i++
+			}
+			if n := rc.mismatches[shape] + rc.closed[shape]; n > 0 {
+				b.Errorf("%d wrong answers or CLOSED (%v)", n, rc.examples)
+			}
+		})
+	}
 }
 
 // BenchmarkRelayCount runs the planned COUNT shapes sequentially on one

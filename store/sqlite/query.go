@@ -68,25 +68,32 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 			s.querySearch(ctx, c, cseq, &f, scope, yield)
 			return
 		}
-		var q sqlBuilder
-		q.add(`SELECT e.id, e.created_at, e.raw FROM `)
-		q.from(cseq, &f)
-		q.add(` WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`, cseq, time.Now().Unix())
-		ok, residual := q.filter(cseq, &f)
+		now := time.Now().Unix()
+		q, ok, residual := indexFirstQuery(cseq, &f, now, scope)
 		if !ok {
 			return
 		}
-		q.scope(scope)
-		if q.tagDriven {
-			// Tag rows carry their event's created_at and come out of the
-			// primary key in that order: SQLite sorts only ties on id and
-			// stops at the limit instead of sorting every match.
-			q.add(` ORDER BY t.created_at DESC, e.id ASC`)
-		} else {
-			q.add(` ORDER BY e.created_at DESC, e.id ASC`)
-		}
-		if f.LimitSet && !residual {
-			q.add(` LIMIT ?`, f.Limit)
+		if q == nil {
+			q = new(sqlBuilder)
+			q.add(`SELECT e.id, e.created_at, e.raw FROM `)
+			q.from(cseq, &f)
+			q.add(` WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`, cseq, now)
+			ok, residual = q.filter(cseq, &f)
+			if !ok {
+				return
+			}
+			q.scope(scope)
+			if q.tagDriven {
+				// Tag rows carry their event's created_at and come out of
+				// the primary key in that order: SQLite sorts only ties on
+				// id and stops at the limit instead of sorting every match.
+				q.add(` ORDER BY t.created_at DESC, e.id ASC`)
+			} else {
+				q.add(` ORDER BY e.created_at DESC, e.id ASC`)
+			}
+			if f.LimitSet && !residual {
+				q.add(` LIMIT ?`, f.Limit)
+			}
 		}
 		st, err := s.rstmts.get(ctx, q.sb.String())
 		if err != nil {
@@ -258,16 +265,65 @@ func countSQL(cseq int64, filters []nostr.Filter, now int64, scope channel.Scope
 		return nil, ok, residual
 	}
 	q = new(sqlBuilder)
-	q.add(`SELECT CASE WHEN EXISTS (SELECT 1 FROM events INDEXED BY events_expiry WHERE expires_at <= ? AND community = ?)`, now, cseq)
-	if !scope.All() {
-		q.add(` OR EXISTS (SELECT 1 FROM events INDEXED BY events_channel WHERE community = ? AND channel IS NOT NULL)`, cseq)
-	}
+	q.add(`SELECT CASE WHEN `)
+	q.hiddenProbe(cseq, now, scope)
 	q.add(` THEN (`)
 	q.append(visible)
 	q.add(`) ELSE (`)
 	q.append(bare)
 	q.add(`) END`)
 	return q, true, false
+}
+
+// indexFirstQuery builds the query of f, limited, when an events index
+// drives it (authors, kinds, or the timeline; not ids, tags or a search):
+// the index entries are filtered and ordered first, selecting seqs, and only
+// the limit's rows are then read for their raw JSON. Reading rows while
+// ordering costs a row per match: every event of an author (the author
+// index orders by kind before time) or of ten authors, each with its raw
+// JSON in the sorter. Whether a match is hidden (expired, or in a channel
+// outside scope) needs its row too, so those conditions are guarded by
+// hiddenProbe: in a community holding no such event they are never
+// evaluated, and the index alone orders the matches. q is nil when another
+// access path drives f (the caller builds that query); ok is false when f
+// can match nothing.
+func indexFirstQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q *sqlBuilder, ok, residual bool) {
+	if !f.LimitSet || len(f.IDs) > 0 || tagDriven(f) || f.Search != "" {
+		return nil, true, false
+	}
+	// The probe is a column of a one-row outer loop (LIMIT 1 keeps SQLite
+	// from flattening it back into the condition): SQLite evaluates a
+	// condition's subqueries after its other terms, which would read each
+	// row before learning that it need not.
+	var inner sqlBuilder
+	inner.add(`SELECT e.seq FROM (SELECT `)
+	inner.hiddenProbe(cseq, now, scope)
+	inner.add(` AS hidden LIMIT 1) AS h CROSS JOIN `)
+	inner.from(cseq, f)
+	inner.add(` WHERE e.community = ?`, cseq)
+	ok, residual = inner.filter(cseq, f)
+	if !ok || residual {
+		return nil, ok, residual
+	}
+	inner.add(` AND (NOT h.hidden OR (e.expires_at IS NULL OR e.expires_at > ?)`, now)
+	inner.scope(scope)
+	inner.add(`) ORDER BY e.created_at DESC, e.id ASC LIMIT ?`, f.Limit)
+	q = new(sqlBuilder)
+	q.add(`SELECT e.id, e.created_at, e.raw FROM events e WHERE e.seq IN (`)
+	q.append(&inner)
+	q.add(`) ORDER BY e.created_at DESC, e.id ASC`)
+	return q, true, false
+}
+
+// hiddenProbe appends a condition on no table that holds when community
+// may hold an event a read under scope at now must not return: an expired
+// one not yet swept, or (unless scope is every channel) one in a channel.
+// Two partial indexes answer it with a seek each.
+func (q *sqlBuilder) hiddenProbe(community, now int64, scope channel.Scope) {
+	q.add(`EXISTS (SELECT 1 FROM events INDEXED BY events_expiry WHERE expires_at <= ? AND community = ?)`, now, community)
+	if !scope.All() {
+		q.add(` OR EXISTS (SELECT 1 FROM events INDEXED BY events_channel WHERE community = ? AND channel IS NOT NULL)`, community)
+	}
 }
 
 // countSlow counts by running each filter's query, for filters with tag

@@ -562,6 +562,16 @@ func testExpiration(t *testing.T, b store.Backend) {
 	live := Expected([]*nostr.Event{future, far, plain, bad}, all)
 	wantIDs(t, "live before sweep", QueryIDs(t, b, a, all), live...)
 	wantIDs(t, "expired by id", QueryIDs(t, b, a, byID(past.ID)))
+	// Limited reads driven by an index (kinds, authors, the timeline)
+	// skip the expired event too.
+	for name, f := range map[string]nostr.Filter{
+		"kind, limit":     {Kinds: []int{1}, Limit: 10, LimitSet: true},
+		"author, limit":   {Authors: []string{alice.PubKey}, Limit: 10, LimitSet: true},
+		"timeline, limit": {Limit: 10, LimitSet: true},
+		"authors+kinds":   {Authors: []string{alice.PubKey, NewAuthor(t).PubKey}, Kinds: []int{1, 7}, Limit: 10, LimitSet: true},
+	} {
+		wantIDs(t, "live before sweep, "+name, QueryIDs(t, b, a, f), live...)
+	}
 	if n := CountOf(t, b, a, all); n != 4 {
 		t.Fatalf("count = %d, want 4", n)
 	}
