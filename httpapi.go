@@ -230,16 +230,12 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 	}
 	readers = []string{pubkey}
 	reason, err := r.bannedReaders(ctx, tc.Community(), readers)
-	if err == nil && reason == "" {
-		reason, _, err = r.membersOnlyRefusal(ctx, tc.Community(), readers)
-	}
 	if err == nil && reason == "" && r.channels != nil {
-		var ids []channel.ID
-		ids, err = r.channels.store.ReadableChannels(ctx, tc.Community(), readers)
-		scope = channel.ScopeOf(ids...)
-		if err == nil && !channel.Readable(filters, scope, rt.channelCheck(ctx, tc)) {
-			reason = channel.MsgChannelDenied
-		}
+		// A REQ's rules (community policy, then channels) for the one
+		// signer, through a Reader of this request alone.
+		rd := r.channels.access.Reader(ctx, tc.Community())
+		rd.Authenticated(pubkey)
+		scope, reason, _, err = rd.Check(ctx, filters, rt.channelCheck(ctx, tc))
 	}
 	if err != nil {
 		r.log.ErrorContext(ctx, "buzz: HTTP read access", "err", err)
@@ -280,7 +276,7 @@ func (rt readTrace) refuse(ctx context.Context, reason string) {
 	rt.guard.Release(ctx)
 }
 
-// channelCheck records each channel decision of channelsReadable.
+// channelCheck records each channel decision of channel.Readable.
 func (rt readTrace) channelCheck(ctx context.Context, tc tenant.TenantContext) func(id *channel.ID, ok bool) {
 	if rt.g == nil {
 		return nil
