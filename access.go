@@ -14,6 +14,7 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/control"
+	"github.com/buzzrelay/buzz/relaykey"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -300,7 +301,7 @@ func (r *Relay) setupChannels() error {
 		}
 		master = sk
 	}
-	keys, err := newCommunityKeys(master)
+	keys, err := relaykey.New(master)
 	if err != nil {
 		return fmt.Errorf("buzz: community keys: %w", err)
 	}
@@ -328,7 +329,7 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 	if r.channels == nil {
 		return nil
 	}
-	return &ingest.Channels{Access: r.channels.access, Store: r.channels.store, StateKey: r.keys.key, OnChange: r.onChannelChange,
+	return &ingest.Channels{Access: r.channels.access, Store: r.channels.store, StateKey: r.keys.For, OnChange: r.onChannelChange,
 		OnMemberRemoved: r.onMemberRemoved, MaxAge: r.cfg.limits.MaxGroupEventAge}
 }
 

@@ -52,6 +52,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/relaykey"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -75,7 +76,7 @@ type Relay struct {
 	// moderation is the store's moderation state, nil when it keeps none
 	// (moderation.go).
 	moderation store.ModerationStore
-	keys       *communityKeys // per-community signing keys of relay-signed events
+	keys       *relaykey.Keys // per-community signing keys of relay-signed events
 	wf         *WorkflowHost  // nil without WithWorkflows (workflows.go)
 
 	readBufs sync.Pool        // *[]byte: a connection's buffer for one inbound message
@@ -428,7 +429,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	if r.channels != nil {
 		r.channels.access.Close()
 	}
-	r.keys.cache.Close()
+	r.keys.Close()
 	if r.refusalsDone != nil {
 		<-r.refusalsDone
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
+	"github.com/buzzrelay/buzz/relaykey"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
@@ -129,7 +130,7 @@ func TestChannelCreatePostAndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	want := deriveCommunityKey(testMaster, tr.tc.Community()).PublicKey()
+	want := relaykey.Derive(testMaster, tr.tc.Community()).PublicKey()
 	byKind := map[int]*nostr.Event{}
 	for _, ev := range state {
 		if err := v.Verify(ev); err != nil {
@@ -181,7 +182,7 @@ func TestChannelStateKeyPerCommunity(t *testing.T) {
 	if sa[0].PubKey == sb[0].PubKey {
 		t.Fatal("two communities share a state signing key")
 	}
-	eq(t, "B signer", sb[0].PubKey, deriveCommunityKey(testMaster, tb.Community()).PublicKey())
+	eq(t, "B signer", sb[0].PubKey, relaykey.Derive(testMaster, tb.Community()).PublicKey())
 	// NIP-11 names only the master key.
 	eq(t, "NIP-11 pubkey", tr.relay.NIP11Document().PubKey, testMaster.PublicKey())
 }

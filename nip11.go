@@ -157,7 +157,7 @@ func (r *Relay) documentFor(ctx context.Context, tc tenant.TenantContext) NIP11D
 		return doc
 	}
 	if r.channels != nil && r.keys != nil {
-		sk := r.keys.key(tc.Community()).PublicKey()
+		sk := r.keys.For(tc.Community()).PublicKey()
 		if !nostr.IsLowerHex(r.cfg.info.PubKey, 64) {
 			doc.PubKey = sk
 		}

@@ -22,7 +22,7 @@ func WithTracer(f trace.Factory) Option {
 
 // WithRelayKey sets the relay's master key. Each community's relay-signed
 // events (NIP-29 channel state, kinds 39000–39003) are signed with a key
-// derived from it for that community (see communityKeys); the relay-wide
+// derived from it for that community (see relaykey.Derive); the relay-wide
 // NIP-11 document advertises its public key, a community's hosts the
 // community's derived key ("self", and "pubkey" unless WithInfo names one). Without it, New generates an ephemeral master
 // key and logs a warning: state events then change signer at every start.

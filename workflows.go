@@ -421,7 +421,7 @@ func (h *WorkflowHost) Sign(ctx context.Context, c tenant.CommunityID, ev *nostr
 	if err := h.groupTag(ctx, c, ev); err != nil {
 		return err
 	}
-	return ev.Sign(h.r.keys.key(c))
+	return ev.Sign(h.r.keys.For(c))
 }
 
 // groupTag writes the channel's NIP-29 group id into ev's h tag. The engine
@@ -517,7 +517,7 @@ func (h *WorkflowHost) engineTrace(ctx context.Context, c tenant.CommunityID) (e
 	if h.traces == nil {
 		h.traces = map[tenant.CommunityID]engineTrace{}
 	}
-	et := engineTrace{t: h.r.cfg.tracer(tc), st: trace.State{Tenant: tc, Actor: h.r.keys.key(c).PublicKey()}}
+	et := engineTrace{t: h.r.cfg.tracer(tc), st: trace.State{Tenant: tc, Actor: h.r.keys.For(c).PublicKey()}}
 	h.traces[c] = et
 	return et, true
 }
@@ -558,7 +558,7 @@ func (h *WorkflowHost) SetChannelTopic(ctx context.Context, c tenant.CommunityID
 // relay key, gift-wrapped to the recipient (gift wraps are p-gated, see
 // giftwrap.go).
 func (h *WorkflowHost) SealDM(_ context.Context, c tenant.CommunityID, to, text string) ([]*nostr.Event, error) {
-	wrap, err := nip17.Message(h.r.keys.key(c), to, text)
+	wrap, err := nip17.Message(h.r.keys.For(c), to, text)
 	if err != nil {
 		return nil, err
 	}

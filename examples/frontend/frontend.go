@@ -18,6 +18,7 @@ import (
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/relaykey"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -38,6 +39,11 @@ type Config struct {
 	Directory tenant.Directory
 	// Broker carries live events (pubsub.Local in one process).
 	Broker pubsub.Broker
+	// RelayKey is the relay's master key: each community's channel state
+	// (NIP-29 39000–39003) is signed with the key relaykey derives from it
+	// for that community, as the relay signs it. Zero: no state events are
+	// published.
+	RelayKey nostr.SecretKey
 	// Scheme is the scheme NIP-98 u tags name: "http" (default), or
 	// "https" behind TLS.
 	Scheme string
@@ -61,6 +67,7 @@ type frontend struct {
 	cfg      Config
 	pipeline *ingest.Pipeline
 	access   *channel.Access  // who may read what (the relay's read rules)
+	keys     *relaykey.Keys   // per-community signing keys of channel state; nil without Config.RelayKey
 	inflight *pubsub.Inflight // the stored-to-live handoff
 	sigs     *nostr.Verifier
 	auth     *nip98.Verifier
@@ -94,10 +101,18 @@ func newFrontend(cfg Config) (*frontend, error) {
 	// The relay's write path, whole: verification, channel admission,
 	// storage, publication. Channel and membership changes come back here,
 	// before the command's event is published, to revoke what streams lost.
+	channels := &ingest.Channels{Access: f.access, Store: cfg.Store, OnChange: f.channelChanged, OnMemberRemoved: f.memberRemoved}
+	if cfg.RelayKey != (nostr.SecretKey{}) {
+		// After each command, the pipeline publishes the channel state the
+		// relay would, signed with the same per-community key.
+		if f.keys, err = relaykey.New(cfg.RelayKey); err != nil {
+			return nil, err
+		}
+		channels.StateKey = f.keys.For
+	}
 	f.pipeline, err = ingest.New(ingest.Config{
 		Store: cfg.Store, Broker: cfg.Broker, Verifier: f.sigs, Logger: cfg.Logger,
-		MaxFutureSkew: 15 * time.Minute, MaxContentBytes: 64 << 10,
-		Channels: &ingest.Channels{Access: f.access, Store: cfg.Store, OnChange: f.channelChanged, OnMemberRemoved: f.memberRemoved},
+		MaxFutureSkew: 15 * time.Minute, MaxContentBytes: 64 << 10, Channels: channels,
 	})
 	if err != nil {
 		return nil, err
@@ -112,6 +127,9 @@ func (f *frontend) Close() {
 	f.pipeline.Close()
 	f.access.Close()
 	f.sigs.Close()
+	if f.keys != nil {
+		f.keys.Close()
+	}
 }
 
 // ServeHTTP binds the request's Host to its community first: an unmapped,

@@ -2,9 +2,10 @@
 // WebSocket handler: an HTTP + Server-Sent Events timeline built from the
 // public packages alone — tenant (host → community), store (events),
 // channel (who may read what: the relay's read rules, revocation), pubsub
-// (live events and the stored-to-live handoff), ingest (the write path) and
-// nip98 (who is asking) — with the relay's isolation guarantees. It serves http://localhost:3000 from ./buzz-data until
-// SIGINT or SIGTERM:
+// (live events and the stored-to-live handoff), ingest (the write path),
+// nip98 (who is asking) and relaykey (the relay's signing keys) — with the
+// relay's isolation guarantees. It serves http://localhost:3000 from
+// ./buzz-data until SIGINT or SIGTERM:
 //
 //	POST /events                  one signed event (JSON body), admitted by the
 //	                              relay's ingest pipeline → {"event_id",
@@ -21,8 +22,12 @@
 // (NIP-98, u tag http://<host><path>?<query>): it then reads (and writes) as
 // the signer — private channels it is a member of, members-only
 // communities it belongs to, gift wraps (kind 1059) addressed to it.
-// Without one it reads what anybody may read.
-// Refusals are {"error": "<prefix>", "message": "<the relay's message>"}.
+// Without one it reads what anybody may read. Refusals are {"error":
+// "<prefix>", "message": "<the relay's message>"}.
+//
+// Channel commands publish the relay-signed channel state (NIP-29
+// 39000–39003), signed with the relay master key kept in the data
+// directory, as buzzd on the same data signs it.
 package main
 
 import (
@@ -36,6 +41,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
@@ -74,12 +80,22 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	if err != nil {
 		return err
 	}
+	// The relay master key kept with the data (buzzd keeps and uses the
+	// same one): channel state is signed as the relay signs it.
+	candidate, err := nostr.GenerateSecretKey()
+	if err != nil {
+		return err
+	}
+	relayKey, err := st.RelayKey(ctx, candidate)
+	if err != nil {
+		return err
+	}
 	broker, err := pubsub.NewLocal()
 	if err != nil {
 		return err
 	}
 	defer broker.Close()
-	fe, err := newFrontend(Config{Store: st, Directory: dir, Broker: broker})
+	fe, err := newFrontend(Config{Store: st, Directory: dir, Broker: broker, RelayKey: relayKey})
 	if err != nil {
 		return err
 	}
