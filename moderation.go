@@ -106,21 +106,12 @@ func (c *conn) bannedReader(ctx context.Context) (string, error) {
 }
 
 // bannedReaders is bannedReader for any readers of community (the HTTP API
-// passes its NIP-98 signer).
+// passes its NIP-98 signer): ingest.Pipeline.ReadBlocked.
 func (r *Relay) bannedReaders(ctx context.Context, community tenant.CommunityID, readers []string) (string, error) {
 	if r.moderation == nil {
 		return "", nil
 	}
-	for _, pk := range readers {
-		rs, err := r.pipeline.Restrictions(ctx, community, pk)
-		if err != nil {
-			return "", err
-		}
-		if msg := ingest.BlockedMessage(rs, false); msg != "" {
-			return msg, nil
-		}
-	}
-	return "", nil
+	return r.pipeline.ReadBlocked(ctx, community, readers)
 }
 
 // authBlocked returns why an otherwise valid AUTH as pubkey is refused

@@ -309,6 +309,27 @@ func (p *Pipeline) ForgetRestrictions(c tenant.CommunityID, pubkey string) {
 	}
 }
 
+// ReadBlocked returns the refusal of a read in community c by readers
+// (the pubkeys the client authenticated as): the BlockedMessage of the
+// first of them banned from c, or "" (timeouts block writes only). A store
+// failure is returned as an error: the caller refuses the read (fails
+// closed). Without moderation it returns "".
+func (p *Pipeline) ReadBlocked(ctx context.Context, c tenant.CommunityID, readers []string) (string, error) {
+	if p.cfg.Moderation == nil {
+		return "", nil
+	}
+	for _, pk := range readers {
+		rs, err := p.Restrictions(ctx, c, pk)
+		if err != nil {
+			return "", err
+		}
+		if msg := BlockedMessage(rs, false); msg != "" {
+			return msg, nil
+		}
+	}
+	return "", nil
+}
+
 // BlockedMessage is the "blocked: …" refusal for restrictions rs, saying
 // which restriction and until when; "" when rs blocks nothing. With
 // writeOnly false (reads, AUTH), only a ban blocks.

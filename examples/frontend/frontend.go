@@ -39,6 +39,10 @@ type Config struct {
 	Directory tenant.Directory
 	// Broker carries live events (pubsub.Local in one process).
 	Broker pubsub.Broker
+	// Moderation, when set, enables community moderation as the relay has
+	// it (bans and timeouts 9040–9043, reports): a ban refuses the pubkey's
+	// writes and reads in its community and ends its open streams there.
+	Moderation store.ModerationStore
 	// RelayKey is the relay's master key: each community's channel state
 	// (NIP-29 39000–39003) is signed with the key relaykey derives from it
 	// for that community, as the relay signs it. Zero: no state events are
@@ -110,9 +114,14 @@ func newFrontend(cfg Config) (*frontend, error) {
 		}
 		channels.StateKey = f.keys.For
 	}
+	var moderation *ingest.Moderation
+	if cfg.Moderation != nil {
+		moderation = &ingest.Moderation{Store: cfg.Moderation, OnAction: f.moderated}
+	}
 	f.pipeline, err = ingest.New(ingest.Config{
 		Store: cfg.Store, Broker: cfg.Broker, Verifier: f.sigs, Logger: cfg.Logger,
-		MaxFutureSkew: 15 * time.Minute, MaxContentBytes: 64 << 10, Channels: channels,
+		MaxFutureSkew: 15 * time.Minute, MaxContentBytes: 64 << 10,
+		Channels: channels, Moderation: moderation,
 	})
 	if err != nil {
 		return nil, err
@@ -281,6 +290,25 @@ func (f *frontend) memberRemoved(ctx context.Context, tc tenant.TenantContext, p
 	}
 }
 
+// moderated applies a committed moderation action: a ban ends the
+// banned pubkey's open streams in its community with the ban's refusal.
+func (f *frontend) moderated(ctx context.Context, tc tenant.TenantContext, a store.ModerationAction) {
+	if a.Action != store.ActionBan {
+		return
+	}
+	for _, s := range f.streamsOf(tc.Community()) {
+		if !slices.Contains(s.readers, a.Target) {
+			continue
+		}
+		if reason, err := f.pipeline.ReadBlocked(ctx, tc.Community(), []string{a.Target}); err != nil || reason != "" {
+			if err != nil {
+				reason = ingest.MsgModerationInternal
+			}
+			s.end(reason)
+		}
+	}
+}
+
 // read serves /timeline and (live) /stream for one filter.
 func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, live bool) {
 	readers, ok := f.signer(w, req, tc, nil)
@@ -323,7 +351,13 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 			f.mu.Unlock()
 		}()
 	}
-	scope, reason, needAuth, err := s.reader.Check(ctx, []nostr.Filter{flt}, rt.checked)
+	// Bans first (moderation), then the channel rules, then gift wraps.
+	reason, err := f.pipeline.ReadBlocked(ctx, tc.Community(), readers)
+	var scope channel.Scope
+	var needAuth bool
+	if err == nil && reason == "" {
+		scope, reason, needAuth, err = s.reader.Check(ctx, []nostr.Filter{flt}, rt.checked)
+	}
 	if err == nil && reason == "" && channel.GiftWrapAuthNeeded([]nostr.Filter{flt}, readers) {
 		reason, needAuth = channel.MsgGiftWrapAuth, true
 	}

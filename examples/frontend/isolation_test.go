@@ -76,7 +76,11 @@ func serve(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder) cl
 
 func serveWith(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder, broker pubsub.Broker) client {
 	t.Helper()
-	fe, err := newFrontend(Config{Store: st, Directory: dir, Broker: broker, Tracer: rec.Open, RelayKey: testRelayKey})
+	cfg := Config{Store: st, Directory: dir, Broker: broker, Tracer: rec.Open, RelayKey: testRelayKey}
+	if ms, ok := st.(store.ModerationStore); ok {
+		cfg.Moderation = ms
+	}
+	fe, err := newFrontend(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,9 @@
 // Without one it reads what anybody may read. Refusals are {"error":
 // "<prefix>", "message": "<the relay's message>"}.
 //
-// Channel commands publish the relay-signed channel state (NIP-29
+// Communities are moderated as the relay moderates them (9040–9044): a
+// banned pubkey can neither write nor read there, and its open streams
+// end. Channel commands publish the relay-signed channel state (NIP-29
 // 39000–39003), signed with the relay master key kept in the data
 // directory, as buzzd on the same data signs it.
 package main
@@ -95,7 +97,7 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 		return err
 	}
 	defer broker.Close()
-	fe, err := newFrontend(Config{Store: st, Directory: dir, Broker: broker, RelayKey: relayKey})
+	fe, err := newFrontend(Config{Store: st, Directory: dir, Broker: broker, RelayKey: relayKey, Moderation: st})
 	if err != nil {
 		return err
 	}
