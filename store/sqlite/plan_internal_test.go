@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/storetest"
+)
+
+// TestCountAndIndexFirstPlans checks, on a fresh database nobody analysed,
+// the plans of the COUNT statements (countSQL) and the index-first REQs
+// (indexFirstQuery): every table access is a search through the index the
+// shape names, never a scan of the community, and the branch taken when
+// nothing can be hidden reads the index alone where the shape allows.
+func TestCountAndIndexFirstPlans(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := storetest.Community(t, s, "plans.example")
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := storetest.NewAuthor(t), storetest.NewAuthor(t)
+	root := a.Event(t, 1, 1_700_000_000, "root")
+	now := time.Now().Unix()
+	scope := channel.ScopeOf()
+	type shape struct {
+		name    string
+		filters []nostr.Filter
+		count   bool
+		want    []string // substrings the plan must show
+	}
+	shapes := []shape{
+		{"COUNT author", []nostr.Filter{{Authors: []string{a.PubKey}}}, true,
+			[]string{"COVERING INDEX events_author (community=? AND pubkey=?)"}},
+		{"COUNT #e", []nostr.Filter{{Tags: map[string][]string{"e": {root.ID}}}}, true,
+			[]string{"SEARCH t USING PRIMARY KEY (community=? AND name=? AND value=?)"}},
+		{"COUNT kind+#t", []nostr.Filter{{Kinds: []int{1}, Tags: map[string][]string{"t": {"go"}}}}, true,
+			[]string{"COVERING INDEX events_kind", "SEARCH t USING PRIMARY KEY (community=? AND name=? AND value=?)", "INTEGER PRIMARY KEY (rowid=?)"}},
+		{"COUNT two filters", []nostr.Filter{{Authors: []string{a.PubKey}}, {Kinds: []int{7}}}, true,
+			[]string{"events_author (community=? AND pubkey=?)", "events_kind (community=? AND kind=?)"}},
+		{"REQ author", []nostr.Filter{{Authors: []string{a.PubKey}, Limit: 20, LimitSet: true}}, false,
+			[]string{"SEARCH e USING INDEX events_author (community=? AND pubkey=?)", "INTEGER PRIMARY KEY (rowid=?)"}},
+		{"REQ home", []nostr.Filter{{Authors: []string{a.PubKey, b.PubKey}, Kinds: []int{1, 6}, Limit: 50, LimitSet: true}}, false,
+			[]string{"events_author (community=? AND pubkey=? AND kind=?)"}},
+		{"REQ kind", []nostr.Filter{{Kinds: []int{1}, Limit: 50, LimitSet: true}}, false,
+			[]string{"events_kind (community=? AND kind=?)"}},
+		{"REQ window", []nostr.Filter{{Since: ptr(int64(1_700_000_000)), Until: ptr(int64(1_700_003_600)), Limit: 100, LimitSet: true}}, false,
+			[]string{"events_time (community=? AND created_at>? AND created_at<?)"}},
+	}
+	for _, sh := range shapes {
+		var q *sqlBuilder
+		if sh.count {
+			var ok, residual bool
+			q, ok, residual = countSQL(cseq, sh.filters, now, scope)
+			if !ok || residual {
+				t.Fatalf("%s: countSQL ok=%v residual=%v", sh.name, ok, residual)
+			}
+		} else {
+			var ok, residual bool
+			q, ok, residual = indexFirstQuery(cseq, &sh.filters[0], now, scope)
+			if q == nil || !ok || residual {
+				t.Fatalf("%s: indexFirstQuery = %v, ok=%v residual=%v", sh.name, q, ok, residual)
+			}
+		}
+		rows, err := s.rdb.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sb.String(), q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", sh.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		for _, line := range plan {
+			if strings.HasPrefix(line, "SCAN e") || strings.HasPrefix(line, "SCAN t") || strings.HasPrefix(line, "SCAN events") ||
+				strings.Contains(line, "(community=?)") {
+				t.Errorf("%s: walks the community: %q\n%s", sh.name, line, text)
+			}
+		}
+		for _, w := range sh.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", sh.name, w, text)
+			}
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
