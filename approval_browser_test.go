@@ -120,13 +120,24 @@ func openApproval(t *testing.T, ctx context.Context, url string) (status string,
 	return status, n == 2
 }
 
-// click presses a button and waits for the outcome line.
+// clickAndWait presses a button and waits for the outcome line. The bound
+// is generous: under a loaded -race run the page's signer round trips and
+// the relay's workflow steps can take seconds, and the test asserts the
+// outcome, not its speed. On a timeout the error carries what the page
+// showed, so a failure says where the page stopped.
 func clickAndWait(ctx context.Context, button string) (string, error) {
 	var out string
 	err := chromedp.Run(ctx, chromedp.Click(button, chromedp.ByID),
 		chromedp.Poll(`(function(){var t=document.getElementById("outcome").textContent;return (t.indexOf("Approved")===0||t.indexOf("Denied")===0||t.indexOf("Not accepted")===0)?t:false})()`, &out,
-			chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
-	return out, err
+			chromedp.WithPollingTimeout(90*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+	if err != nil {
+		var shown string
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_ = chromedp.Run(sctx, chromedp.Evaluate(`document.getElementById("outcome").textContent+" | status: "+document.getElementById("status").textContent`, &shown))
+		return out, fmt.Errorf("%w (the page showed %q)", err, shown)
+	}
+	return out, nil
 }
 
 func TestApprovalPageInBrowser(t *testing.T) {
