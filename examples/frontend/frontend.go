@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/relaykey"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -43,6 +45,13 @@ type Config struct {
 	// it (bans and timeouts 9040–9043, reports): a ban refuses the pubkey's
 	// writes and reads in its community and ends its open streams there.
 	Moderation store.ModerationStore
+	// Control, when set, is the control bus of a deployment of several
+	// processes (pubsub/control; the Redis broker implements it): changes
+	// another process announces — channel membership and visibility, a
+	// member's removal, bans, policy changes, disconnects — apply to this
+	// frontend's streams at once. Without it they are seen within the
+	// cache TTLs (channel.DefaultCacheTTL, channel.DefaultScopeTTL).
+	Control control.Bus
 	// RelayKey is the relay's master key: each community's channel state
 	// (NIP-29 39000–39003) is signed with the key relaykey derives from it
 	// for that community, as the relay signs it. Zero: no state events are
@@ -76,6 +85,7 @@ type frontend struct {
 	sigs     *nostr.Verifier
 	auth     *nip98.Verifier
 	unlisten func()
+	stopCtl  func() // stops listening on Config.Control
 
 	mu      sync.Mutex
 	streams map[tenant.CommunityID]map[*stream]struct{} // open streams, by community
@@ -127,11 +137,16 @@ func newFrontend(cfg Config) (*frontend, error) {
 		return nil, err
 	}
 	f.unlisten = cfg.Broker.Listen(f.deliver)
+	f.stopCtl = func() {}
+	if cfg.Control != nil {
+		f.stopCtl = cfg.Control.ListenControl(f.onControl)
+	}
 	return f, nil
 }
 
 // Close stops live delivery.
 func (f *frontend) Close() {
+	f.stopCtl()
 	f.unlisten()
 	f.pipeline.Close()
 	f.access.Close()
@@ -259,13 +274,23 @@ func (f *frontend) streamsOf(c tenant.CommunityID) []*stream {
 }
 
 // channelChanged applies a committed channel command before its event is
-// published: readers that lost the channel stop receiving it at once, and
-// streams naming it in "#h" end, as the relay closes such subscriptions.
+// published (ingest.Channels.OnChange).
 func (f *frontend) channelChanged(ctx context.Context, tc tenant.TenantContext, ch channel.Change) {
-	id := ch.Channel.ID
-	f.access.ChannelChanged(tc.Community(), id, nil)
+	f.revokeChannel(ctx, tc.Community(), ch.Channel.ID, ch.Deleted || ch.BecamePrivate, ch.Revoked)
+}
+
+// revokeChannel applies a change of channel id: readers that lost the
+// channel — everyone's, or the revoked pubkeys' — stop receiving it at
+// once, and streams naming it in "#h" end, as the relay closes such
+// subscriptions.
+func (f *frontend) revokeChannel(ctx context.Context, c tenant.CommunityID, id channel.ID, everyone bool, revoked []string) {
+	var cmd *channel.Command // the revoked pubkey's cached role goes too
+	if len(revoked) == 1 {
+		cmd = &channel.Command{Channel: id, Target: revoked[0]}
+	}
+	f.access.ChannelChanged(c, id, cmd)
 	filters := make([]nostr.Filter, 1)
-	for _, s := range f.streamsOf(tc.Community()) {
+	for _, s := range f.streamsOf(c) {
 		filters[0] = s.filter
 		named := channel.Names(filters, id)
 		if !named && !s.reader.Holds(id) {
@@ -273,17 +298,25 @@ func (f *frontend) channelChanged(ctx context.Context, tc tenant.TenantContext, 
 		}
 		// An affected reader's set is recomputed here: from now on
 		// Deliverable refuses the channel's events.
-		if lost := s.reader.Revoked(ctx, id, ch.Deleted || ch.BecamePrivate, ch.Revoked); lost && named {
+		if lost := s.reader.Revoked(ctx, id, everyone, revoked); lost && named {
 			s.end(channel.MsgChannelRevoked)
 		}
 	}
 }
 
 // memberRemoved ends the streams that may no longer read a members-only
-// community after pubkey's removal.
+// community after pubkey's removal (ingest.Channels.OnMemberRemoved).
 func (f *frontend) memberRemoved(ctx context.Context, tc tenant.TenantContext, pubkey string) {
-	f.access.MemberChanged(tc.Community(), pubkey)
-	for _, s := range f.streamsOf(tc.Community()) {
+	f.revokeMember(ctx, tc.Community(), pubkey)
+}
+
+// revokeMember ends the streams of community c that may no longer read it
+// after pubkey's removal from its members ("" for a policy change).
+func (f *frontend) revokeMember(ctx context.Context, c tenant.CommunityID, pubkey string) {
+	if pubkey != "" {
+		f.access.MemberChanged(c, pubkey)
+	}
+	for _, s := range f.streamsOf(c) {
 		if lost, _ := s.reader.LostCommunity(ctx, pubkey); lost {
 			s.end(channel.MsgCommunityRevoked)
 		}
@@ -293,21 +326,75 @@ func (f *frontend) memberRemoved(ctx context.Context, tc tenant.TenantContext, p
 // moderated applies a committed moderation action: a ban ends the
 // banned pubkey's open streams in its community with the ban's refusal.
 func (f *frontend) moderated(ctx context.Context, tc tenant.TenantContext, a store.ModerationAction) {
-	if a.Action != store.ActionBan {
+	if a.Action == store.ActionBan {
+		f.endBanned(ctx, tc.Community(), a.Target)
+	}
+}
+
+// endBanned ends pubkey's streams of community c if it is banned there.
+func (f *frontend) endBanned(ctx context.Context, c tenant.CommunityID, pubkey string) {
+	reason, err := f.pipeline.ReadBlocked(ctx, c, []string{pubkey})
+	if err != nil {
+		reason = ingest.MsgModerationInternal // fail closed
+	}
+	f.endStreams(c, pubkey, reason)
+}
+
+// endStreams ends the streams of community c — those authenticated as
+// pubkey, or all when pubkey is "" — with reason (none when it is "").
+func (f *frontend) endStreams(c tenant.CommunityID, pubkey, reason string) {
+	if reason == "" {
 		return
 	}
-	for _, s := range f.streamsOf(tc.Community()) {
-		if !slices.Contains(s.readers, a.Target) {
-			continue
-		}
-		if reason, err := f.pipeline.ReadBlocked(ctx, tc.Community(), []string{a.Target}); err != nil || reason != "" {
-			if err != nil {
-				reason = ingest.MsgModerationInternal
-			}
+	for _, s := range f.streamsOf(c) {
+		if pubkey == "" || slices.Contains(s.readers, pubkey) {
 			s.end(reason)
 		}
 	}
 }
+
+// onControl applies a change another process announced on Config.Control
+// (this process's own changes were applied when they were made; applying
+// one again is harmless). It must not block: the work runs on its own
+// goroutine.
+func (f *frontend) onControl(c tenant.CommunityID, m control.Message) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+		defer cancel()
+		switch m := m.(type) {
+		case control.MembershipChanged:
+			id, ok := channel.ParseID(m.Channel)
+			switch {
+			case m.Channel == "":
+				f.revokeMember(ctx, c, m.PubKey)
+			case ok && m.PubKey != "":
+				f.revokeChannel(ctx, c, id, false, []string{m.PubKey})
+			case ok:
+				f.access.ChannelChanged(c, id, nil) // nobody lost access
+			}
+		case control.VisibilityChanged:
+			if id, ok := channel.ParseID(m.Channel); ok {
+				f.revokeChannel(ctx, c, id, true, nil)
+			}
+		case control.PolicyChanged:
+			f.access.PolicyChanged(c)
+			f.revokeMember(ctx, c, "")
+		case control.RestrictionChanged:
+			f.pipeline.ForgetRestrictions(c, m.PubKey)
+			if m.Banned {
+				f.endBanned(ctx, c, m.PubKey)
+			}
+		case control.DisconnectPubkey:
+			f.endStreams(c, m.PubKey, cmp.Or(m.Reason, msgDisconnected))
+		case control.DisconnectCommunity:
+			f.endStreams(c, "", cmp.Or(m.Reason, msgDisconnected))
+		}
+	}()
+}
+
+// msgDisconnected ends a stream another process asked to close without a
+// reason.
+const msgDisconnected = "restricted: disconnected by the relay"
 
 // read serves /timeline and (live) /stream for one filter.
 func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, live bool) {

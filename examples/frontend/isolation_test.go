@@ -76,10 +76,18 @@ func serve(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder) cl
 
 func serveWith(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder, broker pubsub.Broker) client {
 	t.Helper()
-	cfg := Config{Store: st, Directory: dir, Broker: broker, Tracer: rec.Open, RelayKey: testRelayKey}
-	if ms, ok := st.(store.ModerationStore); ok {
+	return serveConfig(t, Config{Store: st, Directory: dir, Broker: broker, Tracer: rec.Open})
+}
+
+// serveConfig runs a frontend of cfg, with the tests' relay key and, when
+// the store moderates, moderation. It closes cfg.Broker at the end.
+func serveConfig(t *testing.T, cfg Config) client {
+	t.Helper()
+	cfg.RelayKey = testRelayKey
+	if ms, ok := cfg.Store.(store.ModerationStore); ok {
 		cfg.Moderation = ms
 	}
+	broker := cfg.Broker
 	fe, err := newFrontend(cfg)
 	if err != nil {
 		t.Fatal(err)
