@@ -20,7 +20,6 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
-	"github.com/buzzrelay/buzz/workflow"
 )
 
 // The approval page in a real headless Chromium (Debian's chromium,
@@ -154,11 +153,11 @@ func TestApprovalPageInBrowser(t *testing.T) {
 		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 		okResponse(t, defineNew(t, ac, alice, ch, approvalDef("any", "1h")))
 		okResponse(t, defineNew(t, ac, alice, ch, strings.Replace(approvalDef("any", "2s"), "deploy", "hurry", 1)))
-		ac.subscribe("live", nostr.Filter{Kinds: []int{workflow.KindApprovalRequested, workflow.KindRunFailed}, Tags: map[string][]string{"h": {ch.String()}}})
+		ac.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindApprovalRequested, nostr.KindRunFailed}, Tags: map[string][]string{"h": {ch.String()}}})
 		request := func(text string) string {
 			t.Helper()
 			bc.mustAccept(bob.event(nostr.KindChatMessage, now(), text, chanTag(ch)))
-			ev := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == workflow.KindApprovalRequested })
+			ev := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == nostr.KindApprovalRequested })
 			return approvalRequest(t, ev)["token"].(string)
 		}
 		pageURL := func(host, token string) string { return "http://" + host + ApprovalsPath + "/" + token }
@@ -223,7 +222,7 @@ func TestApprovalPageInBrowser(t *testing.T) {
 		})
 		t.Run("expired", func(t *testing.T) {
 			tok := request("hurry v4")
-			ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == workflow.KindRunFailed })
+			ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == nostr.KindRunFailed })
 			status, buttons := openApproval(t, bobTab, pageURL(tr.host, tok))
 			if buttons || !strings.Contains(status, "unknown or has expired") {
 				t.Fatalf("expired page: status %q, buttons %v", status, buttons)

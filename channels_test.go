@@ -529,18 +529,18 @@ func TestCommunityMembershipCommands(t *testing.T) {
 		}
 		return c.publish(by.event(kind, now(), "", tag))
 	}
-	eq(t, "owner adds alice", member(ingest.KindAddCommunityMember, owner, alice, "").OK, true)
-	eq(t, "member adds bob", member(ingest.KindAddCommunityMember, alice, bob, "").Message, ingest.MsgCommunityRole)
-	eq(t, "owner adds carol as admin", member(ingest.KindAddCommunityMember, owner, carol, "admin").OK, true)
-	eq(t, "admin adds bob", member(ingest.KindAddCommunityMember, carol, bob, "").OK, true)
-	eq(t, "admin grants admin", member(ingest.KindAddCommunityMember, carol, dave, "admin").Message, ingest.MsgCommunityRole)
-	eq(t, "owner cannot be removed", member(ingest.KindRemoveCommunityMember, carol, owner, "").Message, ingest.MsgCommunityRole)
-	eq(t, "bad role", member(ingest.KindAddCommunityMember, owner, dave, "king").Message, ingest.MsgBadMemberCommand)
+	eq(t, "owner adds alice", member(nostr.KindAddCommunityMember, owner, alice, "").OK, true)
+	eq(t, "member adds bob", member(nostr.KindAddCommunityMember, alice, bob, "").Message, ingest.MsgCommunityRole)
+	eq(t, "owner adds carol as admin", member(nostr.KindAddCommunityMember, owner, carol, "admin").OK, true)
+	eq(t, "admin adds bob", member(nostr.KindAddCommunityMember, carol, bob, "").OK, true)
+	eq(t, "admin grants admin", member(nostr.KindAddCommunityMember, carol, dave, "admin").Message, ingest.MsgCommunityRole)
+	eq(t, "owner cannot be removed", member(nostr.KindRemoveCommunityMember, carol, owner, "").Message, ingest.MsgCommunityRole)
+	eq(t, "bad role", member(nostr.KindAddCommunityMember, owner, dave, "king").Message, ingest.MsgBadMemberCommand)
 
 	bc := tr.dialHost(t, "m.example")
 	bc.authAs(bob, "m.example")
 	bc.subscribe("feed", nostr.Filter{Kinds: []int{1}})
-	eq(t, "admin removes bob", member(ingest.KindRemoveCommunityMember, carol, bob, "").OK, true)
+	eq(t, "admin removes bob", member(nostr.KindRemoveCommunityMember, carol, bob, "").OK, true)
 	eq(t, "bob's CLOSED", bc.expectClosed("feed", "restricted:"), channel.MsgCommunityRevoked)
 	bc.sendRaw(nostr.AppendReq(nil, "again", nostr.Filter{}))
 	eq(t, "bob's next REQ", bc.expectClosed("again", "restricted:"), channel.MsgMembersOnly)
@@ -548,11 +548,11 @@ func TestCommunityMembershipCommands(t *testing.T) {
 	// Alice, still a member, reads the membership commands (community-wide).
 	ac := tr.dialHost(t, "m.example")
 	ac.authAs(alice, "m.example")
-	if got := ac.req("m", nostr.Filter{Kinds: []int{ingest.KindAddCommunityMember, ingest.KindRemoveCommunityMember}}); len(got) != 4 {
+	if got := ac.req("m", nostr.Filter{Kinds: []int{nostr.KindAddCommunityMember, nostr.KindRemoveCommunityMember}}); len(got) != 4 {
 		t.Fatalf("stored membership commands = %d, want 4", len(got))
 	}
 	// In an open community the commands work too but gate nothing.
-	eq(t, "in a community without owner", tr.dial(t).publish(owner.event(ingest.KindAddCommunityMember, now(), "", nostr.Tag{"p", bob.pub()})).Message, ingest.MsgCommunityRole)
+	eq(t, "in a community without owner", tr.dial(t).publish(owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", bob.pub()})).Message, ingest.MsgCommunityRole)
 }
 
 // TestPolicyChangeRevokes: a switch to members-only announced on the control

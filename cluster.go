@@ -35,10 +35,6 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// KindPresence is the ephemeral kind a client announces its presence with
-// (content "online", "away", "offline", or JSON {"status": …}).
-const KindPresence = 20001
-
 // Presence records the presence statuses of a community's pubkeys where
 // every relay process can read them. *redis.Broker (package pubsub/redis)
 // implements it.
@@ -406,7 +402,7 @@ func (cs *clusterState) announced(c *conn, pubkey string) bool {
 // afterIngest runs the relay's side effects of an accepted event before its
 // OK is sent: presence announcements are recorded.
 func (r *Relay) afterIngest(c *conn, ev *nostr.Event, out ingest.Outcome) {
-	if !out.OK || ev.Kind != KindPresence || r.cl.presence == nil {
+	if !out.OK || ev.Kind != nostr.KindPresence || r.cl.presence == nil {
 		return
 	}
 	status, ok := presenceStatus(ev.Content)

@@ -94,17 +94,17 @@ func TestPresenceRecordedAndCleared(t *testing.T) {
 	tr := newTestRelay(t, WithPresence(p))
 	s := newSigner(t)
 	c1, c2 := tr.dial(t), tr.dial(t)
-	c1.mustAccept(s.event(KindPresence, now(), "online"))
+	c1.mustAccept(s.event(nostr.KindPresence, now(), "online"))
 	if st, _ := p.get(tr.tc.Community(), s.pub()); st != "online" {
 		t.Fatalf("presence after an online announcement = %q", st)
 	}
-	c2.mustAccept(s.event(KindPresence, now(), `{"status":"away"}`))
+	c2.mustAccept(s.event(nostr.KindPresence, now(), `{"status":"away"}`))
 	if st, _ := p.get(tr.tc.Community(), s.pub()); st != "away" {
 		t.Fatalf("presence after a JSON announcement = %q", st)
 	}
 	// Not a presence status: accepted (it is a valid ephemeral event) but
 	// not recorded.
-	c2.mustAccept(s.event(KindPresence, now(), "{not json"))
+	c2.mustAccept(s.event(nostr.KindPresence, now(), "{not json"))
 	if st, _ := p.get(tr.tc.Community(), s.pub()); st != "away" {
 		t.Fatalf("presence after malformed content = %q", st)
 	}
@@ -168,7 +168,7 @@ func TestControlMessages(t *testing.T) {
 		t.Fatalf("AUTH refused: %s", ok.Message)
 	}
 	announced := tr.dial(t)
-	announced.mustAccept(banned.event(KindPresence, now(), "online"))
+	announced.mustAccept(banned.event(nostr.KindPresence, now(), "online"))
 	bystander := tr.dial(t)
 	elsewhere := dialHost(t, tr, other)
 	if err := tr.relay.PublishControl(ctx, otherTC.Community(), control.DisconnectPubkey{PubKey: banned.pub()}); err != nil {

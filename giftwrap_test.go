@@ -88,10 +88,10 @@ func TestGiftWrapsArePGated(t *testing.T) {
 		note := sender.event(1, now(), "public note")
 		pub.mustAccept(note)
 
-		wraps := nostr.Filter{Kinds: []int{nip59.KindGiftWrap}}
-		forAlice := nostr.Filter{Kinds: []int{nip59.KindGiftWrap}, Tags: map[string][]string{"p": {alice.pub()}}}
+		wraps := nostr.Filter{Kinds: []int{nostr.KindGiftWrap}}
+		forAlice := nostr.Filter{Kinds: []int{nostr.KindGiftWrap}, Tags: map[string][]string{"p": {alice.pub()}}}
 		byID := nostr.Filter{IDs: []string{wrap.ID}}
-		mixed := nostr.Filter{Kinds: []int{1, nip59.KindGiftWrap}}
+		mixed := nostr.Filter{Kinds: []int{1, nostr.KindGiftWrap}}
 		everything := nostr.Filter{}
 
 		// Before AUTH: asking for gift wraps only is auth-required; any

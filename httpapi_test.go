@@ -146,7 +146,7 @@ func TestHTTPAPI(t *testing.T) {
 		eq(t, "accepted", res, eventResult{EventID: note.ID, Accepted: true})
 		res = p.publishHTTP(t, alice, hostA, note)
 		eq(t, "duplicate", res.Message, ingest.MsgDuplicate)
-		bad := alice.event(ingest.KindProject, now(), "", nostr.Tag{"d", "x"}, nostr.Tag{"d", "y"})
+		bad := alice.event(nostr.KindProject, now(), "", nostr.Tag{"d", "x"}, nostr.Tag{"d", "y"})
 		code, body := p.api(t, alice, hostA, EventsPath, bad.AppendJSON(nil))
 		eq(t, "invalid status", code, http.StatusBadRequest)
 		mustPrefix(t, "invalid body", string(body), `{"event_id":"`+bad.ID+`","accepted":false,"message":"invalid: project d-cardinality: `)

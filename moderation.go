@@ -142,7 +142,7 @@ func (r *Relay) isModerator(ctx context.Context, c tenant.CommunityID, pubkey st
 // f names kind 1984 and the connection authenticated; every report of the
 // community for a moderator, else the readers' own.
 func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Record, error) {
-	if c.r.moderation == nil || !slices.Contains(f.Kinds, ingest.KindReport) {
+	if c.r.moderation == nil || !slices.Contains(f.Kinds, nostr.KindReport) {
 		return nil, nil
 	}
 	readers := c.readers()

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 )
@@ -57,14 +56,14 @@ func TestModerationHTTPReads(t *testing.T) {
 		const host = "modhttp.example"
 		owner, mia, alice, bob, carol := newSigner(t), newSigner(t), newSigner(t), newSigner(t), newSigner(t)
 		id := m.owned(t, host, owner)
-		eq(t, "moderator", m.authed(t, host, owner).publish(m.cmd(owner, ingest.KindChangeCommunityRole, nostr.Tag{"p", mia.pub()}, nostr.Tag{"role", "moderator"})).OK, true)
+		eq(t, "moderator", m.authed(t, host, owner).publish(m.cmd(owner, nostr.KindChangeCommunityRole, nostr.Tag{"p", mia.pub()}, nostr.Tag{"role", "moderator"})).OK, true)
 		ac := m.authed(t, host, alice)
-		rep := alice.event(ingest.KindReport, now(), "", nostr.Tag{"p", bob.pub(), "spam"})
+		rep := alice.event(nostr.KindReport, now(), "", nostr.Tag{"p", bob.pub(), "spam"})
 		eq(t, "report", ac.publish(rep).OK, true)
 		mc := m.authed(t, host, mia)
-		eq(t, "ban", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"reason", "spam"})).OK, true)
+		eq(t, "ban", mc.publish(m.cmd(mia, nostr.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"reason", "spam"})).OK, true)
 		end := m.now().Add(time.Hour).Unix()
-		eq(t, "timeout", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", carol.pub()}, nostr.Tag{"expiration", itoa(end)})).OK, true)
+		eq(t, "timeout", mc.publish(m.cmd(mia, nostr.KindTimeout, nostr.Tag{"p", carol.pub()}, nostr.Tag{"expiration", itoa(end)})).OK, true)
 
 		status, body := m.getAs(t, host, ModerationReportsPath, mia, "")
 		eq(t, "reports status", status, http.StatusOK)

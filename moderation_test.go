@@ -153,24 +153,24 @@ func TestModerationBansAndTimeouts(t *testing.T) {
 		owner, adam, mia, bob := newSigner(t), newSigner(t), newSigner(t), newSigner(t)
 		m.owned(t, host, owner)
 		oc := m.authed(t, host, owner)
-		eq(t, "owner makes adam admin", oc.publish(m.cmd(owner, ingest.KindAddCommunityMember, nostr.Tag{"p", adam.pub(), "admin"})).OK, true)
-		eq(t, "owner makes mia moderator (9032)", oc.publish(m.cmd(owner, ingest.KindChangeCommunityRole, nostr.Tag{"p", mia.pub()}, nostr.Tag{"role", "moderator"})).OK, true)
+		eq(t, "owner makes adam admin", oc.publish(m.cmd(owner, nostr.KindAddCommunityMember, nostr.Tag{"p", adam.pub(), "admin"})).OK, true)
+		eq(t, "owner makes mia moderator (9032)", oc.publish(m.cmd(owner, nostr.KindChangeCommunityRole, nostr.Tag{"p", mia.pub()}, nostr.Tag{"role", "moderator"})).OK, true)
 
 		// The moderator's limits: no administration, no moderating up.
 		mc := m.authed(t, host, mia)
-		eq(t, "moderator adds a member", mc.publish(m.cmd(mia, ingest.KindAddCommunityMember, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgCommunityRole)
-		eq(t, "moderator changes a role", mc.publish(m.cmd(mia, ingest.KindChangeCommunityRole, nostr.Tag{"p", bob.pub()}, nostr.Tag{"role", "moderator"})).Message, ingest.MsgCommunityRole)
+		eq(t, "moderator adds a member", mc.publish(m.cmd(mia, nostr.KindAddCommunityMember, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgCommunityRole)
+		eq(t, "moderator changes a role", mc.publish(m.cmd(mia, nostr.KindChangeCommunityRole, nostr.Tag{"p", bob.pub()}, nostr.Tag{"role", "moderator"})).Message, ingest.MsgCommunityRole)
 		for who, s := range map[string]*signer{"the admin": adam, "the owner": owner, "itself": mia} {
-			eq(t, "moderator bans "+who, mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", s.pub()})).Message, ingest.MsgModerationRole)
+			eq(t, "moderator bans "+who, mc.publish(m.cmd(mia, nostr.KindBan, nostr.Tag{"p", s.pub()})).Message, ingest.MsgModerationRole)
 		}
-		eq(t, "a member bans", m.authed(t, host, bob).publish(m.cmd(bob, ingest.KindBan, nostr.Tag{"p", mia.pub()})).Message, ingest.MsgModerationRole)
-		eq(t, "admin bans the moderator", m.authed(t, host, adam).publish(m.cmd(adam, ingest.KindTimeout, nostr.Tag{"p", mia.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
-		eq(t, "admin lifts it", m.authed(t, host, adam).publish(m.cmd(adam, ingest.KindUntimeout, nostr.Tag{"p", mia.pub()})).OK, true)
+		eq(t, "a member bans", m.authed(t, host, bob).publish(m.cmd(bob, nostr.KindBan, nostr.Tag{"p", mia.pub()})).Message, ingest.MsgModerationRole)
+		eq(t, "admin bans the moderator", m.authed(t, host, adam).publish(m.cmd(adam, nostr.KindTimeout, nostr.Tag{"p", mia.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
+		eq(t, "admin lifts it", m.authed(t, host, adam).publish(m.cmd(adam, nostr.KindUntimeout, nostr.Tag{"p", mia.pub()})).OK, true)
 
 		// Ban: bob's live subscription ends, his EVENTs and AUTH are refused.
 		bc := m.authed(t, host, bob)
 		bc.subscribe("feed", nostr.Filter{Kinds: []int{1}})
-		ban := m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"reason", "spam"})
+		ban := m.cmd(mia, nostr.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"reason", "spam"})
 		eq(t, "moderator bans bob", mc.publish(ban).OK, true)
 		eq(t, "bob's subscription", bc.expectClosed("feed", "blocked:"), "blocked: you are banned from this community")
 		eq(t, "bob's EVENT", bc.publish(bob.event(1, now(), "hi")).Message, "blocked: you are banned from this community")
@@ -178,45 +178,45 @@ func TestModerationBansAndTimeouts(t *testing.T) {
 		eq(t, "bob's REQ", bc.expectClosed("again", "blocked:"), "blocked: you are banned from this community")
 		nc := m.dial(t, host)
 		eq(t, "bob's AUTH", nc.auth(m.authEvent(nc, bob, host)).Message, "blocked: you are banned from this community")
-		if got := oc.req("cmds", nostr.Filter{Kinds: []int{ingest.KindBan}}); len(got) != 0 {
+		if got := oc.req("cmds", nostr.Filter{Kinds: []int{nostr.KindBan}}); len(got) != 0 {
 			t.Fatalf("a ban command was stored: %d events", len(got))
 		}
 		// A ban in this community means nothing in another.
 		eq(t, "bob elsewhere", m.authed(t, m.host, bob).publish(bob.event(1, now(), "elsewhere")).OK, true)
 
-		eq(t, "unban", mc.publish(m.cmd(mia, ingest.KindUnban, nostr.Tag{"p", bob.pub()})).OK, true)
+		eq(t, "unban", mc.publish(m.cmd(mia, nostr.KindUnban, nostr.Tag{"p", bob.pub()})).OK, true)
 		bc = m.authed(t, host, bob)
 		eq(t, "bob after unban", bc.publish(bob.event(1, now(), "back")).OK, true)
-		eq(t, "unban again", mc.publish(m.cmd(mia, ingest.KindUnban, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgNotBanned)
+		eq(t, "unban again", mc.publish(m.cmd(mia, nostr.KindUnban, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgNotBanned)
 
 		// Timeout: writes refused with the end time, reads still allowed,
 		// over once the end passes.
 		end := m.now().Add(10 * time.Minute)
-		eq(t, "timeout", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(end))).OK, true)
+		eq(t, "timeout", mc.publish(m.cmd(mia, nostr.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(end))).OK, true)
 		eq(t, "bob timed out", bc.publish(bob.event(1, now(), "x")).Message,
 			"blocked: you are timed out in this community until "+end.UTC().Truncate(time.Second).Format(time.RFC3339))
 		bc.req("read", nostr.Filter{Kinds: []int{1}, Limit: 1, LimitSet: true})
 		m.advance(10*time.Minute + time.Second)
 		eq(t, "bob after the timeout ended", bc.publish(bob.event(1, now(), "y")).OK, true)
-		eq(t, "untimeout of an ended timeout", mc.publish(m.cmd(mia, ingest.KindUntimeout, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgNotTimedOut)
-		eq(t, "timeout again", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
-		eq(t, "untimeout", mc.publish(m.cmd(mia, ingest.KindUntimeout, nostr.Tag{"p", bob.pub()})).OK, true)
+		eq(t, "untimeout of an ended timeout", mc.publish(m.cmd(mia, nostr.KindUntimeout, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgNotTimedOut)
+		eq(t, "timeout again", mc.publish(m.cmd(mia, nostr.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
+		eq(t, "untimeout", mc.publish(m.cmd(mia, nostr.KindUntimeout, nostr.Tag{"p", bob.pub()})).OK, true)
 		eq(t, "bob after untimeout", bc.publish(bob.event(1, now(), "z")).OK, true)
 
 		// A ban with an end.
-		eq(t, "ban for an hour", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
+		eq(t, "ban for an hour", mc.publish(m.cmd(mia, nostr.KindBan, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(time.Hour)))).OK, true)
 		mustPrefix(t, "bob banned for an hour", bc.publish(bob.event(1, now(), "w")).Message, "blocked: you are banned from this community until ")
 		m.advance(time.Hour + time.Second)
 		eq(t, "bob after the ban ended", bc.publish(bob.event(1, now(), "v")).OK, true)
 
 		// The expiration of a command is the restriction's end, never a
 		// NIP-40 expiry: an end in the past is the command's own error.
-		eq(t, "timeout ending in the past", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(-time.Minute)))).Message,
+		eq(t, "timeout ending in the past", mc.publish(m.cmd(mia, nostr.KindTimeout, nostr.Tag{"p", bob.pub()}, expTag(m.now().Add(-time.Minute)))).Message,
 			"invalid: expiration (the end of the restriction) has already passed")
-		eq(t, "timeout without end", mc.publish(m.cmd(mia, ingest.KindTimeout, nostr.Tag{"p", bob.pub()})).Message, "invalid: a expiration tag is required")
-		stale := mia.event(ingest.KindBan, m.now().Add(-10*time.Minute).Unix(), "", nostr.Tag{"p", bob.pub()})
+		eq(t, "timeout without end", mc.publish(m.cmd(mia, nostr.KindTimeout, nostr.Tag{"p", bob.pub()})).Message, "invalid: a expiration tag is required")
+		stale := mia.event(nostr.KindBan, m.now().Add(-10*time.Minute).Unix(), "", nostr.Tag{"p", bob.pub()})
 		eq(t, "stale command", mc.publish(stale).Message, ingest.MsgCommandStale)
-		eq(t, "command with h", mc.publish(m.cmd(mia, ingest.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"h", "x"})).Message, channel.MsgCommunityCommandH)
+		eq(t, "command with h", mc.publish(m.cmd(mia, nostr.KindBan, nostr.Tag{"p", bob.pub()}, nostr.Tag{"h", "x"})).Message, channel.MsgCommunityCommandH)
 	})
 }
 
@@ -225,24 +225,24 @@ func TestModerationReports(t *testing.T) {
 		const host = "rep.example"
 		owner, mia, alice, mallory := newSigner(t), newSigner(t), newSigner(t), newSigner(t)
 		m.owned(t, host, owner)
-		eq(t, "moderator", m.authed(t, host, owner).publish(m.cmd(owner, ingest.KindChangeCommunityRole, nostr.Tag{"p", mia.pub(), "moderator"})).OK, true)
+		eq(t, "moderator", m.authed(t, host, owner).publish(m.cmd(owner, nostr.KindChangeCommunityRole, nostr.Tag{"p", mia.pub(), "moderator"})).OK, true)
 
 		mc := m.authed(t, host, mallory)
 		note := mallory.event(1, now(), "offensive")
 		mc.mustAccept(note)
 		// Mallory listens for anything about her, reports included.
-		mc.subscribe("me", nostr.Filter{Tags: map[string][]string{"p": {mallory.pub()}}}, nostr.Filter{Kinds: []int{ingest.KindReport}})
+		mc.subscribe("me", nostr.Filter{Tags: map[string][]string{"p": {mallory.pub()}}}, nostr.Filter{Kinds: []int{nostr.KindReport}})
 
 		ac := m.authed(t, host, alice)
-		rep := alice.event(ingest.KindReport, now(), "rude", nostr.Tag{"p", mallory.pub()}, nostr.Tag{"e", note.ID, "profanity"})
+		rep := alice.event(nostr.KindReport, now(), "rude", nostr.Tag{"p", mallory.pub()}, nostr.Tag{"e", note.ID, "profanity"})
 		eq(t, "report", ac.publish(rep).OK, true)
 		eq(t, "report again", ac.publish(rep).Message, ingest.MsgDuplicate)
-		eq(t, "report of an unknown event", ac.publish(alice.event(ingest.KindReport, now(), "", nostr.Tag{"p", mallory.pub()}, nostr.Tag{"e", strings.Repeat("ab", 32), "spam"})).Message, ingest.MsgReportTarget)
-		mustPrefix(t, "report type", ac.publish(alice.event(ingest.KindReport, now(), "", nostr.Tag{"p", mallory.pub(), "annoying"})).Message, "invalid:")
-		pubRep := alice.event(ingest.KindReport, now()+1, "", nostr.Tag{"p", mallory.pub(), "spam"})
+		eq(t, "report of an unknown event", ac.publish(alice.event(nostr.KindReport, now(), "", nostr.Tag{"p", mallory.pub()}, nostr.Tag{"e", strings.Repeat("ab", 32), "spam"})).Message, ingest.MsgReportTarget)
+		mustPrefix(t, "report type", ac.publish(alice.event(nostr.KindReport, now(), "", nostr.Tag{"p", mallory.pub(), "annoying"})).Message, "invalid:")
+		pubRep := alice.event(nostr.KindReport, now()+1, "", nostr.Tag{"p", mallory.pub(), "spam"})
 		eq(t, "report of a pubkey", ac.publish(pubRep).OK, true)
 
-		reportFilter := nostr.Filter{Kinds: []int{ingest.KindReport}}
+		reportFilter := nostr.Filter{Kinds: []int{nostr.KindReport}}
 		if got := mc.req("q", reportFilter, nostr.Filter{Tags: map[string][]string{"p": {mallory.pub()}}}); len(got) != 0 {
 			t.Fatalf("the reported user reads %d reports", len(got))
 		}
@@ -253,7 +253,7 @@ func TestModerationReports(t *testing.T) {
 		if got := ids(ac.req("mine", reportFilter)); len(got) != 2 || got[0] != pubRep.ID || got[1] != rep.ID {
 			t.Fatalf("alice's reports = %v", got)
 		}
-		if got := ac.req("lim", nostr.Filter{Kinds: []int{1, ingest.KindReport}, Limit: 1, LimitSet: true}); len(got) != 1 || got[0].ID != pubRep.ID {
+		if got := ac.req("lim", nostr.Filter{Kinds: []int{1, nostr.KindReport}, Limit: 1, LimitSet: true}); len(got) != 1 || got[0].ID != pubRep.ID {
 			t.Fatalf("merged with notes, limit 1 = %v", ids(got))
 		}
 		moderator := m.authed(t, host, mia)
@@ -266,7 +266,7 @@ func TestModerationReports(t *testing.T) {
 			t.Fatalf("another community returns %d reports", len(got))
 		}
 		resolve := func(c *rawClient, s *signer, id, status string) *nostr.OKMessage {
-			return c.publish(m.cmd(s, ingest.KindResolveReport, nostr.Tag{"e", id}, nostr.Tag{"status", status}))
+			return c.publish(m.cmd(s, nostr.KindResolveReport, nostr.Tag{"e", id}, nostr.Tag{"status", status}))
 		}
 		eq(t, "a member resolves", resolve(ac, alice, rep.ID, "dismissed").Message, ingest.MsgModerationRole)
 		eq(t, "resolve from another community", resolve(m.authed(t, m.host, mia), mia, rep.ID, "resolved").Message, ingest.MsgModerationRole)
@@ -311,7 +311,7 @@ func TestModerationBeforeMembership(t *testing.T) {
 		}
 		sc := m.authed(t, host, stranger)
 		eq(t, "a non-member before the ban", sc.publish(stranger.event(1, now(), "x")).Message, channel.MsgMembersOnly)
-		eq(t, "owner bans a non-member", m.authed(t, host, owner).publish(m.cmd(owner, ingest.KindBan, nostr.Tag{"p", stranger.pub()})).OK, true)
+		eq(t, "owner bans a non-member", m.authed(t, host, owner).publish(m.cmd(owner, nostr.KindBan, nostr.Tag{"p", stranger.pub()})).OK, true)
 		eq(t, "the ban is checked first", sc.publish(stranger.event(1, now(), "y")).Message, "blocked: you are banned from this community")
 	})
 }

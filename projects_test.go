@@ -64,15 +64,15 @@ func TestRepositoryOverWebSocket(t *testing.T) {
 	tr := newTestRelay(t)
 	c := tr.dial(t)
 	s := newSigner(t)
-	c.mustAccept(s.event(ingest.KindRepository, now(), "", nostr.Tag{"d", "buzz"}, nostr.Tag{"clone", "https://git.example/buzz.git"}))
-	ok := c.publish(s.event(ingest.KindRepository, now(), "", nostr.Tag{"d", "../etc"}))
+	c.mustAccept(s.event(nostr.KindRepository, now(), "", nostr.Tag{"d", "buzz"}, nostr.Tag{"clone", "https://git.example/buzz.git"}))
+	ok := c.publish(s.event(nostr.KindRepository, now(), "", nostr.Tag{"d", "../etc"}))
 	eq(t, "accepted", ok.OK, false)
 	mustPrefix(t, "message", ok.Message, "invalid: repository repo-id: ")
 }
 
 // projectFilter reads the projects of author with d.
 func projectFilter(author, d string) nostr.Filter {
-	return nostr.Filter{Kinds: []int{ingest.KindProject}, Authors: []string{author}, Tags: map[string][]string{"d": {d}}}
+	return nostr.Filter{Kinds: []int{nostr.KindProject}, Authors: []string{author}, Tags: map[string][]string{"d": {d}}}
 }
 
 func projectIDs(c *rawClient, f nostr.Filter) []string { return ids(c.req("p", f)) }
@@ -93,13 +93,13 @@ func TestProjectStorage(t *testing.T) {
 		t0 := now() - 100
 		d := nostr.Tag{"d", "platform"}
 		coord := "30621:" + alice.pub() + ":platform"
-		repo := alice.event(ingest.KindRepository, t0, "", nostr.Tag{"d", "buzz"})
+		repo := alice.event(nostr.KindRepository, t0, "", nostr.Tag{"d", "buzz"})
 		c.mustAccept(repo)
 		member := nostr.Tag{"a", "30617:" + alice.pub() + ":buzz"}
 
 		// Newer wins; the older version coming back is refused.
-		v1 := alice.event(ingest.KindProject, t0+10, "", d, nostr.Tag{"name", "V1"}, member)
-		v2 := alice.event(ingest.KindProject, t0+20, "", d, nostr.Tag{"name", "V2"}, member)
+		v1 := alice.event(nostr.KindProject, t0+10, "", d, nostr.Tag{"name", "V1"}, member)
+		v2 := alice.event(nostr.KindProject, t0+20, "", d, nostr.Tag{"name", "V2"}, member)
 		c.mustAccept(v1)
 		c.mustAccept(v2)
 		eq(t, "head after V2", strings.Join(projectIDs(c, projectFilter(alice.pub(), "platform")), ","), strings.Join([]string{v2.ID}, ","))
@@ -107,9 +107,9 @@ func TestProjectStorage(t *testing.T) {
 		eq(t, "V1 again", ok.Message, ingest.MsgSuperseded)
 
 		// One d under two authors stays two projects.
-		bv := bob.event(ingest.KindProject, t0+5, "", d, member)
+		bv := bob.event(nostr.KindProject, t0+5, "", d, member)
 		c.mustAccept(bv)
-		both := c.req("p", nostr.Filter{Kinds: []int{ingest.KindProject}, Tags: map[string][]string{"d": {"platform"}}})
+		both := c.req("p", nostr.Filter{Kinds: []int{nostr.KindProject}, Tags: map[string][]string{"d": {"platform"}}})
 		eq(t, "projects named platform", len(both), 2)
 
 		// A deletion timestamped between V1 and V2 leaves V2 live.
@@ -126,7 +126,7 @@ func TestProjectStorage(t *testing.T) {
 		// A version at or before the tombstone, arriving after it, is
 		// refused; a later one is a new head.
 		late := func(at int64, name string) *nostr.Event {
-			return alice.event(ingest.KindProject, at, "", d, nostr.Tag{"name", name})
+			return alice.event(nostr.KindProject, at, "", d, nostr.Tag{"name", name})
 		}
 		for _, at := range []int64{t0 + 12, t0 + 20} {
 			ok := c.publish(late(at, "late"))
@@ -152,10 +152,10 @@ func TestProjectStorage(t *testing.T) {
 			p3 := startPod(t, b.open(t), host)
 			c3 := p3.dial(t)
 			other := "30621:" + alice.pub() + ":other"
-			o1 := alice.event(ingest.KindProject, t0+30, "", nostr.Tag{"d", "other"})
+			o1 := alice.event(nostr.KindProject, t0+30, "", nostr.Tag{"d", "other"})
 			c2.mustAccept(o1)
 			c2.mustAccept(alice.event(nostr.KindDeletion, t0+40, "", nostr.Tag{"a", other}))
-			ok := c3.publish(alice.event(ingest.KindProject, t0+35, "", nostr.Tag{"d", "other"}, nostr.Tag{"name", "late"}))
+			ok := c3.publish(alice.event(nostr.KindProject, t0+35, "", nostr.Tag{"d", "other"}, nostr.Tag{"name", "late"}))
 			eq(t, "late version on another pod", ok.Message, ingest.MsgDeleted)
 			eq(t, "deleted on every pod", len(projectIDs(c3, projectFilter(alice.pub(), "other"))), 0)
 		}

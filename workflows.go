@@ -184,10 +184,10 @@ func (r *Relay) workflowCommands() map[int]ingest.CommandFunc {
 		return nil
 	}
 	m := map[int]ingest.CommandFunc{
-		workflow.KindDefinition:    r.wf.define,
-		workflow.KindManualTrigger: r.wf.trigger,
-		workflow.KindApprovalGrant: r.wf.decide,
-		workflow.KindApprovalDeny:  r.wf.decide,
+		nostr.KindDefinition:    r.wf.define,
+		nostr.KindManualTrigger: r.wf.trigger,
+		nostr.KindApprovalGrant: r.wf.decide,
+		nostr.KindApprovalDeny:  r.wf.decide,
 	}
 	refuse := func(context.Context, ingest.Submission) (ingest.Outcome, bool) {
 		return ingest.Outcome{Message: msgWorkflowStatus}, false
@@ -347,7 +347,7 @@ func (h *WorkflowHost) onStored(ctx context.Context, tc tenant.TenantContext, ev
 // deleteDefinitions deletes the workflows whose 30620 coordinates the
 // deletion request ev names (its author's own only).
 func (h *WorkflowHost) deleteDefinitions(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) {
-	prefix := strconv.Itoa(workflow.KindDefinition) + ":" + ev.PubKey + ":"
+	prefix := strconv.Itoa(nostr.KindDefinition) + ":" + ev.PubKey + ":"
 	for _, t := range ev.Tags {
 		if len(t) < 2 || t[0] != "a" || !strings.HasPrefix(t[1], prefix) {
 			continue

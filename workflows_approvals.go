@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -34,7 +35,7 @@ func (h *WorkflowHost) decide(ctx context.Context, s ingest.Submission) (ingest.
 	if !ok {
 		return ingest.Outcome{Message: msgWorkflowNoH}, false
 	}
-	ap, err := h.engine.Decide(ctx, c, ch, ev.DTag(), ev.Kind == workflow.KindApprovalGrant, ev.PubKey)
+	ap, err := h.engine.Decide(ctx, c, ch, ev.DTag(), ev.Kind == nostr.KindApprovalGrant, ev.PubKey)
 	switch {
 	case err == nil:
 	case errors.Is(err, workflow.ErrNotFound), errors.Is(err, workflow.ErrApprovalClosed):

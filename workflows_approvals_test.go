@@ -65,15 +65,15 @@ func TestWorkflowApprovals(t *testing.T) {
 		}
 		okResponse(t, defineNew(t, ac, alice, ch, approvalDef("any", "1h")))
 
-		ac.subscribe("live", nostr.Filter{Kinds: []int{9, workflow.KindApprovalRequested, workflow.KindApprovalGranted,
-			workflow.KindApprovalDenied, workflow.KindRunCompleted, workflow.KindRunCancelled, workflow.KindRunFailed},
+		ac.subscribe("live", nostr.Filter{Kinds: []int{9, nostr.KindApprovalRequested, nostr.KindApprovalGranted,
+			nostr.KindApprovalDenied, nostr.KindRunCompleted, nostr.KindRunCancelled, nostr.KindRunFailed},
 			Tags: map[string][]string{"h": {ch.String()}}})
 		isKind := func(k int) func(*nostr.Event) bool { return func(e *nostr.Event) bool { return e.Kind == k } }
 
 		// Grant: the run waits, one of two racing approvers wins, the
 		// next step runs with the approval's output.
 		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "deploy v1", chanTag(ch)))
-		req := approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
+		req := approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
 		id, _ := req["approval_id"].(string)
 		token, _ := req["token"].(string)
 		sum := sha256.Sum256([]byte(token))
@@ -109,12 +109,12 @@ func TestWorkflowApprovals(t *testing.T) {
 			}
 		}
 		// A non-member, a random id, and a clients' forged outcome.
-		eq(t, "non-member grant", cc.publish(carol.event(workflow.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch))).Message, msgApprovalNotAllowed)
-		eq(t, "unknown id", bc.publish(bob.event(workflow.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))).Message, msgApprovalUnknown)
-		eq(t, "forged 46011", bc.publish(bob.event(workflow.KindApprovalGranted, now(), "{}", chanTag(ch))).Message, msgWorkflowStatus)
+		eq(t, "non-member grant", cc.publish(carol.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch))).Message, msgApprovalNotAllowed)
+		eq(t, "unknown id", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))).Message, msgApprovalUnknown)
+		eq(t, "forged 46011", bc.publish(bob.event(nostr.KindApprovalGranted, now(), "{}", chanTag(ch))).Message, msgWorkflowStatus)
 		grants := []*nostr.Event{
-			bob.event(workflow.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
-			alice.event(workflow.KindApprovalDeny, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
+			bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
+			alice.event(nostr.KindApprovalDeny, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
 		}
 		conns := []*rawClient{bc, dc}
 		oks := make([]*nostr.OKMessage, 2)
@@ -144,13 +144,13 @@ func TestWorkflowApprovals(t *testing.T) {
 		}
 		if winner == 0 {
 			eq(t, "granted status", okResponse(t, oks[0])["status"], any("granted"))
-			ac.waitFor("live", isKind(workflow.KindApprovalGranted))
+			ac.waitFor("live", isKind(nostr.KindApprovalGranted))
 			msg := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == 9 && strings.HasPrefix(e.Content, "approved by") })
 			eq(t, "next step", msg.Content, "approved by "+bob.pub()+": deploy v1")
-			ac.waitFor("live", isKind(workflow.KindRunCompleted))
+			ac.waitFor("live", isKind(nostr.KindRunCompleted))
 		} else {
-			ac.waitFor("live", isKind(workflow.KindApprovalDenied))
-			ac.waitFor("live", isKind(workflow.KindRunCancelled))
+			ac.waitFor("live", isKind(nostr.KindApprovalDenied))
+			ac.waitFor("live", isKind(nostr.KindRunCancelled))
 		}
 
 		// A second visit shows the final status, without buttons.
@@ -161,11 +161,11 @@ func TestWorkflowApprovals(t *testing.T) {
 
 		// Deny: the run is cancelled with approval_denied.
 		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "deploy v2", chanTag(ch)))
-		req = approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
+		req = approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
 		id2 := req["approval_id"].(string)
-		okResponse(t, bc.publish(bob.event(workflow.KindApprovalDeny, now(), "", nostr.Tag{"d", id2}, chanTag(ch))))
-		ac.waitFor("live", isKind(workflow.KindApprovalDenied))
-		cancelled := ac.waitFor("live", isKind(workflow.KindRunCancelled))
+		okResponse(t, bc.publish(bob.event(nostr.KindApprovalDeny, now(), "", nostr.Tag{"d", id2}, chanTag(ch))))
+		ac.waitFor("live", isKind(nostr.KindApprovalDenied))
+		cancelled := ac.waitFor("live", isKind(nostr.KindRunCancelled))
 		if !strings.Contains(cancelled.Content, `"error_code":"approval_denied"`) {
 			t.Fatalf("cancelled run: %s", cancelled.Content)
 		}
@@ -174,26 +174,26 @@ func TestWorkflowApprovals(t *testing.T) {
 		bc.subscribe("dm", nostr.Filter{Kinds: []int{1059}, Tags: map[string][]string{"p": {bob.pub()}}})
 		okResponse(t, defineNew(t, dc, alice, ch, strings.Replace(approvalDef(bob.pub(), "1h"), "deploy", "ship", 1)))
 		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "ship v3", chanTag(ch)))
-		req = approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
+		req = approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
 		if req["token"] != nil || req["url"] != nil || req["approver"] != bob.pub() {
 			t.Fatalf("46010 of a named approver: %v", req)
 		}
 		bc.waitFor("dm", func(e *nostr.Event) bool { return e.Kind == 1059 })
 		id3 := req["approval_id"].(string)
-		eq(t, "member who is not the approver", dc.publish(alice.event(workflow.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))).Message, msgApprovalNotAllowed)
-		okResponse(t, bc.publish(bob.event(workflow.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))))
+		eq(t, "member who is not the approver", dc.publish(alice.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))).Message, msgApprovalNotAllowed)
+		okResponse(t, bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))))
 		msg := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == 9 && strings.HasPrefix(e.Content, "approved by") })
 		eq(t, "named approver's step", msg.Content, "approved by "+bob.pub()+": ship v3")
 
 		// Expiry: the run fails with expired; a late grant is refused.
 		okResponse(t, defineNew(t, dc, alice, ch, strings.Replace(approvalDef("", "1s"), "deploy", "hurry", 1)))
 		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "hurry v4", chanTag(ch)))
-		req = approvalRequest(t, ac.waitFor("live", isKind(workflow.KindApprovalRequested)))
-		failed := ac.waitFor("live", isKind(workflow.KindRunFailed))
+		req = approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
+		failed := ac.waitFor("live", isKind(nostr.KindRunFailed))
 		if !strings.Contains(failed.Content, `"error_code":"expired"`) {
 			t.Fatalf("expired run: %s", failed.Content)
 		}
-		eq(t, "grant after expiry", bc.publish(bob.event(workflow.KindApprovalGrant, now(), "", nostr.Tag{"d", req["approval_id"].(string)}, chanTag(ch))).Message, msgApprovalUnknown)
+		eq(t, "grant after expiry", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", req["approval_id"].(string)}, chanTag(ch))).Message, msgApprovalUnknown)
 
 		// Unknown, another community's and expired tokens: the same page.
 		other := "other.example"
@@ -214,7 +214,7 @@ func TestWorkflowApprovals(t *testing.T) {
 			}
 		}
 
-		eq(t, "grant after deny", bc.publish(bob.event(workflow.KindApprovalGrant, now(), "", nostr.Tag{"d", id2}, chanTag(ch))).Message, msgApprovalUnknown)
+		eq(t, "grant after deny", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id2}, chanTag(ch))).Message, msgApprovalUnknown)
 	})
 }
 

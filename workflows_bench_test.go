@@ -76,7 +76,7 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 		oc := tr.dial(b)
 		define(b, oc, owner, ch, benchEcho)
 		watch := tr.dial(b)
-		watch.subscribe("st", nostr.Filter{Kinds: []int{workflow.KindRunTriggered, workflow.KindRunCompleted, workflow.KindRunFailed},
+		watch.subscribe("st", nostr.Filter{Kinds: []int{nostr.KindRunTriggered, nostr.KindRunCompleted, nostr.KindRunFailed},
 			Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
 		poster := newSigner(b)
 		pc := tr.dial(b)
@@ -90,10 +90,10 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 			pc.sendEvent(ev)
 			for {
 				e := watch.nextLive("st")
-				if e.Kind == workflow.KindRunCompleted {
+				if e.Kind == nostr.KindRunCompleted {
 					done++
 				}
-				if e.Kind == workflow.KindRunTriggered {
+				if e.Kind == nostr.KindRunTriggered {
 					lat = append(lat, time.Since(start))
 					break
 				}
@@ -102,7 +102,7 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 		}
 		// Drain the completions of these runs.
 		for done < n {
-			if watch.nextLive("st").Kind == workflow.KindRunCompleted {
+			if watch.nextLive("st").Kind == nostr.KindRunCompleted {
 				done++
 			}
 		}
@@ -146,9 +146,9 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 				b.Fatalf("got %s", raw)
 			}
 			switch e := em.Event; e.Kind {
-			case workflow.KindRunCompleted:
+			case nostr.KindRunCompleted:
 				done++
-			case workflow.KindRunFailed:
+			case nostr.KindRunFailed:
 				failed++
 				b.Logf("run failed: %s", e.Content)
 			}

@@ -91,7 +91,7 @@ func TestWebhooksOverHTTP(t *testing.T) {
 		id := workflow.NewID()
 		_, okm := ac.define(alice, id, ch, hookYAML)
 		secret := webhookSecretOf(t, okm)
-		okm = ac.publish(alice.event(workflow.KindDefinition, now()+1, strings.Replace(hookYAML, "Deploy hook", "Deploy hook v2", 1),
+		okm = ac.publish(alice.event(nostr.KindDefinition, now()+1, strings.Replace(hookYAML, "Deploy hook", "Deploy hook v2", 1),
 			nostr.Tag{"d", id.String()}, chanTag(ch), nostr.Tag{"expected-revision", okResponse(t, okm)["revision"].(string)}))
 		if _, again := okResponse(t, okm)["webhook_secret"]; again {
 			t.Fatalf("a redefinition returned the secret again: %s", okm.Message)

@@ -108,7 +108,7 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...Option
 func (c *rawClient) define(s *signer, id workflow.ID, ch channel.ID, yaml string, extra ...nostr.Tag) (*nostr.Event, *nostr.OKMessage) {
 	c.t.Helper()
 	tags := append([]nostr.Tag{{"d", id.String()}, chanTag(ch)}, extra...)
-	ev := s.event(workflow.KindDefinition, now(), yaml, tags...)
+	ev := s.event(nostr.KindDefinition, now(), yaml, tags...)
 	return ev, c.publish(ev)
 }
 
@@ -189,10 +189,10 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		// A version older than the stored 30620 is refused before it can
 		// change the workflow: the revision the first define returned is
 		// still current afterwards.
-		older := alice.event(workflow.KindDefinition, now()-3600, strings.Replace(echoYAML, "Echo", "Older", 1),
+		older := alice.event(nostr.KindDefinition, now()-3600, strings.Replace(echoYAML, "Echo", "Older", 1),
 			nostr.Tag{"d", echoID.String()}, chanTag(ch))
 		eq(t, "older definition", ac.publish(older).Message, ingest.MsgSuperseded)
-		newer := alice.event(workflow.KindDefinition, now()+1, echoYAML,
+		newer := alice.event(nostr.KindDefinition, now()+1, echoYAML,
 			nostr.Tag{"d", echoID.String()}, chanTag(ch), nostr.Tag{"expected-revision", rev})
 		eq(t, "revision after the refused older version", okResponse(t, ac.publish(newer))["revision"], any(rev))
 		// Authority: a non-member; a member defining a webhook caller;
@@ -207,12 +207,12 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		_, okm = bc.define(bob, echoID, ch, echoYAML)
 		eq(t, "another author's id", okm.Message, msgWorkflowNotOwner)
 		// Clients cannot forge status events.
-		okm = bc.publish(bob.event(workflow.KindRunCompleted, now(), "{}", chanTag(ch)))
+		okm = bc.publish(bob.event(nostr.KindRunCompleted, now(), "{}", chanTag(ch)))
 		eq(t, "client status event", okm.Message, msgWorkflowStatus)
 
 		// message_posted: bob's "ping" gets a relay-signed pong and the
 		// run's status events, each with h, workflow_id, run_id, status.
-		ac.subscribe("live", nostr.Filter{Kinds: []int{9, workflow.KindRunTriggered, workflow.KindRunCompleted}, Tags: map[string][]string{"h": {ch.String()}}})
+		ac.subscribe("live", nostr.Filter{Kinds: []int{9, nostr.KindRunTriggered, nostr.KindRunCompleted}, Tags: map[string][]string{"h": {ch.String()}}})
 		ping := bob.event(nostr.KindChatMessage, now(), "ping please", chanTag(ch))
 		bc.mustAccept(ping)
 		// The run's events arrive in any order relative to each other.
@@ -240,7 +240,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 			t.Fatal("the relay-signed pong is in no conformance trace")
 		}
 		var runID string
-		for _, kind := range []int{workflow.KindRunTriggered, workflow.KindRunCompleted} {
+		for _, kind := range []int{nostr.KindRunTriggered, nostr.KindRunCompleted} {
 			st := statuses[kind]
 			var body map[string]any
 			if err := json.Unmarshal([]byte(st.Content), &body); err != nil {
@@ -282,7 +282,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		def, okm := ac.define(alice, hookID, ch, dmYAML)
 		okResponse(t, okm)
 		manual := func(c *rawClient, s *signer, id workflow.ID, e string, content string) *nostr.OKMessage {
-			return c.publish(s.event(workflow.KindManualTrigger, now(), content, nostr.Tag{"d", id.String()}, nostr.Tag{"e", e}, chanTag(ch)))
+			return c.publish(s.event(nostr.KindManualTrigger, now(), content, nostr.Tag{"d", id.String()}, nostr.Tag{"e", e}, chanTag(ch)))
 		}
 		okm = manual(bc, bob, hookID, strings.Repeat("0", 64), `{"who":"bob"}`)
 		eq(t, "stale e", okm.Message, msgManualStale)
@@ -296,7 +296,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		if run["run_id"] == "" || run["workflow_id"] != hookID.String() {
 			t.Fatalf("manual response %v", run)
 		}
-		bc.subscribe("dm", nostr.Filter{Kinds: []int{nip59.KindGiftWrap}})
+		bc.subscribe("dm", nostr.Filter{Kinds: []int{nostr.KindGiftWrap}})
 		wrap := bc.nextLive("dm")
 		v, err := nostr.NewVerifier()
 		if err != nil {
@@ -331,7 +331,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		oc.authAs(bob, other)
 		och := oc.createChannel(bob, "x", channel.VisibilityOpen)
 		probe := func(id workflow.ID) string {
-			return oc.publish(bob.event(workflow.KindManualTrigger, now(), `{}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(och))).Message
+			return oc.publish(bob.event(nostr.KindManualTrigger, now(), `{}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(och))).Message
 		}
 		eq(t, "foreign workflow id vs random", probe(hookID), probe(workflow.NewID()))
 		eq(t, "foreign workflow id", probe(hookID), msgWorkflowUnknown)
@@ -366,7 +366,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		}
 
 		// NIP-09 deletion of the coordinate deletes the workflow.
-		ac.mustAccept(alice.event(nostr.KindDeletion, now(), "", nostr.Tag{"a", fmt.Sprintf("%d:%s:%s", workflow.KindDefinition, alice.pub(), hookID)}))
+		ac.mustAccept(alice.event(nostr.KindDeletion, now(), "", nostr.Tag{"a", fmt.Sprintf("%d:%s:%s", nostr.KindDefinition, alice.pub(), hookID)}))
 		if _, err := st.Workflow(context.Background(), tr.tc.Community(), hookID); err == nil {
 			t.Fatal("workflow survived the deletion of its coordinate")
 		}
@@ -391,11 +391,11 @@ func TestWorkflowInNamedGroup(t *testing.T) {
 		const gid = "pizza-lovers"
 		h := nostr.Tag{"h", gid}
 		ac.mustAccept(alice.event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Pizza"}))
-		def := alice.event(workflow.KindDefinition, now(), echoYAML, nostr.Tag{"d", workflow.NewID().String()}, h)
+		def := alice.event(nostr.KindDefinition, now(), echoYAML, nostr.Tag{"d", workflow.NewID().String()}, h)
 		okResponse(t, ac.publish(def))
 
 		sub := tr.dial(t)
-		sub.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage, workflow.KindRunCompleted}, Tags: map[string][]string{"h": {gid}}})
+		sub.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage, nostr.KindRunCompleted}, Tags: map[string][]string{"h": {gid}}})
 		ac.mustAccept(alice.event(nostr.KindChatMessage, now(), "ping", h))
 		var pong, done *nostr.Event
 		for pong == nil || done == nil {
@@ -403,7 +403,7 @@ func TestWorkflowInNamedGroup(t *testing.T) {
 			switch {
 			case e.Kind == nostr.KindChatMessage && e.PubKey != alice.pub():
 				pong = e
-			case e.Kind == workflow.KindRunCompleted:
+			case e.Kind == nostr.KindRunCompleted:
 				done = e
 			}
 		}

@@ -35,11 +35,11 @@ import (
 //
 // The author's role is the one store.ChannelStore.CommunityRole returns
 // (the owner set by the operator API, or a role given here).
-const (
-	KindAddCommunityMember    = 9030
-	KindRemoveCommunityMember = 9031
-)
-
+//
+// The kinds are nostr.KindAddCommunityMember (9030) and
+// nostr.KindRemoveCommunityMember (9031); 9032 is
+// nostr.KindChangeCommunityRole.
+//
 // Messages of community membership commands.
 const (
 	MsgCommunityRole     = "restricted: your community role does not allow this"
@@ -49,7 +49,7 @@ const (
 
 // isCommunityCommand reports whether kind is a membership command.
 func isCommunityCommand(kind int) bool {
-	return kind == KindAddCommunityMember || kind == KindRemoveCommunityMember || kind == KindChangeCommunityRole
+	return kind == nostr.KindAddCommunityMember || kind == nostr.KindRemoveCommunityMember || kind == nostr.KindChangeCommunityRole
 }
 
 // applyCommunityCommand authorizes and applies a membership command, before
@@ -79,7 +79,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 	}
 	actx := audit.WithActor(ctx, ev.PubKey) // the audit entry's actor
 	switch ev.Kind {
-	case KindAddCommunityMember, KindChangeCommunityRole:
+	case nostr.KindAddCommunityMember, nostr.KindChangeCommunityRole:
 		if current == channel.RoleOwner {
 			return MsgCommunityRole // the owner's role is not changed here
 		}
@@ -87,7 +87,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 			return MsgCommunityRole
 		}
 		err = cs.Store.PutCommunityMember(actx, c, target, role)
-	case KindRemoveCommunityMember:
+	case nostr.KindRemoveCommunityMember:
 		if current == channel.RoleOwner || (actor == channel.RoleAdmin && current == channel.RoleAdmin) {
 			return MsgCommunityRole
 		}
@@ -100,7 +100,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) stri
 		return MsgInternal
 	}
 	cs.Access.MemberChanged(c, target)
-	if ev.Kind == KindRemoveCommunityMember && targetIsMember && cs.OnMemberRemoved != nil {
+	if ev.Kind == nostr.KindRemoveCommunityMember && targetIsMember && cs.OnMemberRemoved != nil {
 		cs.OnMemberRemoved(ctx, s.Tenant, target)
 	}
 	return ""
@@ -125,9 +125,9 @@ func parseMemberCommand(ev *nostr.Event) (target string, role channel.Role, err 
 	switch {
 	case len(named) > 1:
 		return "", "", bad
-	case ev.Kind == KindRemoveCommunityMember && len(named) > 0:
+	case ev.Kind == nostr.KindRemoveCommunityMember && len(named) > 0:
 		return "", "", bad
-	case ev.Kind == KindChangeCommunityRole && len(named) == 0:
+	case ev.Kind == nostr.KindChangeCommunityRole && len(named) == 0:
 		return "", "", bad
 	}
 	role = channel.RoleMember

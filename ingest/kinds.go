@@ -27,9 +27,9 @@ func validateKind(ev *nostr.Event) error {
 	switch ev.Kind {
 	case nostr.KindDeletion:
 		return validateDeletion(ev)
-	case KindRepository:
+	case nostr.KindRepository:
 		return globalOnly(ev, ValidateRepository(ev))
-	case KindProject:
+	case nostr.KindProject:
 		return globalOnly(ev, ValidateProject(ev))
 	}
 	return nil

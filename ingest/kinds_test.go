@@ -73,7 +73,7 @@ func TestNewValidates(t *testing.T) {
 // kind's own rules (a malformed project still gets its rule's message).
 func TestGlobalOnlyKinds(t *testing.T) {
 	h := nostr.Tag{"h", "pizza"}
-	for _, kind := range []int{KindRepository, KindProject} {
+	for _, kind := range []int{nostr.KindRepository, nostr.KindProject} {
 		ok := &nostr.Event{Kind: kind, Tags: nostr.Tags{{"d", "repo"}}}
 		if err := validateKind(ok); err != nil {
 			t.Fatalf("kind %d without h: %v", kind, err)
@@ -84,7 +84,7 @@ func TestGlobalOnlyKinds(t *testing.T) {
 			t.Fatalf("kind %d with h: err = %v, want the global-only refusal", kind, err)
 		}
 	}
-	bad := &nostr.Event{Kind: KindProject, Tags: nostr.Tags{{"d", "a"}, {"d", "b"}, h}}
+	bad := &nostr.Event{Kind: nostr.KindProject, Tags: nostr.Tags{{"d", "a"}, {"d", "b"}, h}}
 	if err := validateKind(bad); err == nil || strings.Contains(err.Error(), "h tag") {
 		t.Fatalf("malformed project with h: err = %v, want its own rule's refusal first", err)
 	}

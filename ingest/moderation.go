@@ -47,15 +47,10 @@ import (
 // can return them. A report names exactly one reported pubkey ("p") and at
 // most one event of this community ("e"); the NIP-56 type is the third
 // element of the "e" tag, else of the "p" tag.
-const (
-	KindChangeCommunityRole = 9032
-	KindBan                 = 9040
-	KindUnban               = 9041
-	KindTimeout             = 9042
-	KindUntimeout           = 9043
-	KindResolveReport       = 9044
-	KindReport              = 1984
-)
+//
+// The kinds are nostr.KindChangeCommunityRole (9032), nostr.KindBan,
+// nostr.KindUnban, nostr.KindTimeout, nostr.KindUntimeout, nostr.KindResolveReport (9040–9044) and
+// nostr.KindReport (1984).
 
 // CommandWindow bounds how far a moderation command's created_at may be
 // from the relay's clock, either way.
@@ -89,7 +84,9 @@ const (
 )
 
 // IsModerationCommand reports whether kind is one of 9040–9044.
-func IsModerationCommand(kind int) bool { return kind >= KindBan && kind <= KindResolveReport }
+func IsModerationCommand(kind int) bool {
+	return kind >= nostr.KindBan && kind <= nostr.KindResolveReport
+}
 
 // ModerationCommand is a parsed 9040–9044 event.
 type ModerationCommand struct {
@@ -106,15 +103,15 @@ type ModerationCommand struct {
 func ParseModerationCommand(ev *nostr.Event, now time.Time) (ModerationCommand, error) {
 	var cmd ModerationCommand
 	switch ev.Kind {
-	case KindBan:
+	case nostr.KindBan:
 		cmd.Action = store.ActionBan
-	case KindUnban:
+	case nostr.KindUnban:
 		cmd.Action = store.ActionUnban
-	case KindTimeout:
+	case nostr.KindTimeout:
 		cmd.Action = store.ActionTimeout
-	case KindUntimeout:
+	case nostr.KindUntimeout:
 		cmd.Action = store.ActionUntimeout
-	case KindResolveReport:
+	case nostr.KindResolveReport:
 		cmd.Action = store.ActionResolveReport
 	default:
 		return cmd, errors.New("invalid: not a moderation command")

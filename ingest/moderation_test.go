@@ -20,19 +20,19 @@ func TestParseModerationCommand(t *testing.T) {
 		tags nostr.Tags
 		ok   bool
 	}{
-		{KindBan, nostr.Tags{{"p", p}}, true},
-		{KindBan, nostr.Tags{{"p", p}, {"expiration", "1800000060"}, {"reason", "spam"}}, true},
-		{KindBan, nostr.Tags{{"p", p}, {"expiration", "1800000000"}}, false}, // ended
-		{KindBan, nostr.Tags{{"p", p}, {"p", p}}, false},
-		{KindBan, nostr.Tags{{"p", strings.ToUpper(p)}}, false},
-		{KindTimeout, nostr.Tags{{"p", p}}, false}, // no end
-		{KindTimeout, nostr.Tags{{"p", p}, {"expiration", "+1800000060"}}, false},
-		{KindTimeout, nostr.Tags{{"p", p}, {"expiration", "1800000060"}}, true},
-		{KindUnban, nostr.Tags{{"p", p}, {"expiration", "1"}}, true}, // ignored
-		{KindUntimeout, nostr.Tags{{"p", p}, {"h", "x"}}, false},
-		{KindResolveReport, nostr.Tags{{"e", p}, {"status", "resolved"}}, true},
-		{KindResolveReport, nostr.Tags{{"e", p}, {"status", "open"}}, false},
-		{KindResolveReport, nostr.Tags{{"e", p}}, false},
+		{nostr.KindBan, nostr.Tags{{"p", p}}, true},
+		{nostr.KindBan, nostr.Tags{{"p", p}, {"expiration", "1800000060"}, {"reason", "spam"}}, true},
+		{nostr.KindBan, nostr.Tags{{"p", p}, {"expiration", "1800000000"}}, false}, // ended
+		{nostr.KindBan, nostr.Tags{{"p", p}, {"p", p}}, false},
+		{nostr.KindBan, nostr.Tags{{"p", strings.ToUpper(p)}}, false},
+		{nostr.KindTimeout, nostr.Tags{{"p", p}}, false}, // no end
+		{nostr.KindTimeout, nostr.Tags{{"p", p}, {"expiration", "+1800000060"}}, false},
+		{nostr.KindTimeout, nostr.Tags{{"p", p}, {"expiration", "1800000060"}}, true},
+		{nostr.KindUnban, nostr.Tags{{"p", p}, {"expiration", "1"}}, true}, // ignored
+		{nostr.KindUntimeout, nostr.Tags{{"p", p}, {"h", "x"}}, false},
+		{nostr.KindResolveReport, nostr.Tags{{"e", p}, {"status", "resolved"}}, true},
+		{nostr.KindResolveReport, nostr.Tags{{"e", p}, {"status", "open"}}, false},
+		{nostr.KindResolveReport, nostr.Tags{{"e", p}}, false},
 		{1, nostr.Tags{{"p", p}}, false},
 	} {
 		cmd, err := ParseModerationCommand(&nostr.Event{Kind: tc.kind, Tags: tc.tags}, fuzzNow)
@@ -50,10 +50,10 @@ func TestParseModerationCommand(t *testing.T) {
 // are NIP-01 "invalid:" messages.
 func FuzzParseModerationCommand(f *testing.F) {
 	p := strings.Repeat("a", 64)
-	f.Add(KindBan, `[["p","`+p+`"],["reason","spam"],["expiration","1800000600"]]`)
-	f.Add(KindTimeout, `[["p","`+p+`"],["expiration","99999999999999999999"]]`)
-	f.Add(KindResolveReport, `[["e","`+p+`"],["status","escalated"]]`)
-	f.Add(KindUntimeout, `[["p"],["p","`+p+`"]]`)
+	f.Add(nostr.KindBan, `[["p","`+p+`"],["reason","spam"],["expiration","1800000600"]]`)
+	f.Add(nostr.KindTimeout, `[["p","`+p+`"],["expiration","99999999999999999999"]]`)
+	f.Add(nostr.KindResolveReport, `[["e","`+p+`"],["status","escalated"]]`)
+	f.Add(nostr.KindUntimeout, `[["p"],["p","`+p+`"]]`)
 	f.Fuzz(func(t *testing.T, kind int, tagsJSON string) {
 		var tags nostr.Tags
 		if json.Unmarshal([]byte(tagsJSON), &tags) != nil {
@@ -88,7 +88,7 @@ func FuzzParseReport(f *testing.F) {
 		if json.Unmarshal([]byte(tagsJSON), &tags) != nil {
 			return
 		}
-		r, err := ParseReport(&nostr.Event{Kind: KindReport, Tags: tags})
+		r, err := ParseReport(&nostr.Event{Kind: nostr.KindReport, Tags: tags})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "invalid: ") {
 				t.Fatalf("error %q has no invalid: prefix", err)
@@ -134,10 +134,10 @@ func TestMayModerate(t *testing.T) {
 // role, 9031 never does.
 func FuzzParseMemberCommand(f *testing.F) {
 	p := strings.Repeat("a", 64)
-	f.Add(KindChangeCommunityRole, `[["p","`+p+`"],["role","moderator"]]`)
-	f.Add(KindAddCommunityMember, `[["p","`+p+`","admin"]]`)
-	f.Add(KindRemoveCommunityMember, `[["p","`+p+`"],["role","member"]]`)
-	f.Add(KindChangeCommunityRole, `[["p","`+p+`","member"],["role","admin"]]`)
+	f.Add(nostr.KindChangeCommunityRole, `[["p","`+p+`"],["role","moderator"]]`)
+	f.Add(nostr.KindAddCommunityMember, `[["p","`+p+`","admin"]]`)
+	f.Add(nostr.KindRemoveCommunityMember, `[["p","`+p+`"],["role","member"]]`)
+	f.Add(nostr.KindChangeCommunityRole, `[["p","`+p+`","member"],["role","admin"]]`)
 	f.Fuzz(func(t *testing.T, kind int, tagsJSON string) {
 		var tags nostr.Tags
 		if json.Unmarshal([]byte(tagsJSON), &tags) != nil {
@@ -152,7 +152,7 @@ func FuzzParseMemberCommand(f *testing.F) {
 			t.Fatalf("parsed %q %q", target, role)
 		}
 		named := len(ev.Tags.All("role")) > 0
-		if kind == KindRemoveCommunityMember && named || kind == KindChangeCommunityRole && !named && len(ev.Tags.All("p")[0]) < 3 {
+		if kind == nostr.KindRemoveCommunityMember && named || kind == nostr.KindChangeCommunityRole && !named && len(ev.Tags.All("p")[0]) < 3 {
 			t.Fatalf("kind %d parsed with tags %v", kind, tags)
 		}
 	})

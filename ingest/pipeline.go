@@ -311,9 +311,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 
 	// 9b. Moderation commands are executed and reports queued: neither is
 	// ever stored as an event nor published.
-	if IsModerationCommand(ev.Kind) || ev.Kind == KindReport {
+	if IsModerationCommand(ev.Kind) || ev.Kind == nostr.KindReport {
 		var out Outcome
-		if ev.Kind == KindReport {
+		if ev.Kind == nostr.KindReport {
 			out = p.queueReport(ctx, s)
 		} else {
 			out = p.applyModeration(ctx, s)

@@ -7,15 +7,6 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 )
 
-// Kinds with their own validators (see validateKind).
-const (
-	// KindRepository is a NIP-34 repository announcement (addressable).
-	KindRepository = 30617
-	// KindProject is a NIP-MP multi-repository project (addressable): a
-	// named group of kind 30617 coordinates, possibly of several owners.
-	KindProject = 30621
-)
-
 // Limits of kind 30621 projects (seed 003, NIP-MP).
 const (
 	ProjectMemberCap         = 64   // member "a" tags, counted raw (duplicates included)

@@ -46,7 +46,7 @@ func loadProjectFixtures(t testing.TB) projectFixtures {
 
 func TestProjectFixtures(t *testing.T) {
 	fx := loadProjectFixtures(t)
-	if fx.Kind != KindProject || fx.MemberCap != ProjectMemberCap || !slices.Equal(fx.Rules, ProjectRules[:]) {
+	if fx.Kind != nostr.KindProject || fx.MemberCap != ProjectMemberCap || !slices.Equal(fx.Rules, ProjectRules[:]) {
 		t.Fatalf("fixture header: kind %d cap %d rules %v", fx.Kind, fx.MemberCap, fx.Rules)
 	}
 	accept, reject := 0, 0
@@ -165,7 +165,7 @@ func FuzzValidateProject(f *testing.F) {
 		if json.Unmarshal(raw, &tags) != nil {
 			return
 		}
-		err := ValidateProject(&nostr.Event{Kind: KindProject, Tags: tags})
+		err := ValidateProject(&nostr.Event{Kind: nostr.KindProject, Tags: tags})
 		want := ""
 		for _, r := range ProjectRules {
 			if !projectRuleHolds(r, tags) {
@@ -226,7 +226,7 @@ func TestValidateRepository(t *testing.T) {
 		{"two euc", nostr.Tags{{"d", "x"}, {"r", pk, "euc"}, {"r", pk, "euc"}}, RuleRepoEUC},
 	}
 	for _, c := range cases {
-		err := validateKind(&nostr.Event{Kind: KindRepository, Tags: c.tags})
+		err := validateKind(&nostr.Event{Kind: nostr.KindRepository, Tags: c.tags})
 		var re *RuleError
 		switch {
 		case c.rule == "" && err != nil:

@@ -385,3 +385,9 @@ func TestKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestIsSearchable(t *testing.T) {
+	if IsSearchable(KindGiftWrap) || !IsSearchable(KindNote) || !IsSearchable(KindChatMessage) {
+		t.Fatal("only gift wraps are unsearchable")
+	}
+}

@@ -377,7 +377,7 @@ func appendStrings(dst []byte, ss []string) []byte {
 // NIP-01 defines: the id is in IDs, the author in Authors, the kind in
 // Kinds, Since <= created_at <= Until, for every tag key in Tags the event
 // has a tag with that name whose first value is in the list, and with
-// Search the event is of a searchable kind (search.Searchable) and its
+// Search the event is of a searchable kind (IsSearchable) and its
 // content matches the query (an invalid query matches nothing). Limit is
 // not considered. A nil slice is no constraint; an empty one matches nothing.
 func (f *Filter) Matches(e *Event) bool {
@@ -408,7 +408,7 @@ func (f *Filter) Matches(e *Event) bool {
 }
 
 func (f *Filter) matchesSearch(e *Event) bool {
-	if !search.Searchable(e.Kind) {
+	if !IsSearchable(e.Kind) {
 		return false
 	}
 	q, err := f.SearchQuery()

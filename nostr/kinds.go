@@ -37,6 +37,72 @@ const (
 	KindChannelRoles    = 39003 // relay-signed group roles
 )
 
+// Direct messages and seals (NIP-04, NIP-17, NIP-59); the gift wrap,
+// KindGiftWrap, is above (never searchable: IsSearchable).
+const (
+	KindDirectMessage  = 4  // NIP-04 encrypted direct message (superseded by NIP-17)
+	KindSeal           = 13 // NIP-59 seal: a rumor encrypted to its recipient, signed by its author
+	KindPrivateMessage = 14 // NIP-17 chat message: the unsigned rumor inside a seal
+)
+
+// KindPresence is the ephemeral kind a client announces its presence with
+// (content "online", "away", "offline", or JSON {"status": …}); Buzz.
+const KindPresence = 20001
+
+// Community membership and moderation (Buzz; see package ingest). The
+// owner and admins add and remove members and change roles; moderators
+// ban, time out and resolve reports. Reports (NIP-56) are queued, never
+// stored as events.
+const (
+	KindReport                = 1984 // NIP-56 report
+	KindAddCommunityMember    = 9030
+	KindRemoveCommunityMember = 9031
+	KindChangeCommunityRole   = 9032
+	KindBan                   = 9040
+	KindUnban                 = 9041
+	KindTimeout               = 9042
+	KindUntimeout             = 9043
+	KindResolveReport         = 9044
+)
+
+// Kinds package ingest validates.
+const (
+	// KindRepository is a NIP-34 repository announcement (addressable).
+	KindRepository = 30617
+	// KindProject is a NIP-MP multi-repository project (addressable): a
+	// named group of kind 30617 coordinates, possibly of several owners.
+	KindProject = 30621
+)
+
+// Workflow kinds (Buzz; see package workflow).
+const (
+	// KindDefinition is a workflow definition event.
+	KindDefinition = 30620
+	// Status events, published relay-signed into the workflow's channel.
+	KindRunTriggered  = 46001
+	KindStepStarted   = 46002
+	KindStepCompleted = 46003
+	KindStepFailed    = 46004
+	KindRunCompleted  = 46005
+	KindRunFailed     = 46006
+	KindRunCancelled  = 46007
+	// Approvals: the relay publishes 46010 when a run asks for approval and
+	// 46011/46012 when it is granted/denied; an approver grants with 46030
+	// and denies with 46031 (d = approval id, h = channel).
+	KindApprovalRequested = 46010
+	KindApprovalGranted   = 46011
+	KindApprovalDenied    = 46012
+	KindApprovalGrant     = 46030
+	KindApprovalDeny      = 46031
+	// KindManualTrigger is a by-hand run request; the relay passes it to
+	// the engine's TriggerManual.
+	KindManualTrigger = 46020
+)
+
+// IsSearchable reports whether events of kind k can match a NIP-50 search:
+// every kind except the p-gated gift wraps.
+func IsSearchable(k int) bool { return k != KindGiftWrap }
+
 // IsEphemeral reports whether events of kind k are delivered live and never
 // stored (20000–29999).
 func IsEphemeral(k int) bool { return k >= ephemeralLow && k <= ephemeralHigh }

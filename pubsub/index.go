@@ -250,7 +250,7 @@ func (x *Index) Match(c tenant.CommunityID, ev *nostr.Event, fn func(*Subscripti
 			}
 		}
 	}
-	if len(sh.words) > 0 && search.Searchable(ev.Kind) {
+	if len(sh.words) > 0 && nostr.IsSearchable(ev.Kind) {
 		sh.scanWords(m, ev)
 	}
 	if len(sh.kinds) > 0 {

@@ -53,14 +53,6 @@ const (
 	MaxWords = 16
 )
 
-// KindGiftWrap is the NIP-59 gift wrap kind. Its events are addressed to
-// one recipient (gated by their "p" tag), so search never matches them.
-const KindGiftWrap = 1059
-
-// Searchable reports whether events of kind k can match a search: every
-// kind except the p-gated gift wraps.
-func Searchable(k int) bool { return k != KindGiftWrap }
-
 // ignoredExtensions are the NIP-50 key:value extensions buzz accepts and
 // does not apply.
 var ignoredExtensions = [...]string{"include", "domain", "language", "sentiment", "nsfw"}

@@ -103,12 +103,6 @@ func TestMatchAndScore(t *testing.T) {
 	}
 }
 
-func TestSearchable(t *testing.T) {
-	if Searchable(KindGiftWrap) || !Searchable(1) || !Searchable(9) {
-		t.Fatal("only gift wraps are unsearchable")
-	}
-}
-
 func BenchmarkMatch(b *testing.B) {
 	q := mustParse(b, `relay "group commit"`)
 	text := strings.Repeat("the quick brown fox jumps over the lazy dog ", 6) + "relay group commit"

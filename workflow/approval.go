@@ -12,17 +12,6 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// Approval event kinds (Buzz): the relay publishes 46010 when a run asks
-// for approval and 46011/46012 when it is granted/denied; an approver
-// grants with 46030 and denies with 46031 (d = approval id, h = channel).
-const (
-	KindApprovalRequested = 46010
-	KindApprovalGranted   = 46011
-	KindApprovalDenied    = 46012
-	KindApprovalGrant     = 46030
-	KindApprovalDeny      = 46031
-)
-
 // Error codes of request_approval.
 const (
 	CodeApprovalDenied  = "approval_denied"

@@ -152,12 +152,12 @@ func (a requestApproval) Run(ctx context.Context, x *StepContext) (map[string]an
 	case ApprovalPending:
 		return nil, x.WaitForApproval(ap.ExpiresAt)
 	case ApprovalGranted:
-		if _, err := a.outcome(ctx, x, KindApprovalGranted, ap); err != nil {
+		if _, err := a.outcome(ctx, x, nostr.KindApprovalGranted, ap); err != nil {
 			return nil, err
 		}
 		return map[string]any{"approved": true, "approver": ap.DecidedBy, "approval_id": ap.ID()}, nil
 	case ApprovalDenied:
-		if _, err := a.outcome(ctx, x, KindApprovalDenied, ap); err != nil {
+		if _, err := a.outcome(ctx, x, nostr.KindApprovalDenied, ap); err != nil {
 			return nil, err
 		}
 		return nil, x.Cancel(CodeApprovalDenied, "the approval was denied by %s", ap.DecidedBy)
@@ -194,7 +194,7 @@ func (a requestApproval) prepare(ctx context.Context, x *StepContext, spec, msg 
 		body["token"], body["url"] = token, link
 	}
 	content, _ := json.Marshal(body)
-	ev := &nostr.Event{CreatedAt: x.Now().Unix(), Kind: KindApprovalRequested, Content: string(content),
+	ev := &nostr.Event{CreatedAt: x.Now().Unix(), Kind: nostr.KindApprovalRequested, Content: string(content),
 		Tags: nostr.Tags{{"h", x.Workflow.Channel.String()}, {"d", ap.ID()},
 			{ProvenanceTag, x.Workflow.ID.String(), x.Run.ID.String(), x.Step.ID}}}
 	if err := x.e.pub.Sign(ctx, x.Community, ev); err != nil {

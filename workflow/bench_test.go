@@ -54,7 +54,7 @@ func BenchmarkTriggerToFirstStatus(b *testing.B) {
 		first := make(chan struct{}, 1)
 		ev.pub.mu.Lock()
 		ev.pub.onPublish = func(e *nostr.Event) {
-			if e.Kind == workflow.KindRunTriggered {
+			if e.Kind == nostr.KindRunTriggered {
 				first <- struct{}{}
 			}
 		}
@@ -88,7 +88,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 		)
 		ev.pub.mu.Lock()
 		ev.pub.onPublish = func(e *nostr.Event) {
-			if e.Kind != workflow.KindRunCompleted {
+			if e.Kind != nostr.KindRunCompleted {
 				return
 			}
 			var body map[string]any

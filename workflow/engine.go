@@ -17,20 +17,7 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// Status event kinds, published relay-signed into the workflow's channel.
 const (
-	KindRunTriggered  = 46001
-	KindStepStarted   = 46002
-	KindStepCompleted = 46003
-	KindStepFailed    = 46004
-	KindRunCompleted  = 46005
-	KindRunFailed     = 46006
-	KindRunCancelled  = 46007
-	// KindManualTrigger is a by-hand run request (46020); the relay
-	// passes it to TriggerManual.
-	KindManualTrigger = 46020
-	// KindDefinition is a workflow definition event (30620).
-	KindDefinition = 30620
 	// ProvenanceTag marks events the engine publishes:
 	// ["buzz:workflow", workflow id, run id, step id (actions' events)].
 	// Events carrying it never trigger workflows (loop guard).

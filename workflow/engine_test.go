@@ -69,7 +69,7 @@ steps:
 			t.Fatalf("message tags %v", msgs[0].Tags)
 		}
 		// Status events: h tag and the JSON content.
-		st := ev.pub.of(workflow.KindRunTriggered)[0]
+		st := ev.pub.of(nostr.KindRunTriggered)[0]
 		var body map[string]any
 		if err := json.Unmarshal([]byte(st.Content), &body); err != nil || body["workflow_id"] != w.ID.String() || body["run_id"] != r.ID.String() || body["status"] != "triggered" || !hasTag(st, "h", ev.ch.String()) {
 			t.Fatalf("status event %v %s", st.Tags, st.Content)

@@ -115,7 +115,7 @@ func (r *recorder) statuses(run workflow.ID) []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, ev := range r.events {
-		if ev.Kind < workflow.KindRunTriggered || ev.Kind > workflow.KindRunCancelled {
+		if ev.Kind < nostr.KindRunTriggered || ev.Kind > nostr.KindRunCancelled {
 			continue
 		}
 		var body struct {

@@ -182,7 +182,7 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 		st.run.Status = RunRunning // saved with the step's progress
 	}
 	if run.Status == RunPending {
-		st.status(ctx, KindRunTriggered, "triggered", "", nil)
+		st.status(ctx, nostr.KindRunTriggered, "triggered", "", nil)
 		st.run.Status = RunRunning
 		if err := st.save(ctx, time.Time{}); err != nil {
 			return err
@@ -219,7 +219,7 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 				continue
 			}
 		}
-		st.status(ctx, KindStepStarted, "step_started", step.ID, nil)
+		st.status(ctx, nostr.KindStepStarted, "step_started", step.ID, nil)
 		out, err := st.runStep(ctx, step, vars)
 		var (
 			park   *errParked
@@ -272,7 +272,7 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 		if err := st.advance(ctx, i, trace); err != nil {
 			return err
 		}
-		st.status(ctx, KindStepCompleted, "step_completed", step.ID, nil)
+		st.status(ctx, nostr.KindStepCompleted, "step_completed", step.ID, nil)
 	}
 	return st.finish(ctx, RunCompleted, "", "", "")
 }
@@ -341,7 +341,7 @@ func (st *runState) advance(ctx context.Context, i int, t StepTrace) error {
 func (st *runState) failStep(ctx context.Context, i int, t StepTrace) error {
 	st.run.Trace = append(st.run.Trace, t)
 	st.run.CurrentStep = i
-	st.status(ctx, KindStepFailed, "step_failed", t.StepID, map[string]any{"error_code": t.ErrorCode, "error": t.Error})
+	st.status(ctx, nostr.KindStepFailed, "step_failed", t.StepID, map[string]any{"error_code": t.ErrorCode, "error": t.Error})
 	return st.finish(ctx, RunFailed, t.ErrorCode, t.Error, "")
 }
 
@@ -362,14 +362,14 @@ func (st *runState) finish(ctx context.Context, status RunStatus, code, msg stri
 		return err
 	}
 	if completedStep != "" {
-		st.status(ctx, KindStepCompleted, "step_completed", completedStep, nil)
+		st.status(ctx, nostr.KindStepCompleted, "step_completed", completedStep, nil)
 	}
-	kind, name := KindRunCompleted, "completed"
+	kind, name := nostr.KindRunCompleted, "completed"
 	switch status {
 	case RunFailed:
-		kind, name = KindRunFailed, "failed"
+		kind, name = nostr.KindRunFailed, "failed"
 	case RunCancelled:
-		kind, name = KindRunCancelled, "cancelled"
+		kind, name = nostr.KindRunCancelled, "cancelled"
 	}
 	var extra map[string]any
 	if code != "" {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
@@ -52,7 +51,7 @@ func TestScaleOutBan(t *testing.T) {
 	}
 
 	banned := time.Now()
-	if ok := oc.publish(sign(t, owner, ingest.KindBan, nostr.Tag{"p", bob.PublicKey()}, nostr.Tag{"reason", "spam"})); !ok.OK {
+	if ok := oc.publish(sign(t, owner, nostr.KindBan, nostr.Tag{"p", bob.PublicKey()}, nostr.Tag{"reason", "spam"})); !ok.OK {
 		t.Fatalf("ban through pod A: %q", ok.Message)
 	}
 	_ = bc.ws.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -74,7 +73,7 @@ func TestScaleOutBan(t *testing.T) {
 	}
 
 	// Unban through pod B; pod A (which never cached bob) and pod B admit him.
-	if ok := dialAuthed(t, podB, host, owner).publish(sign(t, owner, ingest.KindUnban, nostr.Tag{"p", bob.PublicKey()})); !ok.OK {
+	if ok := dialAuthed(t, podB, host, owner).publish(sign(t, owner, nostr.KindUnban, nostr.Tag{"p", bob.PublicKey()})); !ok.OK {
 		t.Fatalf("unban through pod B: %q", ok.Message)
 	}
 	if ok := dialAuthed(t, podA, host, bob).publish(sign(t, bob, 1)); !ok.OK {

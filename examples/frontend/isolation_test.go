@@ -331,7 +331,7 @@ func isolationScenario(t *testing.T, st backend) {
 	if carolStream == nil || len(carolStream.stored()) != 1 {
 		t.Fatalf("members-only, a member: %d %s", a.Status, a.Body)
 	}
-	c.mustPost(M, olga.event(t, ingest.KindRemoveCommunityMember, "", []string{"p", carol.pk}), &olga)
+	c.mustPost(M, olga.event(t, nostr.KindRemoveCommunityMember, "", []string{"p", carol.pk}), &olga)
 	if msg := carolStream.next(); msg.event != "closed" || msg.data != "restricted: community access revoked" {
 		t.Fatalf("removed member's stream: %+v", msg)
 	}

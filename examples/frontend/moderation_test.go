@@ -10,7 +10,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
-	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
 )
 
 const msgBanned = "blocked: you are banned from this community"
@@ -39,7 +39,7 @@ func TestBansOnReads(t *testing.T) {
 			elsewhere, _ := c.stream(B, gonostr.Filter{Kinds: []int{1}}, &mallory)
 			elsewhere.stored()
 
-			c.mustPost(A, olga.event(t, ingest.KindBan, "", []string{"p", mallory.pk}, []string{"reason", "spam"}), &olga)
+			c.mustPost(A, olga.event(t, nostr.KindBan, "", []string{"p", mallory.pk}, []string{"reason", "spam"}), &olga)
 			if m := watch.next(); m.event != "closed" || m.data != msgBanned {
 				t.Fatalf("the banned pubkey's stream: %+v", m)
 			}
@@ -67,7 +67,7 @@ func TestBansOnReads(t *testing.T) {
 				t.Fatalf("the banned pubkey reading B: %d %s", a.Status, a.Body)
 			}
 
-			c.mustPost(A, olga.event(t, ingest.KindUnban, "", []string{"p", mallory.pk}), &olga)
+			c.mustPost(A, olga.event(t, nostr.KindUnban, "", []string{"p", mallory.pk}), &olga)
 			if a, got := c.timeline(A, gonostr.Filter{Kinds: []int{1}}, &mallory); a.Status != http.StatusOK || len(got) != 2 {
 				t.Fatalf("after the unban: %d %s", a.Status, a.Body)
 			}

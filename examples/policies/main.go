@@ -43,13 +43,10 @@ func main() {
 	}
 }
 
-// kindDM is a NIP-04 direct message.
-const kindDM = 4
-
 // dmReadRule refuses a filter that could return direct messages of anyone
 // but the connection's authenticated pubkeys.
 func dmReadRule(ctx context.Context, _ tenant.TenantContext, f nostr.Filter) error {
-	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, kindDM) {
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, nostr.KindDirectMessage) {
 		return nil // cannot match a DM
 	}
 	conn, ok := buzz.ConnFrom(ctx)

@@ -76,11 +76,11 @@ steps:
     action: send_message
     text: "{{steps.loud.output.text}}"
 `
-	if ok := publish(workflow.KindDefinition, def, nostr.Tag{"d", workflow.NewID().String()}, nostr.Tag{"h", ch}); !ok.OK {
+	if ok := publish(nostr.KindDefinition, def, nostr.Tag{"d", workflow.NewID().String()}, nostr.Tag{"h", ch}); !ok.OK {
 		t.Fatalf("define: %s", ok.Message)
 	}
 	bad := strings.Replace(def, "text: \"{{trigger.text}}\"", "txt: x", 1)
-	if ok := publish(workflow.KindDefinition, bad, nostr.Tag{"d", workflow.NewID().String()}, nostr.Tag{"h", ch}); ok.OK || !strings.HasPrefix(ok.Message, "invalid: ") {
+	if ok := publish(nostr.KindDefinition, bad, nostr.Tag{"d", workflow.NewID().String()}, nostr.Tag{"h", ch}); ok.OK || !strings.HasPrefix(ok.Message, "invalid: ") {
 		t.Fatalf("custom action's validation: %v %q", ok.OK, ok.Message)
 	}
 	if err := ws.WriteMessage(websocket.TextMessage, nostr.AppendReq(nil, "s", nostr.Filter{Kinds: []int{9},

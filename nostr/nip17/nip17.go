@@ -10,9 +10,6 @@ import (
 	"github.com/buzzrelay/buzz/nostr/nip59"
 )
 
-// KindChatMessage is the kind of the unsigned chat rumor.
-const KindChatMessage = 14
-
 // Message returns the kind 1059 gift wrap carrying a kind 14 message with
 // text from sender to recipient (64 hex x-only public key), p-tagged to the
 // recipient; extra tags (e.g. a subject) are appended to the rumor's.
@@ -23,6 +20,6 @@ func Message(sender nostr.SecretKey, recipient, text string, extra ...nostr.Tag)
 	}
 	tags := nostr.Tags{{"p", recipient}}
 	tags = append(tags, extra...)
-	rumor := nostr.Event{CreatedAt: time.Now().Unix(), Kind: KindChatMessage, Tags: tags, Content: text}
+	rumor := nostr.Event{CreatedAt: time.Now().Unix(), Kind: nostr.KindPrivateMessage, Tags: tags, Content: text}
 	return nip59.Wrap(rumor, sender, recipient)
 }

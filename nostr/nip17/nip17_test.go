@@ -19,14 +19,14 @@ func TestMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wrap.Kind != nip59.KindGiftWrap || wrap.Tags.Find("p").Value() != recipient.PublicKey() {
+	if wrap.Kind != nostr.KindGiftWrap || wrap.Tags.Find("p").Value() != recipient.PublicKey() {
 		t.Fatalf("wrap kind %d tags %v", wrap.Kind, wrap.Tags)
 	}
 	rumor, err := nip59.Unwrap(wrap, recipient, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rumor.Kind != KindChatMessage || rumor.Content != "deploy finished" || rumor.PubKey != sender.PublicKey() {
+	if rumor.Kind != nostr.KindPrivateMessage || rumor.Content != "deploy finished" || rumor.PubKey != sender.PublicKey() {
 		t.Fatalf("rumor %+v", rumor)
 	}
 	if rumor.Tags.Find("p").Value() != recipient.PublicKey() || rumor.Tags.Find("subject").Value() != "ci" {

@@ -23,12 +23,6 @@ import (
 	"github.com/buzzrelay/buzz/nostr/nip44"
 )
 
-// Kinds of the two envelopes.
-const (
-	KindSeal     = 13
-	KindGiftWrap = 1059
-)
-
 // maxTweak is how far into the past seal and wrap timestamps may be moved.
 const maxTweak = 2 * 24 * time.Hour
 
@@ -74,7 +68,7 @@ func wrapAt(rumor nostr.Event, sender nostr.SecretKey, recipient string, now tim
 	if err != nil {
 		return nil, err
 	}
-	seal := nostr.Event{CreatedAt: sealAt, Kind: KindSeal, Tags: nostr.Tags{}, Content: sealContent}
+	seal := nostr.Event{CreatedAt: sealAt, Kind: nostr.KindSeal, Tags: nostr.Tags{}, Content: sealContent}
 	if err := seal.Sign(sender); err != nil {
 		return nil, fmt.Errorf("nip59: seal: %w", err)
 	}
@@ -96,7 +90,7 @@ func wrapAt(rumor nostr.Event, sender nostr.SecretKey, recipient string, now tim
 	}
 	wrap := &nostr.Event{
 		CreatedAt: wrapAt,
-		Kind:      KindGiftWrap,
+		Kind:      nostr.KindGiftWrap,
 		Tags:      nostr.Tags{{"p", recipient}},
 		Content:   wrapContent,
 	}
@@ -122,7 +116,7 @@ func pastTime(now time.Time, rnd io.Reader) (int64, error) {
 // when the wrap or seal does not decrypt, the seal is not a validly signed
 // kind 13, or the rumor's pubkey or (when present) id does not match.
 func Unwrap(wrap *nostr.Event, recipient nostr.SecretKey, v Verifier) (*nostr.Event, error) {
-	if wrap.Kind != KindGiftWrap {
+	if wrap.Kind != nostr.KindGiftWrap {
 		return nil, fmt.Errorf("nip59: kind %d is not a gift wrap", wrap.Kind)
 	}
 	wck, err := nip44.NewConversationKey(recipient, wrap.PubKey)
@@ -137,7 +131,7 @@ func Unwrap(wrap *nostr.Event, recipient nostr.SecretKey, v Verifier) (*nostr.Ev
 	if err != nil {
 		return nil, fmt.Errorf("nip59: seal: %w", err)
 	}
-	if seal.Kind != KindSeal {
+	if seal.Kind != nostr.KindSeal {
 		return nil, fmt.Errorf("nip59: seal has kind %d", seal.Kind)
 	}
 	if err := v.Verify(seal); err != nil {

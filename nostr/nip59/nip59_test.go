@@ -43,7 +43,7 @@ func TestWrapUnwrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wrap.Kind != KindGiftWrap || len(wrap.Tags) != 1 || wrap.Tags[0][0] != "p" || wrap.Tags[0][1] != recipient.PublicKey() {
+	if wrap.Kind != nostr.KindGiftWrap || len(wrap.Tags) != 1 || wrap.Tags[0][0] != "p" || wrap.Tags[0][1] != recipient.PublicKey() {
 		t.Fatalf("wrap shape: kind %d tags %v", wrap.Kind, wrap.Tags)
 	}
 	if wrap.PubKey == sender.PublicKey() || wrap.PubKey == recipient.PublicKey() {
@@ -83,14 +83,14 @@ func TestUnwrapRefusesForgedSeal(t *testing.T) {
 	ck, _ := nip44.NewConversationKey(sender, recipient.PublicKey())
 	raw, _ := toJSON(&rumor)
 	sealContent, _ := nip44.Encrypt(raw, ck)
-	seal := nostr.Event{CreatedAt: 1, Kind: KindSeal, Tags: nostr.Tags{}, Content: sealContent}
+	seal := nostr.Event{CreatedAt: 1, Kind: nostr.KindSeal, Tags: nostr.Tags{}, Content: sealContent}
 	if err := seal.Sign(sender); err != nil {
 		t.Fatal(err)
 	}
 	eph := newKey(t)
 	wck, _ := nip44.NewConversationKey(eph, recipient.PublicKey())
 	wc, _ := nip44.Encrypt(string(seal.AppendJSON(nil)), wck)
-	wrap := &nostr.Event{CreatedAt: 1, Kind: KindGiftWrap, Tags: nostr.Tags{{"p", recipient.PublicKey()}}, Content: wc}
+	wrap := &nostr.Event{CreatedAt: 1, Kind: nostr.KindGiftWrap, Tags: nostr.Tags{{"p", recipient.PublicKey()}}, Content: wc}
 	if err := wrap.Sign(eph); err != nil {
 		t.Fatal(err)
 	}

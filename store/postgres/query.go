@@ -17,7 +17,6 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -191,7 +190,7 @@ func (p *predicate) conds(skip string) sq.And {
 	if p.tsquery != "" {
 		// The match itself is searchFrom's (event_search); gift wraps are
 		// never indexed there, and never match here either.
-		and = append(and, sq.Expr("e.kind <> ?", search.KindGiftWrap))
+		and = append(and, sq.Expr("e.kind <> ?", nostr.KindGiftWrap))
 	}
 	return and
 }

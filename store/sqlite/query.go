@@ -13,7 +13,6 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -607,7 +606,7 @@ func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool
 		if err != nil {
 			return false, false
 		}
-		q.add(` AND e.kind <> ?`, search.KindGiftWrap)
+		q.add(` AND e.kind <> ?`, nostr.KindGiftWrap)
 		if !q.searchDriven {
 			q.add(` AND e.seq IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)`, ftsMatch(sq))
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/search"
 )
 
 // RunSearch is the NIP-50 conformance suite: a filter's Search on Query,
@@ -69,7 +68,7 @@ func testSearchRelevance(t *testing.T, b ChannelBackend) {
 	punct := a.Event(t, 1, base+5, "zebras are not zebra-ish")
 	twice := o.Event(t, 30023, base+6, "ZEBRA? zebra.", nostr.Tag{"d", "z"})
 	none := a.Event(t, 1, base+7, "zebras only, and a horse")
-	wrap := o.Event(t, search.KindGiftWrap, base+8, "zebra zebra zebra zebra", nostr.Tag{"p", a.PubKey})
+	wrap := o.Event(t, nostr.KindGiftWrap, base+8, "zebra zebra zebra zebra", nostr.Tag{"p", a.PubKey})
 	for _, e := range []*nostr.Event{three, short1, long1, short2, punct, twice, none, wrap} {
 		MustSave(t, b, c, e)
 	}
@@ -82,7 +81,7 @@ func testSearchRelevance(t *testing.T, b ChannelBackend) {
 	wantIDs(t, "no such word", QueryIDs(t, b, c, searchFilter(t, "giraffe")))
 	// A gift wrap is not found even when asked for by kind.
 	f := searchFilter(t, "zebra")
-	f.Kinds = []int{search.KindGiftWrap}
+	f.Kinds = []int{nostr.KindGiftWrap}
 	wantIDs(t, "gift wraps", QueryIDs(t, b, c, f))
 }
 
@@ -145,7 +144,7 @@ func testSearchCount(t *testing.T, b ChannelBackend) {
 	e1 := a.Event(t, 1, base+1, "lightning zap")
 	e2 := a.Event(t, 7, base+2, "lightning")
 	e3 := a.Event(t, 1, base+3, "bitcoin")
-	wrap := a.Event(t, search.KindGiftWrap, base+4, "lightning", nostr.Tag{"p", a.PubKey})
+	wrap := a.Event(t, nostr.KindGiftWrap, base+4, "lightning", nostr.Tag{"p", a.PubKey})
 	for _, e := range []*nostr.Event{e1, e2, e3, wrap} {
 		MustSave(t, b, c, e)
 	}
@@ -162,7 +161,7 @@ func testSearchCount(t *testing.T, b ChannelBackend) {
 	k.Kinds = []int{1}
 	count("search + kinds", 1, k)
 	count("two filters, one event in both", 3, searchFilter(t, "lightning"), searchFilter(t, "zap"), nostr.Filter{IDs: []string{e3.ID}})
-	count("gift wrap", 0, nostr.Filter{Kinds: []int{search.KindGiftWrap}, Search: "lightning"})
+	count("gift wrap", 0, nostr.Filter{Kinds: []int{nostr.KindGiftWrap}, Search: "lightning"})
 }
 
 func testSearchIsolation(t *testing.T, b ChannelBackend) {
