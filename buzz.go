@@ -35,6 +35,11 @@
 //	...
 //	rel.Shutdown(ctx) // close 1012 to every socket, after draining
 //	srv.Shutdown(ctx)
+//
+// The root package is the WebSocket frontend over the public packages: it
+// owns the Relay, its options and hooks, and nothing below it imports it. It
+// links no storage driver and no Redis client: a store backend, a broker,
+// a control bus and shared guards come in through options.
 package buzz
 
 import (

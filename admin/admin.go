@@ -26,6 +26,10 @@
 //
 // Without a host (no WithHost) the Handler is disabled: Wrap returns the
 // relay itself, so every admin route is the relay's plain 404.
+//
+// Package admin owns the console host only. It depends on nip98, store and
+// tenant; it must not import the relay (package buzz), a store backend or a
+// Redis client.
 package admin
 
 import (

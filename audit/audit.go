@@ -12,6 +12,9 @@
 //
 // Storage backends persist entries (store.AuditLog); this package has no
 // storage and no state.
+//
+// It depends only on tenant: it must not import store, nostr or any
+// backend.
 package audit
 
 import (

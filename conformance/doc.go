@@ -22,4 +22,7 @@
 // trace.Tracer calls by this package's test (set BUZZ_CONFORMANCE_UPDATE=1
 // to rewrite them after a deliberate schema change), so a schema change in
 // the writer cannot silently diverge from the checker.
+//
+// Package trace imports only tenant; package checker imports nothing of
+// buzz; neither may import the relay (package buzz) or a store.
 package conformance

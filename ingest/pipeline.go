@@ -7,6 +7,12 @@
 // first, signature verification before any storage read, embedder policy
 // before per-kind rules, acknowledgement only after a durable write) and is
 // kept in one function so it can be read top to bottom.
+//
+// Package ingest owns admission: the order of the checks and the per-kind
+// validators. It consumes stores, brokers and limiters through the interfaces
+// of store, pubsub and ratelimit; it must not import the relay (package
+// buzz), a store backend (store/sqlite, store/postgres) or a Redis
+// implementation (pubsub/redis, ratelimit/redislimit).
 package ingest
 
 import (

@@ -46,6 +46,9 @@
 //
 // The methods a relay calls per event (EventIngested, LiveDelivered, …)
 // allocate nothing once a community has been seen; they take no lock.
+//
+// It depends only on tenant and the Prometheus client: it must not import the
+// relay (package buzz) or a store.
 package metrics
 
 import (

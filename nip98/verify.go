@@ -15,6 +15,10 @@
 // Every failure is an *Error whose text starts with "NIP-98: " and never
 // reveals the expected URL or another tenant's data; every failure means
 // HTTP 401.
+//
+// Package nip98 owns the verification and the in-process MemoryGuard; it
+// depends on nostr and tenant only. It must not import a Redis client (the
+// shared guard is package nip98/redisreplay), the relay or a store.
 package nip98
 
 import (

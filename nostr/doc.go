@@ -50,4 +50,10 @@
 // VerifyBackend names the backend compiled in.
 //
 // The package has no I/O and no package-level mutable state.
+//
+// # Dependencies
+//
+// Package nostr knows no communities: it depends only on search (NIP-50
+// queries in filters) and must not import tenant, store or the relay. Every
+// kind number Buzz uses is declared in kinds.go.
 package nostr

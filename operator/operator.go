@@ -34,6 +34,12 @@
 // an operator, 404 unknown community or path, 405 wrong method, 409
 // conflicts, 413 body over 1 MiB, 500 internal (no details), 503 retryable
 // (replay guard unavailable, disconnect not confirmed).
+//
+// Package operator owns these APIs and the Store contract they need. It
+// depends on audit, channel, nip98, pubsub/control, store and tenant, and
+// reaches the relay through small interfaces (Disconnector,
+// ControlPublisher); it must not import the relay (package buzz), a store
+// backend or a Redis client.
 package operator
 
 import (

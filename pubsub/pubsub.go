@@ -6,6 +6,11 @@
 // pubsub/redis spans many pods). An Index holds this process's live
 // subscriptions per community, with inverted indexes so that matching an
 // event does not scan every subscription.
+//
+// Package pubsub owns live delivery within a process and the Broker contract
+// across processes: Local, Index and Inflight (the stored-to-live handoff).
+// It depends on nostr, search and tenant; it must not import a Redis client
+// (pubsub/redis implements Broker), a store, ingest or the relay.
 package pubsub
 
 import (

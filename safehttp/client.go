@@ -11,6 +11,8 @@
 // timeout (10 s by default) and refuses responses larger than a cap (1 MiB
 // by default). The resolver and dialer are injectable, so tests never
 // reach an outside address.
+//
+// It must not import the relay (package buzz) or a store.
 package safehttp
 
 import (

@@ -34,6 +34,11 @@
 // diminishing returns: each word or phrase adds 1 + 1/4 + 1/9 + … over its
 // occurrences. It uses nothing but the event itself (no statistics of other
 // events, which would let one community's content move another's ranking).
+//
+// # Dependencies
+//
+// Package search imports nothing of buzz, and must not: package nostr imports
+// it (the gift-wrap rule "never searchable" is nostr.IsSearchable).
 package search
 
 import (

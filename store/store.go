@@ -6,6 +6,11 @@
 // Every call is scoped by a tenant.CommunityID: a backend never returns, counts,
 // replaces or deletes an event of another community, and the same event id in
 // two communities is two independent events.
+//
+// Package store owns the persistence contract and nothing else: the channel
+// domain's rules are package channel's, admission is package ingest's. It
+// depends on audit, channel, nostr and tenant; it must not import a backend,
+// pubsub, ingest or the relay (package buzz).
 package store
 
 import (

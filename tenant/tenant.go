@@ -6,6 +6,9 @@
 // can never construct one: CommunityID has no exported parser and refuses JSON
 // decoding; only a Directory implementation (trusted code holding a row it
 // read from its own storage) mints identifiers, through FromUUID.
+//
+// Package tenant owns community identity and host resolution; nearly every
+// package imports it, so it must import nothing of buzz.
 package tenant
 
 import (

@@ -66,4 +66,11 @@
 // call) the step fails with error code effect_uncertain rather than calling
 // twice. Status events (46001–46007) are informational and may repeat after
 // a takeover.
+//
+// # Dependencies
+//
+// Package workflow owns the engine and the Buzz workflow format. It depends
+// on audit, channel, nostr and tenant, and reaches the relay and its store
+// through the interfaces it defines; it must not import the relay (package
+// buzz), store, a store backend, pubsub or ingest.
 package workflow

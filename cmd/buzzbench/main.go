@@ -14,6 +14,9 @@
 // Scenarios: ingest, ingest-pipelined, req, count, visible, fanout, idle,
 // mixed, slowreader, abuse (issue 17's noisy neighbours: each attack while an
 // innocent client measures), or "all". See -h for the flags.
+//
+// It imports nostr only of buzz, and must not import the relay: it measures
+// any Nostr relay from outside, over WebSocket.
 package main
 
 import (

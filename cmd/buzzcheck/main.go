@@ -10,6 +10,10 @@
 // Each file is one trace (one connection). Exit status: 0 when every trace
 // is accepted, 1 when some trace has a violation, 2 on a usage or read
 // error.
+//
+// It imports conformance/checker only of buzz, and must not import the relay
+// or tenant: a trace is judged by code that shares nothing with what wrote
+// it.
 package main
 
 import (

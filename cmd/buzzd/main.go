@@ -3,6 +3,11 @@
 // DATABASE_URL is set) and serves it over HTTP and WebSocket.
 //
 // Run "buzzd -h" for every setting; the README's config table lists the same.
+//
+// Package main is wiring only: the relay, the multi-pod pieces (pubsub/redis,
+// pubsub/control's ArchiveFence and Disconnector, nip98/redisreplay,
+// ratelimit/redislimit) and the APIs are library packages; buzzd owns
+// configuration, start-up and graceful shutdown. Nothing imports it.
 package main
 
 import (

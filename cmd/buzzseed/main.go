@@ -36,6 +36,9 @@
 // -db must name a user that bypasses row-level security for load and
 // tag-compare (the schema owner, e.g. postgres); query-bench switches to the
 // RLS role like the relay does, unless -rls=false.
+//
+// It writes through the store backends and must not import the relay
+// (package buzz).
 package main
 
 import (

@@ -25,6 +25,9 @@
 // and neither binds a new connection to it while its host cache may still
 // map the host (control.ArchiveFence); NIP-98 replays are refused across
 // processes (redisreplay.Guard).
+//
+// Like every example, it imports public packages only (no internal
+// package), as an embedder would.
 package main
 
 import (

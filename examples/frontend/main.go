@@ -30,6 +30,9 @@
 // end. Channel commands publish the relay-signed channel state (NIP-29
 // 39000–39003), signed with the relay master key kept in the data
 // directory, as buzzd on the same data signs it.
+//
+// Like every example, it imports public packages only (no internal
+// package), as an embedder would.
 package main
 
 import (

@@ -1,6 +1,9 @@
 // Command minimal is the smallest complete buzz relay: the embedded store in
 // ./buzz-data, one community for localhost:3000, served on
 // ws://localhost:3000 until SIGINT or SIGTERM.
+//
+// Like every example, it imports public packages only (no internal
+// package), as an embedder would.
 package main
 
 import (

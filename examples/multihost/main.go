@@ -12,6 +12,9 @@
 //
 // after which ws://c.localhost:3000 is a third community. Stop it with
 // SIGINT or SIGTERM.
+//
+// Like every example, it imports public packages only (no internal
+// package), as an embedder would.
 package main
 
 import (

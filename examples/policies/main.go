@@ -10,6 +10,9 @@
 // Both refuse with a NIP-01 prefixed message the client sees (CLOSED or OK
 // false), and the relay asks for authentication (AuthRequired is not
 // needed: the rules decide).
+//
+// Like every example, it imports public packages only (no internal
+// package), as an embedder would.
 package main
 
 import (

@@ -14,6 +14,9 @@
 //	    text: "{{steps.loud.output.text}}"
 //
 // and every "!shout …" message in that channel is answered in capitals.
+//
+// Like every example, it imports public packages only (no internal
+// package), as an embedder would.
 package main
 
 import (

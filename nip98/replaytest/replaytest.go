@@ -1,7 +1,7 @@
 // Package replaytest is the conformance suite of nip98.ReplayGuard
 // implementations: what nip98.MemoryGuard and redisreplay.Guard share, for
-// any other guard to be checked against. It imports nip98 and the standard
-// library only.
+// any other guard to be checked against. It imports nip98, tenant and the
+// standard library only.
 package replaytest
 
 import (

@@ -1,5 +1,8 @@
 // Package nip17 builds NIP-17 private direct messages: a kind 14 chat
 // rumor, sealed and gift-wrapped to its recipient with package nip59.
+//
+// It depends on nostr and nip59 only; it must not import tenant or the
+// relay.
 package nip17
 
 import (

@@ -6,6 +6,8 @@
 // The package is verified against the official test vectors
 // (testdata/nip44.vectors.json, sha256
 // 269ed0f69e4c192512cc779e78c555090cebc7c785b609e338a62afc3ce25040).
+//
+// It depends on nostr only; it must not import tenant or the relay.
 package nip44
 
 import (

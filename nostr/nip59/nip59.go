@@ -8,6 +8,9 @@
 // the past at random, so they do not reveal when the message was written.
 // Only the recipient's key opens the wrap (Unwrap), and the seal's
 // signature proves who sent the rumor.
+//
+// It depends on nostr and nip44 only; it must not import tenant or the
+// relay.
 package nip59
 
 import (

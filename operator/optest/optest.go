@@ -1,5 +1,8 @@
 // Package optest is the conformance suite for operator.Store: every backend
 // that implements the operator plane runs Run unchanged.
+//
+// It must not import a store backend (the backends' tests import it) or the
+// relay.
 package optest
 
 import (

@@ -53,4 +53,9 @@
 // published meanwhile on any pod are stored and served by REQ. Redis PUB/SUB
 // is at-most-once: messages published while a pod is disconnected are not
 // replayed to it.
+//
+// # Dependencies
+//
+// It depends on pubsub, pubsub/control, nostr, tenant and the Redis client;
+// it must not import the relay (package buzz), a store or ingest.
 package redis

@@ -15,6 +15,10 @@
 //     their context) and the pool reconnects once the server is back.
 //
 // Migrations are embedded and applied with goose (Migrate, or WithAutoMigrate).
+//
+// It implements store's contracts (and workflow's and operator's stores); it
+// must not import the relay (package buzz), ingest, pubsub, a Redis client or
+// the other backend.
 package postgres
 
 import (

@@ -31,6 +31,12 @@
 // Several processes may open the same file: writes are serialized by SQLite's
 // own lock (BEGIN IMMEDIATE with a busy timeout), so replacement and deletion
 // stay atomic across processes.
+//
+// # Dependencies
+//
+// It implements store's contracts (and workflow's and operator's stores); it
+// must not import the relay (package buzz), ingest, pubsub, a Redis client or
+// the other backend.
 package sqlite
 
 import (

@@ -5,6 +5,9 @@
 // A backend's test calls Run with a function that opens a fresh, empty
 // backend; Run calls it once per subtest, and closes nothing itself (open
 // should register cleanup with t.Cleanup).
+//
+// It must not import a store backend (the backends' tests import it) or the
+// relay.
 package storetest
 
 import (

@@ -1,6 +1,9 @@
 // Package wstest is the examples' smoke-test client: a plain WebSocket
 // Nostr client (gorilla/websocket and package nostr) that a test can close
 // at any time.
+//
+// It depends on nostr and the WebSocket client only: it must not import the
+// relay, so it checks the examples from outside.
 package wstest
 
 import (

@@ -5,6 +5,8 @@
 // The server is taken from BUZZ_TEST_POSTGRES (a URL of a user allowed to
 // create databases; default postgres://postgres@127.0.0.1:5432/postgres).
 // When it is unreachable, tests are skipped, or fail when CI=true.
+//
+// It is for tests only; it must not import the relay (package buzz).
 package pgtest
 
 import (
