@@ -13,6 +13,13 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
+// CommandWindow bounds how far a moderation command's created_at may be
+// from the relay's clock, either way.
+const CommandWindow = 120 * time.Second
+
+// ReportTypes are the NIP-56 report types accepted.
+var ReportTypes = []string{"nudity", "malware", "profanity", "illegal", "spam", "impersonation", "other"}
+
 // Community moderation, as Buzz's clients send it.
 //
 // Commands are executed and never stored or published (OK true once the
@@ -49,16 +56,9 @@ import (
 // element of the "e" tag, else of the "p" tag.
 //
 // The kinds are nostr.KindChangeCommunityRole (9032), nostr.KindBan,
-// nostr.KindUnban, nostr.KindTimeout, nostr.KindUntimeout, nostr.KindResolveReport (9040–9044) and
-// nostr.KindReport (1984).
-
-// CommandWindow bounds how far a moderation command's created_at may be
-// from the relay's clock, either way.
-const CommandWindow = 120 * time.Second
-
-// ReportTypes are the NIP-56 report types accepted.
-var ReportTypes = []string{"nudity", "malware", "profanity", "illegal", "spam", "impersonation", "other"}
-
+// nostr.KindUnban, nostr.KindTimeout, nostr.KindUntimeout,
+// nostr.KindResolveReport (9040–9044) and nostr.KindReport (1984).
+//
 // Moderation configures community moderation (Config.Moderation). It needs
 // Config.Channels, whose store holds the community roles.
 type Moderation struct {
