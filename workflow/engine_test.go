@@ -251,11 +251,18 @@ func (w *webhookCounter) Call(ctx context.Context, r workflow.WebhookRequest) (w
 	return workflow.WebhookResponse{Status: 200, Body: []byte(`{"ok":true}`)}, nil
 }
 
+// takeoverTTL and takeoverHeartbeat are the lease of the takeover tests: short, so a halted
+// pod's run is taken over within seconds, yet ten heartbeats long, so a
+// live pod on a loaded machine (a -race run of every package at load 20)
+// keeps its lease. With 300 ms a slow pod lost its own lease again and
+// again until the run failed too_many_attempts.
+const takeoverTTL, takeoverHeartbeat = 2 * time.Second, 200 * time.Millisecond
+
 func TestEngineLeaseTakeoverMidRun(t *testing.T) {
 	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
 		g := &gate{entered: make(chan struct{})}
 		hooks := &webhookCounter{}
-		lease := workflow.WithLease(400*time.Millisecond, 100*time.Millisecond)
+		lease := workflow.WithLease(takeoverTTL, takeoverHeartbeat)
 		a := newEnv(t, open(t), lease, workflow.WithAction(g), workflow.WithWebhookCaller(hooks), workflow.WithWorkerName("pod-a"))
 		w := a.define(`
 name: Takeover
@@ -299,7 +306,7 @@ steps:
 
 func TestEngineDurableDelayTakeover(t *testing.T) {
 	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
-		lease := workflow.WithLease(300*time.Millisecond, 100*time.Millisecond)
+		lease := workflow.WithLease(takeoverTTL, takeoverHeartbeat)
 		a := newEnv(t, open(t), lease, workflow.WithWorkerName("pod-a"))
 		w := a.define(`
 name: Later
@@ -512,7 +519,7 @@ func (h *crashingHook) Call(ctx context.Context, r workflow.WebhookRequest) (wor
 func TestEngineTakeoverMidEffect(t *testing.T) {
 	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
 		b := open(t)
-		lease := workflow.WithLease(300*time.Millisecond, 100*time.Millisecond)
+		lease := workflow.WithLease(takeoverTTL, takeoverHeartbeat)
 		a := newEnv(t, b, lease, workflow.WithWorkerName("pod-a"))
 		a.stop()
 		// Rebuild pod A with a publisher that crashes it mid-publish.
@@ -552,7 +559,7 @@ steps:
 func TestEngineWebhookNeverCalledTwice(t *testing.T) {
 	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
 		b := open(t)
-		lease := workflow.WithLease(300*time.Millisecond, 100*time.Millisecond)
+		lease := workflow.WithLease(takeoverTTL, takeoverHeartbeat)
 		hook := &crashingHook{}
 		a := newEnv(t, b, lease, workflow.WithWebhookCaller(hook), workflow.WithWorkerName("pod-a"))
 		hook.crash = a.e.Halt
