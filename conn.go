@@ -55,9 +55,13 @@ type conn struct {
 	outBytes int           // bytes of out and of the messages being written
 	writing  int           // messages taken by the writer and not yet written
 	room     chan struct{} // closed when the queue has room again; nil unless someone waits
-	wake     chan struct{} // (cap 1) the writer has messages to write
+	wake     chan struct{} // (cap 1) the writer has something to do: messages, a ping, finishing
 
-	finish     chan struct{} // closed: the writer drains the queue, sends the close frame, exits
+	// The writer waits on wake alone (one channel is a cheaper park and
+	// wake-up than a select, paid once per delivery); these say what else
+	// it has to do when it wakes.
+	pingDue    atomic.Bool   // a keepalive ping is due
+	finishing  atomic.Bool   // drain the queue, send the close frame, exit
 	writerDone chan struct{} // closed when the writer has exited
 
 	closing    atomic.Bool // stop reading new messages
@@ -116,7 +120,6 @@ func newConn(r *Relay, ws *websocket.Conn, raw *batchConn, tc tenant.TenantConte
 		ctx:        ctx,
 		cancel:     cancel,
 		wake:       make(chan struct{}, 1),
-		finish:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		eventSem:   make(chan struct{}, l.EventConcurrency),
 		querySem:   make(chan struct{}, l.QueryConcurrency),
@@ -143,7 +146,8 @@ func (c *conn) serve() {
 	// its OK), then let the writer drain and send the close frame.
 	c.dropAllSubs()
 	c.tasks.Wait()
-	close(c.finish)
+	c.finishing.Store(true)
+	c.signalWriter()
 	<-c.writerDone
 	c.cancel()
 	_ = c.ws.Close()
@@ -276,41 +280,59 @@ func readLimited(rd io.Reader, buf []byte, max int) ([]byte, error) {
 // writeLoop owns all data writes and the keepalive pings.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
-	ping := time.NewTicker(c.limits.PingInterval)
+	ping := time.AfterFunc(c.limits.PingInterval, func() {
+		c.pingDue.Store(true)
+		c.signalWriter()
+	})
 	defer ping.Stop()
-	for {
-		select {
-		case <-c.wake:
-			if !c.writeQueued() {
-				return
-			}
-		case <-ping.C:
+	for range c.wake {
+		if c.finishing.Load() {
+			c.finishWrites()
+			return
+		}
+		if c.pingDue.Swap(false) {
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.limits.WriteTimeout)); err != nil {
 				_ = c.ws.Close()
 				return
 			}
-		case <-c.finish:
-			for {
-				c.outMu.Lock()
-				empty := len(c.out) == 0
-				c.outMu.Unlock()
-				if empty {
-					break
-				}
-				if !c.writeQueued() {
-					return
-				}
-			}
-			code, text := websocket.CloseNormalClosure, ""
-			c.reasonOnce.Do(func() {}) // freeze the reason (and synchronize with setReason)
-			if c.closeCode != 0 {
-				code, text = c.closeCode, c.closeText
-			}
-			_ = c.ws.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(code, text), time.Now().Add(c.limits.WriteTimeout))
+			ping.Reset(c.limits.PingInterval)
+		}
+		if !c.writeQueued() {
 			return
 		}
 	}
+}
+
+// signalWriter makes sure the writer wakes up after the caller's change of
+// pingDue or finishing: it hands the writer a wake-up, or returns once the
+// writer has exited.
+func (c *conn) signalWriter() {
+	select {
+	case c.wake <- struct{}{}:
+	case <-c.writerDone:
+	}
+}
+
+// finishWrites drains the queue and sends the close frame.
+func (c *conn) finishWrites() {
+	for {
+		c.outMu.Lock()
+		empty := len(c.out) == 0
+		c.outMu.Unlock()
+		if empty {
+			break
+		}
+		if !c.writeQueued() {
+			return
+		}
+	}
+	code, text := websocket.CloseNormalClosure, ""
+	c.reasonOnce.Do(func() {}) // freeze the reason (and synchronize with setReason)
+	if c.closeCode != 0 {
+		code, text = c.closeCode, c.closeText
+	}
+	_ = c.ws.WriteControl(websocket.CloseMessage,
+		websocket.FormatCloseMessage(code, text), time.Now().Add(c.limits.WriteTimeout))
 }
 
 // writeQueued writes every queued message, as text frames sent together;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -601,5 +602,65 @@ func TestHandleCommunityBindsHost(t *testing.T) {
 		code, body = get(h)
 		eq(t, "unmapped status "+h, code, http.StatusNotFound)
 		eq(t, "unmapped body "+h, body, tenant.ErrUnmappedHost.Error()+"\n")
+	}
+}
+
+// TestKeepalivePings: the writer pings every PingInterval while the
+// connection is idle and while it is writing; a client that answers stays
+// connected, and one that never answers is closed once PongTimeout passes.
+func TestKeepalivePings(t *testing.T) {
+	tr := newTestRelay(t, WithLimits(Limits{PingInterval: 20 * time.Millisecond, PongTimeout: 300 * time.Millisecond}))
+
+	answering := tr.dial(t)
+	var pings atomic.Int32
+	answering.ws.SetPingHandler(func(data string) error {
+		pings.Add(1)
+		return answering.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
+	answering.subscribe("live", nostr.Filter{Kinds: []int{1}})
+	pub := tr.dial(t)
+	s := newSigner(t)
+	got := make(chan struct{}, 64)
+	go func() {
+		for {
+			_, m, err := answering.ws.ReadMessage()
+			if err != nil {
+				close(got)
+				return
+			}
+			if strings.HasPrefix(string(m), `["EVENT","live"`) {
+				got <- struct{}{}
+			}
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; pings.Load() < 10 || i < 10; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings and %d events in 5s, want 10 of each", pings.Load(), i)
+		}
+		pub.publish(s.event(1, now(), fmt.Sprint("keepalive ", i)))
+		select {
+		case _, ok := <-got:
+			if !ok {
+				t.Fatalf("answering client disconnected after %d pings", pings.Load())
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("event %d not delivered", i)
+		}
+		time.Sleep(15 * time.Millisecond)
+	}
+
+	silent := tr.dial(t)
+	silent.ws.SetPingHandler(func(string) error { return nil }) // never answers
+	_ = silent.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	for {
+		if _, _, err := silent.ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) || time.Since(start) < 5*time.Second {
+				break // closed by the relay (close frame or reset), not by our deadline
+			}
+			t.Fatalf("silent client still connected after 5s: %v", err)
+		}
 	}
 }

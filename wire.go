@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,13 +21,16 @@ import (
 //
 // Order is kept: every write, and every change of the write deadline, is
 // serialized by mu, so a control frame gorilla writes never lands inside a
-// batch. interrupt is the one unserialized call: it shortens the deadline of
-// a write blocked on a peer that does not read.
+// batch. interrupt and stopData are the unserialized calls, for a
+// connection closing at once: they never wait for a write blocked on a peer
+// that does not read.
 type batchConn struct {
 	net.Conn
 	mu       sync.Mutex
-	deadline time.Time // the write deadline last set on Conn
-	closing  bool      // a close frame is being or was sent: no more data frames
+	deadline time.Time // the write deadline last set on Conn; guarded by mu
+
+	closing     atomic.Bool  // a close frame is being or was sent: no more data frames
+	interruptAt atomic.Int64 // UnixNano of the deadline set by interrupt, 0 if none
 }
 
 // maxGather is how many bytes are gathered before they are written out
@@ -46,20 +50,37 @@ func (b *batchConn) Write(p []byte) (int, error) {
 }
 
 // SetWriteDeadline is serialized with the writes, so it never changes the
-// deadline of a batch being written.
+// deadline of a batch being written. After interrupt, no deadline is later
+// than the interrupt's.
 func (b *batchConn) SetWriteDeadline(t time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	t = b.capDeadline(t)
 	b.deadline = t
 	return b.Conn.SetWriteDeadline(t)
 }
 
-// SetDeadline: see SetWriteDeadline.
+// SetDeadline: see SetWriteDeadline (the read deadline is set as given).
 func (b *batchConn) SetDeadline(t time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	t = b.capDeadline(t)
 	b.deadline = t
-	return b.Conn.SetDeadline(t)
+	return b.Conn.SetWriteDeadline(t)
+}
+
+// capDeadline returns t, or the interrupt's deadline if there was one and
+// t is later (or none).
+func (b *batchConn) capDeadline(t time.Time) time.Time {
+	if at := b.interruptAt.Load(); at != 0 {
+		if it := time.Unix(0, at); t.IsZero() || t.After(it) {
+			return it
+		}
+	}
+	return t
 }
 
 // writeFrames sends msgs as WebSocket text frames, in order, with as few
@@ -72,11 +93,19 @@ func (b *batchConn) SetDeadline(t time.Time) error {
 func (b *batchConn) writeFrames(msgs [][]byte, timeout time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closing {
+	if b.closing.Load() {
 		return errCloseSent
 	}
 	want := time.Now().Add(timeout)
-	if b.deadline.IsZero() || b.deadline.After(want) || want.Sub(b.deadline) > timeout/8 {
+	if at := b.interruptAt.Load(); at != 0 {
+		// Interrupted: no write gets more time than interrupt gave.
+		if t := time.Unix(0, at); !b.deadline.Equal(t) {
+			if err := b.Conn.SetWriteDeadline(t); err != nil {
+				return err
+			}
+			b.deadline = t
+		}
+	} else if b.deadline.IsZero() || b.deadline.After(want) || want.Sub(b.deadline) > timeout/8 {
 		if err := b.Conn.SetWriteDeadline(want); err != nil {
 			return err
 		}
@@ -132,17 +161,16 @@ func appendTextFrameHeader(buf []byte, n int) []byte {
 	}
 }
 
-// stopData refuses every data message from now on: the close frame goes
-// next. A batch being written finishes first.
+// stopData refuses every batch that starts from now on, without waiting for
+// one being written (which the close frame then follows, serialized by mu).
 func (b *batchConn) stopData() {
-	b.mu.Lock()
-	b.closing = true
-	b.mu.Unlock()
+	b.closing.Store(true)
 }
 
 // interrupt makes a write blocked on the peer fail by deadline t, without
-// waiting for it.
+// waiting for it, and keeps every later batch to that deadline.
 func (b *batchConn) interrupt(t time.Time) {
+	b.interruptAt.Store(t.UnixNano())
 	_ = b.Conn.SetWriteDeadline(t)
 }
 
