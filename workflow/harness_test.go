@@ -281,9 +281,13 @@ func (ev *env) finished(w workflow.Workflow, n int) []workflow.Run {
 	return rs
 }
 
+// eventually polls cond until it holds, failing the test after a minute.
+// The bound only stops a broken engine from hanging the suite: it is far
+// above what any test needs on an idle machine, because a -race run of
+// every package can leave the engine's goroutines seconds behind.
 func eventually(t testing.TB, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for "+format, args...)
