@@ -20,7 +20,8 @@
 # server (databases buzzbench_buzzd and buzzbench_khatru are dropped and
 # recreated for every run), RUNS [3], BUILDS ["buzzd buzzd-secp"] (the buzzd
 # builds to compare: buzzd is the default pure-Go build, buzzd-secp the cgo
-# libsecp256k1 one).
+# libsecp256k1 one), PARTS ["embedded postgres fanout"] (the invocations to
+# run: 1, 2 and 3 below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,8 @@ OUT="${OUT:-/tmp/side-by-side}"
 PG="${PG:-postgres://postgres@127.0.0.1:5432}"
 RUNS="${RUNS:-3}"
 BUILDS="${BUILDS:-buzzd buzzd-secp}"
+PARTS="${PARTS:-embedded postgres fanout}"
+want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
 KHATRU="${KHATRU:-}"
 if [ -z "$KHATRU" ]; then
@@ -108,7 +111,7 @@ bench="taskset -c 1 $OUT/buzzbench -runs $RUNS"
 
 cmds=()
 # 1. Embedded store vs khatru + badger, every figure of the issue's table.
-for bin in $BUILDS; do
+want embedded && for bin in $BUILDS; do
 	[ -x "$OUT/$bin" ] || continue
 	cmds+=("$bench -json-out $OUT/embedded-$bin.json -name khatru-badger -b-name $bin \
   -url ws://127.0.0.1:3111 -start 'D=\$(mktemp -d) && exec taskset -c 0 $KHATRU_BADGER \$D 127.0.0.1:3111' \
@@ -116,7 +119,7 @@ for bin in $BUILDS; do
   -window 64 ingest,ingest-pipelined,req,count,fanout,idle")
 done
 # 2. PostgreSQL, fresh database each run, vs khatru + eventstore/postgresql.
-for bin in $BUILDS; do
+want postgres && for bin in $BUILDS; do
 	[ -x "$OUT/$bin" ] || continue
 	cmds+=("$bench -json-out $OUT/postgres-$bin.json -name khatru-pg -b-name $bin-pg \
   -url ws://127.0.0.1:3113 -start \"$(fresh buzzbench_khatru) && exec taskset -c 0 $KHATRU_PG $PG/buzzbench_khatru 127.0.0.1:3113\" \
@@ -124,7 +127,7 @@ for bin in $BUILDS; do
   ingest,ingest-pipelined,req,count,fanout")
 done
 # 3. Fan-out tails with 1,000 and 10,000 subscribers (embedded, default build).
-for subs in 1000 10000; do
+want fanout && for subs in 1000 10000; do
 	cmds+=("$bench -json-out $OUT/fanout-$subs.json -subs $subs -name khatru-badger -b-name buzzd \
   -url ws://127.0.0.1:3115 -start 'D=\$(mktemp -d) && exec taskset -c 0 $KHATRU_BADGER \$D 127.0.0.1:3115' \
   -b ws://127.0.0.1:3116 -b-start 'RELAY_URL=ws://127.0.0.1:3116 BUZZ_BIND_ADDR=127.0.0.1:3116 BUZZ_DATA_DIR=\$(mktemp -d) $buzzd_env exec taskset -c 0 $OUT/buzzd' \
