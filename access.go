@@ -77,12 +77,13 @@ func (c *conn) traceLive(subID string, m pubsub.Message) {
 func (c *conn) traceState() trace.State { return trace.State{Tenant: c.tc, Actor: c.actor()} }
 
 // liveAllowed reports whether a live event may be delivered to this
-// connection (channel.Reader.Deliverable; without channels, community-wide
-// events only).
+// connection: channel.Reader.Deliverable, which applies the channel and
+// gift wrap rules; without channels, community-wide events only, gift
+// wraps to their recipient alone.
 func (c *conn) liveAllowed(ev *nostr.Event) bool {
 	if c.reader == nil {
 		_, has, err := channel.OfEvent(ev)
-		return err == nil && !has
+		return err == nil && !has && (ev.Kind != nostr.KindGiftWrap || channel.GiftWrapVisible(ev, c.readers()))
 	}
 	return c.reader.Deliverable(ev)
 }
@@ -147,31 +148,9 @@ func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch
 	if r.wf != nil {
 		r.wf.onChannelChange(ctx, tc.Community(), ch)
 	}
-	for _, m := range channelMessages(ch) {
+	for _, m := range ingest.ControlMessages(ch) {
 		r.announce(ctx, tc.Community(), m)
 	}
-}
-
-// channelMessages are the control messages that tell other processes about
-// ch: VisibilityChanged when everyone may have lost access (deletion, open →
-// private), MembershipChanged per user who lost membership, and otherwise,
-// when access may only have widened (members or roles changed, an open
-// channel's metadata changed, perhaps private → open), one
-// MembershipChanged without pubkey, which only drops cached access.
-func channelMessages(ch channel.Change) []control.Message {
-	id := ch.Channel.ID.String()
-	var out []control.Message
-	if ch.Deleted || ch.BecamePrivate {
-		out = append(out, control.VisibilityChanged{Channel: id})
-	}
-	for _, pk := range ch.Revoked {
-		out = append(out, control.MembershipChanged{Channel: id, PubKey: pk})
-	}
-	widened := ch.Members || (ch.Metadata && ch.Channel.Visibility != channel.VisibilityPrivate)
-	if len(out) == 0 && widened {
-		out = append(out, control.MembershipChanged{Channel: id})
-	}
-	return out
 }
 
 // revokeChannel applies a change of channel id that may have taken access

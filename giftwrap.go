@@ -22,11 +22,8 @@ import (
 //     gift wraps addressed to the reader.
 //   - A REQ or COUNT whose every filter asks for kind 1059 only, before
 //     AUTH, is closed with channel.MsgGiftWrapAuth.
-
-// liveGiftWrapAllowed is liveAllowed's gift wrap rule.
-func (c *conn) liveGiftWrapAllowed(ev *nostr.Event) bool {
-	return ev.Kind != nostr.KindGiftWrap || channel.GiftWrapVisible(ev, c.readers())
-}
+//   - Live delivery: liveAllowed (channel.Reader.Deliverable applies the
+//     rule).
 
 // countVisible is count with the gift wrap rule (channel.CountGiftWrapped),
 // counted as one bounded read.

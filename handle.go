@@ -516,7 +516,7 @@ func (c *conn) failSub(sub *subscription, reason string) {
 // An event of a channel is delivered only if the connection may read the
 // channel (see access.go); a gift wrap only to its recipient (giftwrap.go).
 func (c *conn) deliverLive(matched *pubsub.Subscription, m pubsub.Message, frames *liveFrames) {
-	if !c.liveAllowed(m.Event) || !c.liveGiftWrapAllowed(m.Event) {
+	if !c.liveAllowed(m.Event) {
 		return
 	}
 	if !c.deliverLiveLocked(matched, m, frames) {

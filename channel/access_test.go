@@ -360,3 +360,31 @@ func TestNewAccessOptions(t *testing.T) {
 		t.Error("nil store accepted")
 	}
 }
+
+// TestDeliverableGiftWraps: Deliverable applies the gift wrap rule itself —
+// a live gift wrap reaches a reader only once it authenticated as a pubkey
+// the wrap's "p" tag names, and in a channel only if it also reads the
+// channel.
+func TestDeliverableGiftWraps(t *testing.T) {
+	w := newWorld(t)
+	r := w.a.Reader(context.Background(), w.c)
+	wrap := w.other.Event(t, nostr.KindGiftWrap, 1, "sealed", nostr.Tag{"p", w.member.PubKey})
+	if r.Deliverable(wrap) {
+		t.Fatal("gift wrap deliverable before AUTH")
+	}
+	r.Authenticated(w.guest.PubKey)
+	if r.Deliverable(wrap) {
+		t.Fatal("gift wrap deliverable to a reader it does not name")
+	}
+	if !r.Deliverable(w.other.Event(t, nostr.KindNote, 1, "x")) {
+		t.Fatal("a community-wide note is not deliverable")
+	}
+	r.Authenticated(w.member.PubKey)
+	if !r.Deliverable(wrap) {
+		t.Fatal("gift wrap not deliverable to its recipient")
+	}
+	inElsewhere := w.other.Event(t, nostr.KindGiftWrap, 1, "sealed", nostr.Tag{"p", w.member.PubKey}, nostr.Tag{"h", storetest.NewChannelID().String()})
+	if r.Deliverable(inElsewhere) {
+		t.Fatal("gift wrap of an unreadable channel deliverable to its recipient")
+	}
+}

@@ -16,8 +16,9 @@ import (
 // nostr.KindGiftWrap) reaches a reader only when the reader authenticated
 // as a pubkey its "p" tag names. Everyone else reads as if it did not
 // exist — stored reads, counts and live delivery alike. A frontend applies
-// it besides its Reader's channel rules, with the readers it authenticated
-// (Reader.Readers):
+// it to stored reads and counts besides its Reader's channel rules, with
+// the readers it authenticated (Reader.Readers); Reader.Deliverable applies
+// it to live events itself:
 //
 //   - a REQ or COUNT whose every filter asks for gift wraps only, before
 //     authentication, is refused with MsgGiftWrapAuth (GiftWrapAuthNeeded);
@@ -26,7 +27,8 @@ import (
 //     count only the reader's wraps) and, when told to check, drops each
 //     event GiftWrapVisibleRaw refuses;
 //   - a count goes through CountGiftWrapped;
-//   - a live event is delivered only when GiftWrapVisible allows it.
+//   - a live event is delivered only when GiftWrapVisible allows it, as
+//     Reader.Deliverable checks.
 
 // MsgGiftWrapAuth refuses a read of gift wraps only before authentication.
 const MsgGiftWrapAuth = "auth-required: gift wraps (kind 1059) are delivered only to their authenticated recipient"

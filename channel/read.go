@@ -27,7 +27,8 @@ import (
 //     membership, all alike — is refused with MsgChannelDenied
 //     (MsgChannelAuth before authentication).
 //   - Live fan-out asks Reader.Deliverable for each event: an event of a
-//     channel is delivered only to readers whose readable set holds it.
+//     channel is delivered only to readers whose readable set holds it,
+//     and a gift wrap only to its recipient (see giftwrap.go).
 //   - A channel change that revokes access (remove, leave, open→private,
 //     delete) is applied with Access.ChannelChanged, then Reader.Revoked
 //     tells each connection whether it lost the channel: the frontend
@@ -219,11 +220,21 @@ func (r *Reader) Refresh(ctx context.Context) (Scope, error) {
 }
 
 // Deliverable reports whether a live event may be delivered to the
-// connection: community-wide events always; channel events when the
-// channel is in the cached readable set. A stale set is refreshed in the
-// background (the event is judged by the set as it is); before any set was
-// computed, no channel event is delivered.
+// connection — the one question live fan-out asks: a gift wrap only when
+// one of its "p" tags names a reader (GiftWrapVisible); community-wide
+// events always; channel events when the channel is in the cached readable
+// set. A stale set is refreshed in the background (the event is judged by
+// the set as it is); before any set was computed, no channel event is
+// delivered.
 func (r *Reader) Deliverable(ev *nostr.Event) bool {
+	if ev.Kind == nostr.KindGiftWrap {
+		r.mu.Lock()
+		visible := GiftWrapVisible(ev, r.readers)
+		r.mu.Unlock()
+		if !visible {
+			return false
+		}
+	}
 	id, has, err := OfEvent(ev)
 	if err != nil {
 		return false

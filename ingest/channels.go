@@ -39,7 +39,8 @@ type Channels struct {
 	StateKey func(tenant.CommunityID) nostr.SecretKey
 	// OnChange is called after a channel command committed (and was applied
 	// to Access), before its event and the new state events are published
-	// (the relay recomputes access and evicts subscriptions that lost it).
+	// (the relay recomputes access and evicts subscriptions that lost it,
+	// then announces ControlMessages(change) on its control bus).
 	// It must not block for long.
 	OnChange func(ctx context.Context, tc tenant.TenantContext, change channel.Change)
 	// OnMemberRemoved is called after a community membership command

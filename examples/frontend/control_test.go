@@ -86,3 +86,43 @@ func TestControlBus(t *testing.T) {
 		})
 	}
 }
+
+// TestControlBusAnnounces: a channel change made through one frontend is
+// announced on the control bus, so another process's frontend over the
+// same store ends its streams at once, as it would for a change made
+// through buzzd. The two frontends share only the store and the bus (each
+// has its own broker), so nothing but the announcement can end the stream
+// before the cache TTLs run out.
+func TestControlBusAnnounces(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			const A = "a.example"
+			community(t, st, A)
+			bus := &control.Local{} // the deployment's bus, shared by both processes
+			serveOn := func() client {
+				broker, err := pubsub.NewLocal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return serveConfig(t, Config{Store: st, Directory: st, Broker: broker, Tracer: trace.NewRecorder().Open, Control: bus})
+			}
+			here, there := serveOn(), serveOn()
+			owner, bob := newUser(t), newUser(t)
+			priv := createChannel(here, A, owner, "private", channel.VisibilityPrivate)
+			here.mustPost(A, owner.event(t, nostr.KindPutUser, "", h(priv), []string{"p", bob.pk}), &owner)
+
+			bobThere, ans := there.stream(A, hFilter(priv), &bob)
+			if bobThere == nil {
+				t.Fatalf("bob's stream of the private channel on the other process: %+v", ans)
+			}
+			bobThere.stored()
+
+			// Bob is removed through this frontend: the other one hears it.
+			here.mustPost(A, owner.event(t, nostr.KindRemoveUser, "", h(priv), []string{"p", bob.pk}), &owner)
+			if m := bobThere.next(); m.event != "closed" || m.data != channel.MsgChannelRevoked {
+				t.Fatalf("bob's stream on the other process after his removal here: %+v", m)
+			}
+		})
+	}
+}

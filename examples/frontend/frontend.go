@@ -277,6 +277,23 @@ func (f *frontend) streamsOf(c tenant.CommunityID) []*stream {
 // published (ingest.Channels.OnChange).
 func (f *frontend) channelChanged(ctx context.Context, tc tenant.TenantContext, ch channel.Change) {
 	f.revokeChannel(ctx, tc.Community(), ch.Channel.ID, ch.Deleted || ch.BecamePrivate, ch.Revoked)
+	for _, m := range ingest.ControlMessages(ch) {
+		f.announce(ctx, tc.Community(), m)
+	}
+}
+
+// announce tells the other processes on Config.Control about a committed
+// change of community c, as the relay announces its own (this frontend
+// applies its own message again when the bus delivers it back, which is
+// harmless).
+func (f *frontend) announce(ctx context.Context, c tenant.CommunityID, m control.Message) {
+	if f.cfg.Control == nil {
+		return
+	}
+	// The change is committed: tell the others even if the client left.
+	if err := f.cfg.Control.PublishControl(context.WithoutCancel(ctx), c, m); err != nil {
+		f.cfg.Logger.WarnContext(ctx, "frontend: announce access change", "community", c.String(), "type", m.Type(), "err", err)
+	}
 }
 
 // revokeChannel applies a change of channel id: readers that lost the
@@ -308,6 +325,7 @@ func (f *frontend) revokeChannel(ctx context.Context, c tenant.CommunityID, id c
 // community after pubkey's removal (ingest.Channels.OnMemberRemoved).
 func (f *frontend) memberRemoved(ctx context.Context, tc tenant.TenantContext, pubkey string) {
 	f.revokeMember(ctx, tc.Community(), pubkey)
+	f.announce(ctx, tc.Community(), control.MembershipChanged{PubKey: pubkey})
 }
 
 // revokeMember ends the streams of community c that may no longer read it
@@ -324,10 +342,16 @@ func (f *frontend) revokeMember(ctx context.Context, c tenant.CommunityID, pubke
 }
 
 // moderated applies a committed moderation action: a ban ends the
-// banned pubkey's open streams in its community with the ban's refusal.
+// banned pubkey's open streams in its community with the ban's refusal;
+// every action but a report's resolution is announced on Config.Control.
 func (f *frontend) moderated(ctx context.Context, tc tenant.TenantContext, a store.ModerationAction) {
 	if a.Action == store.ActionBan {
 		f.endBanned(ctx, tc.Community(), a.Target)
+	}
+	if a.Action != store.ActionResolveReport {
+		// Other processes drop their cached restrictions (and a ban ends
+		// the pubkey's streams there), as for the relay's own actions.
+		f.announce(ctx, tc.Community(), control.RestrictionChanged{PubKey: a.Target, Banned: a.Action == store.ActionBan})
 	}
 }
 
@@ -545,7 +569,7 @@ func (f *frontend) follow(ctx context.Context, w http.ResponseWriter, s *stream,
 					continue
 				}
 			}
-			if !s.reader.Deliverable(m.Event) || !channel.GiftWrapVisible(m.Event, s.readers) {
+			if !s.reader.Deliverable(m.Event) { // channel and gift wrap rules
 				continue
 			}
 			if !send("event", m.Raw) {
