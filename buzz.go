@@ -74,6 +74,7 @@ type Relay struct {
 	nip11    []byte // the NIP-11 document, encoded once
 
 	reads     *queryGate // the fair queue of store reads (read.go)
+	readers   *workers   // the goroutines REQ replays and COUNTs run on (workers.go)
 	admission admission  // open connections per address and community (admission.go)
 
 	channels *relayChannels  // nil when the store keeps no channels
@@ -205,6 +206,7 @@ func New(opts ...Option) (*Relay, error) {
 		return nil, err
 	}
 	r.reads = newReadGate(cfg.limits, cfg.store)
+	r.readers = newWorkers(r.reads.slots)
 	r.registerHTTPAPI()
 	r.registerWorkflowAPI()
 	r.registerWebhooks()
@@ -429,6 +431,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.stopListen()
 	r.stopCluster()
 	r.bgCancel()
+	r.readers.close()
 	<-r.bgDone
 	r.pipeline.Close()
 	if r.channels != nil {

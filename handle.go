@@ -294,12 +294,12 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
 		return
 	}
 	c.tasks.Add(1)
-	go func() {
+	c.r.readers.do(func() {
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		defer guard.Release(ctx)
 		c.replay(ctx, sub, scope, g, st)
-	}()
+	})
 }
 
 // acquireQuery takes one of the connection's query slots
@@ -650,7 +650,7 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 		prev.cancel()
 	}
 	c.tasks.Add(1)
-	go func() {
+	c.r.readers.do(func() {
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		defer guard.Release(ctx)
@@ -683,5 +683,5 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 			traceRows(ctx, g, st, &filters[i], nil)
 		}
 		c.replyCtx(ctx, nostr.AppendCountResult(nil, subID, n))
-	}()
+	})
 }

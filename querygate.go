@@ -17,6 +17,7 @@ import (
 // of everyone else's. A queryGate is safe for concurrent use.
 type queryGate struct {
 	mu           sync.Mutex
+	slots        int // reads admitted at once relay-wide
 	free         int
 	perCommunity int
 	comms        map[tenant.CommunityID]*gateCommunity
@@ -44,6 +45,7 @@ type gateWaiter struct {
 
 func newQueryGate(slots, perCommunity int) *queryGate {
 	return &queryGate{
+		slots:        slots,
 		free:         slots,
 		perCommunity: max(1, min(perCommunity, slots)),
 		comms:        make(map[tenant.CommunityID]*gateCommunity),
