@@ -108,7 +108,7 @@ func (r *Relay) countBounded(ctx context.Context, c tenant.CommunityID, owner an
 // Every event is passed at most once.
 func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any, f nostr.Filter, scope channel.Scope, send func([]store.Record) bool) error {
 	remaining := f.Limit
-	seen := make(map[string]struct{})
+	var seen map[string]struct{} // ids passed, once a second page is read
 	var (
 		page   []store.Record
 		cursor int64 // created_at of the last event passed
@@ -144,14 +144,22 @@ func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any,
 		if err != nil {
 			return err
 		}
+		remaining -= len(page)
+		// Only a later page can return an event again: the last page's
+		// ids (of most replays, the only page) need not be remembered.
+		last := !more || remaining <= 0
 		for _, rec := range page {
-			seen[rec.ID] = struct{}{}
+			if !last {
+				if seen == nil {
+					seen = make(map[string]struct{})
+				}
+				seen[rec.ID] = struct{}{}
+			}
 			if rec.CreatedAt != cursor {
 				cursor, ties = rec.CreatedAt, 0
 			}
 			ties++
 		}
-		remaining -= len(page)
 		if len(page) > 0 && !send(page) {
 			return nil
 		}
