@@ -22,15 +22,27 @@ import (
 // by more than 50 rows + 10% since its last ANALYZE (pg_stat_user_tables,
 // so changes made by other pods or by BulkLoad count too) or that holds
 // rows and was never analysed. One round runs at a time, on its own
-// connection; ANALYZE samples, so its cost does not grow with the table.
+// connection.
+//
+// Each such table is vacuumed as it is analysed (VACUUM (ANALYZE)): the
+// vacuum sets the visibility map of the pages filled since the last one,
+// without which an index-only scan — every COUNT and every index-first
+// REQ — visits the heap for each index entry, and the planner, knowing
+// that, prefers a sequential scan (COUNT of one author's 3,389 of 20,000
+// events on a fresh database: a 10.9 ms sequential scan before, a 1.0 ms
+// index-only scan with no heap fetch after). Autovacuum would do the same
+// (insert-driven vacuum); where it is off, nothing else does. VACUUM only
+// visits pages not yet all-visible, so on insert-mostly tables its cost
+// follows the new rows, and it takes no lock that blocks reads or writes.
 
 const (
 	analyzeFirst = 1_000
 	analyzeMax   = 1_000_000
 )
 
-// analyzeSQL analyses the event tables, recursing into the partitions.
-const analyzeSQL = `ANALYZE events, event_tags, event_search`
+// analyzeSQL vacuums and analyses the event tables, recursing into the
+// partitions.
+const analyzeSQL = `VACUUM (ANALYZE) events, event_tags, event_search`
 
 // staleSQL lists the event tables whose statistics are stale by
 // autovacuum's default rule (50 rows + 10% changed since the last
@@ -106,9 +118,9 @@ func (s *Store) analyzer() {
 	}
 }
 
-// AnalyzeStale analyses the event tables (partitions of events,
-// event_tags, event_search) whose planner statistics are stale or missing,
-// and returns their names. The store does so by itself unless its
+// AnalyzeStale vacuums and analyses the event tables (partitions of
+// events, event_tags, event_search) whose planner statistics are stale or
+// missing, and returns their names. The store does so by itself unless its
 // analyser is off (WithAnalyzeInterval(0)).
 //
 // It connects as the database URL's user, like partition maintenance: the
@@ -130,15 +142,15 @@ func (s *Store) AnalyzeStale(ctx context.Context) ([]string, error) {
 	}
 	for _, t := range tables {
 		// t is a regclass name, already quoted where it needs to be.
-		if _, err := conn.Exec(ctx, "ANALYZE "+t); err != nil {
+		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+t); err != nil {
 			return nil, fmt.Errorf("postgres: analyze %s: %w", t, err)
 		}
 	}
 	return tables, nil
 }
 
-// Analyze updates the planner statistics of all the event tables and
-// their partitions now, stale or not: for tools that load data behind the
+// Analyze vacuums all the event tables and their partitions and updates
+// their planner statistics now, stale or not: for tools that load data behind the
 // store's back (BulkLoad) and want plans at once.
 func (s *Store) Analyze(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, s.url)

@@ -123,6 +123,16 @@ FROM generate_series($3::int, $3::int + 1999) AS g`, c.UUID(), time.Now().Unix()
 	if again, err := s.AnalyzeStale(ctx); err != nil || len(again) != 0 {
 		t.Fatalf("just analysed %v, still stale: %v (%v)", analysed, again, err)
 	}
+	// The round vacuumed too: the new pages are all-visible, so counts and
+	// index-first reads are index-only scans without heap fetches.
+	var pages, visible int64
+	if err := owner.QueryRow(ctx, `SELECT coalesce(sum(c.relpages), 0), coalesce(sum(c.relallvisible), 0) FROM pg_inherits i
+		JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`).Scan(&pages, &visible); err != nil {
+		t.Fatal(err)
+	}
+	if pages == 0 || visible != pages {
+		t.Fatalf("after the round %d of %d event pages are all-visible; want all (VACUUM sets the visibility map)", visible, pages)
+	}
 	estimate := func() float64 {
 		var est float64
 		err := owner.QueryRow(ctx, `SELECT coalesce(sum(greatest(c.reltuples, 0)), 0) FROM pg_inherits i
