@@ -41,7 +41,7 @@ type Config struct {
 	// DBRLSRole is the row-level-security role PostgreSQL connections
 	// switch to; "" connects as the URL's user unchanged.
 	DBRLSRole string
-	// DBAnalyzeInterval is how often the PostgreSQL store analyses event
+	// DBAnalyzeInterval is how often the PostgreSQL store vacuums and analyses event
 	// tables with stale planner statistics (0 = its analyser off).
 	DBAnalyzeInterval time.Duration
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
@@ -161,7 +161,7 @@ func settings() []setting {
 				return nil
 			}},
 		{env: "BUZZ_DB_ANALYZE_INTERVAL", flag: "db-analyze-interval", def: "1m",
-			usage: "how often the PostgreSQL store analyses the event partitions whose planner statistics are stale (autovacuum never analyses partitioned tables); 0 = off, only when something else analyses them",
+			usage: "how often the PostgreSQL store vacuums and analyses the event partitions whose planner statistics are stale (autovacuum never analyses partitioned tables; the vacuum sets the visibility map index-only counts need); 0 = off, only when something else analyses them",
 			apply: func(c *Config, v string) error {
 				d, err := time.ParseDuration(strings.TrimSpace(v))
 				if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {

@@ -117,7 +117,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithAnalyzeInterval sets how often the store looks for event tables
-// whose planner statistics are stale and analyses them (default a minute;
+// whose planner statistics are stale and vacuums and analyses them, so
+// their statistics and visibility map are current (default a minute;
 // 0 turns the store's analyser off, also at Open and after growth; else
 // 1s..24h). Turn it off only when something else analyses every event
 // partition — autovacuum never analyses a partitioned parent, and is off
