@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +50,10 @@ func TestCountAndIndexFirstPlans(t *testing.T) {
 		{"COUNT two filters", []nostr.Filter{{Authors: []string{a.PubKey}}, {Kinds: []int{7}}}, true,
 			[]string{"events_author (community=? AND pubkey=?)", "events_kind (community=? AND kind=?)"}},
 		{"REQ author", []nostr.Filter{{Authors: []string{a.PubKey}, Limit: 20, LimitSet: true}}, false,
-			[]string{"SEARCH e USING INDEX events_author (community=? AND pubkey=?)", "INTEGER PRIMARY KEY (rowid=?)"}},
+			[]string{"events_author (community=? AND pubkey=? AND kind>?)", // the author's kinds, a seek each
+				"SEARCH x USING INDEX events_author (community=? AND pubkey=? AND kind=? AND created_at>?)",
+				"SEARCH y USING INDEX events_author (community=? AND pubkey=? AND kind=?)",
+				"INTEGER PRIMARY KEY (rowid=?)"}},
 		{"REQ home", []nostr.Filter{{Authors: []string{a.PubKey, b.PubKey}, Kinds: []int{1, 6}, Limit: 50, LimitSet: true}}, false,
 			[]string{"events_author (community=? AND pubkey=? AND kind=?)"}},
 		{"REQ kind", []nostr.Filter{{Kinds: []int{1}, Limit: 50, LimitSet: true}}, false,
@@ -101,3 +106,67 @@ func TestCountAndIndexFirstPlans(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestAuthorKindsQuery checks authorKindsQuery against a brute-force
+// evaluation: author filters without kinds, with time bounds and limits,
+// over a corpus of several kinds per author with tied timestamps and
+// expired events (so the hidden branch runs), both when the query takes
+// authorKindsQuery's path and, for comparison, through the plain query.
+func TestAuthorKindsQuery(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 7))
+	c := storetest.Community(t, s, "authors.example")
+	authors := storetest.NewAuthors(t, 4)
+	corpus := storetest.RandomCorpus(t, r, authors, 400)
+	storetest.SaveAll(t, s, c, corpus)
+	now := time.Now()
+	var live []*nostr.Event
+	for _, ev := range corpus {
+		if storetest.Live(ev, now) {
+			live = append(live, ev)
+		}
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := corpus[0].CreatedAt
+	for _, ev := range corpus {
+		base = min(base, ev.CreatedAt)
+	}
+	taken := 0
+	for i := 0; i < 200; i++ {
+		var f nostr.Filter
+		for j := 1 + r.IntN(3); j > 0; j-- {
+			f.Authors = append(f.Authors, authors[r.IntN(len(authors))].PubKey)
+		}
+		if r.IntN(5) == 0 {
+			f.Authors = append(f.Authors, "not-a-key")
+		}
+		if r.IntN(3) == 0 {
+			f.Since = storetest.Ptr(base + int64(r.IntN(42)) - 1)
+		}
+		if r.IntN(3) == 0 {
+			f.Until = storetest.Ptr(base + int64(r.IntN(42)) - 1)
+		}
+		f.LimitSet, f.Limit = true, 1+r.IntN(40)
+		if _, _, handled := authorKindsQuery(cseq, &f, now.Unix(), channel.AllChannels()); handled {
+			taken++
+		}
+		got := storetest.QueryIDs(t, s, c, f)
+		want := storetest.Expected(live, f)
+		if !slices.Equal(got, want) {
+			t.Fatalf("filter %d %s:\n got %v\nwant %v", i, f.AppendJSON(nil), got, want)
+		}
+	}
+	if taken == 0 {
+		t.Fatal("no filter took authorKindsQuery's path")
+	}
+}

@@ -290,6 +290,9 @@ func indexFirstQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope
 	if !f.LimitSet || len(f.IDs) > 0 || tagDriven(f) || f.Search != "" {
 		return nil, true, false
 	}
+	if q, ok, handled := authorKindsQuery(cseq, f, now, scope); handled {
+		return q, ok, false
+	}
 	// The probe is a column of a one-row outer loop (LIMIT 1 keeps SQLite
 	// from flattening it back into the condition): SQLite evaluates a
 	// condition's subqueries after its other terms, which would read each
@@ -312,6 +315,86 @@ func indexFirstQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope
 	q.append(&inner)
 	q.add(`) ORDER BY e.created_at DESC, e.id ASC`)
 	return q, true, false
+}
+
+// authorKindsMaxAuthors bounds authorKindsQuery: a longer author list (a
+// follow list) has few events per author, and walking them all is no worse.
+const authorKindsMaxAuthors = 64
+
+// authorKindsQuery builds the limited query of a filter naming authors and
+// no kinds, ids, tags or search. events_author orders an author's entries
+// by kind before time, so SQLite would read every event of the authors and
+// sort them: thousands of entries for an active author and a limit of 20.
+// Here each (author, kind) range gives at most about limit entries: the
+// author's kinds are enumerated first (one index seek each), a walk of
+// limit entries finds each range's limit-th newest created_at, and the
+// range is read from there (entries tying at that time included), so every
+// event of the overall newest limit is among those read, and only the
+// limit's rows are then read for their JSON. When the community may hold
+// hidden events (hiddenProbe), both walks skip them, reading their rows.
+// handled is false when f is not such a filter (the caller builds another
+// query); ok is false when f can match nothing.
+func authorKindsQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q *sqlBuilder, ok, handled bool) {
+	if f.Authors == nil || f.Kinds != nil {
+		return nil, true, false
+	}
+	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
+		return nil, false, true
+	}
+	var authors [][]byte
+	for _, a := range slices.Compact(slices.Sorted(slices.Values(f.Authors))) {
+		if b, ok := decodeHex32(a); ok {
+			authors = append(authors, b)
+		}
+	}
+	switch {
+	case len(authors) == 0:
+		return nil, false, true
+	case len(authors) > authorKindsMaxAuthors:
+		return nil, true, false
+	}
+
+	q = new(sqlBuilder)
+	q.add(`WITH RECURSIVE a(pk) AS (VALUES `)
+	for i, n := 0, padTo(len(authors)); i < n; i++ {
+		if i > 0 {
+			q.sb.WriteString(`,`)
+		}
+		if i < len(authors) {
+			q.add(`(?)`, authors[i])
+		} else {
+			q.add(`(NULL)`) // matches no author; lets similar lists share a statement
+		}
+	}
+	// p: each author's kinds, smallest first, one seek each.
+	q.add(`), p(pk, kind) AS (SELECT a.pk, (SELECT min(kind) FROM events INDEXED BY events_author WHERE community = ? AND pubkey = a.pk) FROM a`+
+		` UNION ALL SELECT p.pk, (SELECT min(kind) FROM events INDEXED BY events_author WHERE community = ? AND pubkey = p.pk AND kind > p.kind) FROM p WHERE p.kind IS NOT NULL)`,
+		cseq, cseq)
+	// match appends the conditions tying alias al to the range of p, the
+	// filter's time bounds, and (only when h.hidden) what a read must not
+	// return.
+	match := func(al string) {
+		q.add(` WHERE p.kind IS NOT NULL AND `+al+`.community = ? AND `+al+`.pubkey = p.pk AND `+al+`.kind = p.kind`, cseq)
+		if f.Since != nil {
+			q.add(` AND `+al+`.created_at >= ?`, *f.Since)
+		}
+		if f.Until != nil {
+			q.add(` AND `+al+`.created_at <= ?`, *f.Until)
+		}
+		q.add(` AND (NOT h.hidden OR ((`+al+`.expires_at IS NULL OR `+al+`.expires_at > ?)`, now)
+		q.scopeOn(al, scope)
+		q.add(`))`)
+	}
+	// The probe is a column of a one-row outer loop, as in indexFirstQuery.
+	q.add(` SELECT e.id, e.created_at, e.raw FROM events e WHERE e.seq IN (SELECT x.seq FROM (SELECT `)
+	q.hiddenProbe(cseq, now, scope)
+	q.add(` AS hidden LIMIT 1) AS h CROSS JOIN p CROSS JOIN events x INDEXED BY events_author`)
+	match("x")
+	q.add(` AND x.created_at >= coalesce((SELECT y.created_at FROM events y INDEXED BY events_author`)
+	match("y")
+	q.add(` ORDER BY y.created_at DESC, y.id ASC LIMIT 1 OFFSET ?), -9223372036854775808)`, f.Limit-1)
+	q.add(` ORDER BY x.created_at DESC, x.id ASC LIMIT ?) ORDER BY e.created_at DESC, e.id ASC`, f.Limit)
+	return q, true, true
 }
 
 // hiddenProbe appends a condition on no table that holds when community
@@ -511,15 +594,20 @@ func inList[T any](q *sqlBuilder, vals []T) {
 // scope appends the access condition of sc: community-wide events
 // (channel NULL) plus the events of sc's channels; nothing for AllChannels.
 func (q *sqlBuilder) scope(sc channel.Scope) {
+	q.scopeOn("e", sc)
+}
+
+// scopeOn is scope for events aliased al.
+func (q *sqlBuilder) scopeOn(al string, sc channel.Scope) {
 	if sc.All() {
 		return
 	}
 	ids := sc.Channels()
 	switch {
 	case len(ids) == 0:
-		q.sb.WriteString(` AND e.channel IS NULL`)
+		q.sb.WriteString(` AND ` + al + `.channel IS NULL`)
 	case len(ids) <= inlineListMax:
-		q.sb.WriteString(` AND (e.channel IS NULL OR e.channel IN (`)
+		q.sb.WriteString(` AND (` + al + `.channel IS NULL OR ` + al + `.channel IN (`)
 		vals := make([][]byte, len(ids))
 		for i := range ids {
 			vals[i] = ids[i][:]
@@ -539,7 +627,7 @@ func (q *sqlBuilder) scope(sc channel.Scope) {
 			js.WriteByte('"')
 		}
 		js.WriteByte(']')
-		q.add(` AND (e.channel IS NULL OR e.channel IN (SELECT unhex(value) FROM json_each(?)))`, js.String())
+		q.add(` AND (`+al+`.channel IS NULL OR `+al+`.channel IN (SELECT unhex(value) FROM json_each(?)))`, js.String())
 	}
 }
 
