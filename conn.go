@@ -391,24 +391,38 @@ func (c *conn) writeBatch(batch [][]byte) bool {
 // Limits.SendQueue messages and m fits in Limits.SendQueueBytes (an empty
 // queue takes any message: one message is bounded by what produced it).
 func (c *conn) enqueue(m []byte) (queued bool, room <-chan struct{}) {
+	n, room := c.enqueueAll([][]byte{m})
+	return n == 1, room
+}
+
+// enqueueAll is enqueue for several messages, in order: it queues the
+// longest prefix of msgs the queue has room for and wakes the writer once,
+// so a batch reaches the socket in one write rather than one wake-up of the
+// writer per message. It returns how many it queued and, when not all, the
+// channel closed once there is room for more.
+func (c *conn) enqueueAll(msgs [][]byte) (queued int, room <-chan struct{}) {
 	c.outMu.Lock()
-	n := len(c.out) + c.writing
-	if n >= c.limits.SendQueue || n > 0 && c.outBytes+len(m) > c.limits.SendQueueBytes {
-		if c.room == nil {
-			c.room = make(chan struct{})
+	for _, m := range msgs {
+		n := len(c.out) + c.writing
+		if n >= c.limits.SendQueue || n > 0 && c.outBytes+len(m) > c.limits.SendQueueBytes {
+			if c.room == nil {
+				c.room = make(chan struct{})
+			}
+			room = c.room
+			break
 		}
-		room = c.room
-		c.outMu.Unlock()
-		return false, room
+		c.out = append(c.out, m)
+		c.outBytes += len(m)
+		queued++
 	}
-	c.out = append(c.out, m)
-	c.outBytes += len(m)
 	c.outMu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default: // the writer is already due to look at the queue
+	if queued > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default: // the writer is already due to look at the queue
+		}
 	}
-	return true, nil
+	return queued, room
 }
 
 // reply queues a message the client asked for (OK, CLOSED, EOSE, NOTICE,
@@ -430,12 +444,19 @@ func (c *conn) reply(m []byte) bool {
 
 // replyCtx is reply that also gives up when ctx ends.
 func (c *conn) replyCtx(ctx context.Context, m []byte) bool {
-	for {
+	return c.replyAllCtx(ctx, [][]byte{m})
+}
+
+// replyAllCtx is replyCtx for several messages, queued in order with as
+// few wake-ups of the writer as the queue's room allows.
+func (c *conn) replyAllCtx(ctx context.Context, msgs [][]byte) bool {
+	for len(msgs) > 0 {
 		if ctx.Err() != nil {
 			return false
 		}
-		queued, room := c.enqueue(m)
-		if queued {
+		n, room := c.enqueueAll(msgs)
+		msgs = msgs[n:]
+		if len(msgs) == 0 {
 			return true
 		}
 		select {
@@ -446,6 +467,7 @@ func (c *conn) replyCtx(ctx context.Context, m []byte) bool {
 			return false
 		}
 	}
+	return true
 }
 
 // tryQueue queues a live message without blocking; a full queue means the

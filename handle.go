@@ -356,6 +356,19 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 	tracing := c.tracer != nil
 	readers := c.readers()
 	var rows []tenant.CommunityID
+	// The stored events go to the writer in batches (with the EOSE after
+	// the last), each reaching the socket in one write: queued one by one,
+	// each would wake the writer for a write of its own.
+	var (
+		batch      [][]byte
+		batchBytes int
+	)
+	flush := func() bool {
+		ok := c.replyAllCtx(ctx, batch)
+		clear(batch)
+		batch, batchBytes = batch[:0], 0
+		return ok
+	}
 	for i := range sub.filters {
 		f := &sub.filters[i]
 		rows = rows[:0]
@@ -379,6 +392,7 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 			}
 			c.log.ErrorContext(ctx, "buzz: reports query", "err", err)
 			g.SanitizedError(ctx, st, trace.ReasonServerError)
+			flush() // what was found before, then CLOSED
 			c.failSub(sub, msgInternal)
 			return
 		}
@@ -390,7 +404,9 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 			}
 			sent[rec.ID] = struct{}{}
 			n++
-			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, rec.Raw)) {
+			m := nostr.AppendEventMessage(nil, sub.id, rec.Raw)
+			batch, batchBytes = append(batch, m), batchBytes+len(m)
+			if (len(batch) >= pageRecords || batchBytes >= pageBytes) && !flush() {
 				delivered = false
 				return false
 			}
@@ -436,6 +452,7 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 			if ctx.Err() != nil {
 				return
 			}
+			flush() // what was found before, then CLOSED
 			c.failRead(ctx, sub, g, st, err)
 			return
 		}
@@ -443,7 +460,8 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 			return
 		}
 	}
-	if !c.replyCtx(ctx, nostr.AppendEOSE(nil, sub.id)) {
+	batch = append(batch, nostr.AppendEOSE(nil, sub.id))
+	if !flush() {
 		return
 	}
 	// Events the query returned may still be on their way to the broker;
