@@ -150,6 +150,14 @@ func TestAuthorKindsQuery(t *testing.T) {
 		if r.IntN(5) == 0 {
 			f.Authors = append(f.Authors, "not-a-key")
 		}
+		switch r.IntN(8) {
+		case 0:
+			f.Tags = map[string][]string{"t": {}} // matches nothing
+		case 1:
+			f.Tags = map[string][]string{"t": nil} // no condition
+		case 2:
+			f.Tags = map[string][]string{"tt": {"x"}} // not indexed: checked row by row
+		}
 		if r.IntN(3) == 0 {
 			f.Since = storetest.Ptr(base + int64(r.IntN(42)) - 1)
 		}

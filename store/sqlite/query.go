@@ -332,11 +332,17 @@ const authorKindsMaxAuthors = 64
 // event of the overall newest limit is among those read, and only the
 // limit's rows are then read for their JSON. When the community may hold
 // hidden events (hiddenProbe), both walks skip them, reading their rows.
-// handled is false when f is not such a filter (the caller builds another
-// query); ok is false when f can match nothing.
+// handled is false when f is not such a filter, or has any condition on
+// tags (the caller builds another query); ok is false when f can match
+// nothing.
 func authorKindsQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q *sqlBuilder, ok, handled bool) {
 	if f.Authors == nil || f.Kinds != nil {
 		return nil, true, false
+	}
+	for _, vals := range f.Tags {
+		if vals != nil { // a condition on tags (even one matching nothing): filter handles it
+			return nil, true, false
+		}
 	}
 	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
 		return nil, false, true
