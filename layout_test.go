@@ -72,6 +72,9 @@ func TestPackageLayout(t *testing.T) {
 		"cmd/buzzseed":             relay,
 		"store/postgres/pgtest":    relay,
 		"cmd/buzzbench":            cat(relay, []string{m + "/store", m + "/tenant"}),
+
+		// The Go wrapper of the bundled C library.
+		"nostr/internal/libsecp256k1": allBuzz,
 	}
 
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
