@@ -1,4 +1,4 @@
-//go:build btcec && !libsecp256k1
+//go:build btcec
 
 package nostr
 

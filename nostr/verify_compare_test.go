@@ -12,8 +12,9 @@ import (
 // one binary (so one run sees the same machine load), each with the public
 // key parsed once, as the Verifier's key cache has it: btcec/v2's
 // schnorr.Verify and secp256k1-voi's SchnorrPublicKey.Verify. The
-// Verifier's own per-backend cost is BenchmarkVerify, built with -tags
-// btcec, libsecp256k1 or neither (secp256k1-voi).
+// Verifier's own per-backend cost is BenchmarkVerify, built with cgo and no
+// tag (the bundled libsecp256k1), -tags purego (secp256k1-voi) or -tags
+// btcec.
 func BenchmarkSchnorrLibraries(b *testing.B) {
 	e, _ := benchEvent(b)
 	id, _ := hex.DecodeString(e.ID)

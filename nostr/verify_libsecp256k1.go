@@ -1,53 +1,39 @@
-//go:build libsecp256k1
+//go:build cgo && !purego && !btcec
 
 package nostr
 
-/*
-#cgo LDFLAGS: -lsecp256k1
-#include <secp256k1.h>
-#include <secp256k1_extrakeys.h>
-#include <secp256k1_schnorrsig.h>
-*/
-import "C"
-
 import (
-	"errors"
-	"unsafe"
+	"github.com/buzzrelay/buzz/nostr/internal/libsecp256k1"
 )
 
 // VerifyBackend names the signature verification backend of this build.
 const VerifyBackend = "libsecp256k1"
 
-// liftedKey is a public key after lift_x, in libsecp256k1's opaque form.
+// liftedKey is a public key after lift_x, in libsecp256k1's parsed form.
 type liftedKey struct {
 	x  [32]byte
-	pk C.secp256k1_xonly_pubkey
+	pk libsecp256k1.XOnlyPubKey
 }
 
-// backendSelfTest runs libsecp256k1's own self test, required before using
-// its static context.
+// backendSelfTest runs libsecp256k1's own self test, which it asks for
+// before its static context is used (a failure aborts the process).
 func backendSelfTest() error {
-	C.secp256k1_selftest()
-	if C.secp256k1_context_static == nil {
-		return errors.New("nostr: libsecp256k1 static context unavailable")
-	}
+	libsecp256k1.SelfTest()
 	return nil
 }
 
-// liftX performs BIP-340 lift_x via secp256k1_xonly_pubkey_parse.
+// liftX performs BIP-340 lift_x via secp256k1_xonly_pubkey_parse, failing if
+// x is not a valid coordinate (x >= p included).
 func liftX(x *[32]byte) (*liftedKey, bool) {
 	k := &liftedKey{x: *x}
-	if C.secp256k1_xonly_pubkey_parse(C.secp256k1_context_static, &k.pk,
-		(*C.uchar)(unsafe.Pointer(&x[0]))) != 1 {
+	if !libsecp256k1.ParseXOnlyPubKey(&k.pk, x) {
 		return nil, false
 	}
 	return k, true
 }
 
 // verifySig checks a BIP-340 signature of the 32-byte msg by key with
-// secp256k1_schnorrsig_verify.
+// libsecp256k1's secp256k1_schnorrsig_verify, run on its static context.
 func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool {
-	return C.secp256k1_schnorrsig_verify(C.secp256k1_context_static,
-		(*C.uchar)(unsafe.Pointer(&sig[0])),
-		(*C.uchar)(unsafe.Pointer(&msg[0])), 32, &key.pk) == 1
+	return key.pk.VerifySchnorr(sig, msg)
 }

@@ -1,4 +1,4 @@
-//go:build !libsecp256k1 && !btcec
+//go:build (!cgo || purego) && !btcec
 
 package nostr
 

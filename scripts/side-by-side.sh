@@ -18,10 +18,11 @@
 # Environment (defaults in brackets): OUT [/tmp/side-by-side] for the
 # binaries and reports, PG [postgres://postgres@127.0.0.1:5432] for the
 # server (databases buzzbench_buzzd and buzzbench_khatru are dropped and
-# recreated for every run), RUNS [3], BUILDS ["buzzd buzzd-secp"] (the buzzd
-# builds to compare: buzzd is the default pure-Go build, buzzd-secp the cgo
-# libsecp256k1 one), PARTS ["embedded postgres fanout"] (the invocations to
-# run: 1, 2 and 3 below).
+# recreated for every run), RUNS [3], BUILDS ["buzzd buzzd-purego"] (the
+# buzzd builds to compare: buzzd is the default build, which verifies with the
+# bundled libsecp256k1 through cgo, buzzd-purego the pure-Go secp256k1-voi
+# one; buzzd-btcec is also built), PARTS ["embedded postgres fanout"] (the
+# invocations to run: 1, 2 and 3 below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +30,7 @@ mode="${1:-print}"
 OUT="${OUT:-/tmp/side-by-side}"
 PG="${PG:-postgres://postgres@127.0.0.1:5432}"
 RUNS="${RUNS:-3}"
-BUILDS="${BUILDS:-buzzd buzzd-secp}"
+BUILDS="${BUILDS:-buzzd buzzd-purego}"
 PARTS="${PARTS:-embedded postgres fanout}"
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
@@ -90,13 +91,12 @@ GO
 fi
 KHATRU_BADGER="$KHATRU" KHATRU_PG="$KHATRU"
 
-# The three verifier builds: the default (what `go run ./cmd/buzzd` gives),
-# the cgo libsecp256k1 one, and btcec for the history rows.
+# The three verifier builds: the default (what `go run ./cmd/buzzd` gives:
+# the bundled libsecp256k1 through cgo, or secp256k1-voi on a machine without
+# a C compiler), the pure-Go secp256k1-voi one, and btcec for the history rows.
 go build -o "$OUT/buzzd" ./cmd/buzzd
+go build -tags purego -o "$OUT/buzzd-purego" ./cmd/buzzd
 go build -tags btcec -o "$OUT/buzzd-btcec" ./cmd/buzzd
-if dpkg -s libsecp256k1-dev >/dev/null 2>&1; then
-	go build -tags libsecp256k1 -o "$OUT/buzzd-secp" ./cmd/buzzd
-fi
 go build -o "$OUT/buzzbench" ./cmd/buzzbench
 
 # A fresh database per run; autovacuum stays as the server has it (off on
