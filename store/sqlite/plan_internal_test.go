@@ -157,6 +157,8 @@ func TestAuthorKindsQuery(t *testing.T) {
 			f.Tags = map[string][]string{"t": nil} // no condition
 		case 2:
 			f.Tags = map[string][]string{"tt": {"x"}} // not indexed: checked row by row
+		case 3:
+			f.IDs = []string{} // matches nothing
 		}
 		if r.IntN(3) == 0 {
 			f.Since = storetest.Ptr(base + int64(r.IntN(42)) - 1)

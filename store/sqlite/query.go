@@ -336,8 +336,8 @@ const authorKindsMaxAuthors = 64
 // tags (the caller builds another query); ok is false when f can match
 // nothing.
 func authorKindsQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q *sqlBuilder, ok, handled bool) {
-	if f.Authors == nil || f.Kinds != nil {
-		return nil, true, false
+	if f.Authors == nil || f.Kinds != nil || f.IDs != nil || f.Search != "" {
+		return nil, true, false // (an empty ids list matches nothing: filter says so)
 	}
 	for _, vals := range f.Tags {
 		if vals != nil { // a condition on tags (even one matching nothing): filter handles it
