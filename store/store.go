@@ -41,7 +41,9 @@ type Record struct {
 	ID        string // lowercase hex event id
 	CreatedAt int64
 	// Raw is the event's JSON object exactly as nostr.Event.AppendJSON wrote
-	// it at ingest: content and tags come back byte-for-byte.
+	// it at ingest: content and tags come back byte-for-byte. It is read
+	// only: a backend may hand the same bytes to several queries (the
+	// embedded store's event cache does).
 	Raw []byte
 	// Community is the community the row belongs to. Backends return rows
 	// of the queried community only and set it to that community; the

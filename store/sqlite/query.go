@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"iter"
@@ -68,13 +69,30 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 			return
 		}
 		now := time.Now().Unix()
+		// A lookup by ids is answered from the event cache when it holds
+		// every id; otherwise the rows it reads fill the cache.
+		caching := len(f.IDs) > 0 && s.events != nil
+		var epoch uint64
+		if caching {
+			if recs, ok := s.events.lookup(cseq, c, &f, now, scope); ok {
+				for _, rec := range recs {
+					if !yield(rec, nil) {
+						return
+					}
+				}
+				return
+			}
+			epoch = s.events.epoch(cseq) // before the read, see eventCache
+		}
 		q, ok, residual := indexFirstQuery(cseq, &f, now, scope)
 		if !ok {
 			return
 		}
+		cols := 3 // id, created_at, raw; then expires_at and channel for the cache
 		if q == nil {
+			cols = 5
 			q = new(sqlBuilder)
-			q.add(`SELECT e.id, e.created_at, e.raw FROM `)
+			q.add(`SELECT e.id, e.created_at, e.raw, e.expires_at, e.channel FROM `)
 			q.from(cseq, &f)
 			q.add(` WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`, cseq, now)
 			ok, residual = q.filter(cseq, &f)
@@ -108,12 +126,18 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 		sent := 0
 		for rows.Next() {
 			var (
-				id  []byte
-				rec store.Record
+				id      []byte
+				rec     store.Record
+				expires sql.NullInt64
+				ch      []byte
 			)
-			if err := rows.Scan(&id, &rec.CreatedAt, &rec.Raw); err != nil {
+			dest := []any{&id, &rec.CreatedAt, &rec.Raw, &expires, &ch}[:cols]
+			if err := rows.Scan(dest...); err != nil {
 				yield(store.Record{}, internal("query", err))
 				return
+			}
+			if caching && cols == 5 {
+				s.events.put(cseq, epoch, store.Record{ID: hex.EncodeToString(id), CreatedAt: rec.CreatedAt, Raw: rec.Raw}, expires.Int64, ch)
 			}
 			if residual {
 				ev, err := nostr.ParseEvent(rec.Raw)
@@ -835,12 +859,13 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 			}
 			var seqs []int64
 			for rows.Next() {
-				var seq int64
-				if err := rows.Scan(&seq); err != nil {
+				var seq, cseq int64
+				if err := rows.Scan(&seq, &cseq); err != nil {
 					rows.Close()
 					return internal("delete expired", err)
 				}
 				seqs = append(seqs, seq)
+				w.noteRemoval(cseq)
 			}
 			if err := rows.Err(); err != nil {
 				rows.Close()

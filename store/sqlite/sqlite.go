@@ -73,8 +73,9 @@ type Store struct {
 
 	wdb    *sql.DB // exactly one connection, owned by the writer goroutine
 	w      *writer
-	rdb    *sql.DB    // read-only pool
-	rstmts *stmtCache // prepared read statements of rdb, by SQL text
+	rdb    *sql.DB     // read-only pool
+	rstmts *stmtCache  // prepared read statements of rdb, by SQL text
+	events *eventCache // events read by id; nil when WithEventCache(0)
 
 	mu        sync.RWMutex // guards closed and sends on reqs
 	closed    bool
@@ -94,6 +95,7 @@ type config struct {
 	queue       int
 	readConns   int
 	busyTimeout time.Duration
+	eventCache  int64 // bytes; 0: no event cache
 	log         *slog.Logger
 	slowReads   bool   // tests only: event reads spin in SQLite until cancelled (export_test.go)
 	noAudit     bool   // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
@@ -150,6 +152,21 @@ func WithBusyTimeout(d time.Duration) Option {
 	}
 }
 
+// WithEventCache sets how many bytes of events the store keeps in memory
+// to answer REQs by ids without a read of the database (default 64 MiB; 0
+// turns the cache off). Entries are events earlier lookups by id read;
+// removing an event (replacement, deletion, expiry) invalidates them
+// before the removal is acknowledged, so the cache never changes an answer.
+func WithEventCache(bytes int64) Option {
+	return func(c *config) error {
+		if bytes < 0 || bytes > 1<<40 {
+			return fmt.Errorf("sqlite: WithEventCache(%d): want 0..1 TiB", bytes)
+		}
+		c.eventCache = bytes
+		return nil
+	}
+}
+
 // WithLogger sets the logger for internal failures (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
@@ -170,7 +187,7 @@ func WithLogger(l *slog.Logger) Option {
 // holds the database file DefaultFileName plus SQLite's -wal and -shm files.
 // Otherwise (for example "./relay.db") path is the database file itself.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, log: slog.Default()}
+	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: 64 << 20, log: slog.Default()}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("sqlite: nil Option")
@@ -270,7 +287,12 @@ func (s *Store) open(ctx context.Context) error {
 	if err := migrate(ctx, s.wdb); err != nil {
 		return err
 	}
-	if s.w, err = newWriter(ctx, s.wdb); err != nil {
+	if s.cfg.eventCache > 0 {
+		if s.events, err = newEventCache(s.cfg.eventCache); err != nil {
+			return err
+		}
+	}
+	if s.w, err = newWriter(ctx, s.wdb, s.events); err != nil {
 		return err
 	}
 	if err := s.openWAL(ctx); err != nil {
@@ -357,6 +379,9 @@ func (s *Store) closeDBs() error {
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
+	}
+	if s.events != nil {
+		s.events.close()
 	}
 	if s.wal != nil {
 		errs = append(errs, s.wal.Close())

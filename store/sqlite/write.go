@@ -231,6 +231,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 		if err := w.indexText(); err != nil {
 			s.cfg.log.Error("sqlite: index write batch", "err", err, "size", len(batch))
 		} else if _, err := w.commit.ExecContext(ctx); err == nil {
+			w.endTx()
 			finish(nil)
 			return
 		} else {
@@ -240,6 +241,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 	// Something failed: undo the batch and give each request its own
 	// transaction, so only the request that fails gets an error.
 	_, _ = w.rollback.ExecContext(ctx)
+	w.endTx()
 	w.indexFrom = 0
 	for _, r := range batch {
 		r.err = s.runOne(ctx, r)
@@ -259,6 +261,7 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 		if ierr := w.indexText(); ierr != nil {
 			err = ierr
 		} else if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
+			w.endTx()
 			return err
 		} else {
 			err = internal("commit", cerr)
@@ -266,6 +269,7 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	}
 	s.cfg.log.Error("sqlite: write failed", "err", err)
 	_, _ = w.rollback.ExecContext(ctx)
+	w.endTx()
 	w.indexFrom = 0
 	return err
 }
@@ -293,17 +297,41 @@ type writer struct {
 	indexFrom int64
 	indexFTS  *sql.Stmt
 	all       []*sql.Stmt
+
+	// cache is the store's event cache (nil when off); removedFrom holds
+	// the communities whose events the open transaction removed, whose
+	// cached events endTx invalidates once the transaction has ended.
+	cache       *eventCache
+	removedFrom []int64
+}
+
+// noteRemoval records that the open transaction removed events of
+// community cseq.
+func (w *writer) noteRemoval(cseq int64) {
+	if w.cache != nil && !slices.Contains(w.removedFrom, cseq) {
+		w.removedFrom = append(w.removedFrom, cseq)
+	}
+}
+
+// endTx runs after every commit or rollback: it invalidates the cached
+// events of the communities the transaction removed events from (after a
+// rollback needlessly, which costs only misses).
+func (w *writer) endTx() {
+	if len(w.removedFrom) > 0 {
+		w.cache.removed(w.removedFrom)
+		w.removedFrom = w.removedFrom[:0]
+	}
 }
 
 // maxTagRows is how many tag rows one INSERT statement carries.
 const maxTagRows = 16
 
-func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+func newWriter(ctx context.Context, db *sql.DB, cache *eventCache) (*writer, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: writer: %w", err)
 	}
-	w := &writer{conn: conn, ctx: context.Background()}
+	w := &writer{conn: conn, ctx: context.Background(), cache: cache}
 	prep := func(dst **sql.Stmt, q string) {
 		if err != nil {
 			return
@@ -324,14 +352,14 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
 	prep(&w.watermark, `SELECT deleted_up_to FROM coord_deletions WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
 	prep(&w.head, `SELECT seq, created_at, id FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
-	prep(&w.deleteSeq, `DELETE FROM events WHERE seq = ?`)
+	prep(&w.deleteSeq, `DELETE FROM events WHERE seq = ? RETURNING community`)
 	prep(&w.deleteTags, `DELETE FROM tags WHERE event_seq = ?`)
 	prep(&w.addTombstone, `INSERT OR IGNORE INTO deleted_ids (community, id, pubkey) VALUES (?, ?, ?)`)
 	prep(&w.deleteByID, `DELETE FROM events WHERE community = ? AND id = ? AND pubkey = ? AND kind <> 5 RETURNING seq`)
 	prep(&w.raiseWatermark, `INSERT INTO coord_deletions (community, kind, pubkey, d_tag, deleted_up_to) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (community, kind, pubkey, d_tag) DO UPDATE SET deleted_up_to = max(deleted_up_to, excluded.deleted_up_to)`)
 	prep(&w.deleteCoord, `DELETE FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ? AND created_at <= ? RETURNING seq`)
-	prep(&w.deleteExpired, `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE expires_at <= ? LIMIT ?) RETURNING seq`)
+	prep(&w.deleteExpired, `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE expires_at <= ? LIMIT ?) RETURNING seq, community`)
 	prep(&w.insertCommunity, `INSERT INTO communities (id, host, created_at) VALUES (?, ?, ?) ON CONFLICT (host) DO NOTHING RETURNING seq`)
 	prep(&w.indexFTS, `INSERT INTO events_fts (rowid, content)
 		SELECT seq, json_extract(CAST(raw AS TEXT), '$.content') FROM events WHERE seq >= ? AND kind <> 1059`)
@@ -482,8 +510,13 @@ func (w *writer) indexText() error {
 
 // removeSeq deletes one stored event and its tag rows.
 func (w *writer) removeSeq(seq int64) error {
-	if _, err := w.deleteSeq.ExecContext(w.ctx, seq); err != nil {
+	var cseq int64
+	switch err := w.deleteSeq.QueryRowContext(w.ctx, seq).Scan(&cseq); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
 		return internal("delete", err)
+	default:
+		w.noteRemoval(cseq)
 	}
 	if _, err := w.deleteTags.ExecContext(w.ctx, seq); err != nil {
 		return internal("delete tags", err)
@@ -501,7 +534,7 @@ func (w *writer) applyDeletion(p *prepared) error {
 		if _, err := w.addTombstone.ExecContext(ctx, p.community, id, p.pubkey); err != nil {
 			return internal("delete", err)
 		}
-		if err := w.removeReturned(w.deleteByID, p.community, id, p.pubkey); err != nil {
+		if err := w.removeReturned(p.community, w.deleteByID, p.community, id, p.pubkey); err != nil {
 			return err
 		}
 	}
@@ -509,16 +542,16 @@ func (w *writer) applyDeletion(p *prepared) error {
 		if _, err := w.raiseWatermark.ExecContext(ctx, p.community, c.kind, p.pubkey, c.d, p.createdAt); err != nil {
 			return internal("delete", err)
 		}
-		if err := w.removeReturned(w.deleteCoord, p.community, c.kind, p.pubkey, c.d, p.createdAt); err != nil {
+		if err := w.removeReturned(p.community, w.deleteCoord, p.community, c.kind, p.pubkey, c.d, p.createdAt); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// removeReturned runs a DELETE … RETURNING seq and removes the tag rows of
-// every deleted event.
-func (w *writer) removeReturned(st *sql.Stmt, args ...any) error {
+// removeReturned runs a DELETE … RETURNING seq of community cseq's events
+// and removes the tag rows of every deleted event.
+func (w *writer) removeReturned(cseq int64, st *sql.Stmt, args ...any) error {
 	rows, err := st.QueryContext(w.ctx, args...)
 	if err != nil {
 		return internal("delete", err)
@@ -538,6 +571,9 @@ func (w *writer) removeReturned(st *sql.Stmt, args ...any) error {
 	}
 	if err := rows.Close(); err != nil {
 		return internal("delete", err)
+	}
+	if len(seqs) > 0 {
+		w.noteRemoval(cseq)
 	}
 	for _, seq := range seqs {
 		if _, err := w.deleteTags.ExecContext(w.ctx, seq); err != nil {
