@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,14 +16,28 @@ import (
 // so that no shape depends on statistics for its worst case (query.go),
 // but the best plan among the cheap ones still does. So the store keeps
 // them current itself, like autovacuum's analyser would, for the event
-// tables only: at Open, every analyze interval (WithAnalyzeInterval,
-// default a minute), and early while a process stores its first events
-// (after 1,000 events, then twice as many, up to 1,000,000), it analyses
-// each partition of events, and event_tags and event_search, that changed
-// by more than 50 rows + 10% since its last ANALYZE (pg_stat_user_tables,
-// so changes made by other pods or by BulkLoad count too) or that holds
-// rows and was never analysed. One round runs at a time, on its own
-// connection.
+// tables only. A round analyses each partition of events, and event_tags
+// and event_search, that changed by more than 50 rows + 10% since its
+// last ANALYZE (pg_stat_user_tables, so changes made by other pods or by
+// BulkLoad count too) or that holds rows and was never analysed. Rounds
+// start:
+//
+//   - at Open;
+//   - every analyze interval (WithAnalyzeInterval, default a minute);
+//   - early while a process stores its first events: after 1,000 events
+//     stored since the last round started, then twice as many, up to
+//     1,000,000 (each round, whatever started it, doubles the next step);
+//   - when saving pauses: once no event has been stored for the settle
+//     period (WithAnalyzeSettle, default 2 s; noticed within twice that),
+//     if at least 1,000 were stored since the last round started. So what
+//     a burst stored after its last doubling is analysed and vacuumed
+//     seconds after the burst ends, not on the next interval. While saves
+//     continue the settle timer only re-arms itself, so continuous ingest
+//     starts no more rounds than the two rules above.
+//
+// None start while the analyser is off (WithAnalyzeInterval(0)) or after
+// Close. One round runs at a time, on its own connection; a pause noticed
+// during a round is looked at again a settle period later.
 //
 // Each such table is vacuumed as it is analysed (VACUUM (ANALYZE)): the
 // vacuum sets the visibility map of the pages filled since the last one,
@@ -58,20 +73,85 @@ WHERE c.relkind = 'r'
        OR (c.reltuples < 0 AND pg_relation_size(c.oid) > 0))
 ORDER BY 1`
 
-// noteSaved counts n stored events and starts an analysis round when they
-// reach the next threshold.
+// Settle states (Store.settle): whether the settle timer runs, and
+// whether an event was stored since it was armed.
+const (
+	settleIdle  int32 = iota // timer stopped
+	settleArmed              // timer running; no event stored since it was armed
+	settleDirty              // timer running; events stored since it was armed
+)
+
+// noteSaved counts n stored events, starts an analysis round when they
+// reach the next threshold, and notes the save for the settle trigger.
+// Every acknowledged Save calls it: while saves keep coming it costs an
+// atomic add and two atomic loads.
 func (s *Store) noteSaved(n int64) {
-	if s.saved.Add(n) < s.analyzeAt.Load() {
+	if s.saved.Add(n) >= s.analyzeAt.Load() {
+		s.analyzeSoon()
+	}
+	if s.settleTimer == nil {
 		return
 	}
-	s.analyzeSoon()
+	for {
+		switch s.settle.Load() {
+		case settleDirty:
+			return
+		case settleArmed:
+			if s.settle.CompareAndSwap(settleArmed, settleDirty) {
+				return
+			}
+		default:
+			if s.settle.CompareAndSwap(settleIdle, settleArmed) {
+				s.settleTimer.Reset(s.cfg.analyzeSettle)
+				return
+			}
+		}
+	}
 }
 
-// analyzeSoon starts a background analysis round unless one is running
-// or the store's analyser is off.
-func (s *Store) analyzeSoon() {
-	if s.cfg.analyzeEvery == 0 || !s.analyzing.CompareAndSwap(false, true) {
+// settled runs when the settle timer fires. If events were stored since
+// it was armed, it re-arms it; otherwise saving has paused for at least a
+// settle period, and it starts a round if enough events were stored since
+// the last one began.
+func (s *Store) settled() {
+	select {
+	case <-s.stop:
 		return
+	default:
+	}
+	if s.settle.CompareAndSwap(settleDirty, settleArmed) {
+		s.settleTimer.Reset(s.cfg.analyzeSettle)
+		return
+	}
+	if !s.settle.CompareAndSwap(settleArmed, settleIdle) {
+		// A save made it dirty just now: look again a period later.
+		if s.settle.CompareAndSwap(settleDirty, settleArmed) {
+			s.settleTimer.Reset(s.cfg.analyzeSettle)
+		}
+		return
+	}
+	if s.saved.Load() < analyzeFirst || s.analyzeSoon() {
+		return
+	}
+	// A round is running, and its list of stale tables may predate the
+	// last saves, or the store is closing (then stop is closed too: Close
+	// closes it as it marks the store closed).
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	if s.settle.CompareAndSwap(settleIdle, settleArmed) {
+		s.settleTimer.Reset(s.cfg.analyzeSettle)
+	}
+}
+
+// analyzeSoon starts a background analysis round unless one is running,
+// the store's analyser is off or the store is closed, and reports whether
+// it started one.
+func (s *Store) analyzeSoon() bool {
+	if s.cfg.analyzeEvery == 0 || !s.analyzing.CompareAndSwap(false, true) {
+		return false
 	}
 	// A Save acknowledged while Close runs must not start one: Close marks
 	// the store closed under mu before it waits for s.wg.
@@ -79,7 +159,7 @@ func (s *Store) analyzeSoon() {
 	defer s.mu.RUnlock()
 	if s.closed {
 		s.analyzing.Store(false)
-		return
+		return false
 	}
 	next := min(2*max(s.analyzeAt.Load(), analyzeFirst/2), analyzeMax)
 	s.saved.Store(0)
@@ -101,11 +181,26 @@ func (s *Store) analyzeSoon() {
 			s.cfg.logger.Warn("postgres: ANALYZE of the event tables failed; query plans may be poor until it succeeds", "err", err)
 		}
 	}()
+	return true
 }
 
-// analyzer runs an analysis round every analyze interval.
+// startAnalyzer starts the analyser: a round now, one every analyze
+// interval, and the settle timer (armed by noteSaved). Open calls it,
+// before any Save, when the analyser is on.
+func (s *Store) startAnalyzer() {
+	// Stopped until the first save arms it.
+	s.settleTimer = time.AfterFunc(time.Duration(math.MaxInt64), s.settled)
+	s.settleTimer.Stop()
+	s.wg.Add(1)
+	go s.analyzer()
+	s.analyzeSoon() // a partition never analysed plans blind from its first query
+}
+
+// analyzer runs an analysis round every analyze interval, and stops the
+// settle timer when the store closes.
 func (s *Store) analyzer() {
 	defer s.wg.Done()
+	defer s.settleTimer.Stop()
 	t := time.NewTicker(s.cfg.analyzeEvery)
 	defer t.Stop()
 	for {

@@ -14,18 +14,21 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/tenant"
 )
 
 // TestAnalyzesAfterGrowth checks that the store keeps planner statistics
 // itself: after 1,000 events stored into a never-analysed database, the
 // event partitions have row estimates of all of them without anyone
-// running ANALYZE (the round started by growth may see the statistics
-// collector's counts a little behind; the next round, on the interval,
-// catches up).
+// running ANALYZE. The interval is far beyond the test, so the round is
+// the one growth starts at the 1,000th stored event (or, if Open's round
+// still runs then, the one the pause after the saves starts). A round on
+// the interval could instead come mid-way and analyse fewer rows, leaving
+// the rest within the 10% a table may change before it is stale again.
 func TestAnalyzesAfterGrowth(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(time.Second))
+	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +172,193 @@ func TestAnalyzeIntervalValidated(t *testing.T) {
 			t.Errorf("WithAnalyzeInterval(%v): err %v, want the interval refused", d, err)
 		}
 	}
+}
+
+// TestAnalyzesWhenSavingPauses checks the settle trigger: events stored
+// after the last round, fewer than the next growth step, are analysed and
+// vacuumed once saving pauses, without waiting for the interval.
+func TestAnalyzesWhenSavingPauses(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	// An interval far beyond the test: only Open, growth and pauses start rounds.
+	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(24*time.Hour), postgres.WithAnalyzeSettle(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c, _, err := s.EnsureCommunity(ctx, "settle.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	sk, _ := nostr.GenerateSecretKey()
+	now := time.Now().Unix()
+	events := make([]*nostr.Event, 2500)
+	for i := range events {
+		events[i] = signed(t, sk, 1, now-int64(i), fmt.Sprint("settle event ", i), nostr.Tag{"t", fmt.Sprint("topic", i%40)})
+	}
+
+	// The first 1,000 start the round that sets the next step to 2,000
+	// (growth, or the pause if Open's round was still running).
+	saveAll(t, s, c, events[:1000])
+	waitUntil(t, "the round after 1,000 events", func() (bool, string) {
+		next, running := s.AnalyzeStepForTest()
+		return next >= 2000 && !running, fmt.Sprintf("next step %d, round running %v", next, running)
+	})
+	if next, _ := s.AnalyzeStepForTest(); next != 2000 {
+		t.Fatalf("after 1,000 events the next growth step is %d, want 2,000", next)
+	}
+
+	// 1,500 more cross no growth step; only the pause analyses them.
+	saveAll(t, s, c, events[1000:])
+	waitUntil(t, "2,500 events analysed and all-visible", func() (bool, string) {
+		st := eventTableStats(t, mon)
+		return st.rows >= 2500 && st.pages > 0 && st.missing == 0,
+			fmt.Sprintf("estimate %v rows, %d pages hold rows, %d of them not all-visible%s", st.rows, st.pages, st.missing, st.detail)
+	})
+	if next, _ := s.AnalyzeStepForTest(); next != 4000 {
+		t.Fatalf("after the pause the next growth step is %d, want 4,000 (one round for the pause)", next)
+	}
+}
+
+// TestNoSettleRoundWithAnalyzerOff checks that a pause in saving starts
+// no round while the analyser is off.
+func TestNoSettleRoundWithAnalyzerOff(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	const settle = 10 * time.Millisecond
+	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(0), postgres.WithAnalyzeSettle(settle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c, _, err := s.EnsureCommunity(ctx, "settle-off.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	sk, _ := nostr.GenerateSecretKey()
+	now := time.Now().Unix()
+	events := make([]*nostr.Event, 1500)
+	for i := range events {
+		events[i] = signed(t, sk, 1, now-int64(i), fmt.Sprint("event ", i), nostr.Tag{"t", "off"})
+	}
+	saveAll(t, s, c, events)
+	time.Sleep(100 * settle) // a hundred settle periods without a save
+	var rounds int64
+	if err := mon.QueryRow(ctx, `SELECT coalesce(sum(vacuum_count + analyze_count), 0) FROM pg_stat_user_tables
+		WHERE relid IN ('event_tags'::regclass, 'event_search'::regclass)
+		   OR relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)`).Scan(&rounds); err != nil {
+		t.Fatal(err)
+	}
+	if rounds != 0 {
+		t.Fatalf("analyser off: the event tables were vacuumed or analysed %d times", rounds)
+	}
+}
+
+func TestAnalyzeSettleValidated(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second, time.Millisecond, 2 * time.Hour} {
+		if _, err := postgres.Open(context.Background(), "postgres://127.0.0.1:1/x", postgres.WithAnalyzeSettle(d)); err == nil ||
+			!strings.Contains(err.Error(), "settle") {
+			t.Errorf("WithAnalyzeSettle(%v): err %v, want the period refused", d, err)
+		}
+	}
+}
+
+// saveAll saves events concurrently (16 at a time) and fails the test on
+// any error.
+func saveAll(t *testing.T, s *postgres.Store, c tenant.CommunityID, events []*nostr.Event) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(events))
+	sem := make(chan struct{}, 16)
+	for _, ev := range events {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.Save(context.Background(), c, ev); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// waitUntil polls cond for up to a minute and fails the test, with cond's
+// last description of the state, if it never holds.
+func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after a minute (%s)", what, state)
+		}
+	}
+}
+
+type tableStats struct {
+	rows    float64 // the event partitions' row estimate
+	pages   int64   // the event tables' pages holding rows
+	missing int64   // how many more pages hold rows than the last round found all-visible
+	detail  string  // per table
+}
+
+// eventTableStats reads the event partitions' row estimate, and for the
+// event tables (partitions, event_tags, event_search) how many pages hold
+// rows now against how many were all-visible when the last VACUUM or
+// ANALYZE ran (relallvisible). A VACUUM leaves every page holding rows
+// all-visible, but not the empty pages a bulk extension of the table adds,
+// so the table's size would not do.
+func eventTableStats(t *testing.T, conn *pgx.Conn) tableStats {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+WITH filled AS (
+	SELECT tableoid AS oid, count(DISTINCT (ctid::text::point)[0]) AS pages FROM events GROUP BY 1
+	UNION ALL SELECT 'event_tags'::regclass, count(DISTINCT (ctid::text::point)[0]) FROM event_tags
+	UNION ALL SELECT 'event_search'::regclass, count(DISTINCT (ctid::text::point)[0]) FROM event_search)
+SELECT c.relname, c.relname IN ('event_tags', 'event_search'), greatest(c.reltuples, 0),
+       f.pages, c.relallvisible, coalesce(s.vacuum_count, 0)
+FROM filled f JOIN pg_class c ON c.oid = f.oid LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st tableStats
+	var name string
+	var side bool
+	var tuples float64
+	var pages, visible, vacuums int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &side, &tuples, &pages, &visible, &vacuums}, func() error {
+		if !side {
+			st.rows += tuples
+		}
+		st.pages += pages
+		st.missing += max(pages-visible, 0)
+		st.detail += fmt.Sprintf("; %s: %v rows estimated, %d pages hold rows, %d all-visible, %d vacuums",
+			name, tuples, pages, visible, vacuums)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // TestWarnsWithoutAutovacuum checks that Open warns exactly when the

@@ -12,27 +12,29 @@ import (
 type Option func(*config) error
 
 type config struct {
-	maxConns     int32
-	autoMigrate  bool
-	rlsRole      string
-	batchSize    int
-	linger       time.Duration
-	committers   int
-	logger       *slog.Logger
-	readDelay    time.Duration // tests only: event reads pg_sleep first (export_test.go)
-	noAudit      bool          // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
-	analyzeEvery time.Duration // 0: the store's analyser is off
+	maxConns      int32
+	autoMigrate   bool
+	rlsRole       string
+	batchSize     int
+	linger        time.Duration
+	committers    int
+	logger        *slog.Logger
+	readDelay     time.Duration // tests only: event reads pg_sleep first (export_test.go)
+	noAudit       bool          // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
+	analyzeEvery  time.Duration // 0: the store's analyser is off
+	analyzeSettle time.Duration
 }
 
 func defaultConfig() config {
 	return config{
-		maxConns:     16,
-		rlsRole:      DefaultRLSRole,
-		batchSize:    256,
-		linger:       0,
-		committers:   4,
-		analyzeEvery: time.Minute,
-		logger:       slog.New(slog.DiscardHandler),
+		maxConns:      16,
+		rlsRole:       DefaultRLSRole,
+		batchSize:     256,
+		linger:        0,
+		committers:    4,
+		analyzeEvery:  time.Minute,
+		analyzeSettle: 2 * time.Second,
+		logger:        slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -129,6 +131,23 @@ func WithAnalyzeInterval(d time.Duration) Option {
 			return fmt.Errorf("postgres: analyze interval %v out of range 1s..24h (or 0 for off)", d)
 		}
 		c.analyzeEvery = d
+		return nil
+	}
+}
+
+// WithAnalyzeSettle sets how long saving must pause before the analyser
+// vacuums and analyses what was stored since its last round (default 2s,
+// 10ms..1h): when no event has been stored for d, and at least 1,000 were
+// since the last round began, a round starts (within 2d of the last
+// save). Continuous ingest never waits that long, so it starts no extra
+// rounds. With the analyser off (WithAnalyzeInterval(0)) it has no
+// effect.
+func WithAnalyzeSettle(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond || d > time.Hour {
+			return fmt.Errorf("postgres: analyze settle period %v out of range 10ms..1h", d)
+		}
+		c.analyzeSettle = d
 		return nil
 	}
 }

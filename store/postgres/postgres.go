@@ -55,9 +55,11 @@ type Store struct {
 	audit *auditLinker // links queued audit entries into chains
 
 	// Planner statistics (analyze.go).
-	saved     atomic.Int64 // events stored since the last ANALYZE began
-	analyzeAt atomic.Int64 // saved count that starts the next one
-	analyzing atomic.Bool
+	saved       atomic.Int64 // events stored since the last ANALYZE began
+	analyzeAt   atomic.Int64 // saved count that starts the next one
+	analyzing   atomic.Bool
+	settle      atomic.Int32 // settleIdle, settleArmed or settleDirty
+	settleTimer *time.Timer  // nil while the analyser is off
 }
 
 // Open connects to the database at databaseURL (a PostgreSQL URL or DSN) and
@@ -140,9 +142,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	s.wg.Add(1)
 	go s.maintenance()
 	if cfg.analyzeEvery > 0 {
-		s.wg.Add(1)
-		go s.analyzer()
-		s.analyzeSoon() // a partition never analysed plans blind from its first query
+		s.startAnalyzer()
 	}
 	s.warnIfNoAutovacuum(ctx)
 	return s, nil
