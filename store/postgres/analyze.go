@@ -39,6 +39,11 @@ import (
 // Close. One round runs at a time, on its own connection; a pause noticed
 // during a round is looked at again a settle period later.
 //
+// A server backend publishes its row counts at most once a second, and
+// the remainder only after ten seconds idle, so a round first has the
+// pool's idle connections publish theirs (pg_stat_force_next_flush):
+// otherwise a round seconds after a burst would miss its last second.
+//
 // Each such table is vacuumed as it is analysed (VACUUM (ANALYZE)): the
 // vacuum sets the visibility map of the pages filled since the last one,
 // without which an index-only scan — every COUNT and every index-first
@@ -218,10 +223,13 @@ func (s *Store) analyzer() {
 // missing, and returns their names. The store does so by itself unless its
 // analyser is off (WithAnalyzeInterval(0)).
 //
-// It connects as the database URL's user, like partition maintenance: the
-// pool's row-level-security role does not own the tables, and PostgreSQL
-// only lets an owner analyse them.
+// It first has the pool's idle connections publish the row counts the
+// server holds back (publishRowCounts), so the store's own saves count up
+// to the last. It connects as the database URL's user, like partition
+// maintenance: the pool's row-level-security role does not own the
+// tables, and PostgreSQL only lets an owner analyse them.
 func (s *Store) AnalyzeStale(ctx context.Context) ([]string, error) {
+	s.publishRowCounts(ctx)
 	conn, err := pgx.Connect(ctx, s.url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: analyze: connect: %w", err)
@@ -242,6 +250,22 @@ func (s *Store) AnalyzeStale(ctx context.Context) ([]string, error) {
 		}
 	}
 	return tables, nil
+}
+
+// publishRowCounts has each idle connection of the pool publish its
+// pending table statistics to pg_stat_user_tables now. A server backend
+// publishes them at most once a second, and what it holds back when it
+// goes idle only ten seconds later; a round that ran seconds after a burst
+// of saves would otherwise miss the burst's last second. Best effort
+// (pg_stat_force_next_flush is PostgreSQL 15's): a connection that fails
+// is left as it is.
+func (s *Store) publishRowCounts(ctx context.Context) {
+	for _, c := range s.pool.AcquireAllIdle(ctx) {
+		if ctx.Err() == nil {
+			_, _ = c.Exec(ctx, `SELECT pg_stat_force_next_flush()`, pgx.QueryExecModeSimpleProtocol)
+		}
+		c.Release()
+	}
 }
 
 // Analyze vacuums all the event tables and their partitions and updates

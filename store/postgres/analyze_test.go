@@ -225,6 +225,59 @@ func TestAnalyzesWhenSavingPauses(t *testing.T) {
 	}
 }
 
+// TestAnalyzeStaleSeesTheLastSaves checks that a round right after a
+// burst of saves counts all of them. A server backend publishes its row
+// counts at most once a second and holds back the rest for up to ten
+// seconds unless asked to publish them; with one committer, one
+// connection commits the burst, publishing its first batch (more than a
+// second after its last publication) and holding back the others.
+func TestAnalyzeStaleSeesTheLastSaves(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	sk, _ := nostr.GenerateSecretKey()
+	now := time.Now().Unix()
+	events := make([]*nostr.Event, 1300)
+	for i := range events {
+		events[i] = signed(t, sk, 1, now-int64(i), fmt.Sprint("burst event ", i), nostr.Tag{"t", "burst"})
+	}
+	// 1,000 events, all published (a closing backend publishes its
+	// counts), then analysed.
+	s1, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s1.Close() })
+	c, _, err := s1.EnsureCommunity(ctx, "burst.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveAll(t, s1, c, events[:1000])
+	s1.Close()
+	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(0), postgres.WithMaxConns(2), postgres.WithCommitters(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Analyze(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the burst's first commit publishes
+	// 300 rows change a 1,000-row table by more than 50 + 10%.
+	saveAll(t, s, c, events[1000:])
+	stale, err := s.AnalyzeStale(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var partition, tags bool
+	for _, name := range stale {
+		partition = partition || strings.HasPrefix(name, "events_")
+		tags = tags || name == "event_tags"
+	}
+	if !partition || !tags {
+		t.Fatalf("300 events saved into 1,000 just analysed: stale %v, want their partition and event_tags", stale)
+	}
+}
+
 // TestNoSettleRoundWithAnalyzerOff checks that a pause in saving starts
 // no round while the analyser is off.
 func TestNoSettleRoundWithAnalyzerOff(t *testing.T) {
