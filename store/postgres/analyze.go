@@ -28,12 +28,13 @@ import (
 //     stored since the last round started, then twice as many, up to
 //     1,000,000 (each round, whatever started it, doubles the next step);
 //   - when saving pauses: once no event has been stored for the settle
-//     period (WithAnalyzeSettle, default 2 s; noticed within twice that),
-//     if at least 1,000 were stored since the last round started. So what
-//     a burst stored after its last doubling is analysed and vacuumed
-//     seconds after the burst ends, not on the next interval. While saves
-//     continue the settle timer only re-arms itself, so continuous ingest
-//     starts no more rounds than the two rules above.
+//     period (WithAnalyzeSettle, default 2 s; noticed at most a quarter
+//     period late), if at least 1,000 were stored since the last round
+//     started. So what a burst stored after its last doubling is analysed
+//     and vacuumed seconds after the burst ends, not on the next
+//     interval. While saves continue the settle timer only looks, four
+//     times a period, so continuous ingest starts no more rounds than the
+//     two rules above.
 //
 // None start while the analyser is off (WithAnalyzeInterval(0)) or after
 // Close. One round runs at a time, on its own connection; a pause noticed
@@ -79,12 +80,17 @@ WHERE c.relkind = 'r'
 ORDER BY 1`
 
 // Settle states (Store.settle): whether the settle timer runs, and
-// whether an event was stored since it was armed.
+// whether an event was stored since it last looked.
 const (
 	settleIdle  int32 = iota // timer stopped
-	settleArmed              // timer running; no event stored since it was armed
-	settleDirty              // timer running; events stored since it was armed
+	settleArmed              // timer running; no event stored since it last looked
+	settleDirty              // timer running; events stored since it last looked
 )
+
+// settleLooks is how many times per settle period the settle timer looks
+// while saves continue, so a pause is noticed at most a fraction of the
+// period late.
+const settleLooks = 4
 
 // noteSaved counts n stored events, starts an analysis round when they
 // reach the next threshold, and notes the save for the settle trigger.
@@ -107,6 +113,7 @@ func (s *Store) noteSaved(n int64) {
 			}
 		default:
 			if s.settle.CompareAndSwap(settleIdle, settleArmed) {
+				s.settleQuiet.Store(s.settleClock())
 				s.settleTimer.Reset(s.cfg.analyzeSettle)
 				return
 			}
@@ -114,24 +121,36 @@ func (s *Store) noteSaved(n int64) {
 	}
 }
 
-// settled runs when the settle timer fires. If events were stored since
-// it was armed, it re-arms it; otherwise saving has paused for at least a
-// settle period, and it starts a round if enough events were stored since
-// the last one began.
+// settleClock is the settle trigger's monotonic clock.
+func (s *Store) settleClock() int64 { return int64(time.Since(s.settleBase)) }
+
+// settled runs when the settle timer fires. Saving has paused once no
+// event was stored for a settle period since settleQuiet (the last look
+// that found saves, or the save that armed the timer); then it starts a
+// round if enough events were stored since the last one began. Otherwise
+// it looks again: a fraction of the period later if saves continue, or
+// when the period would end.
 func (s *Store) settled() {
 	select {
 	case <-s.stop:
 		return
 	default:
 	}
+	now := s.settleClock()
 	if s.settle.CompareAndSwap(settleDirty, settleArmed) {
-		s.settleTimer.Reset(s.cfg.analyzeSettle)
+		s.settleQuiet.Store(now)
+		s.settleTimer.Reset(s.cfg.analyzeSettle / settleLooks)
+		return
+	}
+	if left := s.settleQuiet.Load() + int64(s.cfg.analyzeSettle) - now; left > 0 {
+		s.settleTimer.Reset(time.Duration(left))
 		return
 	}
 	if !s.settle.CompareAndSwap(settleArmed, settleIdle) {
-		// A save made it dirty just now: look again a period later.
+		// A save made it dirty just now.
 		if s.settle.CompareAndSwap(settleDirty, settleArmed) {
-			s.settleTimer.Reset(s.cfg.analyzeSettle)
+			s.settleQuiet.Store(s.settleClock())
+			s.settleTimer.Reset(s.cfg.analyzeSettle / settleLooks)
 		}
 		return
 	}
@@ -140,7 +159,7 @@ func (s *Store) settled() {
 	}
 	// A round is running, and its list of stale tables may predate the
 	// last saves, or the store is closing (then stop is closed too: Close
-	// closes it as it marks the store closed).
+	// closes it as it marks the store closed). Look again a period later.
 	select {
 	case <-s.stop:
 		return
@@ -194,6 +213,7 @@ func (s *Store) analyzeSoon() bool {
 // before any Save, when the analyser is on.
 func (s *Store) startAnalyzer() {
 	// Stopped until the first save arms it.
+	s.settleBase = time.Now()
 	s.settleTimer = time.AfterFunc(time.Duration(math.MaxInt64), s.settled)
 	s.settleTimer.Stop()
 	s.wg.Add(1)

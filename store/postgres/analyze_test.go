@@ -176,12 +176,14 @@ func TestAnalyzeIntervalValidated(t *testing.T) {
 
 // TestAnalyzesWhenSavingPauses checks the settle trigger: events stored
 // after the last round, fewer than the next growth step, are analysed and
-// vacuumed once saving pauses, without waiting for the interval.
+// vacuumed once saving pauses, without waiting for the interval, and not
+// while the saves continue.
 func TestAnalyzesWhenSavingPauses(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	// An interval far beyond the test: only Open, growth and pauses start rounds.
-	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(24*time.Hour), postgres.WithAnalyzeSettle(time.Second))
+	// An interval far beyond the test: only Open, growth and pauses start
+	// rounds. The default settle period, which no save here waits for.
+	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(24*time.Hour), postgres.WithAnalyzeSettle(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +215,12 @@ func TestAnalyzesWhenSavingPauses(t *testing.T) {
 		t.Fatalf("after 1,000 events the next growth step is %d, want 2,000", next)
 	}
 
-	// 1,500 more cross no growth step; only the pause analyses them.
+	// 1,500 more cross no growth step; only the pause analyses them, and
+	// no round starts before it (the step doubles with every round).
 	saveAll(t, s, c, events[1000:])
+	if next, _ := s.AnalyzeStepForTest(); next != 2000 {
+		t.Fatalf("a round started while saving: the next growth step is %d, want still 2,000", next)
+	}
 	waitUntil(t, "2,500 events analysed and all-visible", func() (bool, string) {
 		st := eventTableStats(t, mon)
 		return st.rows >= 2500 && st.pages > 0 && st.missing == 0,

@@ -138,10 +138,9 @@ func WithAnalyzeInterval(d time.Duration) Option {
 // WithAnalyzeSettle sets how long saving must pause before the analyser
 // vacuums and analyses what was stored since its last round (default 2s,
 // 10ms..1h): when no event has been stored for d, and at least 1,000 were
-// since the last round began, a round starts (within 2d of the last
-// save). Continuous ingest never waits that long, so it starts no extra
-// rounds. With the analyser off (WithAnalyzeInterval(0)) it has no
-// effect.
+// since the last round began, a round starts (at most d/4 late).
+// Saves that never pause that long start no extra rounds.
+// With the analyser off (WithAnalyzeInterval(0)) it has no effect.
 func WithAnalyzeSettle(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 10*time.Millisecond || d > time.Hour {

@@ -60,6 +60,8 @@ type Store struct {
 	analyzing   atomic.Bool
 	settle      atomic.Int32 // settleIdle, settleArmed or settleDirty
 	settleTimer *time.Timer  // nil while the analyser is off
+	settleBase  time.Time    // settleClock's origin
+	settleQuiet atomic.Int64 // settleClock when saving last showed, at the latest
 }
 
 // Open connects to the database at databaseURL (a PostgreSQL URL or DSN) and
