@@ -47,14 +47,15 @@ import (
 //
 // Each such table is vacuumed, then analysed: all the vacuums first, the
 // event partitions' first of all, so that a round running under load
-// makes COUNTs index-only as early as it can (an ANALYZE, which reads up
-// to 30,000 rows of its table, takes longer than vacuuming what was added:
-// 313 vs 106 ms for the 20,000-event benchmark partition). The vacuum sets
-// the visibility map of the pages filled since the last one, without
-// which an index-only scan — every COUNT and every index-first REQ —
+// spares index-only scans their heap visits as early as it can (an
+// ANALYZE, which reads up to 30,000 rows of its table, takes longer than
+// vacuuming what was added: 313 vs 106 ms for the 20,000-event benchmark
+// partition). The vacuum sets the visibility map of the pages filled
+// since the last one, without which an index-only scan (event_tags' in
+// every tag-driven read, and events' where an index covers the query)
 // visits the heap for each index entry, and the planner, knowing that,
-// prefers a sequential scan (COUNT of one author's 3,389 of 20,000 events
-// on a fresh database: a 10.9 ms sequential scan before, a 1.0 ms
+// may prefer a sequential scan (COUNT of one author's 3,389 of 20,000
+// events on a fresh database: a 10.9 ms sequential scan before, a 1.0 ms
 // index-only scan with no heap fetch after). Autovacuum would do the same
 // (insert-driven vacuum); where it is off, nothing else does. VACUUM only
 // visits pages not yet all-visible, so on insert-mostly tables its cost
