@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -14,8 +15,10 @@ import (
 	"github.com/dgraph-io/ristretto/v2"
 )
 
-// eventCache answers REQs by ids from memory: the live events that earlier
-// lookups by id read, keyed by community and id. Reading an event by id
+// eventCache answers REQs from memory: the live events earlier reads
+// returned, keyed by community and id (REQs by ids) and by community and
+// row (queries that find their rows through an index, which then need not
+// read the rows). Reading an event by id
 // through SQLite costs a read transaction (two fcntl calls on the
 // shared-memory index), database/sql and two goroutines watching the
 // context — most of a lookup, for an answer that never changes: a stored
@@ -45,6 +48,7 @@ type eventCache struct {
 
 type cachedEvent struct {
 	epoch   uint64
+	seq     int64
 	rec     store.Record
 	ev      *nostr.Event
 	expires int64       // 0: none
@@ -83,17 +87,35 @@ func (c *eventCache) removed(cseqs []int64) {
 	}
 }
 
-func cacheKey(cseq int64, id []byte) string {
-	var b [8 + 32]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(cseq))
-	copy(b[8:], id)
+// idKey and seqKey are an entry's two keys: by id (REQs by ids) and by
+// row (queries that find rows through an index; see QueryScoped).
+func idKey(cseq int64, id []byte) string {
+	var b [1 + 8 + 32]byte
+	b[0] = 'i'
+	binary.BigEndian.PutUint64(b[1:9], uint64(cseq))
+	copy(b[9:], id)
 	return string(b[:])
 }
 
-// put stores the event of a row read by id, found by a read that started
-// after epoch was loaded. expires is 0 for none; ch is the row's channel
-// BLOB or nil.
-func (c *eventCache) put(cseq int64, epoch uint64, rec store.Record, expires int64, ch []byte) {
+func seqKey(cseq, seq int64) string {
+	var b [1 + 8 + 8]byte
+	b[0] = 's'
+	binary.BigEndian.PutUint64(b[1:9], uint64(cseq))
+	binary.BigEndian.PutUint64(b[9:], uint64(seq))
+	return string(b[:])
+}
+
+// visible reports whether a read under scope at now may return e, as the
+// SQL decides for a row.
+func (e *cachedEvent) visible(now int64, scope channel.Scope) bool {
+	return (e.expires == 0 || e.expires > now) && (e.channel == nil || scope.Contains(*e.channel))
+}
+
+// put stores the event of row seq, found by a read that started after
+// epoch was loaded. expires is 0 for none; ch is the row's channel BLOB or
+// nil. A row's seq may be reused once the row is removed (SQLite rowids),
+// which the removal's epoch bump covers like any other.
+func (c *eventCache) put(cseq int64, epoch uint64, seq int64, rec store.Record, expires int64, ch []byte) {
 	id, ok := decodeHex32(rec.ID)
 	if !ok {
 		return
@@ -102,15 +124,46 @@ func (c *eventCache) put(cseq int64, epoch uint64, rec store.Record, expires int
 	if err != nil {
 		return
 	}
-	e := &cachedEvent{epoch: epoch, rec: rec, ev: ev, expires: expires}
+	e := &cachedEvent{epoch: epoch, seq: seq, rec: rec, ev: ev, expires: expires}
 	if len(ch) == len(channel.ID{}) {
 		e.channel = new(channel.ID)
 		copy(e.channel[:], ch)
 	} else if ch != nil {
 		return // not a channel id: leave it to SQL
 	}
-	// The parsed event holds about as much again as the raw JSON.
-	c.r.Set(cacheKey(cseq, id), e, int64(2*len(rec.Raw)+256))
+	// The parsed event holds about as much again as the raw JSON; each
+	// key carries half.
+	cost := int64(len(rec.Raw) + 128)
+	c.r.Set(idKey(cseq, id), e, cost)
+	c.r.Set(seqKey(cseq, seq), e, cost)
+}
+
+// get returns the current entry of row seq of community cseq whose epoch
+// is epoch, if cached.
+func (c *eventCache) get(cseq, seq int64, epoch uint64) (*cachedEvent, bool) {
+	e, found := c.r.Get(seqKey(cseq, seq))
+	if !found || e.epoch != epoch {
+		return nil, false
+	}
+	return e, true
+}
+
+// records answers rows seqs (in their order) of community c (cseq), all
+// visible at now under scope, when every one is cached and current; ok is
+// false otherwise.
+func (c *eventCache) records(cseq int64, cid tenant.CommunityID, seqs []int64, now int64, scope channel.Scope) (recs []store.Record, ok bool) {
+	epoch := c.epoch(cseq)
+	recs = make([]store.Record, 0, len(seqs))
+	for _, seq := range seqs {
+		e, found := c.get(cseq, seq, epoch)
+		if !found || !e.visible(now, scope) {
+			return nil, false
+		}
+		rec := e.rec
+		rec.Community = cid
+		recs = append(recs, rec)
+	}
+	return recs, true
 }
 
 // lookup answers f — a filter with ids and no search — in community c
@@ -126,13 +179,12 @@ func (c *eventCache) lookup(cseq int64, cid tenant.CommunityID, f *nostr.Filter,
 	}
 	var hits []*cachedEvent
 	for _, id := range ids {
-		e, found := c.r.Get(cacheKey(cseq, id))
+		e, found := c.r.Get(idKey(cseq, id))
 		if !found || e.epoch != epoch {
 			return nil, false
 		}
 		switch {
-		case e.expires != 0 && e.expires <= now:
-		case e.channel != nil && !scope.Contains(*e.channel):
+		case !e.visible(now, scope):
 		case !f.Matches(e.ev):
 		case slices.Contains(hits, e): // an id listed twice
 		default:
@@ -157,4 +209,135 @@ func (c *eventCache) lookup(cseq int64, cid tenant.CommunityID, f *nostr.Filter,
 		recs[i].Community = cid
 	}
 	return recs, true
+}
+
+// cachedRows runs inner — the index-only statement of an index-first query
+// (indexFirstQuery), selecting the rows' seqs in answer order — and answers
+// from the cache when it holds every row; hit is false otherwise.
+func (s *Store) cachedRows(ctx context.Context, c tenant.CommunityID, cseq int64, inner *sqlBuilder, now int64, scope channel.Scope) (recs []store.Record, hit bool, err error) {
+	seqs, err := s.seqs(ctx, inner, func(int64, int64) bool { return true })
+	if err != nil {
+		return nil, false, err
+	}
+	recs, hit = s.events.records(cseq, c, seqs, now, scope)
+	return recs, hit, nil
+}
+
+// seqs runs q, whose rows are (seq) or (seq, created_at), and collects the
+// seqs while each passes keep; it returns nil when one does not.
+func (s *Store) seqs(ctx context.Context, q *sqlBuilder, keep func(seq, createdAt int64) bool) ([]int64, error) {
+	st, err := s.rstmts.get(ctx, q.sb.String())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	n, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	seqs := []int64{}
+	var seq, createdAt int64
+	dest := []any{&seq, &createdAt}[:len(n)]
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if !keep(seq, createdAt) {
+			return nil, nil
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, rows.Err()
+}
+
+// tagWalkable reports whether f is a limited filter on one value of one
+// single-letter tag and nothing else but time bounds: the shape
+// cachedTagWalk answers.
+func tagWalkable(f *nostr.Filter) bool {
+	if !f.LimitSet || f.Limit <= 0 || f.IDs != nil || f.Authors != nil || f.Kinds != nil || f.Search != "" {
+		return false
+	}
+	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
+		return false
+	}
+	n := 0
+	for name, vals := range f.Tags {
+		if vals == nil {
+			continue
+		}
+		if len(name) != 1 || len(slices.Compact(slices.Sorted(slices.Values(vals)))) != 1 {
+			return false
+		}
+		n++
+	}
+	return n == 1
+}
+
+// cachedTagWalk answers a tagWalkable filter from the tag rows (which
+// carry each event's created_at) and the cache, when the cache holds every
+// row the answer needs: rows are taken newest first until limit visible
+// events are found, plus those tied with the last of them, then ordered by
+// id within a second as the SQL orders them. hit is false otherwise.
+func (s *Store) cachedTagWalk(ctx context.Context, c tenant.CommunityID, cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (recs []store.Record, hit bool, err error) {
+	var name, value string
+	for n, vals := range f.Tags {
+		if vals != nil {
+			name, value = n, vals[0]
+		}
+	}
+	q := new(sqlBuilder)
+	q.add(`SELECT t.event_seq, t.created_at FROM tags t WHERE t.community = ? AND t.name = ? AND t.value = ?`, cseq, name, value)
+	if f.Since != nil {
+		q.add(` AND t.created_at >= ?`, *f.Since)
+	}
+	if f.Until != nil {
+		q.add(` AND t.created_at <= ?`, *f.Until)
+	}
+	q.add(` ORDER BY t.created_at DESC`)
+	epoch := s.events.epoch(cseq) // before the walk, see eventCache
+	var (
+		found    []*cachedEvent
+		boundary int64
+		missed   bool
+	)
+	_, err = s.seqs(ctx, q, func(seq, createdAt int64) bool {
+		if len(found) >= f.Limit && createdAt < boundary {
+			return false // done: the rest is older than the limit's last
+		}
+		e, ok := s.events.get(cseq, seq, epoch)
+		if !ok {
+			missed = true
+			return false
+		}
+		if e.visible(now, scope) {
+			found = append(found, e)
+			if len(found) == f.Limit {
+				boundary = createdAt
+			}
+		}
+		return true
+	})
+	if err != nil || missed {
+		return nil, false, err
+	}
+	slices.SortFunc(found, func(a, b *cachedEvent) int {
+		if a.rec.CreatedAt != b.rec.CreatedAt {
+			if a.rec.CreatedAt > b.rec.CreatedAt {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.rec.ID, b.rec.ID)
+	})
+	found = found[:min(len(found), f.Limit)]
+	recs = make([]store.Record, len(found))
+	for i, e := range found {
+		recs[i] = e.rec
+		recs[i].Community = c
+	}
+	return recs, true, nil
 }

@@ -71,7 +71,7 @@ func TestCountAndIndexFirstPlans(t *testing.T) {
 			}
 		} else {
 			var ok, residual bool
-			q, ok, residual = indexFirstQuery(cseq, &sh.filters[0], now, scope)
+			q, _, ok, residual = indexFirstQuery(cseq, &sh.filters[0], now, scope)
 			if q == nil || !ok || residual {
 				t.Fatalf("%s: indexFirstQuery = %v, ok=%v residual=%v", sh.name, q, ok, residual)
 			}
@@ -167,7 +167,7 @@ func TestAuthorKindsQuery(t *testing.T) {
 			f.Until = storetest.Ptr(base + int64(r.IntN(42)) - 1)
 		}
 		f.LimitSet, f.Limit = true, 1+r.IntN(40)
-		if _, _, handled := authorKindsQuery(cseq, &f, now.Unix(), channel.AllChannels()); handled {
+		if _, _, _, handled := authorKindsQuery(cseq, &f, now.Unix(), channel.AllChannels()); handled {
 			taken++
 		}
 		got := storetest.QueryIDs(t, s, c, f)

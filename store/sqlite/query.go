@@ -69,30 +69,55 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 			return
 		}
 		now := time.Now().Unix()
-		// A lookup by ids is answered from the event cache when it holds
-		// every id; otherwise the rows it reads fill the cache.
-		caching := len(f.IDs) > 0 && s.events != nil
-		var epoch uint64
-		if caching {
-			if recs, ok := s.events.lookup(cseq, c, &f, now, scope); ok {
-				for _, rec := range recs {
-					if !yield(rec, nil) {
-						return
-					}
+		yieldAll := func(recs []store.Record) {
+			for _, rec := range recs {
+				if !yield(rec, nil) {
+					return
 				}
-				return
+			}
+		}
+		// The event cache answers a lookup by ids when it holds every id;
+		// otherwise the rows read fill it (put, below).
+		var epoch uint64
+		if s.events != nil {
+			if len(f.IDs) > 0 {
+				if recs, ok := s.events.lookup(cseq, c, &f, now, scope); ok {
+					yieldAll(recs)
+					return
+				}
 			}
 			epoch = s.events.epoch(cseq) // before the read, see eventCache
 		}
-		q, ok, residual := indexFirstQuery(cseq, &f, now, scope)
+		q, inner, ok, residual := indexFirstQuery(cseq, &f, now, scope)
 		if !ok {
 			return
 		}
-		cols := 3 // id, created_at, raw; then expires_at and channel for the cache
+		// A query an index drives finds its rows from the index alone;
+		// when the cache holds them all, they need not be read.
+		if s.events != nil {
+			var (
+				recs []store.Record
+				hit  bool
+				err  error
+			)
+			switch {
+			case inner != nil:
+				recs, hit, err = s.cachedRows(ctx, c, cseq, inner, now, scope)
+			case tagWalkable(&f):
+				recs, hit, err = s.cachedTagWalk(ctx, c, cseq, &f, now, scope)
+			}
+			if err != nil {
+				yield(store.Record{}, internal("query", err))
+				return
+			}
+			if hit {
+				yieldAll(recs)
+				return
+			}
+		}
 		if q == nil {
-			cols = 5
 			q = new(sqlBuilder)
-			q.add(`SELECT e.id, e.created_at, e.raw, e.expires_at, e.channel FROM `)
+			q.add(`SELECT ` + rowColumns + ` FROM `)
 			q.from(cseq, &f)
 			q.add(` WHERE e.community = ? AND (e.expires_at IS NULL OR e.expires_at > ?)`, cseq, now)
 			ok, residual = q.filter(cseq, &f)
@@ -130,14 +155,14 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 				rec     store.Record
 				expires sql.NullInt64
 				ch      []byte
+				seq     int64
 			)
-			dest := []any{&id, &rec.CreatedAt, &rec.Raw, &expires, &ch}[:cols]
-			if err := rows.Scan(dest...); err != nil {
+			if err := rows.Scan(&id, &rec.CreatedAt, &rec.Raw, &expires, &ch, &seq); err != nil {
 				yield(store.Record{}, internal("query", err))
 				return
 			}
-			if caching && cols == 5 {
-				s.events.put(cseq, epoch, store.Record{ID: hex.EncodeToString(id), CreatedAt: rec.CreatedAt, Raw: rec.Raw}, expires.Int64, ch)
+			if s.events != nil {
+				s.events.put(cseq, epoch, seq, store.Record{ID: hex.EncodeToString(id), CreatedAt: rec.CreatedAt, Raw: rec.Raw}, expires.Int64, ch)
 			}
 			if residual {
 				ev, err := nostr.ParseEvent(rec.Raw)
@@ -310,18 +335,18 @@ func countSQL(cseq int64, filters []nostr.Filter, now int64, scope channel.Scope
 // evaluated, and the index alone orders the matches. q is nil when another
 // access path drives f (the caller builds that query); ok is false when f
 // can match nothing.
-func indexFirstQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q *sqlBuilder, ok, residual bool) {
+func indexFirstQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q, inner *sqlBuilder, ok, residual bool) {
 	if !f.LimitSet || len(f.IDs) > 0 || tagDriven(f) || f.Search != "" {
-		return nil, true, false
+		return nil, nil, true, false
 	}
-	if q, ok, handled := authorKindsQuery(cseq, f, now, scope); handled {
-		return q, ok, false
+	if q, inner, ok, handled := authorKindsQuery(cseq, f, now, scope); handled {
+		return q, inner, ok, false
 	}
 	// The probe is a column of a one-row outer loop (LIMIT 1 keeps SQLite
 	// from flattening it back into the condition): SQLite evaluates a
 	// condition's subqueries after its other terms, which would read each
 	// row before learning that it need not.
-	var inner sqlBuilder
+	inner = new(sqlBuilder)
 	inner.add(`SELECT e.seq FROM (SELECT `)
 	inner.hiddenProbe(cseq, now, scope)
 	inner.add(` AS hidden LIMIT 1) AS h CROSS JOIN `)
@@ -329,17 +354,22 @@ func indexFirstQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope
 	inner.add(` WHERE e.community = ?`, cseq)
 	ok, residual = inner.filter(cseq, f)
 	if !ok || residual {
-		return nil, ok, residual
+		return nil, nil, ok, residual
 	}
 	inner.add(` AND (NOT h.hidden OR (e.expires_at IS NULL OR e.expires_at > ?)`, now)
 	inner.scope(scope)
 	inner.add(`) ORDER BY e.created_at DESC, e.id ASC LIMIT ?`, f.Limit)
 	q = new(sqlBuilder)
-	q.add(`SELECT e.id, e.created_at, e.raw FROM events e WHERE e.seq IN (`)
-	q.append(&inner)
+	q.add(`SELECT ` + rowColumns + ` FROM events e WHERE e.seq IN (`)
+	q.append(inner)
 	q.add(`) ORDER BY e.created_at DESC, e.id ASC`)
-	return q, true, false
+	return q, inner, true, false
 }
+
+// rowColumns are the columns every query reading events selects, in
+// QueryScoped's scan order: what a record needs, then what the event
+// cache needs.
+const rowColumns = `e.id, e.created_at, e.raw, e.expires_at, e.channel, e.seq`
 
 // authorKindsMaxAuthors bounds authorKindsQuery: a longer author list (a
 // follow list) has few events per author, and walking them all is no worse.
@@ -359,17 +389,17 @@ const authorKindsMaxAuthors = 64
 // handled is false when f is not such a filter, or has any condition on
 // tags (the caller builds another query); ok is false when f can match
 // nothing.
-func authorKindsQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q *sqlBuilder, ok, handled bool) {
+func authorKindsQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scope) (q, inner *sqlBuilder, ok, handled bool) {
 	if f.Authors == nil || f.Kinds != nil || f.IDs != nil || f.Search != "" {
-		return nil, true, false // (an empty ids list matches nothing: filter says so)
+		return nil, nil, true, false // (an empty ids list matches nothing: filter says so)
 	}
 	for _, vals := range f.Tags {
 		if vals != nil { // a condition on tags (even one matching nothing): filter handles it
-			return nil, true, false
+			return nil, nil, true, false
 		}
 	}
 	if f.Since != nil && f.Until != nil && *f.Since > *f.Until {
-		return nil, false, true
+		return nil, nil, false, true
 	}
 	var authors [][]byte
 	for _, a := range slices.Compact(slices.Sorted(slices.Values(f.Authors))) {
@@ -379,52 +409,60 @@ func authorKindsQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scop
 	}
 	switch {
 	case len(authors) == 0:
-		return nil, false, true
+		return nil, nil, false, true
 	case len(authors) > authorKindsMaxAuthors:
-		return nil, true, false
+		return nil, nil, true, false
 	}
 
-	q = new(sqlBuilder)
-	q.add(`WITH RECURSIVE a(pk) AS (VALUES `)
+	var with, sub sqlBuilder
+	with.add(`WITH RECURSIVE a(pk) AS (VALUES `)
 	for i, n := 0, padTo(len(authors)); i < n; i++ {
 		if i > 0 {
-			q.sb.WriteString(`,`)
+			with.sb.WriteString(`,`)
 		}
 		if i < len(authors) {
-			q.add(`(?)`, authors[i])
+			with.add(`(?)`, authors[i])
 		} else {
-			q.add(`(NULL)`) // matches no author; lets similar lists share a statement
+			with.add(`(NULL)`) // matches no author; lets similar lists share a statement
 		}
 	}
 	// p: each author's kinds, smallest first, one seek each.
-	q.add(`), p(pk, kind) AS (SELECT a.pk, (SELECT min(kind) FROM events INDEXED BY events_author WHERE community = ? AND pubkey = a.pk) FROM a`+
-		` UNION ALL SELECT p.pk, (SELECT min(kind) FROM events INDEXED BY events_author WHERE community = ? AND pubkey = p.pk AND kind > p.kind) FROM p WHERE p.kind IS NOT NULL)`,
+	with.add(`), p(pk, kind) AS (SELECT a.pk, (SELECT min(kind) FROM events INDEXED BY events_author WHERE community = ? AND pubkey = a.pk) FROM a`+
+		` UNION ALL SELECT p.pk, (SELECT min(kind) FROM events INDEXED BY events_author WHERE community = ? AND pubkey = p.pk AND kind > p.kind) FROM p WHERE p.kind IS NOT NULL) `,
 		cseq, cseq)
 	// match appends the conditions tying alias al to the range of p, the
 	// filter's time bounds, and (only when h.hidden) what a read must not
 	// return.
 	match := func(al string) {
-		q.add(` WHERE p.kind IS NOT NULL AND `+al+`.community = ? AND `+al+`.pubkey = p.pk AND `+al+`.kind = p.kind`, cseq)
+		sub.add(` WHERE p.kind IS NOT NULL AND `+al+`.community = ? AND `+al+`.pubkey = p.pk AND `+al+`.kind = p.kind`, cseq)
 		if f.Since != nil {
-			q.add(` AND `+al+`.created_at >= ?`, *f.Since)
+			sub.add(` AND `+al+`.created_at >= ?`, *f.Since)
 		}
 		if f.Until != nil {
-			q.add(` AND `+al+`.created_at <= ?`, *f.Until)
+			sub.add(` AND `+al+`.created_at <= ?`, *f.Until)
 		}
-		q.add(` AND (NOT h.hidden OR ((`+al+`.expires_at IS NULL OR `+al+`.expires_at > ?)`, now)
-		q.scopeOn(al, scope)
-		q.add(`))`)
+		sub.add(` AND (NOT h.hidden OR ((`+al+`.expires_at IS NULL OR `+al+`.expires_at > ?)`, now)
+		sub.scopeOn(al, scope)
+		sub.add(`))`)
 	}
 	// The probe is a column of a one-row outer loop, as in indexFirstQuery.
-	q.add(` SELECT e.id, e.created_at, e.raw FROM events e WHERE e.seq IN (SELECT x.seq FROM (SELECT `)
-	q.hiddenProbe(cseq, now, scope)
-	q.add(` AS hidden LIMIT 1) AS h CROSS JOIN p CROSS JOIN events x INDEXED BY events_author`)
+	sub.add(`SELECT x.seq FROM (SELECT `)
+	sub.hiddenProbe(cseq, now, scope)
+	sub.add(` AS hidden LIMIT 1) AS h CROSS JOIN p CROSS JOIN events x INDEXED BY events_author`)
 	match("x")
-	q.add(` AND x.created_at >= coalesce((SELECT y.created_at FROM events y INDEXED BY events_author`)
+	sub.add(` AND x.created_at >= coalesce((SELECT y.created_at FROM events y INDEXED BY events_author`)
 	match("y")
-	q.add(` ORDER BY y.created_at DESC, y.id ASC LIMIT 1 OFFSET ?), -9223372036854775808)`, f.Limit-1)
-	q.add(` ORDER BY x.created_at DESC, x.id ASC LIMIT ?) ORDER BY e.created_at DESC, e.id ASC`, f.Limit)
-	return q, true, true
+	sub.add(` ORDER BY y.created_at DESC, y.id ASC LIMIT 1 OFFSET ?), -9223372036854775808)`, f.Limit-1)
+	sub.add(` ORDER BY x.created_at DESC, x.id ASC LIMIT ?`, f.Limit)
+
+	q, inner = new(sqlBuilder), new(sqlBuilder)
+	q.append(&with)
+	q.add(`SELECT ` + rowColumns + ` FROM events e WHERE e.seq IN (`)
+	q.append(&sub)
+	q.add(`) ORDER BY e.created_at DESC, e.id ASC`)
+	inner.append(&with)
+	inner.append(&sub)
+	return q, inner, true, true
 }
 
 // hiddenProbe appends a condition on no table that holds when community
