@@ -50,9 +50,24 @@ type cachedEvent struct {
 	epoch   uint64
 	seq     int64
 	rec     store.Record
-	ev      *nostr.Event
 	expires int64       // 0: none
 	channel *channel.ID // nil: community-wide
+	// ev is rec.Raw parsed, on the first lookup by ids that needs it.
+	ev atomic.Pointer[nostr.Event]
+}
+
+// event returns the entry's event, parsing it once; nil if it does not
+// parse (never for a stored event).
+func (e *cachedEvent) event() *nostr.Event {
+	if ev := e.ev.Load(); ev != nil {
+		return ev
+	}
+	ev, err := nostr.ParseEvent(e.rec.Raw)
+	if err != nil {
+		return nil
+	}
+	e.ev.Store(ev)
+	return ev
 }
 
 // newEventCache returns a cache holding about maxBytes of events.
@@ -120,19 +135,15 @@ func (c *eventCache) put(cseq int64, epoch uint64, seq int64, rec store.Record, 
 	if !ok {
 		return
 	}
-	ev, err := nostr.ParseEvent(rec.Raw)
-	if err != nil {
-		return
-	}
-	e := &cachedEvent{epoch: epoch, seq: seq, rec: rec, ev: ev, expires: expires}
+	e := &cachedEvent{epoch: epoch, seq: seq, rec: rec, expires: expires}
 	if len(ch) == len(channel.ID{}) {
 		e.channel = new(channel.ID)
 		copy(e.channel[:], ch)
 	} else if ch != nil {
 		return // not a channel id: leave it to SQL
 	}
-	// The parsed event holds about as much again as the raw JSON; each
-	// key carries half.
+	// Once parsed (by a lookup by ids), the event holds about as much
+	// again as the raw JSON; each key carries half.
 	cost := int64(len(rec.Raw) + 128)
 	c.r.Set(idKey(cseq, id), e, cost)
 	c.r.Set(seqKey(cseq, seq), e, cost)
@@ -183,9 +194,12 @@ func (c *eventCache) lookup(cseq int64, cid tenant.CommunityID, f *nostr.Filter,
 		if !found || e.epoch != epoch {
 			return nil, false
 		}
+		ev := e.event()
 		switch {
+		case ev == nil:
+			return nil, false
 		case !e.visible(now, scope):
-		case !f.Matches(e.ev):
+		case !f.Matches(ev):
 		case slices.Contains(hits, e): // an id listed twice
 		default:
 			hits = append(hits, e)

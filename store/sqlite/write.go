@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
@@ -231,7 +232,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 		if err := w.indexText(); err != nil {
 			s.cfg.log.Error("sqlite: index write batch", "err", err, "size", len(batch))
 		} else if _, err := w.commit.ExecContext(ctx); err == nil {
-			w.endTx()
+			w.endTx(true)
 			finish(nil)
 			return
 		} else {
@@ -241,7 +242,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 	// Something failed: undo the batch and give each request its own
 	// transaction, so only the request that fails gets an error.
 	_, _ = w.rollback.ExecContext(ctx)
-	w.endTx()
+	w.endTx(false)
 	w.indexFrom = 0
 	for _, r := range batch {
 		r.err = s.runOne(ctx, r)
@@ -261,7 +262,7 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 		if ierr := w.indexText(); ierr != nil {
 			err = ierr
 		} else if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
-			w.endTx()
+			w.endTx(true)
 			return err
 		} else {
 			err = internal("commit", cerr)
@@ -269,7 +270,7 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	}
 	s.cfg.log.Error("sqlite: write failed", "err", err)
 	_, _ = w.rollback.ExecContext(ctx)
-	w.endTx()
+	w.endTx(false)
 	w.indexFrom = 0
 	return err
 }
@@ -303,6 +304,22 @@ type writer struct {
 	// cached events endTx invalidates once the transaction has ended.
 	cache       *eventCache
 	removedFrom []int64
+	// saved are the events the open transaction stored, put in the cache
+	// by endTx once it commits.
+	saved []savedEvent
+}
+
+// savedEvent is a stored event waiting for its transaction to commit
+// before it enters the event cache, with the community's epoch as it was
+// when the event was stored (before the bump of any removal the same
+// transaction made).
+type savedEvent struct {
+	cseq    int64
+	epoch   uint64
+	seq     int64
+	rec     store.Record
+	expires int64
+	channel []byte
 }
 
 // noteRemoval records that the open transaction removed events of
@@ -315,12 +332,21 @@ func (w *writer) noteRemoval(cseq int64) {
 
 // endTx runs after every commit or rollback: it invalidates the cached
 // events of the communities the transaction removed events from (after a
-// rollback needlessly, which costs only misses).
-func (w *writer) endTx() {
+// rollback needlessly, which costs only misses), then, when it committed,
+// caches the events it stored, so that reads of new events — the ones most
+// read — find them without a miss first.
+func (w *writer) endTx(committed bool) {
 	if len(w.removedFrom) > 0 {
 		w.cache.removed(w.removedFrom)
 		w.removedFrom = w.removedFrom[:0]
 	}
+	if committed {
+		for _, e := range w.saved {
+			w.cache.put(e.cseq, e.epoch, e.seq, e.rec, e.expires, e.channel)
+		}
+	}
+	clear(w.saved)
+	w.saved = w.saved[:0]
 }
 
 // maxTagRows is how many tag rows one INSERT statement carries.
@@ -455,6 +481,17 @@ func (w *writer) save(p *prepared) error {
 	}
 	if w.indexFrom == 0 || seq < w.indexFrom {
 		w.indexFrom = seq
+	}
+	if w.cache != nil {
+		e := savedEvent{cseq: p.community, epoch: w.cache.epoch(p.community), seq: seq,
+			rec: store.Record{ID: hex.EncodeToString(p.id), CreatedAt: p.createdAt, Raw: p.raw}}
+		if p.hasExpiry {
+			e.expires = p.expiresAt
+		}
+		if ch, ok := p.channel.([]byte); ok {
+			e.channel = ch
+		}
+		w.saved = append(w.saved, e)
 	}
 	if err := w.insertTags(p, seq); err != nil {
 		return err
