@@ -137,23 +137,6 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Ba
 	return st, nil
 }
 
-// atLeastTwoProcs gives the Go scheduler a second P on a one-CPU machine
-// (unless GOMAXPROCS is set). The embedded store syncs its write-ahead log
-// on a goroutine of its own so that the relay goes on verifying and
-// storing meanwhile; with a single P, that goroutine blocked in fdatasync
-// keeps the only P until the runtime's monitor takes it back (from 20 µs
-// to 10 ms later), and nothing else runs in the meantime. With two, the
-// other P runs at once; the OS shares the one CPU between them. Measured
-// pinned to one core: closed-loop ingest 1,150 → 2,230 events/s (median
-// of 3, loaded machine).
-func atLeastTwoProcs(logger *slog.Logger) {
-	if _, set := os.LookupEnv("GOMAXPROCS"); set || runtime.GOMAXPROCS(0) >= 2 {
-		return
-	}
-	runtime.GOMAXPROCS(2)
-	logger.Info("one CPU: running with GOMAXPROCS=2 so that disk syncs overlap work")
-}
-
 // serve runs the relay until ctx is cancelled, then shuts down gracefully:
 // the relay closes its WebSockets (1012) and drains in-flight writes, the
 // HTTP server stops, and the store is closed last.
@@ -161,9 +144,6 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	backend, err := openBackend(ctx, cfg, logger)
 	if err != nil {
 		return err
-	}
-	if cfg.DatabaseURL == "" {
-		atLeastTwoProcs(logger)
 	}
 	defer func() {
 		if cerr := backend.Close(); cerr != nil {
