@@ -16,28 +16,30 @@ import (
 )
 
 // eventCache answers REQs from memory: the live events earlier reads
-// returned, keyed by community and id (REQs by ids) and by community and
-// row (queries that find their rows through an index, which then need not
-// read the rows). Reading an event by id
-// through SQLite costs a read transaction (two fcntl calls on the
-// shared-memory index), database/sql and two goroutines watching the
-// context — most of a lookup, for an answer that never changes: a stored
+// returned and the writer stored, keyed by community and id (REQs by ids)
+// and by community and row (queries that find their rows through an
+// index, which then need not read them). Reading an event through SQLite
+// costs a read transaction (two fcntl calls on the shared-memory index),
+// database/sql and two goroutines watching the context, and a row read per
+// event — most of a small REQ, for an answer that never changes: a stored
 // event is immutable until it is removed.
 //
 // Removal is what the cache must not miss, and it is tracked by epochs: the
 // writer bumps a community's epoch after every transaction that removed
 // one of its events (replacement, NIP-09 deletion, expiry sweep, channel
-// command) — after the commit, so before a read can no longer see the
-// event. An entry records the epoch loaded before the read transaction
-// that found it, and serves only while the epoch is unchanged. A read that
+// command), right after the commit and before the removal is
+// acknowledged. An entry carries the epoch loaded before the read that
+// found it (for an event the writer stored, the epoch during its
+// transaction) and serves only while that epoch is current. A read that
 // overlapped a removal therefore stores an entry that is already stale;
-// one that started after it did not see the event. Entries are never
-// updated in place (an id's event is one), so ristretto's asynchronous,
-// droppable Set is harmless: a dropped entry is a miss.
+// one that started after it did not see the event. A row number SQLite
+// reuses after a removal is covered the same way. Entries are never
+// updated in place, so ristretto's asynchronous, droppable Set is
+// harmless: a dropped entry is a miss.
 //
 // Expiry and channel scope are checked at each hit, as the SQL checks them
-// at each read; f.Matches applies the rest of the filter. The cache is
-// safe for concurrent use.
+// at each read; f.Matches applies the rest of a filter by ids. The cache
+// is safe for concurrent use.
 type eventCache struct {
 	r *ristretto.Cache[string, *cachedEvent]
 	// epochs are per community, sharded: a removal in one community
