@@ -82,9 +82,9 @@ button:disabled{opacity:.5;cursor:not-allowed}
     }catch(e){show('Signing was refused.');busy(false);return;}
     show('Sending…');
     var url=(location.protocol==='https:'?'wss://':'ws://')+location.host+'/';
-    var ws=new WebSocket(url), retried=false, authID='';
+    var ws=new WebSocket(url), retried=false, authID='', done=false;
     ws.onopen=function(){ws.send(JSON.stringify(['EVENT',ev]));};
-    ws.onerror=function(){show('Could not reach the relay.');busy(false);};
+    ws.onerror=function(){if(done)return;show('Could not reach the relay.');busy(false);};
     ws.onmessage=async function(m){
       var msg;try{msg=JSON.parse(m.data);}catch(e){return;}
       if(msg[0]==='AUTH'&&typeof msg[1]==='string'){
@@ -99,12 +99,12 @@ button:disabled{opacity:.5;cursor:not-allowed}
       if(msg[1]!==ev.id)return;
       if(msg[2]){
         var st=grant?'granted':'denied';
-        status.textContent=st;box.hidden=true;show(grant?'Approved. The workflow continues.':'Denied. The workflow run is cancelled.');
+        done=true;status.textContent=st;box.hidden=true;show(grant?'Approved. The workflow continues.':'Denied. The workflow run is cancelled.');
         ws.close();return;
       }
       var text=String(msg[3]||'');
       if(text.indexOf('auth-required')===0&&!retried){retried=true;if(authID)ws.send(JSON.stringify(['EVENT',ev]));return;}
-      show('Not accepted: '+text);busy(false);ws.close();
+      done=true;show('Not accepted: '+text);busy(false);ws.close();
     };
   }
   document.getElementById('approve').addEventListener('click',function(){decide(true);});
