@@ -207,24 +207,11 @@ func (c *eventCache) lookup(cseq int64, cid tenant.CommunityID, f *nostr.Filter,
 			hits = append(hits, e)
 		}
 	}
-	slices.SortFunc(hits, func(a, b *cachedEvent) int {
-		if a.rec.CreatedAt != b.rec.CreatedAt {
-			if a.rec.CreatedAt > b.rec.CreatedAt {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.rec.ID, b.rec.ID)
-	})
-	if f.LimitSet && len(hits) > f.Limit {
-		hits = hits[:max(0, f.Limit)]
+	limit := len(hits)
+	if f.LimitSet {
+		limit = max(0, f.Limit)
 	}
-	recs = make([]store.Record, len(hits))
-	for i, e := range hits {
-		recs[i] = e.rec
-		recs[i].Community = cid
-	}
-	return recs, true
+	return answer(hits, limit, cid), true
 }
 
 // cachedRows runs inner — the index-only statement of an index-first query
@@ -340,7 +327,13 @@ func (s *Store) cachedTagWalk(ctx context.Context, c tenant.CommunityID, cseq in
 	if err != nil || missed {
 		return nil, false, err
 	}
-	slices.SortFunc(found, func(a, b *cachedEvent) int {
+	return answer(found, f.Limit, c), true, nil
+}
+
+// answer orders es as the SQL does (newest first, then lowest id) and
+// returns the first limit as records of community c.
+func answer(es []*cachedEvent, limit int, c tenant.CommunityID) []store.Record {
+	slices.SortFunc(es, func(a, b *cachedEvent) int {
 		if a.rec.CreatedAt != b.rec.CreatedAt {
 			if a.rec.CreatedAt > b.rec.CreatedAt {
 				return -1
@@ -349,11 +342,11 @@ func (s *Store) cachedTagWalk(ctx context.Context, c tenant.CommunityID, cseq in
 		}
 		return strings.Compare(a.rec.ID, b.rec.ID)
 	})
-	found = found[:min(len(found), f.Limit)]
-	recs = make([]store.Record, len(found))
-	for i, e := range found {
+	es = es[:min(len(es), limit)]
+	recs := make([]store.Record, len(es))
+	for i, e := range es {
 		recs[i] = e.rec
 		recs[i].Community = c
 	}
-	return recs, true, nil
+	return recs
 }
