@@ -12,7 +12,9 @@
 // syncs the WAL file after the commit and only then answers the batch's
 // callers (see syncLoop for why that is exactly as durable): the writer
 // applies the next batch while the disk syncs, and one sync covers every
-// batch committed meanwhile.
+// batch committed meanwhile. Copying the WAL into the database file (a
+// checkpoint) happens in the background too, when writing pauses (see
+// checkpointLoop), rather than inside a commit that callers wait for.
 //
 // # Group commit
 //
@@ -82,7 +84,9 @@ type Store struct {
 	reqs      chan *writeReq
 	committed chan []*writeReq // batches applied by the writer, waiting for syncLoop
 	wal       *os.File         // the write-ahead log, synced by syncLoop; nil without WAL
-	done      chan struct{}    // closed when the writer and syncLoop have drained and exited
+	wrote     chan struct{}    // syncLoop → checkpointLoop: batches are durable; closed when syncLoop exits
+	ckdb      *sql.DB          // checkpointLoop's connection; nil when the background checkpointer is off
+	done      chan struct{}    // closed when the writer, syncLoop and checkpointLoop have drained and exited
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]int64 // community id → communities.seq
@@ -100,6 +104,9 @@ type config struct {
 	slowReads   bool   // tests only: event reads spin in SQLite until cancelled (export_test.go)
 	noAudit     bool   // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
 	beforeSync  func() // tests only: runs in syncLoop before each sync of the WAL (export_test.go)
+
+	checkpointIdle time.Duration // 0: no background checkpointer
+	checkpointMax  time.Duration
 }
 
 // Option configures Open.
@@ -167,6 +174,23 @@ func WithEventCache(bytes int64) Option {
 	}
 }
 
+// WithCheckpointDelay sets when the store copies its write-ahead log into
+// the database file in the background (checkpointLoop): once nothing has
+// been written for idle, or max after the first write not yet copied,
+// whichever comes first (defaults 50ms and 1s). Copying in the background
+// keeps that work out of the commits that acknowledge events. idle 0
+// turns the background checkpointer off: SQLite then checkpoints inside
+// the commit that takes the log past about 32 MiB.
+func WithCheckpointDelay(idle, max time.Duration) Option {
+	return func(c *config) error {
+		if idle < 0 || max < idle || max > time.Hour || (idle > 0 && max == 0) {
+			return fmt.Errorf("sqlite: WithCheckpointDelay(%v, %v): want 0 <= idle <= max <= 1h", idle, max)
+		}
+		c.checkpointIdle, c.checkpointMax = idle, max
+		return nil
+	}
+}
+
 // WithLogger sets the logger for internal failures (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
@@ -187,7 +211,8 @@ func WithLogger(l *slog.Logger) Option {
 // holds the database file DefaultFileName plus SQLite's -wal and -shm files.
 // Otherwise (for example "./relay.db") path is the database file itself.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: 64 << 20, log: slog.Default()}
+	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: 64 << 20, log: slog.Default(),
+		checkpointIdle: 50 * time.Millisecond, checkpointMax: time.Second}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("sqlite: nil Option")
@@ -206,6 +231,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		cfg:       cfg,
 		reqs:      make(chan *writeReq, cfg.queue),
 		committed: make(chan []*writeReq, 64),
+		wrote:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		comm:      make(map[tenant.CommunityID]int64),
 	}
@@ -215,6 +241,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	go s.writeLoop()
 	go s.syncLoop()
+	go s.checkpointLoop()
 	return s, nil
 }
 
@@ -298,6 +325,9 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.openWAL(ctx); err != nil {
 		return err
 	}
+	if err := s.openCheckpointer(); err != nil {
+		return err
+	}
 
 	s.rdb, err = sql.Open("sqlite", s.dsn(true))
 	if err != nil {
@@ -366,6 +396,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	if s.ckdb != nil {
+		errs = append(errs, s.ckdb.Close())
+	}
 	if s.w != nil {
 		errs = append(errs, s.w.close())
 	}

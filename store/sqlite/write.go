@@ -148,14 +148,15 @@ func (s *Store) writeLoop() {
 // only then is the caller answered. The WAL is only ever overwritten from
 // its start after a checkpoint has copied all of it into the database
 // file, and with NORMAL SQLite syncs the WAL before a checkpoint and the
-// database file after it, so frames are never overwritten before they
-// are durable in one place or the other. Frames written after the last
+// database file after it (on whichever connection runs the checkpoint: the
+// writer's autocheckpoint or checkpointLoop's, both NORMAL), so frames are
+// never overwritten before they are durable in one place or the other. Frames written after the last
 // sync (commits not yet answered) may be lost in a power failure; recovery
 // then stops at the last complete, checksummed commit, as with FULL.
 // A concurrent reader may see a commit up to one sync before it is
 // durable; nothing is acknowledged, and the relay publishes nothing, before.
 func (s *Store) syncLoop() {
-	defer close(s.done)
+	defer close(s.wrote)
 	var pending []*writeReq
 	for b := range s.committed {
 		pending = append(pending[:0], b...)
@@ -179,6 +180,10 @@ func (s *Store) syncLoop() {
 			r.done <- r.err
 		}
 		clear(pending)
+		select {
+		case s.wrote <- struct{}{}:
+		default:
+		}
 	}
 }
 
