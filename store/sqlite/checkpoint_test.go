@@ -37,11 +37,16 @@ func walState(t *testing.T, dir string) (frames, copied uint32) {
 // not.
 func TestBackgroundCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	save := func(t *testing.T, s *sqlite.Store, n int, gap time.Duration) {
+	// save stores n events, one every gap, calling after (when not nil)
+	// after each.
+	save := func(t *testing.T, s *sqlite.Store, n int, gap time.Duration, after func()) {
 		c := storetest.Community(t, s, "checkpoint.example")
 		alice := storetest.NewAuthor(t)
 		for i := range n {
 			storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_000+int64(i), fmt.Sprint(i), nostr.Tag{"t", "ckpt"}))
+			if after != nil {
+				after()
+			}
 			time.Sleep(gap)
 		}
 	}
@@ -52,7 +57,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		save(t, s, 50, 0)
+		save(t, s, 50, 0, nil)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			frames, copied := walState(t, dir)
@@ -76,10 +81,31 @@ func TestBackgroundCheckpoint(t *testing.T) {
 		}
 		defer s.Close()
 		// Writes every 20ms for about 1.2s: the idle delay never passes
-		// before the last one, the maximum does.
-		save(t, s, 60, 20*time.Millisecond)
-		if frames, copied := walState(t, dir); copied == 0 {
-			t.Fatalf("writing for 1.2s with a 400ms maximum delay: none of %d WAL frames copied", frames)
+		// before the last one, the maximum does. A checkpoint that copied
+		// the whole log shows as copied frames until the next write starts
+		// the log over, and as a new log generation after that.
+		gen := func() uint32 {
+			b, err := os.ReadFile(filepath.Join(dir, sqlite.DefaultFileName+"-wal"))
+			if err != nil || len(b) < 32 {
+				t.Fatalf("WAL header: %d bytes, %v", len(b), err)
+			}
+			return binary.BigEndian.Uint32(b[12:]) // checkpoint sequence number
+		}
+		var gen0 uint32
+		first, seen := true, false
+		save(t, s, 60, 20*time.Millisecond, func() {
+			if _, copied := walState(t, dir); copied > 0 {
+				seen = true
+			}
+			if g := gen(); first {
+				gen0, first = g, false
+			} else if g != gen0 {
+				seen = true
+			}
+		})
+		if !seen {
+			frames, _ := walState(t, dir)
+			t.Fatalf("writing for 1.2s with a 400ms maximum delay: no checkpoint (%d WAL frames)", frames)
 		}
 	})
 	t.Run("off", func(t *testing.T) {
@@ -89,7 +115,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		save(t, s, 50, 0)
+		save(t, s, 50, 0, nil)
 		time.Sleep(300 * time.Millisecond)
 		if frames, copied := walState(t, dir); frames == 0 || copied != 0 {
 			t.Fatalf("checkpointer off: %d of %d WAL frames copied", copied, frames)
