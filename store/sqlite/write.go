@@ -289,6 +289,7 @@ type writer struct {
 	begin, commit, rollback *sql.Stmt
 
 	tombstone, exists, insert, watermark, head *sql.Stmt
+	insertLive                                 *sql.Stmt
 	deleteSeq, deleteTags                      *sql.Stmt
 	addTombstone, deleteByID                   *sql.Stmt
 	raiseWatermark, deleteCoord                *sql.Stmt
@@ -380,7 +381,13 @@ func newWriter(ctx context.Context, db *sql.DB, cache *eventCache) (*writer, err
 	prep(&w.tombstone, `SELECT 1 FROM deleted_ids WHERE community = ? AND id = ? AND pubkey = ?`)
 	prep(&w.exists, `SELECT 1 FROM events WHERE community = ? AND id = ?`)
 	prep(&w.insert, `INSERT OR IGNORE INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw, channel)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	// insertLive is insert guarded by the tombstone check: one statement
+	// instead of two for the common event, the one neither deleted nor a
+	// duplicate.
+	prep(&w.insertLive, `INSERT OR IGNORE INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw, channel)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
+		WHERE NOT EXISTS (SELECT 1 FROM deleted_ids WHERE community = ?1 AND id = ?2 AND pubkey = ?3)`)
 	prep(&w.watermark, `SELECT deleted_up_to FROM coord_deletions WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
 	prep(&w.head, `SELECT seq, created_at, id FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
 	prep(&w.deleteSeq, `DELETE FROM events WHERE seq = ? RETURNING community`)
@@ -425,13 +432,14 @@ func (w *writer) close() error {
 func (w *writer) save(p *prepared) error {
 	ctx := w.ctx
 	var one int
-	if p.kind != nostr.KindDeletion { // a deletion aimed at a deletion request has no effect
-		err := w.tombstone.QueryRowContext(ctx, p.community, p.id, p.pubkey).Scan(&one)
-		switch {
-		case err == nil:
-			return store.ErrDeleted
-		case !errors.Is(err, sql.ErrNoRows):
-			return internal("save", err)
+	// A deletion aimed at a deletion request has no effect, so a deletion
+	// is never refused as deleted. A regular event's tombstone is checked
+	// by the insert itself (insertLive), and again only when nothing was
+	// inserted; a replaceable event's before its current version goes.
+	live := p.kind != nostr.KindDeletion && !p.coordinate
+	if p.kind != nostr.KindDeletion && p.coordinate {
+		if err := w.checkTombstone(p); err != nil {
+			return err
 		}
 	}
 	var dTag any // NULL for regular kinds
@@ -476,12 +484,26 @@ func (w *writer) save(p *prepared) error {
 	if p.hasExpiry {
 		expires = p.expiresAt
 	}
+	ins := w.insert
+	if live {
+		ins = w.insertLive
+	}
+	res, err := ins.ExecContext(ctx, p.community, p.id, p.pubkey, p.createdAt, p.kind, dTag, expires, p.raw, p.channel)
+	if err != nil {
+		return internal("save", err)
+	}
 	var seq int64
-	err := w.insert.QueryRowContext(ctx, p.community, p.id, p.pubkey, p.createdAt, p.kind, dTag, expires, p.raw, p.channel).Scan(&seq)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	if n, err := res.RowsAffected(); err != nil {
+		return internal("save", err)
+	} else if n == 0 {
+		if live {
+			if err := w.checkTombstone(p); err != nil {
+				return err
+			}
+		}
 		return store.ErrDuplicate
-	case err != nil:
+	}
+	if seq, err = res.LastInsertId(); err != nil {
 		return internal("save", err)
 	}
 	if w.indexFrom == 0 || seq < w.indexFrom {
@@ -510,6 +532,21 @@ func (w *writer) save(p *prepared) error {
 		}
 	}
 	return nil
+}
+
+// checkTombstone returns store.ErrDeleted when a deletion of p's event
+// id by its author has been stored.
+func (w *writer) checkTombstone(p *prepared) error {
+	var one int
+	err := w.tombstone.QueryRowContext(w.ctx, p.community, p.id, p.pubkey).Scan(&one)
+	switch {
+	case err == nil:
+		return store.ErrDeleted
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	default:
+		return internal("save", err)
+	}
 }
 
 func (w *writer) insertTags(p *prepared, seq int64) error {
