@@ -1,0 +1,5 @@
+//go:build nofts5
+
+package main
+
+const noFTS5 = true
