@@ -168,7 +168,7 @@ func TestPlansWithoutStatistics(t *testing.T) {
 			var sqlStr string
 			var args []any
 			if sh.count {
-				sqlStr, args, err = buildCount(a, []nostr.Filter{f}, now, sh.scope)
+				sqlStr, args, err = buildCount(a, []nostr.Filter{f}, now, sh.scope, false)
 			} else {
 				sqlStr, args, err = buildScopedQuery(a, &f, now, sh.scope)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -555,7 +556,7 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	if c.IsZero() {
 		return 0, errors.New("postgres: count: zero community")
 	}
-	sqlStr, args, err := buildCount(c, filters, time.Now().Unix(), sc)
+	sqlStr, args, err := buildCount(c, filters, time.Now().Unix(), sc, false)
 	if errors.Is(err, errNothing) {
 		return 0, nil
 	}
@@ -579,7 +580,8 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 }
 
 // CountEach answers CountScoped for each of sets, in order, pipelined in
-// one round trip.
+// one round trip. A set followed by its gift-wrap part (wrapsOf) is
+// counted once, both answers from one statement: the rows are read once.
 func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, sc channel.Scope) ([]int64, error) {
 	if c.IsZero() {
 		return nil, errors.New("postgres: count: zero community")
@@ -588,27 +590,39 @@ func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]no
 	ns := make([]int64, len(sets))
 	var b pgx.Batch
 	s.queueReadDelay(&b)
-	var asked []int // indexes of the sets queued, in order
-	for i, filters := range sets {
-		sqlStr, args, err := buildCount(c, filters, now, sc)
+	type asked struct {
+		i     int  // the set's index
+		wraps bool // the statement also answers set i+1
+	}
+	var queued []asked
+	for i := 0; i < len(sets); i++ {
+		wraps := i+1 < len(sets) && wrapsOf(sets[i], sets[i+1])
+		sqlStr, args, err := buildCount(c, sets[i], now, sc, wraps)
 		if errors.Is(err, errNothing) {
-			continue
+			continue // set i+1, if it was the part, is counted on its own
 		}
 		if err != nil {
 			return nil, err
 		}
 		b.Queue(sqlStr, args...)
-		asked = append(asked, i)
+		queued = append(queued, asked{i, wraps})
+		if wraps {
+			i++
+		}
 	}
-	if len(asked) == 0 {
+	if len(queued) == 0 {
 		return ns, nil
 	}
 	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
 		if err := s.awaitReadDelay(br); err != nil {
 			return err
 		}
-		for _, i := range asked {
-			if err := br.QueryRow().Scan(&ns[i]); err != nil {
+		for _, q := range queued {
+			dst := []any{&ns[q.i]}
+			if q.wraps {
+				dst = append(dst, &ns[q.i+1])
+			}
+			if err := br.QueryRow().Scan(dst...); err != nil {
 				return err
 			}
 		}
@@ -621,11 +635,19 @@ func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]no
 }
 
 // buildCount compiles a COUNT over filters in the access scope sc to one
-// statement; errNothing when no filter can match.
-func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc channel.Scope) (string, []any, error) {
+// statement; errNothing when no filter can match. With wraps, the
+// statement answers two counts from the same rows: all of them, and the
+// gift wraps (kind 1059) among them.
+func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc channel.Scope, wraps bool) (string, []any, error) {
 	var or sq.Or           // filters counted as conditions on events
-	var parts []sq.Sqlizer // the others, each selecting (created_at, id)
+	var parts []sq.Sqlizer // the others, each selecting cols
 	distinct := false      // whether one part may yield an event twice
+	cols, agg, direct := "e.created_at, e.id", "count(*)", "count(*)"
+	if wraps {
+		cols = "e.created_at, e.id, e.kind"
+		agg = fmt.Sprintf("count(*), count(*) FILTER (WHERE x.kind = %d)", nostr.KindGiftWrap)
+		direct = fmt.Sprintf("count(*), count(*) FILTER (WHERE e.kind = %d)", nostr.KindGiftWrap)
+	}
 	for i := range filters {
 		p, err := compileFilter(&filters[i])
 		if errors.Is(err, errNothing) {
@@ -637,12 +659,12 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 		p.withScope(sc)
 		switch {
 		case p.tsquery != "":
-			parts = append(parts, searchFrom(c, now, p, "e.created_at, e.id"))
+			parts = append(parts, searchFrom(c, now, p, cols))
 		case p.ids == nil && p.authors == nil && len(p.tags) > 0:
 			// Driven by the tag index (see tagDriven): as a condition on
 			// events, a plan without statistics could read every event of
 			// the community once per tag row.
-			parts = append(parts, tagRows(c, now, p, "e.created_at, e.id", eqAny("t.value", p.tags[0].keys)))
+			parts = append(parts, tagRows(c, now, p, cols, eqAny("t.value", p.tags[0].keys)))
 			distinct = distinct || len(p.tags[0].keys) > 1
 		default:
 			or = append(or, p.conds(""))
@@ -651,12 +673,12 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 	if len(or) == 0 && len(parts) == 0 {
 		return "", nil, errNothing
 	}
-	var q sq.Sqlizer = sq.Select("count(*)").From("events e").Where(live(c, now)).Where(or)
+	var q sq.Sqlizer = sq.Select(direct).From("events e").Where(live(c, now)).Where(or)
 	if len(parts) > 0 {
 		if len(or) > 0 {
-			parts = append(parts, sq.Select("e.created_at, e.id").From("events e").Where(live(c, now)).Where(or))
+			parts = append(parts, sq.Select(cols).From("events e").Where(live(c, now)).Where(or))
 		}
-		q = countUnion(parts, distinct)
+		q = countUnion(parts, distinct, agg)
 	}
 	sqlStr, args, err := q.ToSql()
 	if err == nil {
@@ -666,6 +688,32 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 		return "", nil, fmt.Errorf("postgres: build count: %w", err)
 	}
 	return sqlStr, args, nil
+}
+
+// wrapsOf reports whether set w is set f's gift-wrap part, as
+// channel.CountGiftWrapped asks for it next to f: the filters of f that
+// may match kind 1059 (no kinds, or 1059 among them), in order, each with
+// kinds [1059]. Its count is then the count of f's rows of kind 1059,
+// which the statement counting f answers too (buildCount with wraps). A
+// filter with an empty, non-nil kinds list, which matches nothing here,
+// makes it false: its part (kinds [1059]) would match gift wraps.
+func wrapsOf(f, w []nostr.Filter) bool {
+	j := 0
+	for i := range f {
+		if f[i].Kinds != nil && !slices.Contains(f[i].Kinds, nostr.KindGiftWrap) {
+			continue
+		}
+		if j == len(w) {
+			return false
+		}
+		narrowed := f[i]
+		narrowed.Kinds = []int{nostr.KindGiftWrap}
+		if !reflect.DeepEqual(narrowed, w[j]) {
+			return false
+		}
+		j++
+	}
+	return j > 0 && j == len(w)
 }
 
 // DeleteExpired removes, in every community, the events whose NIP-40

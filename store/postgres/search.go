@@ -84,19 +84,20 @@ func searchQuery(c tenant.CommunityID, now int64, p *predicate, f *nostr.Filter)
 }
 
 // countUnion counts the distinct events the parts select (each part
-// selects created_at, id): merged by UNION when there are several, or
-// with DISTINCT when one part may yield an event twice.
-func countUnion(parts []sq.Sqlizer, distinct bool) sq.Sqlizer {
+// selects created_at, id, and kind when agg reads x.kind): merged by UNION
+// when there are several, or with DISTINCT when one part may yield an
+// event twice. agg is the select list over the merged rows, x.
+func countUnion(parts []sq.Sqlizer, distinct bool, agg string) sq.Sqlizer {
 	if len(parts) == 1 {
 		if distinct {
-			return sq.Expr("SELECT count(*) FROM (SELECT DISTINCT x.created_at, x.id FROM (?) AS x) AS y", parts[0])
+			return sq.Expr("SELECT "+agg+" FROM (SELECT DISTINCT x.* FROM (?) AS x) AS x", parts[0])
 		}
-		return sq.Expr("SELECT count(*) FROM (?) AS x", parts[0])
+		return sq.Expr("SELECT "+agg+" FROM (?) AS x", parts[0])
 	}
 	ph := make([]string, len(parts))
 	args := make([]any, len(parts))
 	for i, p := range parts {
 		ph[i], args[i] = "(?)", p
 	}
-	return sq.Expr("SELECT count(*) FROM ("+strings.Join(ph, " UNION ")+") AS x", args...)
+	return sq.Expr("SELECT "+agg+" FROM ("+strings.Join(ph, " UNION ")+") AS x", args...)
 }

@@ -912,6 +912,26 @@ func testCountEach(t *testing.T, b store.Backend) {
 	}
 	check(sets)
 	check(append(sets, []nostr.Filter{{Tags: map[string][]string{"tt": {"long"}}}}))
+	// Sets followed by their gift-wrap part, as channel.CountGiftWrapped
+	// asks for them (a store may count both with one statement), and
+	// pairs that only look like it.
+	t01 := map[string][]string{"t": {"0", "1"}}
+	SaveAll(t, b, c, []*nostr.Event{ // more wraps than reactions
+		alice.Event(t, 1059, base+20, "w1", nostr.Tag{"t", "1"}),
+		alice.Event(t, 1059, base+21, "w2", nostr.Tag{"t", "0"}, nostr.Tag{"tt", "long"}),
+	})
+	check([][]nostr.Filter{
+		{{Authors: []string{alice.PubKey}}},
+		{{Authors: []string{alice.PubKey}, Kinds: []int{1059}}},
+		{{Tags: t01}, {Kinds: []int{7}, Authors: []string{bob.PubKey}}, {Kinds: []int{1, 1059}, Since: ptr(base + 3)}},
+		{{Tags: t01, Kinds: []int{1059}}, {Kinds: []int{1059}, Since: ptr(base + 3)}},
+		{{Authors: []string{bob.PubKey}}},
+		{{Authors: []string{alice.PubKey}, Kinds: []int{1059}}},
+		{{Kinds: []int{}}},
+		{{Kinds: []int{1059}}},
+		{{Tags: map[string][]string{"tt": {"long"}}}},
+		{{Tags: map[string][]string{"tt": {"long"}}, Kinds: []int{1059}}, {Kinds: []int{1059}}},
+	})
 	got, err := cb.CountEach(ctxb(), Community(t, b, "empty.example"), sets, channel.AllChannels())
 	if err != nil || len(got) != len(sets) || slices.Max(got) != 0 {
 		t.Fatalf("CountEach in an empty community = %v, %v", got, err)
