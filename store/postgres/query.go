@@ -696,10 +696,14 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 // kinds [1059]. Its count is then the count of f's rows of kind 1059,
 // which the statement counting f answers too (buildCount with wraps). A
 // filter with an empty, non-nil kinds list, which matches nothing here,
-// makes it false: its part (kinds [1059]) would match gift wraps.
+// makes it false: its part (kinds [1059]) would match gift wraps. So does
+// a search filter: its rows come through probe, which selects no kind.
 func wrapsOf(f, w []nostr.Filter) bool {
 	j := 0
 	for i := range f {
+		if f[i].Search != "" {
+			return false
+		}
 		if f[i].Kinds != nil && !slices.Contains(f[i].Kinds, nostr.KindGiftWrap) {
 			continue
 		}

@@ -74,7 +74,7 @@ func (s *Store) checkpoint(ctx context.Context) error {
 
 // openCheckpointer opens the checkpointing connection, when the background
 // checkpointer is on and the store has a write-ahead log.
-func (s *Store) openCheckpointer() error {
+func (s *Store) openCheckpointer(ctx context.Context) error {
 	if s.cfg.checkpointIdle == 0 || s.wal == nil {
 		return nil
 	}
@@ -87,5 +87,10 @@ func (s *Store) openCheckpointer() error {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 	s.ckdb = db
+	// Open the connection now, while the file is known to be there, not
+	// at the first checkpoint.
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
 	return nil
 }

@@ -325,7 +325,7 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.openWAL(ctx); err != nil {
 		return err
 	}
-	if err := s.openCheckpointer(); err != nil {
+	if err := s.openCheckpointer(ctx); err != nil {
 		return err
 	}
 

@@ -931,6 +931,8 @@ func testCountEach(t *testing.T, b store.Backend) {
 		{{Kinds: []int{1059}}},
 		{{Tags: map[string][]string{"tt": {"long"}}}},
 		{{Tags: map[string][]string{"tt": {"long"}}, Kinds: []int{1059}}, {Kinds: []int{1059}}},
+		{{Search: "w1"}},
+		{{Search: "w1", Kinds: []int{1059}}},
 	})
 	got, err := cb.CountEach(ctxb(), Community(t, b, "empty.example"), sets, channel.AllChannels())
 	if err != nil || len(got) != len(sets) || slices.Max(got) != 0 {
