@@ -150,9 +150,10 @@ func (s *Store) writeLoop() {
 // file, and with NORMAL SQLite syncs the WAL before a checkpoint and the
 // database file after it (on whichever connection runs the checkpoint: the
 // writer's autocheckpoint or checkpointLoop's, both NORMAL), so frames are
-// never overwritten before they are durable in one place or the other. Frames written after the last
-// sync (commits not yet answered) may be lost in a power failure; recovery
-// then stops at the last complete, checksummed commit, as with FULL.
+// never overwritten before they are durable in one place or the other.
+// Frames written after the last sync (commits not yet answered) may be
+// lost in a power failure; recovery then stops at the last complete,
+// checksummed commit, as with FULL.
 // A concurrent reader may see a commit up to one sync before it is
 // durable; nothing is acknowledged, and the relay publishes nothing, before.
 func (s *Store) syncLoop() {
@@ -437,7 +438,7 @@ func (w *writer) save(p *prepared) error {
 	// by the insert itself (insertLive), and again only when nothing was
 	// inserted; a replaceable event's before its current version goes.
 	live := p.kind != nostr.KindDeletion && !p.coordinate
-	if p.kind != nostr.KindDeletion && p.coordinate {
+	if p.coordinate { // replaceable and addressable kinds; never a deletion
 		if err := w.checkTombstone(p); err != nil {
 			return err
 		}
