@@ -1,5 +1,10 @@
 package sqlite
 
+import (
+	"context"
+	"database/sql"
+)
+
 // WithSlowReadsForTest makes every event read (Query, Count) first run a
 // query on a read connection that never ends unless interrupted: a
 // stand-in for a slow query that only cancellation stops.
@@ -27,6 +32,33 @@ func WithoutAuditForBenchmark() Option {
 func WithBeforeSyncForTest(fn func()) Option {
 	return func(c *config) error {
 		c.beforeSync = fn
+		return nil
+	}
+}
+
+// TextIndexState reports how many segments the text index has and its
+// automerge setting, and checks the index's integrity (FTS5's
+// integrity-check, on the writer).
+func TextIndexState(ctx context.Context, s *Store) (segments, automerge int, err error) {
+	if err := s.rdb.QueryRowContext(ctx, `SELECT count(DISTINCT segid) FROM events_fts_idx`).Scan(&segments); err != nil {
+		return 0, 0, err
+	}
+	automerge = 4 // FTS5's default, when the setting was never written
+	if err := s.rdb.QueryRowContext(ctx, `SELECT v FROM events_fts_config WHERE k = 'automerge'`).Scan(&automerge); err != nil && err != sql.ErrNoRows {
+		return 0, 0, err
+	}
+	err = s.submit(ctx, func(w *writer) error {
+		_, err := w.conn.ExecContext(w.ctx, `INSERT INTO events_fts (events_fts) VALUES ('integrity-check')`)
+		return err
+	})
+	return segments, automerge, err
+}
+
+// WithMergePagesForTest sets how many pages one background merge step of
+// the text index writes at most.
+func WithMergePagesForTest(n int) Option {
+	return func(c *config) error {
+		c.mergePages = n
 		return nil
 	}
 }

@@ -13,8 +13,9 @@
 // callers (see syncLoop for why that is exactly as durable): the writer
 // applies the next batch while the disk syncs, and one sync covers every
 // batch committed meanwhile. Copying the WAL into the database file (a
-// checkpoint) happens in the background too, when writing pauses (see
-// checkpointLoop), rather than inside a commit that callers wait for.
+// checkpoint) and merging the text index happen in the background too, when
+// writing pauses (see maintainLoop), rather than inside a commit that
+// callers wait for.
 //
 // # Group commit
 //
@@ -84,9 +85,9 @@ type Store struct {
 	reqs      chan *writeReq
 	committed chan []*writeReq // batches applied by the writer, waiting for syncLoop
 	wal       *os.File         // the write-ahead log, synced by syncLoop; nil without WAL
-	wrote     chan struct{}    // syncLoop → checkpointLoop: batches are durable; closed when syncLoop exits
-	ckdb      *sql.DB          // checkpointLoop's connection; nil when the background checkpointer is off
-	done      chan struct{}    // closed when the writer, syncLoop and checkpointLoop have drained and exited
+	wrote     chan struct{}    // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
+	ckdb      *sql.DB          // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
+	done      chan struct{}    // closed when the writer, syncLoop and maintainLoop have drained and exited
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]int64 // community id → communities.seq
@@ -105,8 +106,9 @@ type config struct {
 	noAudit     bool   // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
 	beforeSync  func() // tests only: runs in syncLoop before each sync of the WAL (export_test.go)
 
-	checkpointIdle time.Duration // 0: no background checkpointer
-	checkpointMax  time.Duration
+	maintainIdle time.Duration // 0: no background maintenance (maintainLoop)
+	maintainMax  time.Duration
+	mergePages   int // pages one text index merge step writes at most
 }
 
 // Option configures Open.
@@ -174,19 +176,20 @@ func WithEventCache(bytes int64) Option {
 	}
 }
 
-// WithCheckpointDelay sets when the store copies its write-ahead log into
-// the database file in the background (checkpointLoop): once nothing has
-// been written for idle, or max after the first write not yet copied,
-// whichever comes first (defaults 50ms and 1s). Copying in the background
-// keeps that work out of the commits that acknowledge events. idle 0
-// turns the background checkpointer off: SQLite then checkpoints inside
-// the commit that takes the log past about 32 MiB.
-func WithCheckpointDelay(idle, max time.Duration) Option {
+// WithMaintenanceDelay sets when the store does its upkeep in the
+// background (maintainLoop): copying its write-ahead log into the database
+// file and merging its text index's segments, once nothing has been written
+// for idle, or max after the first write not yet handled, whichever comes
+// first (defaults 50ms and 1s). Doing both in the background keeps that
+// work out of the commits that acknowledge events. idle 0 turns background
+// maintenance off: SQLite then checkpoints inside the commit that takes the
+// log past about 32 MiB, and FTS5 merges inside commits (automerge).
+func WithMaintenanceDelay(idle, max time.Duration) Option {
 	return func(c *config) error {
 		if idle < 0 || max < idle || max > time.Hour || (idle > 0 && max == 0) {
-			return fmt.Errorf("sqlite: WithCheckpointDelay(%v, %v): want 0 <= idle <= max <= 1h", idle, max)
+			return fmt.Errorf("sqlite: WithMaintenanceDelay(%v, %v): want 0 <= idle <= max <= 1h", idle, max)
 		}
-		c.checkpointIdle, c.checkpointMax = idle, max
+		c.maintainIdle, c.maintainMax = idle, max
 		return nil
 	}
 }
@@ -212,7 +215,7 @@ func WithLogger(l *slog.Logger) Option {
 // Otherwise (for example "./relay.db") path is the database file itself.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: 64 << 20, log: slog.Default(),
-		checkpointIdle: 50 * time.Millisecond, checkpointMax: time.Second}
+		maintainIdle: 50 * time.Millisecond, maintainMax: time.Second, mergePages: defaultMergePages}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("sqlite: nil Option")
@@ -241,7 +244,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	go s.writeLoop()
 	go s.syncLoop()
-	go s.checkpointLoop()
+	go s.maintainLoop()
 	return s, nil
 }
 
@@ -312,6 +315,9 @@ func (s *Store) open(ctx context.Context) error {
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
 	if err := migrate(ctx, s.wdb); err != nil {
+		return err
+	}
+	if err := s.setAutomerge(ctx); err != nil {
 		return err
 	}
 	if s.cfg.eventCache > 0 {

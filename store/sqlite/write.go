@@ -149,7 +149,7 @@ func (s *Store) writeLoop() {
 // its start after a checkpoint has copied all of it into the database
 // file, and with NORMAL SQLite syncs the WAL before a checkpoint and the
 // database file after it (on whichever connection runs the checkpoint: the
-// writer's autocheckpoint or checkpointLoop's, both NORMAL), so frames are
+// writer's autocheckpoint or maintainLoop's, both NORMAL), so frames are
 // never overwritten before they are durable in one place or the other.
 // Frames written after the last sync (commits not yet answered) may be
 // lost in a power failure; recovery then stops at the last complete,
@@ -306,6 +306,13 @@ type writer struct {
 	indexFTS  *sql.Stmt
 	all       []*sql.Stmt
 
+	// textChanged records that the open transaction added to or removed
+	// from the text index; textGen counts the commits that did, for
+	// maintainLoop, which merges the index only after it has changed.
+	textChanged            bool
+	textGen                atomic.Uint64
+	mergeFTS, totalChanges *sql.Stmt
+
 	// cache is the store's event cache (nil when off); removedFrom holds
 	// the communities whose events the open transaction removed, whose
 	// cached events endTx invalidates once the transaction has ended.
@@ -332,6 +339,7 @@ type savedEvent struct {
 // noteRemoval records that the open transaction removed events of
 // community cseq.
 func (w *writer) noteRemoval(cseq int64) {
+	w.textChanged = true
 	if w.cache != nil && !slices.Contains(w.removedFrom, cseq) {
 		w.removedFrom = append(w.removedFrom, cseq)
 	}
@@ -343,6 +351,10 @@ func (w *writer) noteRemoval(cseq int64) {
 // caches the events it stored, so that reads of new events — the ones most
 // read — find them without a miss first.
 func (w *writer) endTx(committed bool) {
+	if committed && w.textChanged {
+		w.textGen.Add(1)
+	}
+	w.textChanged = false
 	if len(w.removedFrom) > 0 {
 		w.cache.removed(w.removedFrom)
 		w.removedFrom = w.removedFrom[:0]
@@ -402,6 +414,8 @@ func newWriter(ctx context.Context, db *sql.DB, cache *eventCache) (*writer, err
 	prep(&w.insertCommunity, `INSERT INTO communities (id, host, created_at) VALUES (?, ?, ?) ON CONFLICT (host) DO NOTHING RETURNING seq`)
 	prep(&w.indexFTS, `INSERT INTO events_fts (rowid, content)
 		SELECT seq, json_extract(CAST(raw AS TEXT), '$.content') FROM events WHERE seq >= ? AND kind <> 1059`)
+	prep(&w.mergeFTS, `INSERT INTO events_fts (events_fts, rank) VALUES ('merge', ?)`)
+	prep(&w.totalChanges, `SELECT total_changes()`)
 	prep(&w.communityByHost, `SELECT seq, id FROM communities WHERE host = ?`)
 	for n := 1; n <= maxTagRows; n++ {
 		q := `INSERT OR IGNORE INTO tags (community, name, value, created_at, event_seq) VALUES ` +
@@ -582,8 +596,12 @@ func (w *writer) indexText() error {
 		return nil
 	}
 	w.indexFrom = 0
-	if _, err := w.indexFTS.ExecContext(w.ctx, from); err != nil {
+	res, err := w.indexFTS.ExecContext(w.ctx, from)
+	if err != nil {
 		return internal("index text", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		w.textChanged = true
 	}
 	return nil
 }
