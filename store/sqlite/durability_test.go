@@ -229,3 +229,63 @@ func TestAckAfterSync(t *testing.T) {
 		t.Fatalf("Save after sync: %v", err)
 	}
 }
+
+// TestOverlappingSyncs: a batch committed while an earlier batch's sync is
+// still running starts a sync of its own (it does not wait for the running
+// one to end first), and the later batch is still answered only after the
+// earlier one: callers are answered in commit order.
+func TestOverlappingSyncs(t *testing.T) {
+	ctx := context.Background()
+	var first atomic.Bool // the next sync is the one to hold
+	gate := make(chan struct{})
+	held := make(chan struct{}, 1)
+	started := make(chan struct{}, 16)
+	// No background maintenance: its merge steps are writes with syncs of
+	// their own.
+	s := openTemp(t, sqlite.WithMaintenanceDelay(0, 0), sqlite.WithBeforeSyncForTest(func() {
+		if first.CompareAndSwap(true, false) {
+			held <- struct{}{}
+			<-gate
+			return
+		}
+		started <- struct{}{}
+	}))
+	c := storetest.Community(t, s, "overlap.example")
+	alice := storetest.NewAuthor(t)
+	earlier := alice.Event(t, 1, 1_700_000_000, "earlier")
+	later := alice.Event(t, 1, 1_700_000_001, "later")
+	for len(started) > 0 {
+		<-started
+	}
+	first.Store(true)
+	done := make(chan string, 2)
+	go func() {
+		if err := s.Save(ctx, c, earlier); err != nil {
+			t.Errorf("Save earlier: %v", err)
+		}
+		done <- "earlier"
+	}()
+	<-held // the earlier batch's sync is running (and held)
+	go func() {
+		if err := s.Save(ctx, c, later); err != nil {
+			t.Errorf("Save later: %v", err)
+		}
+		done <- "later"
+	}()
+	select {
+	case <-started: // the later batch's own sync began
+	case <-time.After(5 * time.Second):
+		close(gate)
+		t.Fatal("a batch committed during a running sync started no sync of its own")
+	}
+	select {
+	case who := <-done:
+		close(gate)
+		t.Fatalf("%s answered while the earlier batch's sync was still running", who)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(gate)
+	if a, b := <-done, <-done; a != "earlier" || b != "later" {
+		t.Fatalf("answered %s then %s, want commit order", a, b)
+	}
+}

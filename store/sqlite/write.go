@@ -139,6 +139,11 @@ func (s *Store) writeLoop() {
 // the WAL, made after the batches' commits returned, covers every batch
 // committed meanwhile. The writer goes on with the next batch while the
 // disk syncs, so the CPU work of batch N+1 overlaps the sync of batch N.
+// Up to maxSyncs syncs run at once: batches committed while a sync is
+// running start one of their own (each covers every frame written before
+// it began) instead of waiting for the running one to end before theirs
+// can even start. Rounds are answered in commit order, each once its own
+// sync has returned.
 //
 // Why an acknowledged write is as durable as with synchronous=FULL: the
 // writer commits with synchronous=NORMAL, which writes the transaction's
@@ -158,9 +163,32 @@ func (s *Store) writeLoop() {
 // durable; nothing is acknowledged, and the relay publishes nothing, before.
 func (s *Store) syncLoop() {
 	defer close(s.wrote)
-	var pending []*writeReq
+	// A round is the batches one sync covers; err receives its result.
+	type round struct {
+		reqs []*writeReq
+		err  chan error
+	}
+	slots := make(chan struct{}, maxSyncs)
+	rounds := make(chan *round, maxSyncs)
+	answered := make(chan struct{})
+	go func() { // answers rounds in commit order
+		defer close(answered)
+		for r := range rounds {
+			err := <-r.err
+			for _, q := range r.reqs {
+				if err != nil && isOutcome(q.err) {
+					q.err = err
+				}
+				q.done <- q.err
+			}
+			select {
+			case s.wrote <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	for b := range s.committed {
-		pending = append(pending[:0], b...)
+		pending := b
 	more:
 		for {
 			select {
@@ -173,20 +201,22 @@ func (s *Store) syncLoop() {
 				break more
 			}
 		}
-		err := s.syncWAL()
-		for _, r := range pending {
-			if err != nil && isOutcome(r.err) {
-				r.err = err
-			}
-			r.done <- r.err
-		}
-		clear(pending)
-		select {
-		case s.wrote <- struct{}{}:
-		default:
-		}
+		r := &round{reqs: pending, err: make(chan error, 1)}
+		slots <- struct{}{}
+		rounds <- r
+		go func() {
+			r.err <- s.syncWAL()
+			<-slots
+		}()
 	}
+	close(rounds)
+	<-answered
 }
+
+// maxSyncs is how many syncs of the write-ahead log syncLoop runs at once.
+// Two (one running, the next already started) raised closed-loop ingest
+// (16 connections, one event in flight each) by ~5 % in buzzbench.
+const maxSyncs = 2
 
 // syncWAL makes everything written to the WAL so far durable. Without a
 // WAL (a file system where SQLite could not use one) commits are synced
