@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -201,11 +202,12 @@ func TestAckAfterSync(t *testing.T) {
 	var gate chan struct{} // nil until armed: Community's write syncs freely
 	var armed atomic.Bool
 	reached := make(chan struct{}, 16)
-	s := openTemp(t, sqlite.WithBeforeSyncForTest(func() {
+	s := openTemp(t, sqlite.WithBeforeSyncForTest(func() error {
 		if armed.Load() {
 			reached <- struct{}{}
 			<-gate
 		}
+		return nil
 	}))
 	c := storetest.Community(t, s, "sync.example")
 	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "synced before acknowledged")
@@ -243,13 +245,14 @@ func TestOverlappingSyncs(t *testing.T) {
 	started := make(chan struct{}, 16)
 	// No background maintenance: its merge steps are writes with syncs of
 	// their own.
-	s := openTemp(t, sqlite.WithMaintenanceDelay(0, 0), sqlite.WithBeforeSyncForTest(func() {
+	s := openTemp(t, sqlite.WithMaintenanceDelay(0, 0), sqlite.WithBeforeSyncForTest(func() error {
 		if first.CompareAndSwap(true, false) {
 			held <- struct{}{}
 			<-gate
-			return
+			return nil
 		}
 		started <- struct{}{}
+		return nil
 	}))
 	c := storetest.Community(t, s, "overlap.example")
 	alice := storetest.NewAuthor(t)
@@ -288,4 +291,50 @@ func TestOverlappingSyncs(t *testing.T) {
 	close(gate)
 	<-done
 	<-done
+}
+
+// TestSyncFailureIsSticky: once a sync of the write-ahead log fails, the
+// write it covered gets the failure, and so does every later write, even
+// when later syncs would succeed: after a failed fdatasync the kernel may
+// have dropped pages it could not write, so nothing after them can be
+// acknowledged as durable. Reads go on; reopening the store recovers.
+func TestSyncFailureIsSticky(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var fail atomic.Bool
+	s, err := sqlite.Open(ctx, dir, sqlite.WithMaintenanceDelay(0, 0), sqlite.WithBeforeSyncForTest(func() error {
+		if fail.Load() {
+			return errors.New("injected EIO")
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := storetest.Community(t, s, "sticky.example")
+	alice := storetest.NewAuthor(t)
+	before := alice.Event(t, 1, 1_700_000_000, "before the failure")
+	storetest.MustSave(t, s, c, before)
+
+	fail.Store(true)
+	if err := s.Save(ctx, c, alice.Event(t, 1, 1_700_000_001, "its sync fails")); err == nil || !strings.Contains(err.Error(), "injected EIO") {
+		t.Fatalf("Save whose sync failed = %v, want the sync's error", err)
+	}
+	fail.Store(false)
+	err = s.Save(ctx, c, alice.Event(t, 1, 1_700_000_002, "after the failure"))
+	if err == nil || !strings.Contains(err.Error(), "reopen the store") {
+		t.Fatalf("Save after a failed sync = %v, want it refused until the store is reopened", err)
+	}
+	if got := storetest.QueryIDs(t, s, c, nostr.Filter{IDs: []string{before.ID}}); len(got) != 1 {
+		t.Fatalf("reads after a failed sync: %v", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_003, "reopened"))
 }

@@ -27,9 +27,10 @@ func WithoutAuditForBenchmark() Option {
 	}
 }
 
-// WithBeforeSyncForTest runs fn in the syncing goroutine before each sync
-// of the write-ahead log, after the batches it covers have committed.
-func WithBeforeSyncForTest(fn func()) Option {
+// WithBeforeSyncForTest runs fn before each sync of the write-ahead log,
+// after the batches it covers have committed; an error fn returns stands
+// for the sync's own.
+func WithBeforeSyncForTest(fn func() error) Option {
 	return func(c *config) error {
 		c.beforeSync = fn
 		return nil

@@ -52,6 +52,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	// Registers the "sqlite" database/sql driver.
@@ -83,11 +84,12 @@ type Store struct {
 	mu        sync.RWMutex // guards closed and sends on reqs
 	closed    bool
 	reqs      chan *writeReq
-	committed chan []*writeReq // batches applied by the writer, waiting for syncLoop
-	wal       *os.File         // the write-ahead log, synced by syncLoop; nil without WAL
-	wrote     chan struct{}    // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
-	ckdb      *sql.DB          // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
-	done      chan struct{}    // closed when the writer, syncLoop and maintainLoop have drained and exited
+	committed chan []*writeReq      // batches applied by the writer, waiting for syncLoop
+	wal       *os.File              // the write-ahead log, synced by syncLoop; nil without WAL
+	syncErr   atomic.Pointer[error] // the first failed sync of the WAL (failSync); nil while none has
+	wrote     chan struct{}         // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
+	ckdb      *sql.DB               // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
+	done      chan struct{}         // closed when the writer, syncLoop and maintainLoop have drained and exited
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]int64 // community id → communities.seq
@@ -102,9 +104,9 @@ type config struct {
 	busyTimeout time.Duration
 	eventCache  int64 // bytes; 0: no event cache
 	log         *slog.Logger
-	slowReads   bool   // tests only: event reads spin in SQLite until cancelled (export_test.go)
-	noAudit     bool   // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
-	beforeSync  func() // tests only: runs in syncLoop before each sync of the WAL (export_test.go)
+	slowReads   bool         // tests only: event reads spin in SQLite until cancelled (export_test.go)
+	noAudit     bool         // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
+	beforeSync  func() error // tests only: runs before each sync of the WAL; an error stands for the sync's (export_test.go)
 
 	maintainIdle time.Duration // 0: no background maintenance (maintainLoop)
 	maintainMax  time.Duration

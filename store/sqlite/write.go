@@ -62,6 +62,9 @@ func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.syncFailed(); err != nil {
+		return err
+	}
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
@@ -143,7 +146,8 @@ func (s *Store) writeLoop() {
 // running start one of their own (each covers every frame written before
 // it began) instead of waiting for the running one to end before theirs
 // can even start. Rounds are answered in commit order, each once its own
-// sync has returned.
+// sync has returned. A failed sync is final (failSync): its writes and all
+// later ones get the failure.
 //
 // Why an acknowledged write is as durable as with synchronous=FULL: the
 // writer commits with synchronous=NORMAL, which writes the transaction's
@@ -175,6 +179,11 @@ func (s *Store) syncLoop() {
 		defer close(answered)
 		for r := range rounds {
 			err := <-r.err
+			if err == nil {
+				err = s.syncFailed()
+			} else {
+				s.failSync(err)
+			}
 			for _, q := range r.reqs {
 				if err != nil && isOutcome(q.err) {
 					q.err = err
@@ -213,6 +222,28 @@ func (s *Store) syncLoop() {
 	<-answered
 }
 
+// failSync records that a sync of the write-ahead log failed. From then
+// on the store refuses every write and answers every write still in
+// flight with that failure: after a failed fdatasync the kernel may have
+// dropped the dirty pages it could not write (and reports the error once),
+// so a later sync that succeeds proves nothing about the frames before it,
+// and the log's frames are only valid in an unbroken, checksummed chain.
+// Only reopening the store (recovery from what is on disk) is safe.
+func (s *Store) failSync(err error) {
+	if s.syncErr.CompareAndSwap(nil, &err) {
+		s.cfg.log.Error("sqlite: a sync of the write-ahead log failed; refusing writes until the store is reopened", "err", err)
+	}
+}
+
+// syncFailed is the error every write gets once a sync has failed (see
+// failSync); nil before.
+func (s *Store) syncFailed() error {
+	if p := s.syncErr.Load(); p != nil {
+		return fmt.Errorf("%w (a sync of the write-ahead log failed earlier; reopen the store)", *p)
+	}
+	return nil
+}
+
 // maxSyncs is how many syncs of the write-ahead log syncLoop runs at once.
 // Two (one running, the next already started) raised closed-loop ingest
 // (16 connections, one event in flight each) by ~5 % in buzzbench.
@@ -223,7 +254,10 @@ const maxSyncs = 2
 // by SQLite itself (synchronous=FULL) and there is nothing to do.
 func (s *Store) syncWAL() error {
 	if s.cfg.beforeSync != nil {
-		s.cfg.beforeSync()
+		if err := s.cfg.beforeSync(); err != nil {
+			s.cfg.log.Error("sqlite: sync write-ahead log", "err", err)
+			return internal("sync", err)
+		}
 	}
 	if s.wal == nil {
 		return nil
