@@ -34,9 +34,10 @@ import (
 const MsgGiftWrapAuth = "auth-required: gift wraps (kind 1059) are delivered only to their authenticated recipient"
 
 // giftWrapKinds reports whether f can match a gift wrap, and whether it
-// asks for gift wraps only.
+// asks for gift wraps only. Kinds nil matches every kind; an empty,
+// non-nil Kinds matches none, as nostr.Filter does.
 func giftWrapKinds(f *nostr.Filter) (may, only bool) {
-	if len(f.Kinds) == 0 {
+	if f.Kinds == nil {
 		return true, false
 	}
 	if !slices.Contains(f.Kinds, nostr.KindGiftWrap) {
@@ -154,6 +155,24 @@ func rawKindIs(raw, kind []byte) bool {
 	return bytes.HasPrefix(rest, kind) && len(rest) > len(kind) && rest[len(kind)] == ','
 }
 
+// GiftWrapPart is the part of filters that may match gift wraps, as
+// CountGiftWrapped asks a store to count it right after filters: each
+// filter that may match kind 1059, in order, narrowed to kind 1059; nil
+// when none may. Its count is the count of filters' events of kind 1059,
+// so a store answering several sets at once may recognise the pair and
+// count both in one pass over filters' events.
+func GiftWrapPart(filters []nostr.Filter) []nostr.Filter {
+	var part []nostr.Filter
+	for i := range filters {
+		if may, _ := giftWrapKinds(&filters[i]); may {
+			w := filters[i]
+			w.Kinds = []int{nostr.KindGiftWrap}
+			part = append(part, w)
+		}
+	}
+	return part
+}
+
 // CountGiftWrapped counts filters for readers under the gift wrap rule:
 // the filters' count, minus their gift wraps, plus the gift wraps
 // addressed to readers. It calls count once, with up to three filter sets
@@ -162,17 +181,14 @@ func rawKindIs(raw, kind []byte) bool {
 // first, so a wrap stored meanwhile can only lower the answer.
 func CountGiftWrapped(ctx context.Context, filters []nostr.Filter, readers []string,
 	count func(ctx context.Context, sets [][]nostr.Filter) ([]int64, error)) (int64, error) {
-	var wraps, mine []nostr.Filter
 	allOnly := true
 	for i := range filters {
-		may, only := giftWrapKinds(&filters[i])
+		_, only := giftWrapKinds(&filters[i])
 		allOnly = allOnly && only
-		if !may {
-			continue
-		}
-		w := filters[i]
-		w.Kinds = []int{nostr.KindGiftWrap}
-		wraps = append(wraps, w)
+	}
+	wraps := GiftWrapPart(filters)
+	var mine []nostr.Filter
+	for _, w := range wraps {
 		if m, ok := narrowToReaders(w, readers); ok {
 			mine = append(mine, m)
 		}

@@ -112,6 +112,8 @@ func TestCountGiftWrapped(t *testing.T) {
 		w.owner.Event(t, nostr.KindGiftWrap, 1_700_000_002, "2", nostr.Tag{"p", alice.PubKey}, tag),
 		w.owner.Event(t, nostr.KindGiftWrap, 1_700_000_003, "3", nostr.Tag{"p", bob.PubKey}, tag),
 		w.owner.Event(t, nostr.KindNote, 1_700_000_004, "note", tag),
+		// Untagged: only a filter with no tag condition reaches it.
+		w.owner.Event(t, nostr.KindGiftWrap, 1_700_000_005, "4", nostr.Tag{"p", bob.PubKey}),
 	} {
 		if err := w.st.Save(ctx, w.c, ev); err != nil {
 			t.Fatal(err)
@@ -141,6 +143,9 @@ func TestCountGiftWrapped(t *testing.T) {
 		{"alice, notes and gift wraps", []nostr.Filter{{Kinds: []int{nostr.KindNote, nostr.KindGiftWrap}, Tags: all}}, []string{alice.PubKey}, 3},
 		{"bob, #p alice", []nostr.Filter{{Kinds: []int{nostr.KindGiftWrap}, Tags: map[string][]string{"p": {alice.PubKey}}}}, []string{bob.PubKey}, 0},
 		{"alice, #p alice", []nostr.Filter{{Kinds: []int{nostr.KindGiftWrap}, Tags: map[string][]string{"p": {alice.PubKey}}}}, []string{alice.PubKey}, 2},
+		// An empty kinds list matches nothing, so it has no gift-wrap
+		// part (which would be every gift wrap of the community).
+		{"alice, empty kinds and everything", []nostr.Filter{{Kinds: []int{}}, everything}, []string{alice.PubKey}, 3},
 	} {
 		calls = 0
 		n, err := channel.CountGiftWrapped(ctx, tc.filters, tc.readers, count)

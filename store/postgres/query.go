@@ -690,34 +690,17 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 	return sqlStr, args, nil
 }
 
-// wrapsOf reports whether set w is set f's gift-wrap part, as
-// channel.CountGiftWrapped asks for it next to f: the filters of f that
-// may match kind 1059 (no kinds, or 1059 among them), in order, each with
-// kinds [1059]. Its count is then the count of f's rows of kind 1059,
-// which the statement counting f answers too (buildCount with wraps). A
-// filter with an empty, non-nil kinds list, which matches nothing here,
-// makes it false: its part (kinds [1059]) would match gift wraps. So does
-// a search filter: its rows come through probe, which selects no kind.
+// wrapsOf reports whether set w is set f's gift-wrap part
+// (channel.GiftWrapPart), as channel.CountGiftWrapped asks for it right
+// after f. Its count is then the count of f's rows of kind 1059, which the
+// statement counting f answers too (buildCount with wraps). Not for a set
+// with a search filter: its rows come through probe, which selects no
+// kind.
 func wrapsOf(f, w []nostr.Filter) bool {
-	j := 0
-	for i := range f {
-		if f[i].Search != "" {
-			return false
-		}
-		if f[i].Kinds != nil && !slices.Contains(f[i].Kinds, nostr.KindGiftWrap) {
-			continue
-		}
-		if j == len(w) {
-			return false
-		}
-		narrowed := f[i]
-		narrowed.Kinds = []int{nostr.KindGiftWrap}
-		if !reflect.DeepEqual(narrowed, w[j]) {
-			return false
-		}
-		j++
+	if len(w) == 0 || slices.ContainsFunc(f, func(f nostr.Filter) bool { return f.Search != "" }) {
+		return false
 	}
-	return j > 0 && j == len(w)
+	return reflect.DeepEqual(channel.GiftWrapPart(f), w)
 }
 
 // DeleteExpired removes, in every community, the events whose NIP-40
