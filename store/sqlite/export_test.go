@@ -1,9 +1,6 @@
 package sqlite
 
-import (
-	"context"
-	"database/sql"
-)
+import "context"
 
 // WithSlowReadsForTest makes every event read (Query, Count) first run a
 // query on a read connection that never ends unless interrupted: a
@@ -44,8 +41,7 @@ func TextIndexState(ctx context.Context, s *Store) (segments, automerge int, err
 	if err := s.rdb.QueryRowContext(ctx, `SELECT count(DISTINCT segid) FROM events_fts_idx`).Scan(&segments); err != nil {
 		return 0, 0, err
 	}
-	automerge = 4 // FTS5's default, when the setting was never written
-	if err := s.rdb.QueryRowContext(ctx, `SELECT v FROM events_fts_config WHERE k = 'automerge'`).Scan(&automerge); err != nil && err != sql.ErrNoRows {
+	if automerge, err = automergeSetting(ctx, s.rdb); err != nil {
 		return 0, 0, err
 	}
 	err = s.submit(ctx, func(w *writer) error {

@@ -121,21 +121,21 @@ func (s *Store) mergeText(ctx context.Context) (done bool, err error) {
 	return done, err
 }
 
-// setAutomerge makes FTS5 merge the text index inside commits (SQLite's
-// default, 4) when the store does no background maintenance, and leaves
+// defaultAutomerge is FTS5's automerge setting when none was written.
+const defaultAutomerge = 4
+
+// setAutomerge makes FTS5 merge the text index inside commits (its
+// default) when the store does no background maintenance, and leaves
 // merging to maintainLoop (0) when it does. The setting lives in the
 // database file; it is written only when it differs.
 func (s *Store) setAutomerge(ctx context.Context) error {
-	want := 4
+	want := defaultAutomerge
 	if s.cfg.maintainIdle > 0 {
 		want = 0
 	}
-	var have int
-	switch err := s.wdb.QueryRowContext(ctx, `SELECT v FROM events_fts_config WHERE k = 'automerge'`).Scan(&have); {
-	case errors.Is(err, sql.ErrNoRows):
-		have = 4
-	case err != nil:
-		return fmt.Errorf("sqlite: text index settings: %w", err)
+	have, err := automergeSetting(ctx, s.wdb)
+	if err != nil {
+		return err
 	}
 	if have == want {
 		return nil
@@ -144,6 +144,17 @@ func (s *Store) setAutomerge(ctx context.Context) error {
 		return fmt.Errorf("sqlite: text index settings: %w", err)
 	}
 	return nil
+}
+
+// automergeSetting reads the text index's automerge setting from the database
+// file.
+func automergeSetting(ctx context.Context, db *sql.DB) (int, error) {
+	v := defaultAutomerge
+	err := db.QueryRowContext(ctx, `SELECT v FROM events_fts_config WHERE k = 'automerge'`).Scan(&v)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlite: text index settings: %w", err)
+	}
+	return v, nil
 }
 
 // checkpoint runs one PASSIVE checkpoint on the checkpointing connection.
