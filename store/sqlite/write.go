@@ -252,18 +252,16 @@ const maxSyncs = 2
 // syncWAL makes everything written to the WAL so far durable. Without a
 // WAL (a file system where SQLite could not use one) commits are synced
 // by SQLite itself (synchronous=FULL) and there is nothing to do.
+// A failure is logged once, by failSync.
 func (s *Store) syncWAL() error {
+	var err error
 	if s.cfg.beforeSync != nil {
-		if err := s.cfg.beforeSync(); err != nil {
-			s.cfg.log.Error("sqlite: sync write-ahead log", "err", err)
-			return internal("sync", err)
-		}
+		err = s.cfg.beforeSync()
 	}
-	if s.wal == nil {
-		return nil
+	if err == nil && s.wal != nil {
+		err = syncData(s.wal)
 	}
-	if err := syncData(s.wal); err != nil {
-		s.cfg.log.Error("sqlite: sync write-ahead log", "err", err)
+	if err != nil {
 		return internal("sync", err)
 	}
 	return nil
