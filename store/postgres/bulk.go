@@ -37,7 +37,7 @@ func BulkLoad(ctx context.Context, databaseURL string, c tenant.CommunityID, eve
 		}
 		rows = append(rows, []any{a.community, a.createdAt, a.id, a.pubkey, a.kind, json.RawMessage(a.tags), a.content, a.sig, a.raw, a.dTag, a.expiresAt, a.channelArg()})
 		for i := range a.tagNames {
-			tagRows = append(tagRows, []any{a.community, a.tagNames[i], a.tagValues[i], a.createdAt, a.id})
+			tagRows = append(tagRows, []any{a.community, a.tagNames[i], a.tagValues[i], a.createdAt, a.id, a.kind, a.expiresAt, a.channelArg()})
 		}
 	}
 	tx, err := conn.Begin(ctx)
@@ -52,7 +52,7 @@ func BulkLoad(ctx context.Context, databaseURL string, c tenant.CommunityID, eve
 		return 0, fmt.Errorf("postgres: bulk load: copy events: %w", err)
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"event_tags"},
-		[]string{"community_id", "name", "value", "created_at", "event_id"},
+		[]string{"community_id", "name", "value", "created_at", "event_id", "kind", "expires_at", "channel_id"},
 		pgx.CopyFromRows(tagRows)); err != nil {
 		return 0, fmt.Errorf("postgres: bulk load: copy tags: %w", err)
 	}

@@ -32,7 +32,9 @@ func sqlText(s string) string {
 // table), 0xff || sha256(value) for a value longer than maxTagValueBytes,
 // and the UTF-8 bytes otherwise (neither 0xfe nor 0xff occurs in UTF-8).
 // Writes and filters both use it, so a filter value matches exactly the
-// values that are equal after sqlText. DeleteExpired repeats it in SQL.
+// values that are equal after sqlText. The schema's buzz_tag_key
+// (migration 170) repeats it in SQL for the rows DeleteExpired and the
+// deletion trigger remove; TestTagKeyInSQL holds the two together.
 func tagKey(v string) []byte {
 	v = sqlText(v)
 	if b, ok := decodeHex32(v); ok {

@@ -23,6 +23,19 @@ import (
 // be used here: it imports this package.)
 func internalStore(t *testing.T, opts ...Option) *Store {
 	t.Helper()
+	s, err := Open(context.Background(), internalDatabase(t), append([]Option{WithAutoMigrate(true)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// internalDatabase creates an empty database, dropped when the test ends,
+// and returns its URL (pgtest's, which imports this package, cannot serve
+// internal tests).
+func internalDatabase(t *testing.T) string {
+	t.Helper()
 	ctx := context.Background()
 	admin := os.Getenv("BUZZ_TEST_POSTGRES")
 	if admin == "" {
@@ -46,12 +59,7 @@ func internalStore(t *testing.T, opts ...Option) *Store {
 	})
 	u, _ := url.Parse(admin)
 	u.Path = "/" + name
-	s, err := Open(ctx, u.String(), append([]Option{WithAutoMigrate(true)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return u.String()
 }
 
 func signedEvent(t *testing.T, sk nostr.SecretKey, kind int, at int64, content string, tags ...nostr.Tag) *nostr.Event {

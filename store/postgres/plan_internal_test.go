@@ -32,6 +32,10 @@ type planShape struct {
 	// indexOnly: once analysed (and so vacuumed), every scan of a
 	// partition holding rows must be an index-only scan.
 	indexOnly bool
+	// tagsOnly: a COUNT answered from the tag rows alone (migration 170):
+	// the plan reads no events partition, and once analysed reads
+	// event_tags by an index-only scan.
+	tagsOnly bool
 }
 
 // seedPlanData fills community a with 50,000 events and b with 10,000
@@ -58,16 +62,17 @@ FROM generate_series(1, 60000) AS g`, a.UUID(), b.UUID(), now)
 SELECT community_id, created_at, id, pubkey, kind, '[]', 'note ' || g, decode(repeat('00', 64), 'hex'), '{}'::bytea,
        CASE WHEN kind = 9 THEN md5('ch' || g % 100)::uuid END
 FROM seed;
-INSERT INTO event_tags (community_id, name, value, created_at, event_id)
-SELECT community_id, 't', convert_to('topic' || g % 100, 'UTF8'), created_at, id FROM seed WHERE kind = 1
+INSERT INTO event_tags (community_id, name, value, created_at, event_id, kind, channel_id)
+SELECT community_id, 't', convert_to('topic' || g % 100, 'UTF8'), created_at, id, kind, NULL::uuid FROM seed WHERE kind = 1
 UNION ALL
-SELECT community_id, 'z', convert_to('z' || g % 7, 'UTF8'), created_at, id FROM seed WHERE kind = 1
+SELECT community_id, 'z', convert_to('z' || g % 7, 'UTF8'), created_at, id, kind, NULL FROM seed WHERE kind = 1
 UNION ALL
-SELECT community_id, 'e', '\xfe'::bytea || sha256(('ev' || 1000 + g % 50)::bytea), created_at, id FROM seed WHERE kind = 7
+SELECT community_id, 'e', '\xfe'::bytea || sha256(('ev' || 1000 + g % 50)::bytea), created_at, id, kind, NULL FROM seed WHERE kind = 7
 UNION ALL
-SELECT community_id, 'p', '\xfe'::bytea || sha256(('au' || g % 499)::bytea), created_at, id FROM seed WHERE kind = 7
+SELECT community_id, 'p', '\xfe'::bytea || sha256(('au' || g % 499)::bytea), created_at, id, kind, NULL FROM seed WHERE kind = 7
 UNION ALL
-SELECT community_id, 'h', convert_to(md5('ch' || g % 100)::uuid::text, 'UTF8'), created_at, id FROM seed WHERE kind = 9;
+SELECT community_id, 'h', convert_to(md5('ch' || g % 100)::uuid::text, 'UTF8'), created_at, id, kind, md5('ch' || g % 100)::uuid
+FROM seed WHERE kind = 9;
 DROP TABLE seed`)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +153,11 @@ func TestPlansWithoutStatistics(t *testing.T) {
 		{name: "#e thread", filter: `{"kinds":[1,7],"#e":["` + hexOf("ev1007") + `"],"limit":100}`, scope: all, drive: "event_tags_key"},
 		{name: "since/until", filter: fmt.Sprintf(`{"since":%d,"until":%d,"limit":100}`, now-86400, now-82800), scope: all},
 		{name: "#t + #z", filter: `{"#t":["topic7"],"#z":["z3"],"limit":20}`, scope: all, drive: "event_tags_key"},
-		{name: "COUNT #t", filter: `{"#t":["topic7"]}`, count: true, scope: all, drive: "event_tags_key"},
+		{name: "COUNT #t", filter: `{"#t":["topic7"]}`, count: true, scope: all, drive: "event_tags_key", tagsOnly: true},
+		{name: "COUNT kind #t, channel scope", filter: `{"kinds":[1],"#t":["topic7"]}`, count: true, scope: channel.ScopeOf(chID), drive: "event_tags_key", tagsOnly: true},
+		{name: "COUNT #t 40 values", filter: `{"#t":[` + strings.Join(topics40, ",") + `]}`, count: true, scope: all, drive: "event_tags_key", tagsOnly: true},
+		{name: "COUNT #e thread", filter: `{"#e":["` + hexOf("ev1007") + `"]}`, count: true, scope: channel.ScopeOf(), drive: "event_tags_key", tagsOnly: true},
+		{name: "COUNT #t + #z", filter: `{"#t":["topic7"],"#z":["z3"]}`, count: true, scope: all, drive: "event_tags_key"},
 		{name: "COUNT author", filter: `{"authors":[` + authors[3] + `]}`, count: true, scope: all, drive: authorBound},
 		// In a channel scope (every client read has one) the author index
 		// covers the channel condition too (migration 160): without it the
@@ -183,6 +192,9 @@ func TestPlansWithoutStatistics(t *testing.T) {
 			bad := planProblem(plan, drive, filled)
 			if bad == "" && sh.indexOnly && analysed {
 				bad = notIndexOnly(plan, filled)
+			}
+			if bad == "" && sh.tagsOnly {
+				bad = notTagsOnly(plan, filled, analysed)
 			}
 			if bad != "" {
 				t.Errorf("%s, %s: %s:\n%s", label, sh.name, bad, plan)
@@ -271,6 +283,22 @@ func notIndexOnly(plan string, filled []string) string {
 				return p + " not read by an index-only scan"
 			}
 		}
+	}
+	return ""
+}
+
+// notTagsOnly says why plan is not a read of event_tags alone (index-only
+// once analysed), or is "".
+func notTagsOnly(plan string, filled []string, analysed bool) string {
+	for _, l := range strings.Split(plan, "\n") {
+		for _, p := range filled {
+			if strings.Contains(l, " on "+p+" ") {
+				return "reads " + p
+			}
+		}
+	}
+	if analysed && !strings.Contains(plan, "Index Only Scan using event_tags_key") {
+		return "event_tags not read by an index-only scan"
 	}
 	return ""
 }

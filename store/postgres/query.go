@@ -150,14 +150,7 @@ func hexList(in []string) ([][]byte, error) {
 // conds returns the conditions on events e, except the one on the driving
 // dimension skip ("ids", "authors", "kinds", a tag name, or "").
 func (p *predicate) conds(skip string) sq.And {
-	var and sq.And
-	if p.channels != nil {
-		if len(*p.channels) == 0 {
-			and = append(and, sq.Expr("e.channel_id IS NULL"))
-		} else {
-			and = append(and, sq.Expr("(e.channel_id IS NULL OR e.channel_id = ANY(?::uuid[]))", *p.channels))
-		}
-	}
+	and := scopeOn("e", p)
 	if p.ids != nil && skip != "ids" {
 		and = append(and, eqAny("e.id", p.ids))
 	}
@@ -307,6 +300,33 @@ func tagRows(c tenant.CommunityID, now int64, p *predicate, sel string, value sq
 		Where(live(c, now)).Where(p.conds(t.name))
 }
 
+// tagOnly reports whether a COUNT of p can be answered from event_tags
+// alone: p is driven by its one tag condition, and every other condition
+// it has (kinds, since/until, the access scope) is on columns the tag rows
+// carry. Tag rows exist only for live events (migration 170), so the rows
+// need no probe of events; expiry is checked on the row.
+func (p *predicate) tagOnly() bool {
+	return p.ids == nil && p.authors == nil && len(p.tags) == 1 && len(p.jsonTags) == 0 && p.tsquery == ""
+}
+
+// tagCountRows selects sel (columns of alias t: created_at, event_id,
+// kind) of the tag rows of c's live events matching p, which must be
+// tagOnly. It reads only event_tags: an index-only scan of event_tags_key,
+// which includes kind, expires_at and channel_id, once the pages are
+// all-visible.
+func tagCountRows(c tenant.CommunityID, now int64, p *predicate, sel string) sq.SelectBuilder {
+	t := p.tags[0]
+	q := sq.Select(sel).From("event_tags t").
+		Where(sq.Expr("t.community_id = ? AND t.name = ?", c.UUID(), t.name)).Where(eqAny("t.value", t.keys)).
+		Where(timeOn("t", p)).
+		Where(sq.Expr("(t.expires_at IS NULL OR t.expires_at > ?)", now)).
+		Where(scopeOn("t", p))
+	if p.kinds != nil {
+		q = q.Where(eqAny("t.kind", p.kinds))
+	}
+	return q
+}
+
 // keyProbe selects the event (every column, alias e) whose primary key is
 // (community, createdAt, id) — SQL expressions of the enclosing query — as
 // a LATERAL subquery with LIMIT 1, which PostgreSQL cannot flatten into a
@@ -417,6 +437,19 @@ func scopedKinds(c tenant.CommunityID, now int64, p *predicate, limit uint64) sq
 		" UNION ALL SELECT y.* FROM unnest(?::integer[]) AS k(kind) CROSS JOIN LATERAL (?) AS y"+tail,
 		pairKinds, pairChans, branch(sq.Expr("e.kind = k.kind"), sq.Expr("e.channel_id = k.ch"), false),
 		p.kinds, branch(sq.Expr("e.kind = k.kind"), sq.Expr("e.channel_id IS NULL"), true), limit)
+}
+
+// scopeOn is p's access scope as conditions on the channel_id of alias
+// (events, or event_tags, whose rows carry their event's channel).
+func scopeOn(alias string, p *predicate) sq.And {
+	switch {
+	case p.channels == nil:
+		return nil
+	case len(*p.channels) == 0:
+		return sq.And{sq.Expr(alias + ".channel_id IS NULL")}
+	default:
+		return sq.And{sq.Expr("("+alias+".channel_id IS NULL OR "+alias+".channel_id = ANY(?::uuid[]))", *p.channels)}
+	}
 }
 
 // timeOn repeats since/until on the event_tags alias, so the tag index
@@ -642,9 +675,9 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 	var or sq.Or           // filters counted as conditions on events
 	var parts []sq.Sqlizer // the others, each selecting cols
 	distinct := false      // whether one part may yield an event twice
-	cols, agg, direct := "e.created_at, e.id", "count(*)", "count(*)"
+	cols, tcols, agg, direct := "e.created_at, e.id", "t.created_at, t.event_id", "count(*)", "count(*)"
 	if wraps {
-		cols = "e.created_at, e.id, e.kind"
+		cols, tcols = "e.created_at, e.id, e.kind", "t.created_at, t.event_id, t.kind"
 		agg = fmt.Sprintf("count(*), count(*) FILTER (WHERE x.kind = %d)", nostr.KindGiftWrap)
 		direct = fmt.Sprintf("count(*), count(*) FILTER (WHERE e.kind = %d)", nostr.KindGiftWrap)
 	}
@@ -660,6 +693,9 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 		switch {
 		case p.tsquery != "":
 			parts = append(parts, searchFrom(c, now, p, cols))
+		case p.tagOnly():
+			parts = append(parts, tagCountRows(c, now, p, tcols))
+			distinct = distinct || len(p.tags[0].keys) > 1
 		case p.ids == nil && p.authors == nil && len(p.tags) > 0:
 			// Driven by the tag index (see tagDriven): as a condition on
 			// events, a plan without statistics could read every event of
@@ -732,10 +768,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
     DELETE FROM event_tags t USING tagrows r
     WHERE t.community_id = r.community_id AND t.name = r.name AND t.created_at = r.created_at
       AND t.event_id = r.id
-      AND t.value = CASE WHEN r.value ~ '^[0-9a-f]{64}$' THEN '\xfe'::bytea || decode(r.value, 'hex')
-                         WHEN octet_length(r.value) > $3 THEN '\xff'::bytea || sha256(convert_to(r.value, 'UTF8'))
-                         ELSE convert_to(r.value, 'UTF8') END)
-SELECT count(*) FROM gone`, c.UUID(), now.Unix(), maxTagValueBytes)
+      AND t.value = buzz_tag_key(r.value))
+SELECT count(*) FROM gone`, c.UUID(), now.Unix())
 		var n int64
 		err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
 			return br.QueryRow().Scan(&n)

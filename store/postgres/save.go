@@ -445,10 +445,10 @@ const plainSQL = `WITH input AS (
     SELECT $1, a.created_at, a.id, a.pubkey, a.kind, a.tags::jsonb, a.content, a.sig, a.raw, a.expires_at, a.channel_id
     FROM allowed a
     ON CONFLICT DO NOTHING
-    RETURNING id, created_at),
+    RETURNING id, created_at, kind, expires_at, channel_id),
   tagged AS (
-    INSERT INTO event_tags (community_id, name, value, created_at, event_id)
-    SELECT $1, tn.name, tn.value, ins.created_at, ins.id
+    INSERT INTO event_tags (community_id, name, value, created_at, event_id, kind, expires_at, channel_id)
+    SELECT $1, tn.name, tn.value, ins.created_at, ins.id, ins.kind, ins.expires_at, ins.channel_id
     FROM ins JOIN unnest($12::bytea[], $13::text[], $14::bytea[]) AS tn(event_id, name, value) ON tn.event_id = ins.id)
 SELECT i.ord, CASE WHEN ins.id IS NOT NULL THEN 0 WHEN a.id IS NULL THEN 3 ELSE 1 END::smallint
 FROM input i LEFT JOIN ins ON ins.id = i.id LEFT JOIN allowed a ON a.id = i.id`

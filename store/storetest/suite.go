@@ -861,6 +861,24 @@ func testCountShapes(t *testing.T, b store.Backend) {
 		nostr.Tag{"expiration", fmt.Sprint(time.Now().Unix() - 10)})
 	MustSave(t, b, c, expired)
 	check("one expired event", evs)
+
+	// Removed events never count, whichever way they went: one deleted
+	// by its author (NIP-09 "e"), an addressable event's replaced version,
+	// and then its head deleted by coordinate (NIP-09 "a"). Each matches
+	// the tag shapes.
+	deleted := evs[2] // alice's, kind 1, tagged e root and t go
+	byID := alice.Event(t, nostr.KindDeletion, base+20, "", nostr.Tag{"e", deleted.ID})
+	v1 := bob.Event(t, 30023, base+30, "v1", nostr.Tag{"d", "post"}, nostr.Tag{"e", root.ID}, nostr.Tag{"t", "go"})
+	v2 := bob.Event(t, 30023, base+31, "v2", nostr.Tag{"d", "post"}, nostr.Tag{"e", root.ID}, nostr.Tag{"t", "go"})
+	for _, ev := range []*nostr.Event{byID, v1, v2} { // in this order
+		MustSave(t, b, c, ev)
+	}
+	live := append(slices.DeleteFunc(slices.Clone(evs), func(ev *nostr.Event) bool { return ev == deleted }), byID, v2)
+	check("one deleted, one replaced", live)
+	byCoord := bob.Event(t, nostr.KindDeletion, base+40, "", nostr.Tag{"a", "30023:" + bob.PubKey + ":post"})
+	MustSave(t, b, c, byCoord)
+	live = append(slices.DeleteFunc(live, func(ev *nostr.Event) bool { return ev == v2 }), byCoord)
+	check("head deleted by coordinate", live)
 }
 
 func ptr[T any](v T) *T { return &v }
