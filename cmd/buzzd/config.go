@@ -16,6 +16,7 @@ import (
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -44,6 +45,9 @@ type Config struct {
 	// DBAnalyzeInterval is how often the PostgreSQL store vacuums and analyses event
 	// tables with stale planner statistics (0 = its analyser off).
 	DBAnalyzeInterval time.Duration
+	// DBEventCacheMiB sizes the embedded store's in-memory cache of events
+	// read by id (sqlite.WithEventCache), in MiB; 0 turns it off.
+	DBEventCacheMiB int
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
@@ -168,6 +172,16 @@ func settings() []setting {
 					return errors.New("want 0 or a Go duration from 1s to 24h, such as 1m")
 				}
 				c.DBAnalyzeInterval = d
+				return nil
+			}},
+		{env: "BUZZ_DB_EVENT_CACHE_MIB", flag: "db-event-cache-mib", def: strconv.Itoa(defaultEventCacheMiB),
+			usage: "MiB of events the embedded store keeps in memory to answer REQs by ids without reading the database (removals invalidate entries before they are acknowledged); 0 = off; PostgreSQL ignores it",
+			apply: func(c *Config, v string) error {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil || n < 0 || n > 1<<20 {
+					return errors.New("want 0 to 1048576 (MiB)")
+				}
+				c.DBEventCacheMiB = n
 				return nil
 			}},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
@@ -319,6 +333,9 @@ func settings() []setting {
 	}, append(append(append(append(operatorSettings(), clusterSettings()...), relayKeySettings()...), append(adminSettings(), workflowSettings()...)...), metricsSettings()...)...)
 }
 
+// defaultEventCacheMiB is the embedded store's own default event cache.
+const defaultEventCacheMiB = sqlite.DefaultEventCache >> 20
+
 // defaultConfig returns the configuration used when nothing is set.
 func defaultConfig() Config {
 	return Config{
@@ -326,6 +343,7 @@ func defaultConfig() Config {
 		DataDir:           defaultDataDir,
 		DBRLSRole:         postgres.DefaultRLSRole,
 		DBAnalyzeInterval: time.Minute,
+		DBEventCacheMiB:   defaultEventCacheMiB,
 		Limits:            buzz.DefaultLimits(),
 		Info:              buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:          slog.LevelInfo,

@@ -70,6 +70,20 @@ func TestParseConfigValues(t *testing.T) {
 					t.Errorf("bind %q", c.BindAddr)
 				}
 			}},
+		{"embedded event cache size, off",
+			map[string]string{"BUZZ_DB_EVENT_CACHE_MIB": "0"}, nil,
+			func(t *testing.T, c Config) {
+				if c.DBEventCacheMiB != 0 {
+					t.Errorf("event cache %d MiB, want 0", c.DBEventCacheMiB)
+				}
+			}},
+		{"embedded event cache size",
+			nil, []string{"-db-event-cache-mib", "256"},
+			func(t *testing.T, c Config) {
+				if c.DBEventCacheMiB != 256 {
+					t.Errorf("event cache %d MiB, want 256", c.DBEventCacheMiB)
+				}
+			}},
 		{"bind flag wins over env",
 			map[string]string{"BUZZ_BIND_ADDR": "127.0.0.1:5000"}, []string{"-bind", "127.0.0.1:6000"},
 			func(t *testing.T, c Config) {
@@ -191,6 +205,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{name: "database url flag hides secret", args: []string{"-database-url", "mysql://u:hunter2@h/db"}, want: []string{"-database-url"}, notWant: "hunter2", wantUsage: true},
 		{name: "database url garbage", env: map[string]string{"DATABASE_URL": "hunter2"}, want: []string{"DATABASE_URL"}, notWant: "hunter2"},
 		{name: "db conns", env: map[string]string{"BUZZ_DB_MAX_CONNS": "1"}, want: []string{"BUZZ_DB_MAX_CONNS", "2 to 1000"}},
+		{name: "event cache negative", env: map[string]string{"BUZZ_DB_EVENT_CACHE_MIB": "-1"}, want: []string{"BUZZ_DB_EVENT_CACHE_MIB", "MiB"}},
+		{name: "event cache units", env: map[string]string{"BUZZ_DB_EVENT_CACHE_MIB": "64MiB"}, want: []string{"BUZZ_DB_EVENT_CACHE_MIB", "MiB"}},
 		{name: "db role", env: map[string]string{"BUZZ_DB_RLS_ROLE": "Robert'); DROP"}, want: []string{"BUZZ_DB_RLS_ROLE", "role name"}},
 		{name: "bool", env: map[string]string{"BUZZ_AUTO_MIGRATE": "maybe"}, want: []string{"BUZZ_AUTO_MIGRATE", "yes/no"}},
 		{name: "bool flag", args: []string{"-auth-required=sometimes"}, want: []string{"-auth-required"}, wantUsage: true},

@@ -129,7 +129,8 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Ba
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	st, err := sqlite.Open(ctx, cfg.DataDir, sqlite.WithLogger(logger))
+	st, err := sqlite.Open(ctx, cfg.DataDir, sqlite.WithLogger(logger),
+		sqlite.WithEventCache(int64(cfg.DBEventCacheMiB)<<20))
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 	}

@@ -163,9 +163,13 @@ func WithBusyTimeout(d time.Duration) Option {
 	}
 }
 
+// DefaultEventCache is the default size of the event cache, in bytes
+// (WithEventCache).
+const DefaultEventCache = 64 << 20
+
 // WithEventCache sets how many bytes of events the store keeps in memory
-// to answer REQs by ids without a read of the database (default 64 MiB; 0
-// turns the cache off). Entries are events earlier lookups by id read;
+// to answer REQs by ids without a read of the database (default
+// DefaultEventCache, 64 MiB; 0 turns the cache off). Entries are events earlier lookups by id read;
 // removing an event (replacement, deletion, expiry) invalidates them
 // before the removal is acknowledged, so the cache never changes an answer.
 func WithEventCache(bytes int64) Option {
@@ -216,7 +220,7 @@ func WithLogger(l *slog.Logger) Option {
 // holds the database file DefaultFileName plus SQLite's -wal and -shm files.
 // Otherwise (for example "./relay.db") path is the database file itself.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: 64 << 20, log: slog.Default(),
+	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: DefaultEventCache, log: slog.Default(),
 		maintainIdle: 50 * time.Millisecond, maintainMax: time.Second, mergePages: defaultMergePages}
 	for _, o := range opts {
 		if o == nil {
