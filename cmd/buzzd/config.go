@@ -48,6 +48,9 @@ type Config struct {
 	// DBEventCacheMiB sizes the embedded store's in-memory cache of events
 	// read by id (sqlite.WithEventCache), in MiB; 0 turns it off.
 	DBEventCacheMiB int
+	// DBReadMmapMiB is how much of the embedded store's file each read
+	// connection maps (sqlite.WithReadMmap), in MiB; 0 turns it off.
+	DBReadMmapMiB int
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
@@ -182,6 +185,16 @@ func settings() []setting {
 					return errors.New("want 0 to 1048576 (MiB)")
 				}
 				c.DBEventCacheMiB = n
+				return nil
+			}},
+		{env: "BUZZ_DB_READ_MMAP_MIB", flag: "db-read-mmap-mib", def: strconv.Itoa(defaultReadMmapMiB),
+			usage: "MiB of the embedded store's file each read connection maps into memory, so reads take pages from the OS page cache without a system call each (an I/O error on a mapped page stops the process instead of failing the read); 0 = off; PostgreSQL ignores it",
+			apply: func(c *Config, v string) error {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil || n < 0 || n > defaultReadMmapMiB {
+					return fmt.Errorf("want 0 to %d (MiB)", defaultReadMmapMiB)
+				}
+				c.DBReadMmapMiB = n
 				return nil
 			}},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
@@ -336,6 +349,10 @@ func settings() []setting {
 // defaultEventCacheMiB is the embedded store's own default event cache.
 const defaultEventCacheMiB = sqlite.DefaultEventCache >> 20
 
+// defaultReadMmapMiB is the embedded store's own default (and largest)
+// read mapping, in whole MiB.
+const defaultReadMmapMiB = sqlite.DefaultReadMmap >> 20
+
 // defaultConfig returns the configuration used when nothing is set.
 func defaultConfig() Config {
 	return Config{
@@ -344,6 +361,7 @@ func defaultConfig() Config {
 		DBRLSRole:         postgres.DefaultRLSRole,
 		DBAnalyzeInterval: time.Minute,
 		DBEventCacheMiB:   defaultEventCacheMiB,
+		DBReadMmapMiB:     defaultReadMmapMiB,
 		Limits:            buzz.DefaultLimits(),
 		Info:              buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:          slog.LevelInfo,

@@ -84,6 +84,13 @@ func TestParseConfigValues(t *testing.T) {
 					t.Errorf("event cache %d MiB, want 256", c.DBEventCacheMiB)
 				}
 			}},
+		{"embedded read mapping off",
+			map[string]string{"BUZZ_DB_READ_MMAP_MIB": "0"}, nil,
+			func(t *testing.T, c Config) {
+				if c.DBReadMmapMiB != 0 {
+					t.Errorf("read mapping %d MiB, want 0", c.DBReadMmapMiB)
+				}
+			}},
 		{"bind flag wins over env",
 			map[string]string{"BUZZ_BIND_ADDR": "127.0.0.1:5000"}, []string{"-bind", "127.0.0.1:6000"},
 			func(t *testing.T, c Config) {
@@ -207,6 +214,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{name: "db conns", env: map[string]string{"BUZZ_DB_MAX_CONNS": "1"}, want: []string{"BUZZ_DB_MAX_CONNS", "2 to 1000"}},
 		{name: "event cache negative", env: map[string]string{"BUZZ_DB_EVENT_CACHE_MIB": "-1"}, want: []string{"BUZZ_DB_EVENT_CACHE_MIB", "MiB"}},
 		{name: "event cache units", env: map[string]string{"BUZZ_DB_EVENT_CACHE_MIB": "64MiB"}, want: []string{"BUZZ_DB_EVENT_CACHE_MIB", "MiB"}},
+		{name: "read mapping too large", env: map[string]string{"BUZZ_DB_READ_MMAP_MIB": "4096"}, want: []string{"BUZZ_DB_READ_MMAP_MIB", "MiB"}},
 		{name: "db role", env: map[string]string{"BUZZ_DB_RLS_ROLE": "Robert'); DROP"}, want: []string{"BUZZ_DB_RLS_ROLE", "role name"}},
 		{name: "bool", env: map[string]string{"BUZZ_AUTO_MIGRATE": "maybe"}, want: []string{"BUZZ_AUTO_MIGRATE", "yes/no"}},
 		{name: "bool flag", args: []string{"-auth-required=sometimes"}, want: []string{"-auth-required"}, wantUsage: true},
