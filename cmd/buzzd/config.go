@@ -179,23 +179,12 @@ func settings() []setting {
 			}},
 		{env: "BUZZ_DB_EVENT_CACHE_MIB", flag: "db-event-cache-mib", def: strconv.Itoa(defaultEventCacheMiB),
 			usage: "MiB of events the embedded store keeps in memory to answer REQs by ids without reading the database (removals invalidate entries before they are acknowledged); 0 = off; PostgreSQL ignores it",
-			apply: func(c *Config, v string) error {
-				n, err := strconv.Atoi(strings.TrimSpace(v))
-				if err != nil || n < 0 || n > 1<<20 {
-					return errors.New("want 0 to 1048576 (MiB)")
-				}
-				c.DBEventCacheMiB = n
-				return nil
-			}},
+			apply: func(c *Config, v string) (err error) { c.DBEventCacheMiB, err = parseMiB(v, 1<<20); return err }},
 		{env: "BUZZ_DB_READ_MMAP_MIB", flag: "db-read-mmap-mib", def: strconv.Itoa(defaultReadMmapMiB),
 			usage: "MiB of the embedded store's file each read connection maps into memory, so reads take pages from the OS page cache without a system call each (an I/O error on a mapped page stops the process instead of failing the read); 0 = off; PostgreSQL ignores it",
-			apply: func(c *Config, v string) error {
-				n, err := strconv.Atoi(strings.TrimSpace(v))
-				if err != nil || n < 0 || n > defaultReadMmapMiB {
-					return fmt.Errorf("want 0 to %d (MiB)", defaultReadMmapMiB)
-				}
-				c.DBReadMmapMiB = n
-				return nil
+			apply: func(c *Config, v string) (err error) {
+				c.DBReadMmapMiB, err = parseMiB(v, defaultReadMmapMiB)
+				return err
 			}},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
 			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",
@@ -537,6 +526,15 @@ func parsePositive(v string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n <= 0 {
 		return 0, errors.New("want a positive integer")
+	}
+	return n, nil
+}
+
+// parseMiB parses a size in MiB from 0 (off) to max.
+func parseMiB(v string, max int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 || n > max {
+		return 0, fmt.Errorf("want 0 to %d (MiB)", max)
 	}
 	return n, nil
 }

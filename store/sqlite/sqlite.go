@@ -197,9 +197,10 @@ const DefaultEventCache = 64 << 20
 
 // WithEventCache sets how many bytes of events the store keeps in memory
 // to answer REQs by ids without a read of the database (default
-// DefaultEventCache, 64 MiB; 0 turns the cache off). Entries are events earlier lookups by id read;
-// removing an event (replacement, deletion, expiry) invalidates them
-// before the removal is acknowledged, so the cache never changes an answer.
+// DefaultEventCache, 64 MiB; 0 turns the cache off). Entries are events
+// earlier lookups by id read; removing an event (replacement, deletion,
+// expiry) invalidates them before the removal is acknowledged, so the
+// cache never changes an answer.
 func WithEventCache(bytes int64) Option {
 	return func(c *config) error {
 		if bytes < 0 || bytes > 1<<40 {
