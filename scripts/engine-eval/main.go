@@ -5,6 +5,9 @@
 //	-tags mattn,sqlite_fts5  github.com/mattn/go-sqlite3 (cgo)
 //	-tags ncruces            github.com/ncruces/go-sqlite3 (wasm2go)
 //
+// or one ordered key-value engine with buzz's indexes as key prefixes
+// (kv.go): -tags pebble, -tags bbolt, -tags badger.
+//
 // See README.txt.
 package main
 
@@ -244,6 +247,7 @@ type writer struct {
 	watermark, head, indexFTS                *sql.Stmt
 	tagStmts                                 [maxTagRows + 1]*sql.Stmt
 	indexFrom                                int64
+	noText                                   bool // -fts=false: no FTS5 insert
 }
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -339,6 +343,9 @@ func (w *writer) runBatch(ctx context.Context, batch []event) error {
 			return err
 		}
 	}
+	if w.indexFrom != 0 && w.noText {
+		w.indexFrom = 0
+	}
 	if w.indexFrom != 0 {
 		from := w.indexFrom
 		w.indexFrom = 0
@@ -392,9 +399,15 @@ func main() {
 	queries := flag.Int("q", 5000, "queries per read shape")
 	seed := flag.Uint64("seed", 42, "corpus seed")
 	cpuprofile := flag.String("cpuprofile", "", "write a Go CPU profile of the timed section")
+	fts := flag.Bool("fts", true, "SQLite engines: index the text (FTS5) as buzz does; false measures the write path without it")
+	sync := flag.Bool("sync", true, "key-value engines: sync every commit (false: acknowledge before the data is durable, as khatru's badger)")
 	flag.Parse()
 	ctx := context.Background()
 	c := buildCorpus(*seed, *n)
+	if isKV {
+		kvMain(ctx, *mode, *path, c, *batch, *queries, *seed, *cpuprofile, *sync)
+		return
+	}
 
 	switch *mode {
 	case "info":
@@ -439,6 +452,7 @@ func main() {
 		if err != nil {
 			fatal(err)
 		}
+		w.noText = !*fts
 		var rawBytes, nTags int
 		for _, e := range c.events {
 			rawBytes += len(e.raw)
