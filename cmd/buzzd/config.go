@@ -51,6 +51,10 @@ type Config struct {
 	// DBReadMmapMiB is how much of the embedded store's file each read
 	// connection maps (sqlite.WithReadMmap), in MiB; 0 turns it off.
 	DBReadMmapMiB int
+	// DBMaintainIdle and DBMaintainMax are when the embedded store
+	// checkpoints its write-ahead log and merges its text index in the
+	// background (sqlite.WithMaintenanceDelay); idle 0 turns that off.
+	DBMaintainIdle, DBMaintainMax time.Duration
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
@@ -186,6 +190,12 @@ func settings() []setting {
 				c.DBReadMmapMiB, err = parseMiB(v, defaultReadMmapMiB)
 				return err
 			}},
+		{env: "BUZZ_DB_MAINTAIN_IDLE", flag: "db-maintain-idle", def: sqlite.DefaultMaintainIdle.String(),
+			usage: "how long the embedded store waits after its last write before it checkpoints its write-ahead log and merges its text index in the background, keeping that work out of the commits that acknowledge events; 0 = off (SQLite then does both inside commits); PostgreSQL ignores it",
+			apply: func(c *Config, v string) (err error) { c.DBMaintainIdle, err = parseMaintainDelay(v); return err }},
+		{env: "BUZZ_DB_MAINTAIN_MAX", flag: "db-maintain-max", def: sqlite.DefaultMaintainMax.String(),
+			usage: "the longest the embedded store defers that background upkeep while writes keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
+			apply: func(c *Config, v string) (err error) { c.DBMaintainMax, err = parseMaintainDelay(v); return err }},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
 			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",
 			apply: func(c *Config, v string) (err error) { c.AuthRequired, err = parseBool(v); return err }},
@@ -351,6 +361,8 @@ func defaultConfig() Config {
 		DBAnalyzeInterval: time.Minute,
 		DBEventCacheMiB:   defaultEventCacheMiB,
 		DBReadMmapMiB:     defaultReadMmapMiB,
+		DBMaintainIdle:    sqlite.DefaultMaintainIdle,
+		DBMaintainMax:     sqlite.DefaultMaintainMax,
 		Limits:            buzz.DefaultLimits(),
 		Info:              buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:          slog.LevelInfo,
@@ -422,6 +434,9 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 	}
 	if err := validateAdminHost(cfg); err != nil {
 		return Config{}, err
+	}
+	if cfg.DBMaintainIdle > 0 && cfg.DBMaintainMax < cfg.DBMaintainIdle {
+		return Config{}, fmt.Errorf("BUZZ_DB_MAINTAIN_MAX (-db-maintain-max) %v: want at least BUZZ_DB_MAINTAIN_IDLE (%v)", cfg.DBMaintainMax, cfg.DBMaintainIdle)
 	}
 	if !bindSet {
 		cfg.BindAddr = net.JoinHostPort(defaultBindHost, bindPort)
@@ -537,6 +552,16 @@ func parseMiB(v string, max int) (int, error) {
 		return 0, fmt.Errorf("want 0 to %d (MiB)", max)
 	}
 	return n, nil
+}
+
+// parseMaintainDelay parses one of the embedded store's maintenance
+// delays: 0, or a Go duration up to an hour.
+func parseMaintainDelay(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 || d > time.Hour {
+		return 0, errors.New("want 0 or a Go duration up to 1h, such as 50ms")
+	}
+	return d, nil
 }
 
 func parsePositiveDuration(v string) (time.Duration, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
 func envMap(m map[string]string) func(string) (string, bool) {
@@ -89,6 +90,20 @@ func TestParseConfigValues(t *testing.T) {
 			func(t *testing.T, c Config) {
 				if c.DBReadMmapMiB != 0 {
 					t.Errorf("read mapping %d MiB, want 0", c.DBReadMmapMiB)
+				}
+			}},
+		{"embedded maintenance off",
+			map[string]string{"BUZZ_DB_MAINTAIN_IDLE": "0"}, nil,
+			func(t *testing.T, c Config) {
+				if c.DBMaintainIdle != 0 || c.DBMaintainMax != sqlite.DefaultMaintainMax {
+					t.Errorf("maintenance idle %v max %v, want 0 and the default", c.DBMaintainIdle, c.DBMaintainMax)
+				}
+			}},
+		{"embedded maintenance delays",
+			map[string]string{"BUZZ_DB_MAINTAIN_IDLE": "200ms"}, []string{"-db-maintain-max", "5s"},
+			func(t *testing.T, c Config) {
+				if c.DBMaintainIdle != 200*time.Millisecond || c.DBMaintainMax != 5*time.Second {
+					t.Errorf("maintenance idle %v max %v, want 200ms and 5s", c.DBMaintainIdle, c.DBMaintainMax)
 				}
 			}},
 		{"bind flag wins over env",
@@ -215,6 +230,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{name: "event cache negative", env: map[string]string{"BUZZ_DB_EVENT_CACHE_MIB": "-1"}, want: []string{"BUZZ_DB_EVENT_CACHE_MIB", "MiB"}},
 		{name: "event cache units", env: map[string]string{"BUZZ_DB_EVENT_CACHE_MIB": "64MiB"}, want: []string{"BUZZ_DB_EVENT_CACHE_MIB", "MiB"}},
 		{name: "read mapping too large", env: map[string]string{"BUZZ_DB_READ_MMAP_MIB": "4096"}, want: []string{"BUZZ_DB_READ_MMAP_MIB", "MiB"}},
+		{name: "maintenance idle negative", env: map[string]string{"BUZZ_DB_MAINTAIN_IDLE": "-1s"}, want: []string{"BUZZ_DB_MAINTAIN_IDLE", "duration"}},
+		{name: "maintenance max units", env: map[string]string{"BUZZ_DB_MAINTAIN_MAX": "2"}, want: []string{"BUZZ_DB_MAINTAIN_MAX", "duration"}},
+		{name: "maintenance max too long", args: []string{"-db-maintain-max", "2h"}, want: []string{"-db-maintain-max", "1h"}, wantUsage: true},
+		{name: "maintenance max below idle", env: map[string]string{"BUZZ_DB_MAINTAIN_IDLE": "2s", "BUZZ_DB_MAINTAIN_MAX": "1s"}, want: []string{"BUZZ_DB_MAINTAIN_MAX", "at least BUZZ_DB_MAINTAIN_IDLE"}},
 		{name: "db role", env: map[string]string{"BUZZ_DB_RLS_ROLE": "Robert'); DROP"}, want: []string{"BUZZ_DB_RLS_ROLE", "role name"}},
 		{name: "bool", env: map[string]string{"BUZZ_AUTO_MIGRATE": "maybe"}, want: []string{"BUZZ_AUTO_MIGRATE", "yes/no"}},
 		{name: "bool flag", args: []string{"-auth-required=sometimes"}, want: []string{"-auth-required"}, wantUsage: true},

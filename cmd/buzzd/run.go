@@ -130,7 +130,8 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Ba
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	st, err := sqlite.Open(ctx, cfg.DataDir, sqlite.WithLogger(logger),
-		sqlite.WithEventCache(int64(cfg.DBEventCacheMiB)<<20), sqlite.WithReadMmap(int64(cfg.DBReadMmapMiB)<<20))
+		sqlite.WithEventCache(int64(cfg.DBEventCacheMiB)<<20), sqlite.WithReadMmap(int64(cfg.DBReadMmapMiB)<<20),
+		sqlite.WithMaintenanceDelay(cfg.DBMaintainIdle, cfg.DBMaintainMax))
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 	}

@@ -211,11 +211,17 @@ func WithEventCache(bytes int64) Option {
 	}
 }
 
+// Default maintenance delays (WithMaintenanceDelay).
+const (
+	DefaultMaintainIdle = 50 * time.Millisecond
+	DefaultMaintainMax  = time.Second
+)
+
 // WithMaintenanceDelay sets when the store does its upkeep in the
 // background (maintainLoop): copying its write-ahead log into the database
 // file and merging its text index's segments, once nothing has been written
 // for idle, or max after the first write not yet handled, whichever comes
-// first (defaults 50ms and 1s). Doing both in the background keeps that
+// first (defaults DefaultMaintainIdle and DefaultMaintainMax). Doing both in the background keeps that
 // work out of the commits that acknowledge events. idle 0 turns background
 // maintenance off: SQLite then checkpoints inside the commit that takes the
 // log past about 32 MiB, and FTS5 merges inside commits (automerge).
@@ -250,7 +256,7 @@ func WithLogger(l *slog.Logger) Option {
 // Otherwise (for example "./relay.db") path is the database file itself.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: DefaultEventCache, readMmap: DefaultReadMmap, log: slog.Default(),
-		maintainIdle: 50 * time.Millisecond, maintainMax: time.Second, mergePages: defaultMergePages}
+		maintainIdle: DefaultMaintainIdle, maintainMax: DefaultMaintainMax, mergePages: defaultMergePages}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("sqlite: nil Option")
