@@ -405,7 +405,7 @@ func main() {
 	ctx := context.Background()
 	c := buildCorpus(*seed, *n)
 	if isKV {
-		kvMain(ctx, *mode, *path, c, *batch, *queries, *seed, *cpuprofile, *sync)
+		kvMain(*mode, *path, c, *batch, *queries, *seed, *cpuprofile, *sync)
 		return
 	}
 
