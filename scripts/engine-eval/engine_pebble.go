@@ -44,16 +44,7 @@ func (d *pebbleDB) begin() (kvTx, error) {
 	return &pebbleTx{b: d.db.NewIndexedBatch(), sync: d.sync}, nil
 }
 
-func (t *pebbleTx) get(k []byte) ([]byte, bool, error) {
-	v, closer, err := t.b.Get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	} else if err != nil {
-		return nil, false, err
-	}
-	out := append([]byte(nil), v...)
-	return out, true, closer.Close()
-}
+func (t *pebbleTx) get(k []byte) ([]byte, bool, error) { return pebbleGet(t.b, k) }
 
 func (t *pebbleTx) set(k, v []byte) error { return t.b.Set(k, v, nil) }
 
@@ -68,8 +59,12 @@ func (t *pebbleTx) commit() error {
 	return t.b.Close()
 }
 
-func (d *pebbleDB) get(k []byte) ([]byte, bool, error) {
-	v, closer, err := d.db.Get(k)
+func (d *pebbleDB) get(k []byte) ([]byte, bool, error) { return pebbleGet(d.db, k) }
+
+// pebbleGet reads k from r (the database, or an indexed batch over it,
+// which sees its own writes) and copies the value out.
+func pebbleGet(r pebble.Reader, k []byte) ([]byte, bool, error) {
+	v, closer, err := r.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	} else if err != nil {
