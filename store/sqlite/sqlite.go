@@ -217,14 +217,15 @@ const (
 	DefaultMaintainMax  = time.Second
 )
 
-// WithMaintenanceDelay sets when the store does its upkeep in the
-// background (maintainLoop): copying its write-ahead log into the database
-// file and merging its text index's segments, once nothing has been written
-// for idle, or max after the first write not yet handled, whichever comes
-// first (defaults DefaultMaintainIdle and DefaultMaintainMax). Doing both in the background keeps that
-// work out of the commits that acknowledge events. idle 0 turns background
-// maintenance off: SQLite then checkpoints inside the commit that takes the
-// log past about 32 MiB, and FTS5 merges inside commits (automerge).
+// WithMaintenanceDelay sets when the store does its upkeep in the background
+// (maintainLoop): copying its write-ahead log into the database file and
+// merging its text index's segments, once nothing has been written for idle,
+// or max after the first write not yet handled, whichever comes first
+// (defaults DefaultMaintainIdle and DefaultMaintainMax). Doing both in the
+// background keeps that work out of the commits that acknowledge events.
+// idle 0 turns background maintenance off: SQLite then checkpoints inside
+// the commit that takes the log past about 32 MiB, and FTS5 merges inside
+// commits (automerge).
 func WithMaintenanceDelay(idle, max time.Duration) Option {
 	return func(c *config) error {
 		if idle < 0 || max < idle || max > time.Hour || (idle > 0 && max == 0) {
