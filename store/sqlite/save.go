@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/channel"
@@ -35,22 +32,15 @@ type prepared struct {
 	hasExpiry bool
 	expiresAt int64
 
-	tags []tagKV
+	tags []store.IndexedTag
 
-	delIDs    [][]byte // kind 5: ids named by "e" tags
-	delCoords []coord  // kind 5: the requester's own coordinates named by "a" tags
+	delIDs    [][]byte           // kind 5: ids named by "e" tags
+	delCoords []store.Coordinate // kind 5: the requester's own coordinates named by "a" tags
 
 	// kind 5: the request's audit record and the community's id, for the
 	// chain entry written with it.
 	audit *audit.Record
 	cid   tenant.CommunityID
-}
-
-type tagKV struct{ name, value string }
-
-type coord struct {
-	kind int
-	d    string
 }
 
 // Save implements store.EventStore.
@@ -108,70 +98,16 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 	}
 	p.expiresAt, p.hasExpiry = ev.Expiration()
 
-	// Index the first value of every single-letter tag, once per distinct pair.
-	for _, t := range ev.Tags {
-		if len(t) >= 2 && len(t[0]) == 1 {
-			p.tags = append(p.tags, tagKV{t[0], t[1]})
-		}
-	}
-	if len(p.tags) > 1 {
-		sort.Slice(p.tags, func(i, j int) bool {
-			if p.tags[i].name != p.tags[j].name {
-				return p.tags[i].name < p.tags[j].name
-			}
-			return p.tags[i].value < p.tags[j].value
-		})
-		out := p.tags[:1]
-		for _, t := range p.tags[1:] {
-			if t != out[len(out)-1] {
-				out = append(out, t)
-			}
-		}
-		p.tags = out
-	}
-
+	p.tags = store.IndexedTags(ev)
 	if ev.Kind == nostr.KindDeletion {
-		for _, t := range ev.Tags {
-			if len(t) < 2 {
-				continue
-			}
-			switch t[0] {
-			case "e":
-				if tid, ok := decodeHex32(t[1]); ok {
-					p.delIDs = append(p.delIDs, tid)
-				}
-			case "a":
-				if c, ok := parseCoordinate(t[1], ev.PubKey); ok {
-					p.delCoords = append(p.delCoords, c)
-				}
-			}
+		ids, coords := store.DeletionTargets(ev)
+		for _, id := range ids {
+			b, _ := decodeHex32(id)
+			p.delIDs = append(p.delIDs, b)
 		}
+		p.delCoords = coords
 	}
 	return p, nil
-}
-
-// parseCoordinate parses "kind:pubkey:d" and keeps it only when it names a
-// replaceable or addressable coordinate of author.
-func parseCoordinate(s, author string) (coord, bool) {
-	k, rest, ok := strings.Cut(s, ":")
-	if !ok {
-		return coord{}, false
-	}
-	pk, d, ok := strings.Cut(rest, ":")
-	if !ok || pk != author {
-		return coord{}, false
-	}
-	if k == "" || len(k) > 5 || (len(k) > 1 && k[0] == '0') {
-		return coord{}, false
-	}
-	kind, err := strconv.Atoi(k)
-	if err != nil || kind < 0 || kind > nostr.MaxKind {
-		return coord{}, false
-	}
-	if !nostr.IsReplaceable(kind) && !nostr.IsAddressable(kind) {
-		return coord{}, false
-	}
-	return coord{kind: kind, d: d}, true
 }
 
 // decodeHex32 decodes exactly 64 lowercase hex characters.

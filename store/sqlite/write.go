@@ -632,7 +632,7 @@ func (w *writer) insertTags(p *prepared, seq int64) error {
 		n := min(len(rest), maxTagRows)
 		args = args[:0]
 		for _, t := range rest[:n] {
-			args = append(args, p.community, t.name, t.value, p.createdAt, seq)
+			args = append(args, p.community, t.Name, t.Value, p.createdAt, seq)
 		}
 		if _, err := w.tagStmts[n].ExecContext(w.ctx, args...); err != nil {
 			return internal("save tags", err)
@@ -699,10 +699,10 @@ func (w *writer) applyDeletion(p *prepared) error {
 		}
 	}
 	for _, c := range p.delCoords {
-		if _, err := w.raiseWatermark.ExecContext(ctx, p.community, c.kind, p.pubkey, c.d, p.createdAt); err != nil {
+		if _, err := w.raiseWatermark.ExecContext(ctx, p.community, c.Kind, p.pubkey, c.D, p.createdAt); err != nil {
 			return internal("delete", err)
 		}
-		if err := w.removeReturned(p.community, w.deleteCoord, p.community, c.kind, p.pubkey, c.d, p.createdAt); err != nil {
+		if err := w.removeReturned(p.community, w.deleteCoord, p.community, c.Kind, p.pubkey, c.D, p.createdAt); err != nil {
 			return err
 		}
 	}

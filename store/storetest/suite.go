@@ -512,6 +512,13 @@ func testDeleteByCoordinate(t *testing.T, b store.Backend) {
 	p2 := alice.Event(t, 0, base+11, "newer profile")
 	MustSave(t, b, c, p2)
 	wantIDs(t, "newer profile", QueryIDs(t, b, c, nostr.Filter{Kinds: []int{0}}), p2.ID)
+	// A replaceable kind has one slot per author: a coordinate naming it
+	// with a d part names that slot.
+	relays := alice.Event(t, 10002, base+10, "relays")
+	MustSave(t, b, c, relays)
+	MustSave(t, b, c, alice.Deletion(t, base+10, nil, []string{Coordinate(10002, alice.PubKey, "x")}))
+	wantIDs(t, "deleted relay list", QueryIDs(t, b, c, nostr.Filter{Kinds: []int{10002}}))
+	SaveIs(t, b, c, alice.Event(t, 10002, base+9, "older relays"), store.ErrDeleted)
 
 	// A coordinate deletion arriving before any version still holds.
 	MustSave(t, b, c, alice.Deletion(t, base+30, nil, []string{Coordinate(k, alice.PubKey, "future")}))
