@@ -1,0 +1,327 @@
+// Package lsm is an embedded event store on pebble, CockroachDB's
+// log-structured merge-tree engine, with buzz's indexes as ordered keys.
+//
+// It implements store.Backend (events and the community registry) with the
+// semantics of the conformance suite in store/storetest, which it passes
+// unchanged. Where the SQLite store (store/sqlite) updates a B-tree leaf per
+// index and per event inside each commit, pebble appends a batch of writes to
+// its log once and sorts them into tables in the background, so a save costs
+// a fraction of the CPU (BENCHMARKS.md, "the embedded engine's key-value
+// half").
+//
+// Every Save is durable before it returns: the event's writes are applied,
+// then the store waits for a synced write-ahead log covering them. Concurrent
+// Saves share syncs. Decisions that write nothing (duplicate, superseded,
+// deleted) also wait for the sync of the state they were decided on. A
+// failed log write or sync stops the process (pebble's policy: after a
+// failed fsync nothing later proves what reached the disk).
+//
+// What it does not have (yet): a text index (a NIP-50 search scans the
+// candidates its other conditions select and matches their content), and
+// the channel, moderation, audit and workflow tables of the SQLite store.
+package lsm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Store is the pebble-backed event store. It is safe for concurrent use.
+type Store struct {
+	db    *pebble.DB
+	log   *slog.Logger
+	cache *recordCache
+
+	// life counts the operations using db; Close waits for them. pebble
+	// panics on a closed database, a closed Store returns ErrClosed.
+	life lifetime
+
+	// mu serializes Save and EnsureCommunity: each reads what it decides
+	// on and applies its writes while holding it, so every decision sees
+	// every earlier write.
+	mu       sync.Mutex
+	lastSeq  uint64 // the highest event seq used (under mu)
+	lastCseq uint32 // the highest community seq used (under mu)
+
+	commMu sync.RWMutex
+	comm   map[tenant.CommunityID]uint32
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type config struct {
+	cacheBytes  int64
+	recordBytes int64
+	log         *slog.Logger
+	fs          vfs.FS // tests: a file system that can hold syncs back
+}
+
+// Option configures Open.
+type Option func(*config) error
+
+// DefaultCacheBytes is the block cache's size unless WithCacheBytes says
+// otherwise.
+const DefaultCacheBytes = 64 << 20
+
+// WithCacheBytes sets the size of pebble's block cache (decompressed table
+// blocks shared by all reads), at least 1 MiB.
+func WithCacheBytes(n int64) Option {
+	return func(c *config) error {
+		if n < 1<<20 {
+			return fmt.Errorf("lsm: cache of %d bytes is below the 1 MiB minimum", n)
+		}
+		c.cacheBytes = n
+		return nil
+	}
+}
+
+// DefaultRecordCacheBytes is the record cache's size unless
+// WithRecordCacheBytes says otherwise.
+const DefaultRecordCacheBytes = 64 << 20
+
+// WithRecordCacheBytes sets the size of the cache of events (the ones Save
+// wrote and queries read), which serves a query's events from memory; 0
+// turns it off.
+func WithRecordCacheBytes(n int64) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("lsm: record cache of %d bytes", n)
+		}
+		c.recordBytes = n
+		return nil
+	}
+}
+
+// WithLogger sends pebble's own messages (flushes, compactions, errors) to
+// l; the default discards all but errors, which go to slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("lsm: WithLogger(nil)")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// Open opens the store in directory dir, creating it if needed.
+func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
+	cfg := config{cacheBytes: DefaultCacheBytes, recordBytes: DefaultRecordCacheBytes}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	verbose := cfg.log != nil
+	if cfg.log == nil {
+		cfg.log = slog.Default()
+	}
+	cache := pebble.NewCache(cfg.cacheBytes)
+	defer cache.Unref()
+	po := &pebble.Options{
+		Cache:  cache,
+		Logger: pebbleLogger{l: cfg.log, verbose: verbose},
+		FS:     cfg.fs,
+	}
+	// Bloom filters let a point read (duplicate, tombstone and coordinate
+	// checks, mostly of keys that do not exist) skip tables without
+	// reading them.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	po.EnsureDefaults()
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("lsm: open %s: %w", dir, err)
+	}
+	rc, err := newRecordCache(cfg.recordBytes)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("lsm: record cache: %w", err), db.Close())
+	}
+	s := &Store{db: db, log: cfg.log, cache: rc, comm: map[tenant.CommunityID]uint32{}}
+	if err := s.load(); err != nil {
+		rc.close()
+		return nil, errors.Join(err, db.Close())
+	}
+	return s, nil
+}
+
+// load checks the layout version (writing it into a new store) and finds
+// the highest sequence numbers in use.
+func (s *Store) load() error {
+	v, ok, err := s.get([]byte{pFormat})
+	if err != nil {
+		return err
+	}
+	switch {
+	case !ok:
+		if err := s.db.Set([]byte{pFormat}, []byte{formatVersion}, pebble.Sync); err != nil {
+			return fmt.Errorf("lsm: write format: %w", err)
+		}
+	case len(v) != 1 || v[0] != formatVersion:
+		return fmt.Errorf("lsm: store has key layout %v, this build reads %d", v, formatVersion)
+	}
+	last, err := s.lastKey([]byte{pEvent})
+	if err != nil {
+		return err
+	}
+	if last != nil {
+		if len(last) != 9 {
+			return fmt.Errorf("%w: event key of %d bytes", errCorrupt, len(last))
+		}
+		s.lastSeq = binary.BigEndian.Uint64(last[1:])
+	}
+	last, err = s.lastKey([]byte{pCommunity})
+	if err != nil {
+		return err
+	}
+	if last != nil {
+		if len(last) != 5 {
+			return fmt.Errorf("%w: community key of %d bytes", errCorrupt, len(last))
+		}
+		s.lastCseq = binary.BigEndian.Uint32(last[1:])
+	}
+	return nil
+}
+
+// lastKey returns a copy of the greatest key with prefix p, or nil.
+func (s *Store) lastKey(p []byte) ([]byte, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, fmt.Errorf("lsm: %w", err)
+	}
+	var k []byte
+	if it.Last() {
+		k = append(k, it.Key()...)
+	}
+	return k, errors.Join(it.Error(), it.Close())
+}
+
+// get reads a copy of the value of k from the database.
+func (s *Store) get(k []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(k)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("lsm: read: %w", err)
+	}
+	out := append([]byte(nil), v...)
+	return out, true, closer.Close()
+}
+
+// has reports whether k exists.
+func (s *Store) has(k []byte) (bool, error) {
+	_, closer, err := s.db.Get(k)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("lsm: read: %w", err)
+	}
+	return true, closer.Close()
+}
+
+// durable returns once the write-ahead log is synced up to every write
+// applied before it was called. Concurrent callers share syncs.
+func (s *Store) durable() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("lsm: sync: %w", err)
+	}
+	return nil
+}
+
+// ErrClosed is returned by every operation on a closed Store.
+var ErrClosed = errors.New("lsm: store is closed")
+
+// lifetime counts operations in progress. An operation that starts after
+// close began fails, so one nested in another (a Save inside a Query's
+// loop) never waits for Close.
+type lifetime struct {
+	mu     sync.Mutex
+	idle   *sync.Cond
+	n      int
+	closed bool
+}
+
+// enter starts an operation, or fails with ErrClosed; the operation ends
+// with leave.
+func (l *lifetime) enter() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.n++
+	return nil
+}
+
+func (l *lifetime) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n--; l.n == 0 && l.idle != nil {
+		l.idle.Broadcast()
+	}
+}
+
+// close refuses new operations and waits for those in progress.
+func (l *lifetime) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.idle = sync.NewCond(&l.mu)
+	for l.n > 0 {
+		l.idle.Wait()
+	}
+}
+
+// Close waits for the operations in progress and closes the database.
+// Everything acknowledged is already synced. Calls after the first return
+// the first's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.life.close()
+		s.cache.close()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("lsm: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// pebbleLogger routes pebble's messages to slog. Fatalf panics: pebble calls
+// it when its commit pipeline cannot go on (a failed log write or sync).
+type pebbleLogger struct {
+	l       *slog.Logger
+	verbose bool
+}
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	if p.verbose {
+		p.l.Info("pebble: " + fmt.Sprintf(format, args...))
+	}
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := "pebble: " + fmt.Sprintf(format, args...)
+	p.l.Error(msg)
+	panic(msg)
+}

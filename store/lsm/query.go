@@ -1,0 +1,759 @@
+package lsm
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// maxAuthorKindPrefixes bounds the author × kind product a filter is
+// answered by from the author-and-kind index; beyond it the author index
+// is walked and the kinds checked per event.
+const maxAuthorKindPrefixes = 256
+
+// plan is how one filter is answered: either point reads of the ids it
+// names, or a merge of index prefixes (each yielding entries newest first),
+// then per candidate the conditions the chosen index does not ensure.
+type plan struct {
+	f    *nostr.Filter
+	cseq uint32
+	now  int64
+
+	ids      [][32]byte // the ids path; nil for the index path
+	prefixes []key      // the index path
+
+	// Conditions checked on each candidate's header. since and until also
+	// bound the index scans.
+	since, until int64
+	kinds        []int      // sorted; nil = any
+	authors      [][32]byte // sorted; nil = any
+	scope        channel.Scope
+	// parse: the filter has conditions only the event itself answers (tags
+	// the driving index does not cover, names longer than one letter,
+	// search); candidates are parsed and checked with f.Matches.
+	parse bool
+}
+
+// newPlan plans f for community cseq at time now. ok is false when f can
+// match nothing.
+func newPlan(cseq uint32, f *nostr.Filter, scope channel.Scope, now int64) (p *plan, ok bool) {
+	p = &plan{f: f, cseq: cseq, now: now, scope: scope, until: -1}
+	if f.Since != nil {
+		p.since = max(*f.Since, 0)
+	}
+	if f.Until != nil {
+		if *f.Until < p.since {
+			return nil, false
+		}
+		p.until = *f.Until
+	}
+	if f.Kinds != nil {
+		if p.kinds = validKinds(f.Kinds); len(p.kinds) == 0 {
+			return nil, false
+		}
+	}
+	if f.Authors != nil {
+		if p.authors = decodeAll(f.Authors); len(p.authors) == 0 {
+			return nil, false
+		}
+	}
+	// The one-letter tag with the fewest values drives a tag scan; every
+	// other tag condition is checked on the parsed event.
+	var tagName byte
+	var tagVals []string
+	for name, vals := range f.Tags {
+		if vals == nil {
+			continue
+		}
+		if len(vals) == 0 {
+			return nil, false
+		}
+		p.parse = true
+		if len(name) == 1 && (tagVals == nil || len(vals) < len(tagVals) ||
+			(len(vals) == len(tagVals) && name[0] < tagName)) {
+			tagName, tagVals = name[0], vals
+		}
+	}
+	if f.Search != "" {
+		p.parse = true
+	}
+	if f.IDs != nil {
+		if p.ids = decodeAll(f.IDs); len(p.ids) == 0 {
+			return nil, false
+		}
+		return p, true
+	}
+	switch {
+	case p.authors != nil && p.kinds != nil && len(p.authors)*len(p.kinds) <= maxAuthorKindPrefixes:
+		for _, a := range p.authors {
+			for _, k := range p.kinds {
+				p.prefixes = append(p.prefixes, authorKindPrefix(cseq, a[:], k))
+			}
+		}
+		p.kinds, p.authors = nil, nil
+	case p.authors != nil:
+		for _, a := range p.authors {
+			p.prefixes = append(p.prefixes, authorPrefix(cseq, a[:]))
+		}
+		p.authors = nil
+	case tagVals != nil:
+		vals := slices.Clone(tagVals)
+		slices.Sort(vals)
+		for _, v := range slices.Compact(vals) {
+			p.prefixes = append(p.prefixes, tagPrefix(cseq, tagName, v))
+		}
+		p.parse = p.parse && !onlyTag(f, string(tagName))
+	case p.kinds != nil:
+		for _, k := range p.kinds {
+			p.prefixes = append(p.prefixes, kindPrefix(cseq, k))
+		}
+		p.kinds = nil
+	default:
+		p.prefixes = []key{timePrefix(cseq)}
+	}
+	return p, true
+}
+
+// onlyTag reports whether f's only tag condition is name's and it has no
+// search: the tag index of name then answers every condition that needs the
+// event's body.
+func onlyTag(f *nostr.Filter, name string) bool {
+	if f.Search != "" {
+		return false
+	}
+	for n, vals := range f.Tags {
+		if vals != nil && n != name {
+			return false
+		}
+	}
+	return true
+}
+
+// validKinds returns the kinds of ks a stored event can have, sorted and
+// distinct.
+func validKinds(ks []int) []int {
+	out := make([]int, 0, len(ks))
+	for _, k := range ks {
+		if k >= 0 && k <= nostr.MaxKind {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// decodeAll decodes the values of hexes that are 64 lowercase hex
+// characters (no stored id or pubkey has another form), sorted and
+// distinct.
+func decodeAll(hexes []string) [][32]byte {
+	out := make([][32]byte, 0, len(hexes))
+	for _, s := range hexes {
+		var b [32]byte
+		if decodeHex32(b[:], s) {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(out)
+}
+
+// admits checks a candidate's header against the conditions the plan did
+// not leave to its index: expiry, access scope, time, kinds and authors.
+func (p *plan) admits(h *header) bool {
+	if h.hasExpiry && h.expiresAt <= p.now {
+		return false
+	}
+	if h.hasChan && !p.scope.All() {
+		if _, ok := slices.BinarySearchFunc(p.scope.Channels(), h.channel, func(a channel.ID, b [16]byte) int {
+			return bytes.Compare(a[:], b[:])
+		}); !ok {
+			return false
+		}
+	}
+	if h.createdAt < p.since || (p.until >= 0 && h.createdAt > p.until) {
+		return false
+	}
+	if p.kinds != nil {
+		if _, ok := slices.BinarySearch(p.kinds, h.kind); !ok {
+			return false
+		}
+	}
+	if p.authors != nil {
+		if _, ok := slices.BinarySearchFunc(p.authors, h.pubkey, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) }); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// hit is a candidate that passed every condition.
+type hit struct {
+	seq uint64
+	h   header
+	raw []byte
+	ev  *nostr.Event // parsed when the plan needed it
+}
+
+// run yields the filter's matching events newest first (created_at DESC,
+// id ASC) until fn returns false, reading through r (a snapshot or the
+// database). With bodies false, and a plan whose conditions the index
+// entries answer, records are not read: the hits carry their seq and meta
+// only (what Count needs).
+func (p *plan) run(ctx context.Context, r pebble.Reader, cache *recordCache, bodies bool, fn func(hit) bool) error {
+	recs := records{cache: cache, r: r}
+	if p.ids != nil {
+		return p.runIDs(ctx, r, recs, fn)
+	}
+	m, err := newMerger(r, p.prefixes, p.since, p.until)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	bodies = bodies || p.parse
+	var (
+		group   []hit // the matches sharing created_at, sorted by id before yielding
+		groupAt int64 = -1
+		lastSeq uint64
+		checked int
+	)
+	flush := func() bool {
+		if len(group) > 1 {
+			slices.SortFunc(group, func(a, b hit) int { return bytes.Compare(a.h.id[:], b.h.id[:]) })
+		}
+		for _, h := range group {
+			if !fn(h) {
+				return false
+			}
+		}
+		group = group[:0]
+		return true
+	}
+	for {
+		c, ok := m.next()
+		if !ok {
+			break
+		}
+		if c.createdAt == groupAt && c.seq == lastSeq {
+			continue // the same event under two values of one tag
+		}
+		if c.createdAt != groupAt {
+			if !flush() {
+				return nil
+			}
+			groupAt = c.createdAt
+		}
+		lastSeq = c.seq
+		if checked++; checked%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		var h header
+		h.createdAt = c.createdAt
+		if err := decodeMeta(c.meta, &h); err != nil {
+			return err
+		}
+		if !p.admits(&h) {
+			continue
+		}
+		if !bodies {
+			group = append(group, hit{seq: c.seq, h: h})
+			continue
+		}
+		out, ok, err := p.check(recs, c.seq)
+		if err != nil {
+			return err
+		}
+		if ok {
+			group = append(group, out)
+		}
+	}
+	if err := m.err(); err != nil {
+		return err
+	}
+	flush()
+	return nil
+}
+
+// check reads candidate seq and reports whether it matches.
+func (p *plan) check(recs records, seq uint64) (hit, bool, error) {
+	rec, ok, err := recs.get(seq)
+	if err != nil || !ok {
+		return hit{}, false, err // !ok: removed since the index was read
+	}
+	h, raw, err := decodeRecord(rec)
+	if err != nil {
+		return hit{}, false, err
+	}
+	if h.cseq != p.cseq || !p.admits(&h) {
+		return hit{}, false, nil
+	}
+	out := hit{seq: seq, h: h, raw: raw}
+	if p.parse {
+		ev, err := nostr.ParseEvent(raw)
+		if err != nil {
+			return hit{}, false, fmt.Errorf("%w: event %d: %v", errCorrupt, seq, err)
+		}
+		if !p.f.Matches(ev) {
+			return hit{}, false, nil
+		}
+		out.ev = ev
+	}
+	return out, true, nil
+}
+
+func (p *plan) runIDs(ctx context.Context, r pebble.Reader, recs records, fn func(hit) bool) error {
+	var hits []hit
+	for _, id := range p.ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v, ok, err := readValue(r, idKey(p.cseq, id[:]))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if len(v) != 8 {
+			return fmt.Errorf("%w: index value of %d bytes", errCorrupt, len(v))
+		}
+		h, ok, err := p.check(recs, beU64(v))
+		if err != nil {
+			return err
+		}
+		if ok {
+			hits = append(hits, h)
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if a.h.createdAt != b.h.createdAt {
+			if a.h.createdAt > b.h.createdAt {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(a.h.id[:], b.h.id[:])
+	})
+	for _, h := range hits {
+		if !fn(h) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// records reads events by seq: from the store's record cache, or through
+// r (a snapshot or the database), caching what it reads. A record never
+// changes once written and a seq is never reused, so a cached record is
+// never stale; a removed event's is simply never asked for again.
+type records struct {
+	cache *recordCache
+	r     pebble.Reader
+}
+
+func (rs records) get(seq uint64) ([]byte, bool, error) {
+	if rec, ok := rs.cache.get(seq); ok {
+		return rec, true, nil
+	}
+	rec, ok, err := readValue(rs.r, eventKey(seq))
+	if ok {
+		rs.cache.put(seq, rec)
+	}
+	return rec, ok, err
+}
+
+// readValue reads a copy of k's value through r.
+func readValue(r pebble.Reader, k []byte) ([]byte, bool, error) {
+	v, closer, err := r.Get(k)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("lsm: read: %w", err)
+	}
+	out := append([]byte(nil), v...)
+	return out, true, closer.Close()
+}
+
+// merger walks several index prefixes at once, yielding their entries in
+// timeline order: created_at descending, then seq ascending.
+type merger struct {
+	its  []*pebble.Iterator
+	h    cursorHeap
+	fail error
+	buf  []byte // holds the meta next returned last
+}
+
+type cursor struct {
+	it        *pebble.Iterator
+	createdAt int64
+	seq       uint64
+	meta      []byte // the entry's value; valid until the cursor moves
+}
+
+// load reads the entry the cursor's iterator is at.
+func (c *cursor) load() error {
+	c.createdAt, c.seq = suffix(c.it.Key())
+	v, err := c.it.ValueAndErr()
+	c.meta = v
+	return err
+}
+
+type cursorHeap []*cursor
+
+func (h cursorHeap) Len() int { return len(h) }
+func (h cursorHeap) Less(i, j int) bool {
+	if h[i].createdAt != h[j].createdAt {
+		return h[i].createdAt > h[j].createdAt
+	}
+	return h[i].seq < h[j].seq
+}
+func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*cursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// newMerger opens one iterator per prefix, bounded to created_at in
+// [since, until] (until < 0: no upper bound).
+func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, error) {
+	m := &merger{}
+	for _, p := range prefixes {
+		lower := []byte(p)
+		if until >= 0 {
+			lower = entryTime(p, until)
+		}
+		upper := prefixEnd(entryTime(p, since))
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			m.close()
+			return nil, fmt.Errorf("lsm: iterate: %w", err)
+		}
+		m.its = append(m.its, it)
+		c := &cursor{it: it}
+		if it.First() {
+			if err := c.load(); err != nil {
+				m.close()
+				return nil, fmt.Errorf("lsm: iterate: %w", err)
+			}
+			m.h = append(m.h, c)
+		} else if err := it.Error(); err != nil {
+			m.close()
+			return nil, fmt.Errorf("lsm: iterate: %w", err)
+		}
+	}
+	heap.Init(&m.h)
+	return m, nil
+}
+
+// entryTime is prefix followed by ^createdAt: the first key of the entries
+// at createdAt.
+func entryTime(prefix key, createdAt int64) []byte {
+	k := make(key, len(prefix), len(prefix)+8)
+	copy(k, prefix)
+	return k.desc(createdAt)
+}
+
+// next returns the next entry (its meta is a copy), or ok false at the end
+// (or on an error, which err then reports).
+func (m *merger) next() (entry cursor, ok bool) {
+	if len(m.h) == 0 || m.fail != nil {
+		return cursor{}, false
+	}
+	c := m.h[0]
+	entry = cursor{createdAt: c.createdAt, seq: c.seq, meta: append(m.buf[:0], c.meta...)}
+	m.buf = entry.meta
+	if c.it.Next() {
+		if err := c.load(); err != nil {
+			m.fail = fmt.Errorf("lsm: iterate: %w", err)
+		}
+		heap.Fix(&m.h, 0)
+	} else {
+		if err := c.it.Error(); err != nil {
+			m.fail = fmt.Errorf("lsm: iterate: %w", err)
+		}
+		heap.Pop(&m.h)
+	}
+	return entry, true
+}
+
+func (m *merger) err() error { return m.fail }
+
+func (m *merger) close() {
+	for _, it := range m.its {
+		_ = it.Close()
+	}
+	m.its = nil
+}
+
+// Query implements store.EventStore: every channel's events included.
+func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter) iter.Seq2[store.Record, error] {
+	return s.QueryScoped(ctx, c, f, channel.AllChannels())
+}
+
+// QueryScoped is Query restricted to the community-wide events plus the
+// channels of scope.
+func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope) iter.Seq2[store.Record, error] {
+	return func(yield func(store.Record, error) bool) {
+		if err := s.life.enter(); err != nil {
+			yield(store.Record{}, err)
+			return
+		}
+		defer s.life.leave()
+		if err := ctx.Err(); err != nil {
+			yield(store.Record{}, err)
+			return
+		}
+		cseq, err := s.communitySeq(ctx, c)
+		if err != nil {
+			yield(store.Record{}, err)
+			return
+		}
+		if f.LimitSet && f.Limit <= 0 {
+			return
+		}
+		p, ok := newPlan(cseq, &f, scope, time.Now().Unix())
+		if !ok {
+			return
+		}
+		if f.Search != "" {
+			s.querySearch(ctx, c, p, yield)
+			return
+		}
+		sent := 0
+		stopped := false
+		err = p.run(ctx, s.db, s.cache, true, func(h hit) bool {
+			if !yield(record(c, h), nil) {
+				stopped = true
+				return false
+			}
+			sent++
+			return !f.LimitSet || sent < f.Limit
+		})
+		if err != nil && !stopped {
+			yield(store.Record{}, err)
+		}
+	}
+}
+
+func record(c tenant.CommunityID, h hit) store.Record {
+	return store.Record{ID: hex.EncodeToString(h.h.id[:]), CreatedAt: h.h.createdAt, Raw: h.raw, Community: c}
+}
+
+// scored is a search hit with its relevance.
+type scored struct {
+	rec   store.Record
+	score float64
+}
+
+// querySearch answers a filter with a search: every candidate the plan
+// selects is matched and scored on its content (package search), and the
+// hits are yielded by descending score, then newest first, at most f.Limit
+// when f.LimitSet.
+func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, p *plan, yield func(store.Record, error) bool) {
+	sq, err := p.f.SearchQuery()
+	if err != nil {
+		return // an invalid query matches nothing
+	}
+	var hits []scored
+	err = p.run(ctx, s.db, s.cache, true, func(h hit) bool {
+		hits = append(hits, scored{rec: record(c, h), score: sq.Score(h.ev.Content)})
+		return true
+	})
+	if err != nil {
+		yield(store.Record{}, err)
+		return
+	}
+	slices.SortStableFunc(hits, func(a, b scored) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0 // run yielded newest first, id ascending
+	})
+	for i, h := range hits {
+		if p.f.LimitSet && i >= p.f.Limit {
+			return
+		}
+		if !yield(h.rec, nil) {
+			return
+		}
+	}
+}
+
+// Count implements store.EventStore.
+func (s *Store) Count(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter) (int64, error) {
+	return s.CountScoped(ctx, c, filters, channel.AllChannels())
+}
+
+// CountScoped is Count restricted to the community-wide events plus the
+// channels of scope.
+func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters []nostr.Filter, scope channel.Scope) (int64, error) {
+	n, err := s.CountEach(ctx, c, [][]nostr.Filter{filters}, scope)
+	if err != nil {
+		return 0, err
+	}
+	return n[0], nil
+}
+
+// CountEach counts each set of filters as CountScoped does, reading one
+// snapshot of the store for all of them.
+func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, scope channel.Scope) ([]int64, error) {
+	if err := s.life.enter(); err != nil {
+		return nil, err
+	}
+	defer s.life.leave()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	now := time.Now().Unix()
+	out := make([]int64, len(sets))
+	for i, filters := range sets {
+		var seen map[uint64]struct{} // distinct events across filters
+		if len(filters) > 1 {
+			seen = map[uint64]struct{}{}
+		}
+		for j := range filters {
+			p, ok := newPlan(cseq, &filters[j], scope, now)
+			if !ok {
+				continue
+			}
+			err := p.run(ctx, snap, s.cache, false, func(h hit) bool {
+				if seen != nil {
+					if _, dup := seen[h.seq]; dup {
+						return true
+					}
+					seen[h.seq] = struct{}{}
+				}
+				out[i]++
+				return true
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// DeleteExpired implements store.EventStore: it removes, in every community,
+// the events whose NIP-40 expiration is at or before now, and returns how
+// many.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	if err := s.life.enter(); err != nil {
+		return 0, err
+	}
+	defer s.life.leave()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	const chunk = 256
+	var removed int64
+	for {
+		keys, err := s.expired(now.Unix(), chunk)
+		if err != nil {
+			return removed, err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		n, err := s.removeExpired(keys)
+		removed += n
+		if err != nil {
+			return removed, err
+		}
+		if len(keys) < chunk {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+	}
+	if removed > 0 {
+		if err := s.durable(); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// expired returns up to n expiry keys of events expiring at or before now.
+func (s *Store) expired(now int64, n int) ([][]byte, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{pExpiry},
+		UpperBound: newKey(pExpiry, 9).u64(uint64(now) + 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lsm: iterate: %w", err)
+	}
+	var keys [][]byte
+	for ok := it.First(); ok && len(keys) < n; ok = it.Next() {
+		k := it.Key()
+		if len(k) != 17 {
+			return nil, errors.Join(fmt.Errorf("%w: expiry key of %d bytes", errCorrupt, len(k)), it.Close())
+		}
+		keys = append(keys, slices.Clone(k))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return nil, fmt.Errorf("lsm: iterate: %w", err)
+	}
+	return keys, nil
+}
+
+// removeExpired removes the events of expiry keys, in one batch. A key
+// whose event is gone is deleted itself.
+func (s *Store) removeExpired(keys [][]byte) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	var n int64
+	for _, k := range keys {
+		r, ok, err := s.record(beU64(k[9:]))
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			if err := b.Delete(k, nil); err != nil {
+				return 0, fmt.Errorf("lsm: delete expired: %w", err)
+			}
+			continue
+		}
+		if err := s.remove(b, r); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, fmt.Errorf("lsm: delete expired: %w", err)
+	}
+	return n, nil
+}
+
+func beU64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
