@@ -67,8 +67,8 @@ func (s *Store) EnsureCommunity(ctx context.Context, normalizedHost string) (ten
 	if err := ctx.Err(); err != nil {
 		return tenant.CommunityID{}, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
 	hk := hostKey(normalizedHost)
 	v, ok, err := s.get(hk)
 	if err != nil {
@@ -82,27 +82,38 @@ func (s *Store) EnsureCommunity(ctx context.Context, normalizedHost string) (ten
 		s.remember(id, cseq)
 		return id, false, nil
 	}
+	id := tenant.NewCommunityID()
+	if _, err := s.register(id, normalizedHost); err != nil {
+		return tenant.CommunityID{}, false, err
+	}
+	return id, true, nil
+}
+
+// register gives community id the next seq, durably, under s.regMu. host
+// is "" for a community of an external registry.
+func (s *Store) register(id tenant.CommunityID, host string) (uint32, error) {
 	cseq := s.lastCseq + 1
 	if cseq == 0 {
-		return tenant.CommunityID{}, false, errors.New("lsm: community numbers exhausted")
+		return 0, errors.New("lsm: community numbers exhausted")
 	}
-	id := tenant.NewCommunityID()
 	u := id.UUID()
 	b := s.db.NewBatch()
 	defer b.Close()
 	w := writes{b: b}
-	w.set(hk, append(binary.BigEndian.AppendUint32(nil, cseq), u[:]...))
-	w.set(communityKey(cseq), append(u[:], normalizedHost...))
+	if host != "" {
+		w.set(hostKey(host), append(binary.BigEndian.AppendUint32(nil, cseq), u[:]...))
+	}
+	w.set(communityKey(cseq), append(u[:], host...))
 	w.set(communityIDKey(id), binary.BigEndian.AppendUint32(nil, cseq))
 	if w.err != nil {
-		return tenant.CommunityID{}, false, fmt.Errorf("lsm: ensure community: %w", w.err)
+		return 0, fmt.Errorf("lsm: register community: %w", w.err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return tenant.CommunityID{}, false, fmt.Errorf("lsm: ensure community: %w", err)
+		return 0, fmt.Errorf("lsm: register community: %w", err)
 	}
 	s.lastCseq = cseq
 	s.remember(id, cseq)
-	return id, true, nil
+	return cseq, nil
 }
 
 func decodeHostValue(v []byte) (uint32, tenant.CommunityID, error) {
@@ -121,7 +132,8 @@ func (s *Store) remember(id tenant.CommunityID, cseq uint32) {
 }
 
 // communitySeq maps a community to its sequence number, or
-// errNoSuchCommunity.
+// errNoSuchCommunity (with an external registry, an unknown community is
+// registered).
 func (s *Store) communitySeq(ctx context.Context, c tenant.CommunityID) (uint32, error) {
 	if c.IsZero() {
 		return 0, errNoSuchCommunity
@@ -139,9 +151,18 @@ func (s *Store) communitySeq(ctx context.Context, c tenant.CommunityID) (uint32,
 	switch {
 	case err != nil:
 		return 0, err
+	case !ok && s.external:
+		s.regMu.Lock()
+		defer s.regMu.Unlock()
+		if v, ok, err = s.get(communityIDKey(c)); err != nil {
+			return 0, err
+		} else if !ok {
+			return s.register(c, "")
+		}
 	case !ok:
 		return 0, errNoSuchCommunity
-	case len(v) != 4:
+	}
+	if len(v) != 4 {
 		return 0, fmt.Errorf("%w: community entry of %d bytes", errCorrupt, len(v))
 	}
 	cseq = binary.BigEndian.Uint32(v)

@@ -2,6 +2,7 @@ package lsm
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -30,6 +31,8 @@ import (
 //	'A' cseq pubkey kind ^created_at seq     author-and-kind timeline
 //	'g' cseq name len(value) value ^created_at seq   one per store.IndexedTag
 //	'h' cseq channel ^created_at seq         channel timeline
+//	'f' cseq len(word) word ^created_at seq  text index: one per distinct word
+//	                                         of a searchable event's content
 //
 // NIP-09 state, kept after the events it removed:
 //
@@ -50,6 +53,7 @@ const (
 	pAuthKind    = 'A'
 	pTag         = 'g'
 	pChannel     = 'h'
+	pWord        = 'f'
 	pCoord       = 'c'
 	pExpiry      = 'x'
 	pTombstone   = 'd'
@@ -111,6 +115,10 @@ func tagPrefix(cseq uint32, name byte, value string) key {
 
 func channelPrefix(cseq uint32, ch []byte) key {
 	return newKey(pChannel, 37).u32(cseq).bytes(ch)
+}
+
+func wordPrefix(cseq uint32, word string) key {
+	return newKey(pWord, 25+len(word)).u32(cseq).str(word)
 }
 
 func coordKey(cseq uint32, kind int, pubkey []byte, d string) key {
@@ -269,3 +277,5 @@ func decodeRecord(rec []byte) (h header, raw []byte, err error) {
 	copy(h.channel[:], rec[89:105])
 	return h, rec[headerLen:], nil
 }
+
+func hexOf(b []byte) string { return hex.EncodeToString(b) }

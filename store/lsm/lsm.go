@@ -46,12 +46,16 @@ type Store struct {
 	// panics on a closed database, a closed Store returns ErrClosed.
 	life lifetime
 
-	// mu serializes Save and EnsureCommunity: each reads what it decides
-	// on and applies its writes while holding it, so every decision sees
+	// mu serializes the writes of events: each reads what it decides on
+	// and applies its writes while holding it, so every decision sees
 	// every earlier write.
-	mu       sync.Mutex
-	lastSeq  uint64 // the highest event seq used (under mu)
-	lastCseq uint32 // the highest community seq used (under mu)
+	mu      sync.Mutex
+	lastSeq uint64 // the highest event seq used (under mu)
+
+	// regMu serializes the registry's writes.
+	regMu    sync.Mutex
+	lastCseq uint32 // the highest community seq used (under regMu)
+	external bool   // WithExternalRegistry
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]uint32
@@ -63,6 +67,7 @@ type Store struct {
 type config struct {
 	cacheBytes  int64
 	recordBytes int64
+	external    bool
 	log         *slog.Logger
 	fs          vfs.FS // tests: a file system that can hold syncs back
 }
@@ -103,8 +108,20 @@ func WithRecordCacheBytes(n int64) Option {
 	}
 }
 
-// WithLogger sends pebble's own messages (flushes, compactions, errors) to
-// l; the default discards all but errors, which go to slog.Default().
+// WithExternalRegistry is for a store embedded in another that keeps the
+// community registry (the SQLite store): community ids come from there,
+// and an id this store has not seen is registered at its first use
+// instead of being refused. EnsureCommunity and LookupHost then serve
+// nothing the other registry does not.
+func WithExternalRegistry() Option {
+	return func(c *config) error {
+		c.external = true
+		return nil
+	}
+}
+
+// WithLogger sends pebble's own messages to l (default slog.Default()):
+// flushes and compactions at debug level, errors at error level.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
@@ -126,7 +143,6 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	verbose := cfg.log != nil
 	if cfg.log == nil {
 		cfg.log = slog.Default()
 	}
@@ -134,7 +150,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	defer cache.Unref()
 	po := &pebble.Options{
 		Cache:  cache,
-		Logger: pebbleLogger{l: cfg.log, verbose: verbose},
+		Logger: pebbleLogger{l: cfg.log},
 		FS:     cfg.fs,
 	}
 	// Bloom filters let a point read (duplicate, tombstone and coordinate
@@ -152,7 +168,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("lsm: record cache: %w", err), db.Close())
 	}
-	s := &Store{db: db, log: cfg.log, cache: rc, comm: map[tenant.CommunityID]uint32{}}
+	s := &Store{db: db, log: cfg.log, cache: rc, external: cfg.external, comm: map[tenant.CommunityID]uint32{}}
 	if err := s.load(); err != nil {
 		rc.close()
 		return nil, errors.Join(err, db.Close())
@@ -303,16 +319,17 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// pebbleLogger routes pebble's messages to slog. Fatalf panics: pebble calls
-// it when its commit pipeline cannot go on (a failed log write or sync).
+// pebbleLogger routes pebble's messages to slog: its reports of flushes
+// and compactions at debug level, errors at error level. Fatalf panics:
+// pebble calls it when its commit pipeline cannot go on (a failed log write
+// or sync).
 type pebbleLogger struct {
-	l       *slog.Logger
-	verbose bool
+	l *slog.Logger
 }
 
 func (p pebbleLogger) Infof(format string, args ...any) {
-	if p.verbose {
-		p.l.Info("pebble: " + fmt.Sprintf(format, args...))
+	if p.l.Enabled(context.Background(), slog.LevelDebug) {
+		p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
 	}
 }
 

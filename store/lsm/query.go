@@ -117,6 +117,9 @@ func newPlan(cseq uint32, f *nostr.Filter, scope channel.Scope, now int64) (p *p
 			p.prefixes = append(p.prefixes, tagPrefix(cseq, tagName, v))
 		}
 		p.parse = p.parse && !onlyTag(f, string(tagName))
+	case searchWord(f) != "":
+		// Every match holds the word; the longest is likely the rarest.
+		p.prefixes = []key{wordPrefix(cseq, searchWord(f))}
 	case p.kinds != nil:
 		for _, k := range p.kinds {
 			p.prefixes = append(p.prefixes, kindPrefix(cseq, k))
@@ -126,6 +129,24 @@ func newPlan(cseq uint32, f *nostr.Filter, scope channel.Scope, now int64) (p *p
 		p.prefixes = []key{timePrefix(cseq)}
 	}
 	return p, true
+}
+
+// searchWord returns the longest word of f's search query that the text
+// index holds, or "" (no search, an invalid query, or only longer words).
+func searchWord(f *nostr.Filter) string {
+	q, err := f.SearchQuery()
+	if err != nil || q == nil {
+		return ""
+	}
+	best := ""
+	for _, p := range q.Phrases() {
+		for _, w := range p {
+			if len(w) > len(best) && len(w) <= maxIndexedWord {
+				best = w
+			}
+		}
+	}
+	return best
 }
 
 // onlyTag reports whether f's only tag condition is name's and it has no
@@ -731,27 +752,27 @@ func (s *Store) expired(now int64, n int) ([][]byte, error) {
 func (s *Store) removeExpired(keys [][]byte) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db.NewBatch()
-	defer b.Close()
+	t := s.newTxn(false)
+	defer t.close()
 	var n int64
 	for _, k := range keys {
-		r, ok, err := s.record(beU64(k[9:]))
+		r, ok, err := t.record(beU64(k[9:]))
 		if err != nil {
 			return 0, err
 		}
 		if !ok {
-			if err := b.Delete(k, nil); err != nil {
+			if err := t.b.Delete(k, nil); err != nil {
 				return 0, fmt.Errorf("lsm: delete expired: %w", err)
 			}
 			continue
 		}
-		if err := s.remove(b, r); err != nil {
+		if err := t.remove(r); err != nil {
 			return 0, err
 		}
 		n++
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return 0, fmt.Errorf("lsm: delete expired: %w", err)
+	if err := t.commit(); err != nil {
+		return 0, err
 	}
 	return n, nil
 }

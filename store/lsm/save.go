@@ -13,6 +13,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -20,9 +21,10 @@ import (
 // prepared is an event ready to be written: everything that does not need
 // the database is computed before Save takes the writer's lock.
 type prepared struct {
-	h    header
-	raw  []byte
-	tags []store.IndexedTag
+	h     header
+	raw   []byte
+	tags  []store.IndexedTag
+	words []string // the text index's words (indexedWords)
 
 	coordinate bool   // replaceable or addressable
 	d          string // the coordinate's "d" ("" for replaceable kinds)
@@ -32,7 +34,7 @@ type prepared struct {
 }
 
 func prepare(ev *nostr.Event) (*prepared, error) {
-	p := &prepared{raw: ev.AppendJSON(nil), tags: store.IndexedTags(ev)}
+	p := &prepared{raw: ev.AppendJSON(nil), tags: store.IndexedTags(ev), words: indexedWords(ev)}
 	if !decodeHex32(p.h.id[:], ev.ID) {
 		return nil, errors.New("lsm: event id is not 64 lowercase hex characters")
 	}
@@ -99,7 +101,11 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 		return err
 	}
 	s.mu.Lock()
-	err = s.apply(p)
+	t := s.newTxn(false)
+	if err = t.apply(p); err == nil {
+		err = t.commit()
+	}
+	t.close()
 	s.mu.Unlock()
 	if err != nil && !isOutcome(err) {
 		return err
@@ -117,31 +123,76 @@ func isOutcome(err error) bool {
 	return errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrDeleted)
 }
 
-// apply checks p against the stored state and writes it; it runs under
-// s.mu. Every check runs before the first write, so a sentinel result has
-// written nothing.
-func (s *Store) apply(p *prepared) error {
+// txn is a write in progress; it runs under s.mu. Its checks read through
+// r: the database, or for an indexed batch the database with the batch's
+// own writes on top. Records enter the cache once the batch commits.
+type txn struct {
+	s      *Store
+	r      pebble.Reader
+	b      *pebble.Batch
+	cached []stored
+}
+
+// newTxn starts a write; indexed makes its reads see its own writes (needed
+// when it writes more than one event).
+func (s *Store) newTxn(indexed bool) *txn {
+	t := &txn{s: s}
+	if indexed {
+		t.b = s.db.NewIndexedBatch()
+		t.r = t.b
+	} else {
+		t.b = s.db.NewBatch()
+		t.r = s.db
+	}
+	return t
+}
+
+// commit applies the batch, visible at once and durable at the next sync.
+func (t *txn) commit() error {
+	if t.b.Empty() {
+		return nil
+	}
+	if err := t.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("lsm: commit: %w", err)
+	}
+	for _, r := range t.cached {
+		t.s.cache.put(r.seq, r.rec)
+	}
+	return nil
+}
+
+func (t *txn) close() { _ = t.b.Close() }
+
+func (t *txn) get(k []byte) ([]byte, bool, error) { return readValue(t.r, k) }
+
+func (t *txn) has(k []byte) (bool, error) {
+	_, ok, err := t.get(k)
+	return ok, err
+}
+
+// apply checks p against the stored state and writes it. Every check runs
+// before the first write, so a sentinel result has written nothing.
+func (t *txn) apply(p *prepared) error {
+	s := t.s
 	cseq, h := p.h.cseq, &p.h
 	// A deletion aimed at a deletion request has no effect, so a deletion
 	// request is never refused as deleted.
 	if h.kind != nostr.KindDeletion {
-		if dead, err := s.has(tombstoneKey(cseq, h.id[:], h.pubkey[:])); err != nil {
+		if dead, err := t.has(tombstoneKey(cseq, h.id[:], h.pubkey[:])); err != nil {
 			return err
 		} else if dead {
 			return store.ErrDeleted
 		}
 	}
 	idk := idKey(cseq, h.id[:])
-	if dup, err := s.has(idk); err != nil {
+	if dup, err := t.has(idk); err != nil {
 		return err
 	} else if dup {
 		return store.ErrDuplicate
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
 	var ck key
 	if p.coordinate {
-		v, ok, err := s.get(waterKey(cseq, h.kind, h.pubkey[:], p.d))
+		v, ok, err := t.get(waterKey(cseq, h.kind, h.pubkey[:], p.d))
 		if err != nil {
 			return err
 		}
@@ -149,7 +200,7 @@ func (s *Store) apply(p *prepared) error {
 			return store.ErrDeleted
 		}
 		ck = coordKey(cseq, h.kind, h.pubkey[:], p.d)
-		head, ok, err := s.recordAt(ck)
+		head, ok, err := t.recordAt(ck)
 		if err != nil {
 			return err
 		}
@@ -158,7 +209,7 @@ func (s *Store) apply(p *prepared) error {
 				(head.h.createdAt == h.createdAt && bytes.Compare(head.h.id[:], h.id[:]) < 0) {
 				return store.ErrSuperseded
 			}
-			if err := s.remove(b, head); err != nil {
+			if err := t.remove(head); err != nil {
 				return err
 			}
 		}
@@ -168,11 +219,11 @@ func (s *Store) apply(p *prepared) error {
 	seqv := binary.BigEndian.AppendUint64(nil, seq)
 	rec := p.h.appendTo(make([]byte, 0, headerLen+len(p.raw)))
 	rec = append(rec, p.raw...)
-	w := writes{b: b}
+	w := writes{b: t.b}
 	w.set(eventKey(seq), rec)
 	w.set(idk, seqv)
 	meta := h.metaValue()
-	for _, k := range timelineEntries(h, p.tags, seq) {
+	for _, k := range timelineEntries(h, p.tags, p.words, seq) {
 		w.set(k, meta)
 	}
 	if h.hasExpiry {
@@ -182,25 +233,25 @@ func (s *Store) apply(p *prepared) error {
 		w.set(ck, seqv)
 	}
 	if h.kind == nostr.KindDeletion {
-		if err := s.applyDeletion(&w, p); err != nil {
+		if err := t.applyDeletion(&w, p); err != nil {
 			return err
 		}
 	}
 	if w.err != nil {
 		return fmt.Errorf("lsm: save: %w", w.err)
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("lsm: save: %w", err)
-	}
+	// A seq is taken even if the batch is then dropped: seqs need not be
+	// dense, only unique.
 	s.lastSeq = seq
-	s.cache.put(seq, rec)
+	t.cached = append(t.cached, stored{seq: seq, rec: rec})
 	return nil
 }
 
 // timelineEntries returns the timeline keys of an event: community, kind,
-// author, author and kind, each tag, and its channel.
-func timelineEntries(h *header, tags []store.IndexedTag, seq uint64) []key {
-	ks := make([]key, 0, 5+len(tags))
+// author, author and kind, each tag, its channel, and each word of its
+// text.
+func timelineEntries(h *header, tags []store.IndexedTag, words []string, seq uint64) []key {
+	ks := make([]key, 0, 5+len(tags)+len(words))
 	ks = append(ks,
 		entry(timePrefix(h.cseq), h.createdAt, seq),
 		entry(kindPrefix(h.cseq, h.kind), h.createdAt, seq),
@@ -212,6 +263,9 @@ func timelineEntries(h *header, tags []store.IndexedTag, seq uint64) []key {
 	}
 	if h.hasChan {
 		ks = append(ks, entry(channelPrefix(h.cseq, h.channel[:]), h.createdAt, seq))
+	}
+	for _, w := range words {
+		ks = append(ks, entry(wordPrefix(h.cseq, w), h.createdAt, seq))
 	}
 	return ks
 }
@@ -235,29 +289,32 @@ func (w *writes) del(k []byte) {
 	}
 }
 
-// stored is a record read back: its seq, header and raw JSON.
+// stored is a record read back: its seq, header and raw JSON (rec is the
+// whole record).
 type stored struct {
 	seq uint64
 	h   header
 	raw []byte
+	rec []byte
 }
 
 // recordAt follows an index key whose value is a seq (id and coordinate
 // keys) to the record.
-func (s *Store) recordAt(k []byte) (stored, bool, error) {
-	v, ok, err := s.get(k)
+func (t *txn) recordAt(k []byte) (stored, bool, error) {
+	v, ok, err := t.get(k)
 	if err != nil || !ok {
 		return stored{}, false, err
 	}
 	if len(v) != 8 {
 		return stored{}, false, fmt.Errorf("%w: index value of %d bytes", errCorrupt, len(v))
 	}
-	return s.record(binary.BigEndian.Uint64(v))
+	return t.record(binary.BigEndian.Uint64(v))
 }
 
-// record reads the event with seq.
-func (s *Store) record(seq uint64) (stored, bool, error) {
-	rec, ok, err := records{cache: s.cache, r: s.db}.get(seq)
+// record reads the event with seq: from the cache (records never change),
+// else through t.r, which sees events the batch wrote.
+func (t *txn) record(seq uint64) (stored, bool, error) {
+	rec, ok, err := records{cache: t.s.cache, r: t.r}.get(seq)
 	if err != nil || !ok {
 		return stored{}, false, err
 	}
@@ -265,20 +322,20 @@ func (s *Store) record(seq uint64) (stored, bool, error) {
 	if err != nil {
 		return stored{}, false, err
 	}
-	return stored{seq: seq, h: h, raw: raw}, true, nil
+	return stored{seq: seq, h: h, raw: raw, rec: rec}, true, nil
 }
 
 // remove deletes a stored event and every index entry of it. The tags it
 // was indexed under are read back from its raw JSON.
-func (s *Store) remove(b *pebble.Batch, r stored) error {
+func (t *txn) remove(r stored) error {
 	ev, err := nostr.ParseEvent(r.raw)
 	if err != nil {
 		return fmt.Errorf("%w: event %d: %v", errCorrupt, r.seq, err)
 	}
-	w := writes{b: b}
+	w := writes{b: t.b}
 	w.del(eventKey(r.seq))
 	w.del(idKey(r.h.cseq, r.h.id[:]))
-	for _, k := range timelineEntries(&r.h, store.IndexedTags(ev), r.seq) {
+	for _, k := range timelineEntries(&r.h, store.IndexedTags(ev), indexedWords(ev), r.seq) {
 		w.del(k)
 	}
 	if r.h.hasExpiry {
@@ -301,40 +358,60 @@ func (s *Store) remove(b *pebble.Batch, r stored) error {
 // removal of those ids when they are the requester's own and not deletion
 // requests themselves, and coordinate watermarks with removal of the
 // version they cover.
-func (s *Store) applyDeletion(w *writes, p *prepared) error {
+func (t *txn) applyDeletion(w *writes, p *prepared) error {
 	cseq, h := p.h.cseq, &p.h
 	for _, id := range p.delIDs {
 		w.set(tombstoneKey(cseq, id[:], h.pubkey[:]), nil)
-		r, ok, err := s.recordAt(idKey(cseq, id[:]))
+		r, ok, err := t.recordAt(idKey(cseq, id[:]))
 		if err != nil {
 			return err
 		}
 		if ok && r.h.pubkey == h.pubkey && r.h.kind != nostr.KindDeletion {
-			if err := s.remove(w.b, r); err != nil {
+			if err := t.remove(r); err != nil {
 				return err
 			}
 		}
 	}
 	for _, c := range p.delCoords {
 		wk := waterKey(cseq, c.Kind, h.pubkey[:], c.D)
-		v, ok, err := s.get(wk)
+		v, ok, err := t.get(wk)
 		if err != nil {
 			return err
 		}
 		if !ok || len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < h.createdAt {
 			w.set(wk, binary.BigEndian.AppendUint64(nil, uint64(h.createdAt)))
 		}
-		r, ok, err := s.recordAt(coordKey(cseq, c.Kind, h.pubkey[:], c.D))
+		r, ok, err := t.recordAt(coordKey(cseq, c.Kind, h.pubkey[:], c.D))
 		if err != nil {
 			return err
 		}
 		if ok && r.h.createdAt <= h.createdAt {
-			if err := s.remove(w.b, r); err != nil {
+			if err := t.remove(r); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// maxIndexedWord is the longest word the text index holds, in bytes; a
+// query word longer than that is found by matching content instead.
+const maxIndexedWord = 64
+
+// indexedWords returns the distinct words (package search's tokenizer) of
+// a searchable event's content that the text index holds.
+func indexedWords(ev *nostr.Event) []string {
+	if !nostr.IsSearchable(ev.Kind) || ev.Content == "" {
+		return nil
+	}
+	var out []string
+	for w := range search.Words(ev.Content) {
+		if len(w) <= maxIndexedWord {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // decodeHex32 decodes exactly 64 lowercase hex characters into dst.
