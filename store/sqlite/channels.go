@@ -13,6 +13,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/lsm"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -190,6 +191,9 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 	if id, ok, err := channel.OfEvent(ev); err != nil || !ok || id != cmd.Channel {
 		return channel.Change{}, channel.ErrInvalidCommand
 	}
+	if err := s.eventsOff(); err != nil {
+		return channel.Change{}, err
+	}
 	p, err := prepare(ev)
 	if err != nil {
 		return channel.Change{}, err
@@ -198,6 +202,7 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 	if err != nil {
 		return channel.Change{}, err
 	}
+	p.cid, p.ev = c, ev
 	var (
 		change  channel.Change
 		verdict error
@@ -248,20 +253,8 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 	ctx, conn := w.ctx, w.conn
 	var none channel.Change
 	// The event first: a repeat changes nothing.
-	var one int
-	err := w.exists.QueryRowContext(ctx, p.community, p.id).Scan(&one)
-	switch {
-	case err == nil:
-		return none, store.ErrDuplicate, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return none, nil, internal("channel command", err)
-	}
-	err = w.tombstone.QueryRowContext(ctx, p.community, p.id, p.pubkey).Scan(&one)
-	switch {
-	case err == nil:
-		return none, store.ErrDeleted, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return none, nil, internal("channel command", err)
+	if v, err := w.commandSeen(p); v != nil || err != nil {
+		return none, v, err
 	}
 
 	chID := cmd.Channel[:]
@@ -341,14 +334,13 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 	var victimSeq int64
 	var victimAuthor []byte
 	if cmd.Kind == nostr.KindDeleteEvent {
-		eid, _ := decodeHex32(cmd.EventID)
-		err := conn.QueryRowContext(ctx, `SELECT seq, pubkey FROM events WHERE community = ? AND id = ? AND channel = ?`,
-			p.community, eid, chID).Scan(&victimSeq, &victimAuthor)
-		if errors.Is(err, sql.ErrNoRows) {
-			return none, channel.ErrNoEvent, nil
-		}
+		var found bool
+		victimSeq, victimAuthor, found, err = w.channelEvent(p, cmd.EventID, cmd.Channel)
 		if err != nil {
-			return none, nil, internal("delete event", err)
+			return none, nil, err
+		}
+		if !found {
+			return none, channel.ErrNoEvent, nil
 		}
 	}
 
@@ -391,10 +383,9 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 	case nostr.KindEditMetadata:
 		// An edit older than the channel's newest metadata event never
 		// overwrites it.
-		var newest sql.NullInt64
-		if err := conn.QueryRowContext(ctx, `SELECT max(created_at) FROM events WHERE community = ? AND channel = ? AND kind IN (?, ?)`,
-			p.community, chID, nostr.KindCreateChannel, nostr.KindEditMetadata).Scan(&newest); err != nil {
-			return none, nil, internal("channel metadata", err)
+		newest, err := w.newestMetadata(p, cmd.Channel)
+		if err != nil {
+			return none, nil, err
 		}
 		if newest.Valid && p.createdAt < newest.Int64 {
 			return none, channel.ErrStaleEdit, nil
@@ -427,12 +418,8 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 			change.Metadata = true
 		}
 	case nostr.KindDeleteEvent:
-		if err := w.removeSeq(victimSeq); err != nil {
+		if err := w.deleteChannelEvent(p, cmd.EventID, victimSeq, victimAuthor); err != nil {
 			return none, nil, err
-		}
-		eid, _ := decodeHex32(cmd.EventID)
-		if _, err := w.addTombstone.ExecContext(ctx, p.community, eid, victimAuthor); err != nil {
-			return none, nil, internal("delete event", err)
 		}
 		change.DeletedEvent = cmd.EventID
 	case nostr.KindCreateInvite:
@@ -452,7 +439,15 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 // that could refuse it ran before the effect, so any refusal here is an
 // internal error (rolling the effect back).
 func (w *writer) saveCommandEvent(p *prepared) error {
-	err := w.save(p)
+	var err error
+	if w.ev != nil {
+		var tx *lsm.Tx
+		if tx, err = w.eventsTx(); err == nil {
+			err = tx.Save(w.ctx, p.cid, p.ev)
+		}
+	} else {
+		err = w.save(p)
+	}
 	if err != nil && isOutcome(err) {
 		return fmt.Errorf("sqlite: channel command event refused after its checks: %w", err)
 	}
@@ -635,4 +630,117 @@ func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]channel.C
 		return nil, internal("channels", err)
 	}
 	return out, nil
+}
+
+// commandSeen returns the verdict for a command event already known: a
+// repeat (store.ErrDuplicate) or one its author deleted (store.ErrDeleted).
+func (w *writer) commandSeen(p *prepared) (verdict, err error) {
+	if w.ev != nil {
+		tx, err := w.eventsTx()
+		if err != nil {
+			return nil, err
+		}
+		switch err := tx.Seen(w.ctx, p.cid, p.ev); {
+		case err == nil:
+			return nil, nil
+		case isOutcome(err):
+			return err, nil
+		default:
+			return nil, internal("channel command", err)
+		}
+	}
+	var one int
+	err = w.exists.QueryRowContext(w.ctx, p.community, p.id).Scan(&one)
+	switch {
+	case err == nil:
+		return store.ErrDuplicate, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, internal("channel command", err)
+	}
+	err = w.tombstone.QueryRowContext(w.ctx, p.community, p.id, p.pubkey).Scan(&one)
+	switch {
+	case err == nil:
+		return store.ErrDeleted, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, internal("channel command", err)
+	}
+	return nil, nil
+}
+
+// channelEvent finds the live event with id in channel ch: its row (SQLite
+// only) and author.
+func (w *writer) channelEvent(p *prepared, id string, ch channel.ID) (seq int64, author []byte, found bool, err error) {
+	if w.ev != nil {
+		tx, err := w.eventsTx()
+		if err != nil {
+			return 0, nil, false, err
+		}
+		e, ok, err := tx.Event(w.ctx, p.cid, id)
+		if err != nil {
+			return 0, nil, false, internal("delete event", err)
+		}
+		if !ok || e.Channel != ch {
+			return 0, nil, false, nil
+		}
+		author, _ = decodeHex32(e.PubKey)
+		return 0, author, true, nil
+	}
+	eid, _ := decodeHex32(id)
+	err = w.conn.QueryRowContext(w.ctx, `SELECT seq, pubkey FROM events WHERE community = ? AND id = ? AND channel = ?`,
+		p.community, eid, ch[:]).Scan(&seq, &author)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil, false, nil
+	case err != nil:
+		return 0, nil, false, internal("delete event", err)
+	}
+	return seq, author, true, nil
+}
+
+// newestMetadata returns the created_at of channel ch's newest metadata
+// event (creation or edit).
+func (w *writer) newestMetadata(p *prepared, ch channel.ID) (sql.NullInt64, error) {
+	if w.ev != nil {
+		tx, err := w.eventsTx()
+		if err != nil {
+			return sql.NullInt64{}, err
+		}
+		at, ok, err := tx.Newest(w.ctx, p.cid, ch, nostr.KindCreateChannel, nostr.KindEditMetadata)
+		if err != nil {
+			return sql.NullInt64{}, internal("channel metadata", err)
+		}
+		return sql.NullInt64{Int64: at, Valid: ok}, nil
+	}
+	var newest sql.NullInt64
+	if err := w.conn.QueryRowContext(w.ctx, `SELECT max(created_at) FROM events WHERE community = ? AND channel = ? AND kind IN (?, ?)`,
+		p.community, ch[:], nostr.KindCreateChannel, nostr.KindEditMetadata).Scan(&newest); err != nil {
+		return sql.NullInt64{}, internal("channel metadata", err)
+	}
+	return newest, nil
+}
+
+// deleteChannelEvent removes event id (found by channelEvent at seq, by
+// author) and refuses it from then on.
+func (w *writer) deleteChannelEvent(p *prepared, id string, seq int64, author []byte) error {
+	if w.ev != nil {
+		tx, err := w.eventsTx()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Remove(w.ctx, p.cid, id); err != nil {
+			return internal("delete event", err)
+		}
+		if err := tx.Tombstone(w.ctx, p.cid, id, hex.EncodeToString(author)); err != nil {
+			return internal("delete event", err)
+		}
+		return nil
+	}
+	if err := w.removeSeq(seq); err != nil {
+		return err
+	}
+	eid, _ := decodeHex32(id)
+	if _, err := w.addTombstone.ExecContext(w.ctx, p.community, eid, author); err != nil {
+		return internal("delete event", err)
+	}
+	return nil
 }

@@ -60,6 +60,18 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 			yield(store.Record{}, err)
 			return
 		}
+		if err := s.eventsOff(); err != nil {
+			yield(store.Record{}, err)
+			return
+		}
+		if s.ev != nil {
+			for r, err := range s.ev.QueryScoped(ctx, c, f, scope) {
+				if !yield(r, err) {
+					return
+				}
+			}
+			return
+		}
 		if err := s.spinForTest(ctx); err != nil {
 			yield(store.Record{}, internal("query", err))
 			return
@@ -209,6 +221,12 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	if err != nil {
 		return 0, err
 	}
+	if err := s.eventsOff(); err != nil {
+		return 0, err
+	}
+	if s.ev != nil {
+		return s.ev.CountScoped(ctx, c, filters, scope)
+	}
 	if err := s.spinForTest(ctx); err != nil {
 		return 0, internal("count", err)
 	}
@@ -242,6 +260,12 @@ func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]no
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := s.eventsOff(); err != nil {
+		return nil, err
+	}
+	if s.ev != nil {
+		return s.ev.CountEach(ctx, c, sets, scope)
 	}
 	if err := s.spinForTest(ctx); err != nil {
 		return nil, internal("count", err)
@@ -883,6 +907,12 @@ func (q *sqlBuilder) hexList(col string, vals []string) bool {
 // the events whose NIP-40 expiration is at or before now, in batches that
 // interleave with other writes.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	if err := s.eventsOff(); err != nil {
+		return 0, err
+	}
+	if s.ev != nil {
+		return s.ev.DeleteExpired(ctx, now)
+	}
 	const chunk = 500
 	var total int64
 	for {

@@ -38,9 +38,11 @@ type prepared struct {
 	delCoords []store.Coordinate // kind 5: the requester's own coordinates named by "a" tags
 
 	// kind 5: the request's audit record and the community's id, for the
-	// chain entry written with it.
+	// chain entry written with it. Channel commands set cid too, and ev,
+	// for the events engine (WithLSMEvents).
 	audit *audit.Record
 	cid   tenant.CommunityID
+	ev    *nostr.Event
 }
 
 // Save implements store.EventStore.
@@ -50,6 +52,9 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	}
 	if nostr.IsEphemeral(ev.Kind) {
 		return fmt.Errorf("sqlite: ephemeral kind %d is never stored", ev.Kind)
+	}
+	if s.ev != nil || s.evOff {
+		return s.lsmSave(ctx, c, ev)
 	}
 	p, err := prepare(ev)
 	if err != nil {

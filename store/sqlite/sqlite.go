@@ -59,6 +59,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/lsm"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -79,7 +80,9 @@ type Store struct {
 	w      *writer
 	rdb    *sql.DB     // read-only pool
 	rstmts *stmtCache  // prepared read statements of rdb, by SQL text
-	events *eventCache // events read by id; nil when WithEventCache(0)
+	events *eventCache // events read by id; nil when WithEventCache(0) or with WithLSMEvents
+	ev     *lsm.Store  // the events, with WithLSMEvents; nil when they are in SQLite
+	evOff  bool        // the events are in the LSM engine, not opened (WithoutEvents)
 
 	mu        sync.RWMutex // guards closed and sends on reqs
 	closed    bool
@@ -112,6 +115,9 @@ type config struct {
 	maintainIdle time.Duration // 0: no background maintenance (maintainLoop)
 	maintainMax  time.Duration
 	mergePages   int // pages one text index merge step writes at most
+
+	lsmEvents bool // WithLSMEvents
+	noEvents  bool // WithoutEvents
 }
 
 // Option configures Open.
@@ -365,7 +371,10 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.setAutomerge(ctx); err != nil {
 		return err
 	}
-	if s.cfg.eventCache > 0 {
+	if err := s.openEvents(ctx); err != nil {
+		return err
+	}
+	if s.cfg.eventCache > 0 && s.ev == nil {
 		if s.events, err = newEventCache(s.cfg.eventCache); err != nil {
 			return err
 		}
@@ -373,6 +382,7 @@ func (s *Store) open(ctx context.Context) error {
 	if s.w, err = newWriter(ctx, s.wdb, s.events); err != nil {
 		return err
 	}
+	s.w.ev = s.ev
 	if err := s.openWAL(ctx); err != nil {
 		return err
 	}
@@ -469,6 +479,9 @@ func (s *Store) closeDBs() error {
 	}
 	if s.wal != nil {
 		errs = append(errs, s.wal.Close())
+	}
+	if s.ev != nil {
+		errs = append(errs, s.ev.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)

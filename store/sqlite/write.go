@@ -15,6 +15,7 @@ import (
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/lsm"
 )
 
 // writeReq is one queued write. fn runs on the writer goroutine inside the
@@ -27,6 +28,9 @@ type writeReq struct {
 	err   error
 	done  chan error
 	state atomic.Int32 // reqQueued, then reqTaken by the writer or reqAbandoned by submit
+	// events: the transaction that applied fn also wrote to the events
+	// engine (WithLSMEvents), whose log must be synced before the answer.
+	events bool
 }
 
 // The life of a writeReq: submit queues it; then exactly one of the writer
@@ -211,10 +215,11 @@ func (s *Store) syncLoop() {
 			}
 		}
 		r := &round{reqs: pending, err: make(chan error, 1)}
+		events := slices.ContainsFunc(pending, func(q *writeReq) bool { return q.events })
 		slots <- struct{}{}
 		rounds <- r
 		go func() {
-			r.err <- s.syncWAL()
+			r.err <- s.syncWAL(events)
 			<-slots
 		}()
 	}
@@ -249,11 +254,12 @@ func (s *Store) syncFailed() error {
 // (16 connections, one event in flight each) by ~5 % in buzzbench.
 const maxSyncs = 2
 
-// syncWAL makes everything written to the WAL so far durable. Without a
-// WAL (a file system where SQLite could not use one) commits are synced
-// by SQLite itself (synchronous=FULL) and there is nothing to do.
+// syncWAL makes everything written to the WAL so far durable, and with
+// events set everything committed to the events engine (WithLSMEvents).
+// Without a WAL (a file system where SQLite could not use one) commits are
+// synced by SQLite itself (synchronous=FULL) and there is nothing to do.
 // A failure is logged once, by failSync.
-func (s *Store) syncWAL() error {
+func (s *Store) syncWAL(events bool) error {
 	var err error
 	if s.cfg.beforeSync != nil {
 		err = s.cfg.beforeSync()
@@ -261,10 +267,47 @@ func (s *Store) syncWAL() error {
 	if err == nil && s.wal != nil {
 		err = syncData(s.wal)
 	}
+	if err == nil && events && s.ev != nil {
+		err = s.ev.Sync()
+	}
 	if err != nil {
 		return internal("sync", err)
 	}
 	return nil
+}
+
+// commitEvents commits the events engine's part of a batch whose SQLite
+// transaction has just committed: after syncing SQLite's log, so that a
+// crash never leaves the events without the SQLite rows that go with them
+// (a channel command's effect, a deletion's audit entry). reqs are marked
+// for syncLoop to sync the engine's log before answering them.
+func (s *Store) commitEvents(reqs ...*writeReq) error {
+	w := s.w
+	tx := w.evTx
+	if tx == nil {
+		return nil
+	}
+	w.evTx = nil
+	if err := s.syncWAL(false); err != nil {
+		tx.Rollback()
+		s.failSync(err)
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return internal("events", err)
+	}
+	for _, r := range reqs {
+		r.events = true
+	}
+	return nil
+}
+
+// rollbackEvents drops the events engine's part of a batch rolled back.
+func (w *writer) rollbackEvents() {
+	if w.evTx != nil {
+		w.evTx.Rollback()
+		w.evTx = nil
+	}
 }
 
 // runBatch applies batch and sets each request's result; syncLoop delivers
@@ -300,8 +343,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 		if err := w.indexText(); err != nil {
 			s.cfg.log.Error("sqlite: index write batch", "err", err, "size", len(batch))
 		} else if _, err := w.commit.ExecContext(ctx); err == nil {
+			err := s.commitEvents(batch...)
 			w.endTx(true)
-			finish(nil)
+			finish(err)
 			return
 		} else {
 			s.cfg.log.Error("sqlite: commit write batch", "err", err, "size", len(batch))
@@ -310,6 +354,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 	// Something failed: undo the batch and give each request its own
 	// transaction, so only the request that fails gets an error.
 	_, _ = w.rollback.ExecContext(ctx)
+	w.rollbackEvents()
 	w.endTx(false)
 	w.indexFrom = 0
 	for _, r := range batch {
@@ -330,14 +375,16 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 		if ierr := w.indexText(); ierr != nil {
 			err = ierr
 		} else if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
+			eerr := s.commitEvents(r)
 			w.endTx(true)
-			return err
+			return cmp.Or(eerr, err)
 		} else {
 			err = internal("commit", cerr)
 		}
 	}
 	s.cfg.log.Error("sqlite: write failed", "err", err)
 	_, _ = w.rollback.ExecContext(ctx)
+	w.rollbackEvents()
 	w.endTx(false)
 	w.indexFrom = 0
 	return err
@@ -383,6 +430,12 @@ type writer struct {
 	// saved are the events the open transaction stored, put in the cache
 	// by endTx once it commits.
 	saved []savedEvent
+
+	// ev is the events engine (WithLSMEvents), nil when the events are in
+	// SQLite; evTx its transaction for the open batch, begun at first use
+	// (eventsTx) and committed or rolled back with SQLite's.
+	ev   *lsm.Store
+	evTx *lsm.Tx
 }
 
 // savedEvent is a stored event waiting for its transaction to commit

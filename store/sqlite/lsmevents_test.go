@@ -1,0 +1,150 @@
+package sqlite_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/operator/optest"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/workflow/workflowtest"
+)
+
+// The store with its events in the LSM engine passes every suite the
+// SQLite-only store does.
+
+func openLSM(tb testing.TB) *sqlite.Store {
+	tb.Helper()
+	s := openTemp(tb, sqlite.WithLSMEvents())
+	if !s.LSMEvents() {
+		tb.Fatal("WithLSMEvents: the events are not in the LSM engine")
+	}
+	return s
+}
+
+func TestLSMConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Backend { return openLSM(t) })
+}
+
+func TestLSMChannels(t *testing.T) {
+	storetest.RunChannels(t, func(t *testing.T) storetest.ChannelBackend { return openLSM(t) })
+}
+
+func TestLSMModeration(t *testing.T) {
+	storetest.RunModeration(t, func(t *testing.T) storetest.ModerationBackend { return openLSM(t) })
+}
+
+func TestLSMProfilesNamesListings(t *testing.T) {
+	storetest.RunProfiles(t, func(t *testing.T) storetest.ProfileBackend { return openLSM(t) })
+	storetest.RunNames(t, func(t *testing.T) storetest.NameBackend { return openLSM(t) })
+	storetest.RunListings(t, func(t *testing.T) storetest.ListingBackend { return openLSM(t) })
+}
+
+func TestLSMSearch(t *testing.T) {
+	storetest.RunSearch(t, func(t *testing.T) storetest.ChannelBackend { return openLSM(t) })
+}
+
+func TestLSMChannelTopic(t *testing.T) {
+	storetest.RunChannelTopic(t, func(t *testing.T) storetest.TopicBackend { return openLSM(t) })
+}
+
+func TestLSMAudit(t *testing.T) {
+	storetest.RunAudit(t, func(t *testing.T) storetest.AuditBackend { return openLSM(t) })
+}
+
+func TestLSMWorkflows(t *testing.T) {
+	workflowtest.Run(t, func(t *testing.T) workflowtest.Backend { return openLSM(t) })
+	workflowtest.RunAudit(t, func(t *testing.T) workflowtest.AuditBackend { return openLSM(t) })
+	workflowtest.RunWebhooks(t, func(t *testing.T) workflowtest.WebhookBackend { return openLSM(t) })
+	workflowtest.RunApprovals(t, func(t *testing.T) workflowtest.ApprovalBackend { return openLSM(t) })
+}
+
+func TestLSMOperatorStore(t *testing.T) {
+	optest.Run(t, func(t *testing.T) optest.Backend { return openLSM(t) })
+}
+
+// TestLSMEventsAreOneOrTheOther: a store keeps its events in SQLite or in
+// the engine for its whole life: asking for the engine on a store with its
+// events in SQLite is refused, and a store with its events in the engine
+// opens with them there, option or not.
+func TestLSMEventsAreOneOrTheOther(t *testing.T) {
+	ctx := context.Background()
+	alice := storetest.NewAuthor(t)
+
+	sqlDir := t.TempDir()
+	s, err := sqlite.Open(ctx, sqlDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MustSave(t, s, storetest.Community(t, s, "a.example"), alice.Event(t, 1, 1_700_000_000, "in sqlite"))
+	s.Close()
+	if s, err := sqlite.Open(ctx, sqlDir, sqlite.WithLSMEvents()); err == nil || !strings.Contains(err.Error(), "BUZZ_DB_EVENTS=sqlite") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("WithLSMEvents on a store with its events in SQLite = %v", err)
+	}
+
+	lsmDir := t.TempDir()
+	s, err = sqlite.Open(ctx, lsmDir, sqlite.WithLSMEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := storetest.Community(t, s, "b.example")
+	ev := alice.Event(t, 1, 1_700_000_000, "in the engine")
+	storetest.MustSave(t, s, c, ev)
+	del := alice.Deletion(t, 1_700_000_001, []string{ev.ID}, nil)
+	storetest.MustSave(t, s, c, del)
+	s.Close()
+	s, err = sqlite.Open(ctx, lsmDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.LSMEvents() {
+		t.Fatal("a store with its events in the engine opened with them in SQLite")
+	}
+	if got := storetest.QueryIDs(t, s, c, nostr.Filter{Kinds: []int{5}}); len(got) != 1 || got[0] != del.ID {
+		t.Fatalf("after reopening: deletions %v", got)
+	}
+	storetest.SaveIs(t, s, c, ev, store.ErrDeleted)
+}
+
+// TestWithoutEvents: a tool opens a store whose events engine a relay
+// holds open; the registry works, every event operation fails.
+func TestWithoutEvents(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	relay, err := sqlite.Open(ctx, dir, sqlite.WithLSMEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	c := storetest.Community(t, relay, "a.example")
+	if _, err := sqlite.Open(ctx, dir); err == nil || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("a second open of the events engine = %v, want the engine's lock refused", err)
+	}
+	tool, err := sqlite.Open(ctx, dir, sqlite.WithoutEvents())
+	if err != nil {
+		t.Fatalf("WithoutEvents beside a relay: %v", err)
+	}
+	defer tool.Close()
+	if got, err := tool.LookupHost(ctx, "a.example"); err != nil || got != c {
+		t.Fatalf("LookupHost = %v, %v", got, err)
+	}
+	storetest.Community(t, tool, "b.example")
+	if err := tool.Save(ctx, c, storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "x")); err == nil || !strings.HasPrefix(err.Error(), "sqlite: ") {
+		t.Fatalf("Save without events = %v", err)
+	}
+	for _, err := range tool.Query(ctx, c, nostr.Filter{}) {
+		if err == nil {
+			t.Fatal("Query without events returned an event")
+		}
+	}
+	if _, err := tool.Count(ctx, c, []nostr.Filter{{}}); err == nil {
+		t.Fatal("Count without events succeeded")
+	}
+}
