@@ -43,7 +43,7 @@ func runAudit(ctx context.Context, args []string, lookupEnv func(string) (string
 		return err
 	}
 	logger := newLogger(cfg, stderr)
-	st, err := openBackend(ctx, cfg, logger)
+	st, err := openBackend(ctx, cfg, logger, false)
 	if err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func runAdmin(ctx context.Context, args []string, lookupEnv func(string) (string
 	// A command's output is its answer: the log says only what went wrong.
 	cfg.LogLevel = max(cfg.LogLevel, slog.LevelWarn)
 	a := &adminCmd{cfg: cfg, flags: f, out: stdout, log: newLogger(cfg, stderr)}
-	backend, err := openBackend(ctx, cfg, a.log)
+	backend, err := openBackend(ctx, cfg, a.log, false)
 	if err != nil {
 		return err
 	}

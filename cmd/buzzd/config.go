@@ -55,6 +55,10 @@ type Config struct {
 	// checkpoints its write-ahead log and merges its text index in the
 	// background (sqlite.WithMaintenanceDelay); idle 0 turns that off.
 	DBMaintainIdle, DBMaintainMax time.Duration
+	// DBEvents is where a new embedded store keeps its events: "lsm"
+	// (sqlite.WithLSMEvents) or "sqlite"; an existing store keeps its
+	// events where they are.
+	DBEvents string
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
@@ -196,6 +200,16 @@ func settings() []setting {
 		{env: "BUZZ_DB_MAINTAIN_MAX", flag: "db-maintain-max", def: sqlite.DefaultMaintainMax.String(),
 			usage: "the longest the embedded store defers that background upkeep while writes keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainMax, err = parseMaintainDelay(v); return err }},
+		{env: "BUZZ_DB_EVENTS", flag: "db-events", def: "lsm",
+			usage: "where a new embedded store keeps its events: lsm (an LSM engine beside the SQLite file: a third of the CPU per saved event; one process per data directory) or sqlite (in the SQLite file, which several processes may share); an existing store keeps its events where they are (lsm is refused for one that has them in SQLite); PostgreSQL ignores it",
+			apply: func(c *Config, v string) error {
+				switch v = strings.TrimSpace(v); v {
+				case "lsm", "sqlite":
+					c.DBEvents = v
+					return nil
+				}
+				return errors.New("want lsm or sqlite")
+			}},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
 			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",
 			apply: func(c *Config, v string) (err error) { c.AuthRequired, err = parseBool(v); return err }},
@@ -363,6 +377,7 @@ func defaultConfig() Config {
 		DBReadMmapMiB:     defaultReadMmapMiB,
 		DBMaintainIdle:    sqlite.DefaultMaintainIdle,
 		DBMaintainMax:     sqlite.DefaultMaintainMax,
+		DBEvents:          "lsm",
 		Limits:            buzz.DefaultLimits(),
 		Info:              buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:          slog.LevelInfo,

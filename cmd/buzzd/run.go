@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -103,7 +104,9 @@ func migrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 // openBackend opens the store cfg selects: PostgreSQL when DatabaseURL is
 // set (migrated first when AutoMigrate), else the embedded store in DataDir.
-func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Backend, error) {
+// A tool that never touches events passes events false: it then runs beside
+// a relay holding the embedded store's events engine open.
+func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bool) (store.Backend, error) {
 	if cfg.DatabaseURL != "" {
 		if cfg.AutoMigrate {
 			if err := postgres.Migrate(ctx, cfg.DatabaseURL); err != nil {
@@ -129,21 +132,52 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger) (store.Ba
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	st, err := sqlite.Open(ctx, cfg.DataDir, sqlite.WithLogger(logger),
-		sqlite.WithEventCache(int64(cfg.DBEventCacheMiB)<<20), sqlite.WithReadMmap(int64(cfg.DBReadMmapMiB)<<20),
-		sqlite.WithMaintenanceDelay(cfg.DBMaintainIdle, cfg.DBMaintainMax))
+	opts := []sqlite.Option{sqlite.WithLogger(logger),
+		sqlite.WithEventCache(int64(cfg.DBEventCacheMiB) << 20), sqlite.WithReadMmap(int64(cfg.DBReadMmapMiB) << 20),
+		sqlite.WithMaintenanceDelay(cfg.DBMaintainIdle, cfg.DBMaintainMax)}
+	switch {
+	case !events:
+		opts = append(opts, sqlite.WithoutEvents())
+	case newStore(cfg.DataDir) && cfg.DBEvents == "lsm":
+		opts = append(opts, sqlite.WithLSMEvents())
+	}
+	st, err := sqlite.Open(ctx, cfg.DataDir, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 	}
-	logger.Info("store opened", "backend", "sqlite", "data_dir", cfg.DataDir)
+	engine := "sqlite"
+	if st.LSMEvents() {
+		engine = "lsm"
+		raiseGOMAXPROCS(logger)
+	}
+	logger.Info("store opened", "backend", "sqlite", "events", engine, "data_dir", cfg.DataDir)
 	return st, nil
+}
+
+// newStore reports whether dataDir holds no embedded store yet.
+func newStore(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, sqlite.DefaultFileName))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// raiseGOMAXPROCS gives the Go scheduler a second P when it has one (a
+// relay pinned to one core), unless GOMAXPROCS is set: the LSM engine's log
+// sync blocks its thread in fdatasync, and with one P nothing else runs
+// until the runtime takes the P back (BENCHMARKS.md, "Seventh session":
+// closed-loop ingest 1.85× with two Ps on the same core).
+func raiseGOMAXPROCS(logger *slog.Logger) {
+	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= 2 {
+		return
+	}
+	runtime.GOMAXPROCS(2)
+	logger.Info("GOMAXPROCS raised to 2 for the LSM engine's blocking log syncs (set GOMAXPROCS to override)")
 }
 
 // serve runs the relay until ctx is cancelled, then shuts down gracefully:
 // the relay closes its WebSockets (1012) and drains in-flight writes, the
 // HTTP server stops, and the store is closed last.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
-	backend, err := openBackend(ctx, cfg, logger)
+	backend, err := openBackend(ctx, cfg, logger, true)
 	if err != nil {
 		return err
 	}
