@@ -31,8 +31,6 @@ import (
 //	'A' cseq pubkey kind ^created_at seq     author-and-kind timeline
 //	'g' cseq name len(value) value ^created_at seq   one per store.IndexedTag
 //	'h' cseq channel ^created_at seq         channel timeline
-//	'f' cseq len(word) word ^created_at seq  text index: one per distinct word
-//	                                         of a searchable event's content
 //
 // NIP-09 state, kept after the events it removed:
 //
@@ -53,7 +51,6 @@ const (
 	pAuthKind    = 'A'
 	pTag         = 'g'
 	pChannel     = 'h'
-	pWord        = 'f'
 	pCoord       = 'c'
 	pExpiry      = 'x'
 	pTombstone   = 'd'
@@ -115,10 +112,6 @@ func tagPrefix(cseq uint32, name byte, value string) key {
 
 func channelPrefix(cseq uint32, ch []byte) key {
 	return newKey(pChannel, 37).u32(cseq).bytes(ch)
-}
-
-func wordPrefix(cseq uint32, word string) key {
-	return newKey(pWord, 25+len(word)).u32(cseq).str(word)
 }
 
 func coordKey(cseq uint32, kind int, pubkey []byte, d string) key {

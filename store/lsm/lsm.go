@@ -16,9 +16,18 @@
 // failed log write or sync stops the process (pebble's policy: after a
 // failed fsync nothing later proves what reached the disk).
 //
-// What it does not have (yet): a text index (a NIP-50 search scans the
-// candidates its other conditions select and matches their content), and
-// the channel, moderation, audit and workflow tables of the SQLite store.
+// It keeps no text index: a NIP-50 search walks the candidates its other
+// conditions select (or the community's timeline) and matches and scores
+// each with package search. A store embedding it indexes the text itself
+// (Texts, SearchCandidates): one key per word made the engine's write path
+// a third more expensive, where SQLite's FTS5 indexes a large batch for a
+// few microseconds an event.
+//
+// On its own it is a store.Backend with its own community registry. The
+// SQLite store embeds it for its events (sqlite.WithLSMEvents, buzzd's
+// default for a new data directory): then the registry is SQLite's
+// (WithExternalRegistry) and channel commands write through a Tx together
+// with SQLite's tables.
 package lsm
 
 import (
@@ -28,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -51,6 +61,10 @@ type Store struct {
 	// every earlier write.
 	mu      sync.Mutex
 	lastSeq uint64 // the highest event seq used (under mu)
+	// visible is the highest seq of a committed event: commits happen
+	// under mu in seq order, so every live event has a seq at or below it.
+	visible  atomic.Uint64
+	onRemove func(seqs []uint64) // WithOnRemove
 
 	// regMu serializes the registry's writes.
 	regMu    sync.Mutex
@@ -68,6 +82,7 @@ type config struct {
 	cacheBytes  int64
 	recordBytes int64
 	external    bool
+	onRemove    func(seqs []uint64)
 	log         *slog.Logger
 	fs          vfs.FS // tests: a file system that can hold syncs back
 }
@@ -120,6 +135,20 @@ func WithExternalRegistry() Option {
 	}
 }
 
+// WithOnRemove calls fn with the seqs of the events each commit removed
+// (replaced, deleted, expired), after the commit, while the writer's lock
+// is held: fn must not block nor call the store. A store indexing the text
+// of events (Texts) removes them from its index with it.
+func WithOnRemove(fn func(seqs []uint64)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("lsm: WithOnRemove(nil)")
+		}
+		c.onRemove = fn
+		return nil
+	}
+}
+
 // WithLogger sends pebble's own messages to l (default slog.Default()):
 // flushes and compactions at debug level, errors at error level.
 func WithLogger(l *slog.Logger) Option {
@@ -168,7 +197,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("lsm: record cache: %w", err), db.Close())
 	}
-	s := &Store{db: db, log: cfg.log, cache: rc, external: cfg.external, comm: map[tenant.CommunityID]uint32{}}
+	s := &Store{db: db, log: cfg.log, cache: rc, external: cfg.external, onRemove: cfg.onRemove, comm: map[tenant.CommunityID]uint32{}}
 	if err := s.load(); err != nil {
 		rc.close()
 		return nil, errors.Join(err, db.Close())
@@ -200,6 +229,7 @@ func (s *Store) load() error {
 			return fmt.Errorf("%w: event key of %d bytes", errCorrupt, len(last))
 		}
 		s.lastSeq = binary.BigEndian.Uint64(last[1:])
+		s.visible.Store(s.lastSeq)
 	}
 	last, err = s.lastKey([]byte{pCommunity})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -189,5 +190,105 @@ func TestScope(t *testing.T) {
 				t.Errorf("%s, filter %+v: count %d, %v; want %d", tc.name, f, n, err, len(want))
 			}
 		}
+	}
+}
+
+// TestTexts: an indexer reading Texts from 0 gets the content of every
+// searchable event in seq order and ends at LastSeq, even when the last
+// events were removed; WithOnRemove reports each removal.
+func TestTexts(t *testing.T) {
+	var mu sync.Mutex
+	var removed []uint64
+	s := openTemp(t, lsm.WithOnRemove(func(seqs []uint64) {
+		mu.Lock()
+		removed = append(removed, seqs...)
+		mu.Unlock()
+	}))
+	c := storetest.Community(t, s, "text.example")
+	alice := storetest.NewAuthor(t)
+	storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_000, "first words"))
+	storetest.MustSave(t, s, c, alice.Event(t, 1059, 1_700_000_001, "a gift wrap is never searchable"))
+	storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_002, ""))
+	last := alice.Event(t, 1, 1_700_000_003, "removed soon")
+	storetest.MustSave(t, s, c, last)
+	storetest.MustSave(t, s, c, alice.Deletion(t, 1_700_000_004, []string{last.ID}, nil))
+
+	var got []string
+	var from uint64
+	for {
+		texts, next, err := s.Texts(context.Background(), from, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range texts {
+			got = append(got, x.Content)
+		}
+		if next == from {
+			break
+		}
+		from = next
+	}
+	if want := []string{"first words"}; !slices.Equal(got, want) {
+		t.Fatalf("texts %q, want %q", got, want)
+	}
+	if from != s.LastSeq() {
+		t.Fatalf("indexer ended at %d, LastSeq %d", from, s.LastSeq())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(removed) != 1 || removed[0] != 4 {
+		t.Fatalf("removals reported %v, want [4]", removed)
+	}
+}
+
+// TestSearchCandidates: candidates are checked against the whole filter
+// and the community, ranked, and limited; unknown seqs are skipped.
+func TestSearchCandidates(t *testing.T) {
+	s := openTemp(t)
+	c := storetest.Community(t, s, "search.example")
+	other := storetest.Community(t, s, "other.example")
+	alice, bob := storetest.NewAuthor(t), storetest.NewAuthor(t)
+	once := alice.Event(t, 1, 1_700_000_000, "bee")
+	twice := alice.Event(t, 1, 1_700_000_001, "bee bee")
+	bobs := bob.Event(t, 1, 1_700_000_002, "bee")
+	wrap := alice.Event(t, 1059, 1_700_000_003, "bee")
+	elsewhere := alice.Event(t, 1, 1_700_000_004, "bee")
+	storetest.SaveAll(t, s, c, []*nostr.Event{once, twice, bobs, wrap})
+	storetest.MustSave(t, s, other, elsewhere)
+	all := []uint64{1, 2, 3, 4, 5, 99}
+	ids := func(f nostr.Filter) []string {
+		var out []string
+		for r, err := range s.SearchCandidates(context.Background(), c, f, channel.AllChannels(), all) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got, want := ids(nostr.Filter{Search: "bee"}), []string{twice.ID, bobs.ID, once.ID}; !slices.Equal(got, want) {
+		t.Fatalf("search = %v, want %v", got, want)
+	}
+	if got, want := ids(nostr.Filter{Search: "bee", Authors: []string{alice.PubKey}, Limit: 1, LimitSet: true}), []string{twice.ID}; !slices.Equal(got, want) {
+		t.Fatalf("alice's, limit 1 = %v, want %v", got, want)
+	}
+	if got := ids(nostr.Filter{Search: "wasp"}); len(got) != 0 {
+		t.Fatalf("no match = %v", got)
+	}
+}
+
+// TestSearchCandidatesSkipRemoved: a removed event's seq, still in a text
+// index (and in the record cache), is not returned.
+func TestSearchCandidatesSkipRemoved(t *testing.T) {
+	s := openTemp(t)
+	c := storetest.Community(t, s, "search.example")
+	alice := storetest.NewAuthor(t)
+	ev := alice.Event(t, 1, 1_700_000_000, "bee")
+	storetest.MustSave(t, s, c, ev)
+	for range s.SearchCandidates(context.Background(), c, nostr.Filter{Search: "bee"}, channel.AllChannels(), []uint64{1}) {
+	} // cached
+	storetest.MustSave(t, s, c, alice.Deletion(t, 1_700_000_001, []string{ev.ID}, nil))
+	for r, err := range s.SearchCandidates(context.Background(), c, nostr.Filter{Search: "bee"}, channel.AllChannels(), []uint64{1}) {
+		t.Fatalf("a removed event came back: %v, %v", r.ID, err)
 	}
 }

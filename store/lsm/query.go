@@ -117,9 +117,7 @@ func newPlan(cseq uint32, f *nostr.Filter, scope channel.Scope, now int64) (p *p
 			p.prefixes = append(p.prefixes, tagPrefix(cseq, tagName, v))
 		}
 		p.parse = p.parse && !onlyTag(f, string(tagName))
-	case searchWord(f) != "":
-		// Every match holds the word; the longest is likely the rarest.
-		p.prefixes = []key{wordPrefix(cseq, searchWord(f))}
+
 	case p.kinds != nil:
 		for _, k := range p.kinds {
 			p.prefixes = append(p.prefixes, kindPrefix(cseq, k))
@@ -129,24 +127,6 @@ func newPlan(cseq uint32, f *nostr.Filter, scope channel.Scope, now int64) (p *p
 		p.prefixes = []key{timePrefix(cseq)}
 	}
 	return p, true
-}
-
-// searchWord returns the longest word of f's search query that the text
-// index holds, or "" (no search, an invalid query, or only longer words).
-func searchWord(f *nostr.Filter) string {
-	q, err := f.SearchQuery()
-	if err != nil || q == nil {
-		return ""
-	}
-	best := ""
-	for _, p := range q.Phrases() {
-		for _, w := range p {
-			if len(w) > len(best) && len(w) <= maxIndexedWord {
-				best = w
-			}
-		}
-	}
-	return best
 }
 
 // onlyTag reports whether f's only tag condition is name's and it has no

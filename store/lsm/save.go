@@ -13,7 +13,6 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -21,10 +20,9 @@ import (
 // prepared is an event ready to be written: everything that does not need
 // the database is computed before Save takes the writer's lock.
 type prepared struct {
-	h     header
-	raw   []byte
-	tags  []store.IndexedTag
-	words []string // the text index's words (indexedWords)
+	h    header
+	raw  []byte
+	tags []store.IndexedTag
 
 	coordinate bool   // replaceable or addressable
 	d          string // the coordinate's "d" ("" for replaceable kinds)
@@ -34,7 +32,7 @@ type prepared struct {
 }
 
 func prepare(ev *nostr.Event) (*prepared, error) {
-	p := &prepared{raw: ev.AppendJSON(nil), tags: store.IndexedTags(ev), words: indexedWords(ev)}
+	p := &prepared{raw: ev.AppendJSON(nil), tags: store.IndexedTags(ev)}
 	if !decodeHex32(p.h.id[:], ev.ID) {
 		return nil, errors.New("lsm: event id is not 64 lowercase hex characters")
 	}
@@ -127,10 +125,11 @@ func isOutcome(err error) bool {
 // r: the database, or for an indexed batch the database with the batch's
 // own writes on top. Records enter the cache once the batch commits.
 type txn struct {
-	s      *Store
-	r      pebble.Reader
-	b      *pebble.Batch
-	cached []stored
+	s       *Store
+	r       pebble.Reader
+	b       *pebble.Batch
+	cached  []stored
+	removed []uint64
 }
 
 // newTxn starts a write; indexed makes its reads see its own writes (needed
@@ -157,6 +156,12 @@ func (t *txn) commit() error {
 	}
 	for _, r := range t.cached {
 		t.s.cache.put(r.seq, r.rec)
+	}
+	if n := len(t.cached); n > 0 {
+		t.s.visible.Store(t.cached[n-1].seq)
+	}
+	if len(t.removed) > 0 && t.s.onRemove != nil {
+		t.s.onRemove(t.removed)
 	}
 	return nil
 }
@@ -223,7 +228,7 @@ func (t *txn) apply(p *prepared) error {
 	w.set(eventKey(seq), rec)
 	w.set(idk, seqv)
 	meta := h.metaValue()
-	for _, k := range timelineEntries(h, p.tags, p.words, seq) {
+	for _, k := range timelineEntries(h, p.tags, seq) {
 		w.set(k, meta)
 	}
 	if h.hasExpiry {
@@ -248,10 +253,9 @@ func (t *txn) apply(p *prepared) error {
 }
 
 // timelineEntries returns the timeline keys of an event: community, kind,
-// author, author and kind, each tag, its channel, and each word of its
-// text.
-func timelineEntries(h *header, tags []store.IndexedTag, words []string, seq uint64) []key {
-	ks := make([]key, 0, 5+len(tags)+len(words))
+// author, author and kind, each tag, and its channel.
+func timelineEntries(h *header, tags []store.IndexedTag, seq uint64) []key {
+	ks := make([]key, 0, 5+len(tags))
 	ks = append(ks,
 		entry(timePrefix(h.cseq), h.createdAt, seq),
 		entry(kindPrefix(h.cseq, h.kind), h.createdAt, seq),
@@ -263,9 +267,6 @@ func timelineEntries(h *header, tags []store.IndexedTag, words []string, seq uin
 	}
 	if h.hasChan {
 		ks = append(ks, entry(channelPrefix(h.cseq, h.channel[:]), h.createdAt, seq))
-	}
-	for _, w := range words {
-		ks = append(ks, entry(wordPrefix(h.cseq, w), h.createdAt, seq))
 	}
 	return ks
 }
@@ -332,10 +333,11 @@ func (t *txn) remove(r stored) error {
 	if err != nil {
 		return fmt.Errorf("%w: event %d: %v", errCorrupt, r.seq, err)
 	}
+	t.removed = append(t.removed, r.seq)
 	w := writes{b: t.b}
 	w.del(eventKey(r.seq))
 	w.del(idKey(r.h.cseq, r.h.id[:]))
-	for _, k := range timelineEntries(&r.h, store.IndexedTags(ev), indexedWords(ev), r.seq) {
+	for _, k := range timelineEntries(&r.h, store.IndexedTags(ev), r.seq) {
 		w.del(k)
 	}
 	if r.h.hasExpiry {
@@ -392,26 +394,6 @@ func (t *txn) applyDeletion(w *writes, p *prepared) error {
 		}
 	}
 	return nil
-}
-
-// maxIndexedWord is the longest word the text index holds, in bytes; a
-// query word longer than that is found by matching content instead.
-const maxIndexedWord = 64
-
-// indexedWords returns the distinct words (package search's tokenizer) of
-// a searchable event's content that the text index holds.
-func indexedWords(ev *nostr.Event) []string {
-	if !nostr.IsSearchable(ev.Kind) || ev.Content == "" {
-		return nil
-	}
-	var out []string
-	for w := range search.Words(ev.Content) {
-		if len(w) <= maxIndexedWord {
-			out = append(out, w)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // decodeHex32 decodes exactly 64 lowercase hex characters into dst.
