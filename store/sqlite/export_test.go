@@ -1,6 +1,10 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // WithSlowReadsForTest makes every event read (Query, Count) first run a
 // query on a read connection that never ends unless interrupted: a
@@ -58,4 +62,37 @@ func WithMergePagesForTest(n int) Option {
 		c.mergePages = n
 		return nil
 	}
+}
+
+// TextRows waits for the text indexer to take in every event, then
+// returns the rowids of events_fts (engine seqs when the events are in the
+// LSM engine).
+func (s *Store) TextRows(ctx context.Context) ([]int64, error) {
+	for deadline := time.Now().Add(10 * time.Second); s.text != nil; {
+		s.text.mu.Lock()
+		pending := s.text.busy || len(s.text.removed) > 0 || s.text.through < s.ev.LastSeq()
+		s.text.mu.Unlock()
+		if !pending {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("the text index did not catch up in 10 s")
+		}
+		s.text.notify()
+		time.Sleep(5 * time.Millisecond)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid FROM events_fts ORDER BY rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }

@@ -90,7 +90,12 @@ func (s *Store) openEvents(ctx context.Context) error {
 			return fmt.Errorf("sqlite: open: %w", err)
 		}
 	}
-	ev, err := lsm.Open(ctx, dir, lsm.WithExternalRegistry(), lsm.WithLogger(s.cfg.log))
+	ev, err := lsm.Open(ctx, dir, lsm.WithExternalRegistry(), lsm.WithLogger(s.cfg.log),
+		lsm.WithOnRemove(func(seqs []uint64) {
+			if ix := s.text; ix != nil {
+				ix.removedSeqs(seqs)
+			}
+		}))
 	if err != nil {
 		return fmt.Errorf("sqlite: open events: %w", err)
 	}

@@ -64,6 +64,10 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 			yield(store.Record{}, err)
 			return
 		}
+		if s.ev != nil && f.Search != "" {
+			s.lsmSearch(ctx, c, f, scope, yield)
+			return
+		}
 		if s.ev != nil {
 			for r, err := range s.ev.QueryScoped(ctx, c, f, scope) {
 				if !yield(r, err) {

@@ -78,11 +78,12 @@ type Store struct {
 
 	wdb    *sql.DB // exactly one connection, owned by the writer goroutine
 	w      *writer
-	rdb    *sql.DB     // read-only pool
-	rstmts *stmtCache  // prepared read statements of rdb, by SQL text
-	events *eventCache // events read by id; nil when WithEventCache(0) or with WithLSMEvents
-	ev     *lsm.Store  // the events, with WithLSMEvents; nil when they are in SQLite
-	evOff  bool        // the events are in the LSM engine, not opened (WithoutEvents)
+	rdb    *sql.DB      // read-only pool
+	rstmts *stmtCache   // prepared read statements of rdb, by SQL text
+	events *eventCache  // events read by id; nil when WithEventCache(0) or with WithLSMEvents
+	ev     *lsm.Store   // the events, with WithLSMEvents; nil when they are in SQLite
+	evOff  bool         // the events are in the LSM engine, not opened (WithoutEvents)
+	text   *textIndexer // indexes the engine's events in events_fts; nil without the engine
 
 	mu        sync.RWMutex // guards closed and sends on reqs
 	closed    bool
@@ -389,6 +390,11 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.openCheckpointer(ctx); err != nil {
 		return err
 	}
+	if s.ev != nil {
+		if err := s.startTextIndex(ctx); err != nil {
+			return err
+		}
+	}
 
 	s.rdb, err = sql.Open("sqlite", s.dsn(true))
 	if err != nil {
@@ -449,6 +455,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.mu.Unlock()
+	if s.text != nil {
+		s.text.close() // before the writer stops: it writes through it
+	}
+	s.mu.Lock()
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
