@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/store/sqlite"
 
 	"github.com/gorilla/websocket"
 	gonostr "github.com/nbd-wtf/go-nostr"
@@ -386,9 +387,16 @@ func e2eSettings(kv ...string) map[string]string {
 }
 
 func TestE2EEmbedded(t *testing.T) {
-	dir := t.TempDir()
-	p := startBuzzd(t, freePort(t), e2eSettings("BUZZ_DATA_DIR", dir))
-	exerciseRelay(t, p)
+	for _, events := range []string{"sqlite", "lsm"} {
+		t.Run(events, func(t *testing.T) {
+			dir := t.TempDir()
+			p := startBuzzd(t, freePort(t), e2eSettings("BUZZ_DATA_DIR", dir, "BUZZ_DB_EVENTS", events))
+			exerciseRelay(t, p)
+			if _, err := os.Stat(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); (err == nil) != (events == "lsm") {
+				t.Fatalf("BUZZ_DB_EVENTS=%s: events directory present = %v", events, err == nil)
+			}
+		})
+	}
 }
 
 // freshDatabase creates an empty database for one test and drops it after.
@@ -426,6 +434,9 @@ func TestE2EPostgresAutoMigrate(t *testing.T) {
 func TestRestartAfterKill(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		restartAfterKill(t, map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "warn"})
+	})
+	t.Run("embedded-lsm", func(t *testing.T) {
+		restartAfterKill(t, map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "warn", "BUZZ_DB_EVENTS": "lsm"})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		restartAfterKill(t, map[string]string{"DATABASE_URL": freshDatabase(t), "BUZZ_AUTO_MIGRATE": "true",
