@@ -258,29 +258,7 @@ func (s *Store) lastKey(p []byte) ([]byte, error) {
 }
 
 // get reads a copy of the value of k from the database.
-func (s *Store) get(k []byte) ([]byte, bool, error) {
-	v, closer, err := s.db.Get(k)
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, fmt.Errorf("lsm: read: %w", err)
-	}
-	out := append([]byte(nil), v...)
-	return out, true, closer.Close()
-}
-
-// has reports whether k exists.
-func (s *Store) has(k []byte) (bool, error) {
-	_, closer, err := s.db.Get(k)
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("lsm: read: %w", err)
-	}
-	return true, closer.Close()
-}
+func (s *Store) get(k []byte) ([]byte, bool, error) { return readValue(s.db, k) }
 
 // durable returns once the write-ahead log is synced up to every write
 // applied before it was called. Concurrent callers share syncs.
