@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -583,17 +584,29 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, p *plan, 
 		yield(store.Record{}, err)
 		return
 	}
-	slices.SortStableFunc(hits, func(a, b scored) int {
+	yieldRanked(hits, p.f, yield)
+}
+
+// yieldRanked yields search hits by descending score, then newest first
+// (created_at DESC, id ASC), at most f.Limit when f.LimitSet.
+func yieldRanked(hits []scored, f *nostr.Filter, yield func(store.Record, error) bool) {
+	slices.SortFunc(hits, func(a, b scored) int {
 		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
+		case a.score != b.score:
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		case a.rec.CreatedAt != b.rec.CreatedAt:
+			if a.rec.CreatedAt > b.rec.CreatedAt {
+				return -1
+			}
 			return 1
 		}
-		return 0 // run yielded newest first, id ascending
+		return strings.Compare(a.rec.ID, b.rec.ID)
 	})
 	for i, h := range hits {
-		if p.f.LimitSet && i >= p.f.Limit {
+		if f.LimitSet && i >= f.Limit {
 			return
 		}
 		if !yield(h.rec, nil) {

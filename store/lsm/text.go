@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -147,28 +145,6 @@ func (s *Store) SearchCandidates(ctx context.Context, c tenant.CommunityID, f no
 				hits = append(hits, scored{rec: record(c, h), score: sq.Score(h.ev.Content)})
 			}
 		}
-		slices.SortFunc(hits, func(a, b scored) int {
-			switch {
-			case a.score != b.score:
-				if a.score > b.score {
-					return -1
-				}
-				return 1
-			case a.rec.CreatedAt != b.rec.CreatedAt:
-				if a.rec.CreatedAt > b.rec.CreatedAt {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.rec.ID, b.rec.ID)
-		})
-		for i, h := range hits {
-			if f.LimitSet && i >= f.Limit {
-				return
-			}
-			if !yield(h.rec, nil) {
-				return
-			}
-		}
+		yieldRanked(hits, &f, yield)
 	}
 }
