@@ -148,7 +148,6 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 	engine := "sqlite"
 	if st.LSMEvents() {
 		engine = "lsm"
-		raiseGOMAXPROCS(logger)
 	}
 	logger.Info("store opened", "backend", "sqlite", "events", engine, "data_dir", cfg.DataDir)
 	return st, nil
@@ -158,19 +157,6 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 func newStore(dataDir string) bool {
 	_, err := os.Stat(filepath.Join(dataDir, sqlite.DefaultFileName))
 	return errors.Is(err, os.ErrNotExist)
-}
-
-// raiseGOMAXPROCS gives the Go scheduler a second P when it has one (a
-// relay pinned to one core), unless GOMAXPROCS is set: the LSM engine's log
-// sync blocks its thread in fdatasync, and with one P nothing else runs
-// until the runtime takes the P back (BENCHMARKS.md, "Seventh session":
-// closed-loop ingest 1.85× with two Ps on the same core).
-func raiseGOMAXPROCS(logger *slog.Logger) {
-	if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= 2 {
-		return
-	}
-	runtime.GOMAXPROCS(2)
-	logger.Info("GOMAXPROCS raised to 2 for the LSM engine's blocking log syncs (set GOMAXPROCS to override)")
 }
 
 // serve runs the relay until ctx is cancelled, then shuts down gracefully:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -47,13 +48,38 @@ func TestConformanceWithoutRecordCache(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	for _, o := range []lsm.Option{lsm.WithCacheBytes(1000), lsm.WithRecordCacheBytes(-1), lsm.WithLogger(nil)} {
+	for _, o := range []lsm.Option{lsm.WithCacheBytes(1000), lsm.WithRecordCacheBytes(-1), lsm.WithLogger(nil), lsm.WithMinSyncInterval(-time.Microsecond), lsm.WithMinSyncInterval(2 * time.Second)} {
 		if s, err := lsm.Open(context.Background(), t.TempDir(), o); err == nil || !strings.HasPrefix(err.Error(), "lsm: ") {
 			if s != nil {
 				s.Close()
 			}
 			t.Errorf("Open with a bad option = %v, want an lsm: error", err)
 		}
+	}
+}
+
+// TestMinSyncInterval: a save that asks for a sync sooner than the
+// interval after the last one waits for the rest of it; the bound is a
+// lower one, which a slow machine only makes easier to meet.
+func TestMinSyncInterval(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	s := openTemp(t, lsm.WithMinSyncInterval(interval))
+	c := storetest.Community(t, s, "interval.example")
+	alice := storetest.NewAuthor(t)
+	a := alice.Event(t, 1, 1_700_000_000, "first")
+	b := alice.Event(t, 1, 1_700_000_001, "second")
+	storetest.MustSave(t, s, c, a)
+	start := time.Now()
+	storetest.MustSave(t, s, c, b)
+	if took := time.Since(start); took < interval/2 {
+		t.Fatalf("the second save returned after %v, before the interval of %v since the first sync", took, interval)
+	}
+	// With no interval the store still works (timings are not asserted).
+	s0 := openTemp(t, lsm.WithMinSyncInterval(0))
+	c0 := storetest.Community(t, s0, "interval.example")
+	storetest.SaveAll(t, s0, c0, []*nostr.Event{a, b})
+	if got := storetest.QueryIDs(t, s0, c0, nostr.Filter{Authors: []string{alice.PubKey}}); len(got) != 2 {
+		t.Fatalf("saved 2 without an interval, found %d", len(got))
 	}
 }
 
