@@ -200,8 +200,8 @@ func settings() []setting {
 		{env: "BUZZ_DB_MAINTAIN_MAX", flag: "db-maintain-max", def: sqlite.DefaultMaintainMax.String(),
 			usage: "the longest the embedded store defers that background upkeep while writes keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainMax, err = parseMaintainDelay(v); return err }},
-		{env: "BUZZ_DB_EVENTS", flag: "db-events", def: "sqlite",
-			usage: "where a new embedded store keeps its events: sqlite (in the SQLite file, which several processes may share) or lsm (an LSM engine beside it: 1.6× the closed-loop ingest and COUNT tails a third, but sequential REQs about 1.7× slower on one core, and one process per data directory; BENCHMARKS.md, \"Eighth session\"); an existing store keeps its events where they are (lsm is refused for one that has them in SQLite); PostgreSQL ignores it",
+		{env: "BUZZ_DB_EVENTS", flag: "db-events", def: "lsm",
+			usage: "where a new embedded store keeps its events: lsm (an LSM engine in a directory beside the SQLite file; same invocation against sqlite: 1.4× the closed-loop ingest, REQs and COUNT faster; one process per data directory; BENCHMARKS.md, \"Ninth session\") or sqlite (in the SQLite file, which several processes may share); an existing store keeps its events where they are (lsm is refused for one that has them in SQLite); PostgreSQL ignores it",
 			apply: func(c *Config, v string) error {
 				switch v = strings.TrimSpace(v); v {
 				case "lsm", "sqlite":
@@ -377,7 +377,7 @@ func defaultConfig() Config {
 		DBReadMmapMiB:     defaultReadMmapMiB,
 		DBMaintainIdle:    sqlite.DefaultMaintainIdle,
 		DBMaintainMax:     sqlite.DefaultMaintainMax,
-		DBEvents:          "sqlite",
+		DBEvents:          "lsm",
 		Limits:            buzz.DefaultLimits(),
 		Info:              buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:          slog.LevelInfo,

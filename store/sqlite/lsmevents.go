@@ -22,11 +22,10 @@ const EventsDirSuffix = "-events"
 // plus EventsDirSuffix), instead of in SQLite's tables; everything else
 // (communities, channels, moderation, workflows, audit chains) stays in
 // SQLite, which indexes their text in the background (textIndexer). Saving
-// an event then costs about a third of the CPU at the same durability (Save
-// returns after the engine's log is synced), and COUNT tails shrink; but
-// on a single core the engine needs a second P for its blocking log syncs,
-// which makes a lone client's REQs slower (BENCHMARKS.md, "Eighth
-// session"), so it is not the default.
+// an event then costs about two thirds of the CPU at the same durability (Save
+// returns after the engine's log is synced), and queries and COUNTs are
+// faster (BENCHMARKS.md, "Ninth session"). buzzd uses it for new stores
+// unless told otherwise; a library caller chooses here.
 //
 // A store is one or the other for its whole life: Open opens a store whose
 // events directory exists with its events there, option or not, and refuses
