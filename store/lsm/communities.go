@@ -131,6 +131,26 @@ func (s *Store) remember(id tenant.CommunityID, cseq uint32) {
 	s.commMu.Unlock()
 }
 
+// enterCommunity starts an operation on community c's events: it fails
+// (having started nothing) if the store is closed, ctx is done or c is
+// unknown, and otherwise returns c's sequence number; the caller ends the
+// operation with s.life.leave().
+func (s *Store) enterCommunity(ctx context.Context, c tenant.CommunityID) (uint32, error) {
+	if err := s.life.enter(); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		s.life.leave()
+		return 0, err
+	}
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		s.life.leave()
+		return 0, err
+	}
+	return cseq, nil
+}
+
 // communitySeq maps a community to its sequence number, or
 // errNoSuchCommunity (with an external registry, an unknown community is
 // registered).

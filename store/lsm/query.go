@@ -515,20 +515,12 @@ func (s *Store) Query(ctx context.Context, c tenant.CommunityID, f nostr.Filter)
 // channels of scope.
 func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope) iter.Seq2[store.Record, error] {
 	return func(yield func(store.Record, error) bool) {
-		if err := s.life.enter(); err != nil {
-			yield(store.Record{}, err)
-			return
-		}
-		defer s.life.leave()
-		if err := ctx.Err(); err != nil {
-			yield(store.Record{}, err)
-			return
-		}
-		cseq, err := s.communitySeq(ctx, c)
+		cseq, err := s.enterCommunity(ctx, c)
 		if err != nil {
 			yield(store.Record{}, err)
 			return
 		}
+		defer s.life.leave()
 		if f.LimitSet && f.Limit <= 0 {
 			return
 		}
@@ -633,17 +625,11 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 // CountEach counts each set of filters as CountScoped does, reading one
 // snapshot of the store for all of them.
 func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]nostr.Filter, scope channel.Scope) ([]int64, error) {
-	if err := s.life.enter(); err != nil {
-		return nil, err
-	}
-	defer s.life.leave()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cseq, err := s.communitySeq(ctx, c)
+	cseq, err := s.enterCommunity(ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	defer s.life.leave()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	now := time.Now().Unix()

@@ -99,20 +99,12 @@ func (s *Store) live(cseq uint32, h hit) (bool, error) {
 // other communities, are skipped.
 func (s *Store) SearchCandidates(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope, seqs []uint64) iter.Seq2[store.Record, error] {
 	return func(yield func(store.Record, error) bool) {
-		if err := s.life.enter(); err != nil {
-			yield(store.Record{}, err)
-			return
-		}
-		defer s.life.leave()
-		if err := ctx.Err(); err != nil {
-			yield(store.Record{}, err)
-			return
-		}
-		cseq, err := s.communitySeq(ctx, c)
+		cseq, err := s.enterCommunity(ctx, c)
 		if err != nil {
 			yield(store.Record{}, err)
 			return
 		}
+		defer s.life.leave()
 		sq, err := f.SearchQuery()
 		if err != nil || sq == nil || (f.LimitSet && f.Limit <= 0) {
 			return // an invalid query matches nothing
