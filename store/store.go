@@ -76,8 +76,8 @@ type Record struct {
 //   - A filter with Search (NIP-50) matches the live events of searchable
 //     kinds whose content holds every word and phrase of the query, with
 //     package search's tokenizer; Query yields them by relevance instead
-//     (most relevant first, ties newest first), the limit applied after
-//     ranking. Relevance uses the event alone, never statistics of other
+//     (most relevant first, ties newest first: CompareSearchHits), the
+//     limit applied after ranking. Relevance uses the event alone, never statistics of other
 //     events. Gift wraps (kind 1059) never match a search.
 //   - Count returns the number of distinct live events matching any of the
 //     filters (limits are ignored).

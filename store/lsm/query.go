@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -582,21 +581,7 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, p *plan, 
 // yieldRanked yields search hits by descending score, then newest first
 // (created_at DESC, id ASC), at most f.Limit when f.LimitSet.
 func yieldRanked(hits []scored, f *nostr.Filter, yield func(store.Record, error) bool) {
-	slices.SortFunc(hits, func(a, b scored) int {
-		switch {
-		case a.score != b.score:
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		case a.rec.CreatedAt != b.rec.CreatedAt:
-			if a.rec.CreatedAt > b.rec.CreatedAt {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.rec.ID, b.rec.ID)
-	})
+	slices.SortFunc(hits, func(a, b scored) int { return store.CompareSearchHits(a.rec, a.score, b.rec, b.score) })
 	for i, h := range hits {
 		if f.LimitSet && i >= f.Limit {
 			return

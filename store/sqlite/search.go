@@ -98,7 +98,7 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int6
 		yield(store.Record{}, internal("search", err))
 		return
 	}
-	slices.SortFunc(hits, compareHits)
+	slices.SortFunc(hits, func(a, b scored) int { return store.CompareSearchHits(a.rec, a.score, b.rec, b.score) })
 	raw, err := s.rstmts.get(ctx, `SELECT raw FROM events WHERE seq = ?`)
 	if err != nil {
 		yield(store.Record{}, internal("search", err))
@@ -133,21 +133,4 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int6
 		}
 		sent++
 	}
-}
-
-// compareHits orders by descending score, then created_at DESC, id ASC.
-func compareHits(a, b scored) int {
-	switch {
-	case a.score != b.score:
-		if a.score > b.score {
-			return -1
-		}
-		return 1
-	case a.rec.CreatedAt != b.rec.CreatedAt:
-		if a.rec.CreatedAt > b.rec.CreatedAt {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a.rec.ID, b.rec.ID)
 }
