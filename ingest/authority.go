@@ -64,9 +64,9 @@ const (
 func IsAuthorityKind(kind int) bool {
 	switch {
 	case kind >= nostr.KindPutUser && kind <= 9009, // NIP-29 group commands
-		kind == nostr.KindJoinRequest, kind == nostr.KindLeaveRequest,
+		kind == nostr.KindJoinRequest, kind == nostr.KindLeaveRequest, // NIP-29 join and leave
 		kind >= nostr.KindAddCommunityMember && kind <= 9033, // community membership
-		kind >= 9040 && kind <= 9044: // moderation
+		kind >= nostr.KindBan && kind <= 9044:                // moderation
 		return true
 	}
 	return false
