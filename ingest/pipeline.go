@@ -8,6 +8,12 @@
 // before per-kind rules, acknowledgement only after a durable write) and is
 // kept in one function so it can be read top to bottom.
 //
+// Events that change what someone may do (authority events: NIP-29 and
+// community commands, moderation, every Config.Commands kind) follow one
+// more rule, stated in authority.go: accepted only from a submission
+// authenticated as their author, only while fresh, and applied at most
+// once per community (their effect is written with a store.Authority mark).
+//
 // Package ingest owns admission: the order of the checks and the per-kind
 // validators. It consumes stores, brokers and limiters through the interfaces
 // of store, pubsub and ratelimit; it must not import the relay (package
