@@ -31,7 +31,9 @@ func TestAuthorityKinds(t *testing.T) {
 			t.Errorf("%d is a built-in authority kind", k)
 		}
 	}
-	noop := func(context.Context, ingest.Submission) (ingest.Outcome, bool) { return ingest.Outcome{OK: true}, false }
+	noop := func(context.Context, ingest.Submission) (ingest.Outcome, bool) {
+		return ingest.Outcome{OK: true}, false
+	}
 	p := newAuthorityPipeline(t, ingest.Config{
 		Commands:       map[int]ingest.CommandFunc{30620: noop, 46020: noop},
 		AuthorityKinds: []int{31999},
