@@ -109,7 +109,7 @@ func (p *pod) dialHost(t testing.TB, host string) *rawClient {
 		t.Fatalf("dial: %v", err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws}
+	c := &rawClient{t: t, ws: ws, relay: "ws://" + host}
 	ch, ok := c.next().(*nostr.AuthChallengeMessage)
 	if !ok {
 		t.Fatal("first message is not the AUTH challenge")

@@ -35,7 +35,7 @@ func (tr *testRelay) dialHost(t testing.TB, host string) *rawClient {
 		t.Fatalf("dial %s: %v (status %d)", host, err, status)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws}
+	c := &rawClient{t: t, ws: ws, relay: "ws://" + host}
 	m := c.next()
 	ch, ok := m.(*nostr.AuthChallengeMessage)
 	if !ok {

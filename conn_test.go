@@ -177,7 +177,7 @@ func TestTenantIsolation(t *testing.T) {
 			t.Fatalf("dial %s: %v", host, err)
 		}
 		t.Cleanup(func() { ws.Close() })
-		c := &rawClient{t: t, ws: ws}
+		c := &rawClient{t: t, ws: ws, relay: "ws://" + host}
 		m := c.next()
 		c.challenge = m.(*nostr.AuthChallengeMessage).Challenge
 		return c

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
@@ -101,7 +102,18 @@ type rawClient struct {
 	ws        *websocket.Conn
 	challenge string
 	mu        sync.Mutex
+	// relay is the URL the connection's AUTH events name ("" when
+	// unknown: publish then never authenticates by itself).
+	relay string
 }
+
+// testKeys holds the secret key of every test signer, by public key, so
+// that a client asked to authenticate as an event's author can (see
+// publish).
+var testKeys sync.Map // pubkey -> nostr.SecretKey
+
+// registerKey makes sk known to clients that authenticate on demand.
+func registerKey(sk nostr.SecretKey) { testKeys.Store(sk.PublicKey(), sk) }
 
 func (tr *testRelay) dial(t testing.TB) *rawClient {
 	t.Helper()
@@ -115,7 +127,7 @@ func (tr *testRelay) dialWith(t testing.TB, d *websocket.Dialer) *rawClient {
 		t.Fatalf("dial: %v", err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws}
+	c := &rawClient{t: t, ws: ws, relay: tr.url}
 	m := c.next()
 	ch, ok := m.(*nostr.AuthChallengeMessage)
 	if !ok {
@@ -189,8 +201,40 @@ func (c *rawClient) expectOK(id string) *nostr.OKMessage {
 	}
 }
 
-// publish sends ev and returns its OK.
+// publish sends ev and returns its OK. Like a standard client (nostr-tools
+// with onauth, go-nostr), when the relay answers that ev needs its author
+// authenticated (an authority event: ingest.MsgAuthorityAuth, or
+// MsgAuthorityNotAuthor on a connection authenticated as someone else), it
+// authenticates as ev's author — if that key is a test signer's — with the
+// connection's challenge (a connection may hold several), and sends ev
+// again. An attacker's client, which cannot sign as the author, is
+// publishOnce.
 func (c *rawClient) publish(ev *nostr.Event) *nostr.OKMessage {
+	c.t.Helper()
+	ok := c.publishOnce(ev)
+	if ok.OK || (ok.Message != ingest.MsgAuthorityAuth && ok.Message != ingest.MsgAuthorityNotAuthor) || c.relay == "" {
+		return ok
+	}
+	v, known := testKeys.Load(ev.PubKey)
+	if !known {
+		return ok
+	}
+	sk := v.(nostr.SecretKey)
+	auth := &nostr.Event{Kind: nostr.KindClientAuth, CreatedAt: time.Now().Unix(),
+		Tags: nostr.Tags{{"challenge", c.challenge}, {"relay", c.relay}}}
+	if err := auth.Sign(sk); err != nil {
+		c.t.Fatal(err)
+	}
+	c.sendRaw(nostr.AppendAuth(nil, auth.AppendJSON(nil)))
+	if a := c.expectOK(auth.ID); !a.OK {
+		c.t.Fatalf("AUTH as the author of %s refused: %s", ev.ID, a.Message)
+	}
+	return c.publishOnce(ev)
+}
+
+// publishOnce sends ev and returns its OK, as a client that never
+// authenticates by itself.
+func (c *rawClient) publishOnce(ev *nostr.Event) *nostr.OKMessage {
 	c.t.Helper()
 	c.sendEvent(ev)
 	return c.expectOK(ev.ID)
@@ -305,6 +349,7 @@ func newSigner(t testing.TB) *signer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registerKey(sk)
 	return &signer{t: t, sk: sk}
 }
 

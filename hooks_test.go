@@ -27,7 +27,7 @@ func dialFrom(t *testing.T, tr *testRelay, client string) *rawClient {
 		t.Fatalf("dial: %v", err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws}
+	c := &rawClient{t: t, ws: ws, relay: tr.url}
 	ch, ok := c.next().(*nostr.AuthChallengeMessage)
 	if !ok {
 		t.Fatal("no AUTH challenge")

@@ -107,7 +107,7 @@ func (m *modRelay) dial(t *testing.T, host string) *rawClient {
 		t.Fatalf("dial %s: %v", host, err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws}
+	c := &rawClient{t: t, ws: ws, relay: "ws://" + host}
 	ch, ok := c.next().(*nostr.AuthChallengeMessage)
 	if !ok {
 		t.Fatal("no AUTH challenge")
@@ -187,7 +187,7 @@ func TestModerationBansAndTimeouts(t *testing.T) {
 		eq(t, "unban", mc.publish(m.cmd(mia, nostr.KindUnban, nostr.Tag{"p", bob.pub()})).OK, true)
 		bc = m.authed(t, host, bob)
 		eq(t, "bob after unban", bc.publish(bob.event(1, now(), "back")).OK, true)
-		eq(t, "unban again", mc.publish(m.cmd(mia, nostr.KindUnban, nostr.Tag{"p", bob.pub()})).Message, ingest.MsgNotBanned)
+		eq(t, "unban again", mc.publish(m.cmd(mia, nostr.KindUnban, nostr.Tag{"p", bob.pub()}, nostr.Tag{"reason", "again"})).Message, ingest.MsgNotBanned)
 
 		// Timeout: writes refused with the end time, reads still allowed,
 		// over once the end passes.

@@ -388,7 +388,7 @@ func TestNIP29Interop(t *testing.T) {
 		if odoc.PubKey == key || oself != odoc.PubKey {
 			t.Fatalf("other community NIP-11 %q %q (this one's %q)", odoc.PubKey, oself, key)
 		}
-		dave := r.connect(t, r.otherURL, false)
+		dave := r.connect(t, r.otherURL, true) // commands need their author authenticated
 		if _, _, found := dave.loadGroup(r.url, key, gid); found {
 			t.Fatal("another community served this community's group")
 		}

@@ -53,9 +53,10 @@ func TestSearchOverWebSocket(t *testing.T) {
 		defer cancel()
 		owner, member, alice := newSigner(t), newSigner(t), newSigner(t)
 
-		c := a.dial(t)
-		priv := c.createChannel(owner, "private", channel.VisibilityPrivate)
-		eq(t, "put member", c.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
+		oc := a.dial(t) // the owner's commands authenticate this connection
+		priv := oc.createChannel(owner, "private", channel.VisibilityPrivate)
+		eq(t, "put member", oc.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
+		c := a.dial(t) // anonymous
 		once := owner.event(1, now()-30, "an espresso before the meeting")
 		twice := owner.event(1, now()-20, "espresso, then more Espresso!")
 		other := owner.event(1, now()-10, "tea only")

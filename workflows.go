@@ -242,6 +242,8 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 	var fe *workflow.FieldError
 	switch {
 	case err == nil:
+	case errors.Is(err, store.ErrDuplicate): // defined by this very event before (the authority rule)
+		return ingest.Outcome{OK: true, Message: ingest.MsgDuplicate}, false
 	case errors.As(err, &fe):
 		return ingest.Outcome{Message: "invalid: " + fe.Error()}, false
 	case errors.Is(err, workflow.ErrRevisionConflict), errors.Is(err, workflow.ErrNotFound):
@@ -305,6 +307,8 @@ func (h *WorkflowHost) trigger(ctx context.Context, s ingest.Submission) (ingest
 	})
 	switch {
 	case err == nil:
+	case errors.Is(err, store.ErrDuplicate): // triggered by this very event before (the authority rule)
+		return ingest.Outcome{OK: true, Message: ingest.MsgDuplicate}, false
 	case errors.Is(err, workflow.ErrNotFound):
 		return ingest.Outcome{Message: msgWorkflowUnknown}, false
 	case errors.Is(err, workflow.ErrRevisionConflict):

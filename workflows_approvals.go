@@ -7,6 +7,7 @@ import (
 
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -38,6 +39,8 @@ func (h *WorkflowHost) decide(ctx context.Context, s ingest.Submission) (ingest.
 	ap, err := h.engine.Decide(ctx, c, ch, ev.DTag(), ev.Kind == nostr.KindApprovalGrant, ev.PubKey)
 	switch {
 	case err == nil:
+	case errors.Is(err, store.ErrDuplicate): // decided by this very event before (the authority rule)
+		return ingest.Outcome{OK: true, Message: ingest.MsgDuplicate}, false
 	case errors.Is(err, workflow.ErrNotFound), errors.Is(err, workflow.ErrApprovalClosed):
 		return ingest.Outcome{Message: msgApprovalUnknown}, false
 	case errors.Is(err, workflow.ErrApprovalNotAllowed):

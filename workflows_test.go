@@ -189,7 +189,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		// A version older than the stored 30620 is refused before it can
 		// change the workflow: the revision the first define returned is
 		// still current afterwards.
-		older := alice.event(nostr.KindDefinition, now()-3600, strings.Replace(echoYAML, "Echo", "Older", 1),
+		older := alice.event(nostr.KindDefinition, now()-60, strings.Replace(echoYAML, "Echo", "Older", 1),
 			nostr.Tag{"d", echoID.String()}, chanTag(ch))
 		eq(t, "older definition", ac.publish(older).Message, ingest.MsgSuperseded)
 		newer := alice.event(nostr.KindDefinition, now()+1, echoYAML,

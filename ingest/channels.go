@@ -213,8 +213,11 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channel.Admis
 		}
 	} else {
 		if isCommunityCommand(ev.Kind) {
-			if msg := p.applyCommunityCommand(ctx, s); msg != "" {
-				return Outcome{Message: msg}, nil
+			if msg, ok := p.applyCommunityCommand(ctx, s); msg != "" {
+				if ok {
+					g.WriteDuplicate(ctx, st, ev.ID)
+				}
+				return Outcome{OK: ok, Message: msg}, nil
 			}
 		}
 		err = p.cfg.Store.Save(ctx, c, ev)

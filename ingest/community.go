@@ -53,57 +53,65 @@ func isCommunityCommand(kind int) bool {
 }
 
 // applyCommunityCommand authorizes and applies a membership command, before
-// its event is stored. It returns "" when applied, else the refusal.
-func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) string {
+// its event is stored. It returns "" when applied, else the OK message:
+// a refusal, or MsgDuplicate (ok) when the command was applied before.
+//
+// ctx carries the command's store.Authority mark (the authority rule): the
+// membership write records it, atomically with the change — a command
+// that changes nothing (removing a key that is no member) writes it all
+// the same — so a replay's write changes nothing and is reported as a
+// duplicate, whatever membership looks like by then.
+func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) (msg string, ok bool) {
 	cs := p.cfg.Channels
 	if cs == nil {
-		return msgCommunityDisabled
+		return msgCommunityDisabled, false
 	}
 	ev, c := s.Event, s.Tenant.Community()
 	target, role, err := parseMemberCommand(ev)
 	if err != nil {
-		return MsgBadMemberCommand
+		return MsgBadMemberCommand, false
 	}
 	actor, isMember, err := cs.Store.CommunityRole(ctx, c, ev.PubKey)
 	if err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community role", "community", c.String(), "err", err)
-		return MsgInternal
+		return MsgInternal, false
 	}
 	if !isMember || (actor != channel.RoleOwner && actor != channel.RoleAdmin) {
-		return MsgCommunityRole
+		return MsgCommunityRole, false
 	}
 	current, targetIsMember, err := cs.Store.CommunityRole(ctx, c, target)
 	if err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community role", "community", c.String(), "err", err)
-		return MsgInternal
+		return MsgInternal, false
 	}
 	actx := audit.WithActor(ctx, ev.PubKey) // the audit entry's actor
 	switch ev.Kind {
 	case nostr.KindAddCommunityMember, nostr.KindChangeCommunityRole:
 		if current == channel.RoleOwner {
-			return MsgCommunityRole // the owner's role is not changed here
+			return MsgCommunityRole, false // the owner's role is not changed here
 		}
 		if actor == channel.RoleAdmin && (role == channel.RoleAdmin || current == channel.RoleAdmin) {
-			return MsgCommunityRole
+			return MsgCommunityRole, false
 		}
 		err = cs.Store.PutCommunityMember(actx, c, target, role)
 	case nostr.KindRemoveCommunityMember:
 		if current == channel.RoleOwner || (actor == channel.RoleAdmin && current == channel.RoleAdmin) {
-			return MsgCommunityRole
+			return MsgCommunityRole, false
 		}
-		if targetIsMember {
-			err = cs.Store.RemoveCommunityMember(actx, c, target)
-		}
+		err = cs.Store.RemoveCommunityMember(actx, c, target)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrDuplicate):
+		return MsgDuplicate, true
+	case err != nil:
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community membership", "community", c.String(), "err", err)
-		return MsgInternal
+		return MsgInternal, false
 	}
 	cs.Access.MemberChanged(c, target)
 	if ev.Kind == nostr.KindRemoveCommunityMember && targetIsMember && cs.OnMemberRemoved != nil {
 		cs.OnMemberRemoved(ctx, s.Tenant, target)
 	}
-	return ""
+	return "", false
 }
 
 func parseMemberCommand(ev *nostr.Event) (target string, role channel.Role, err error) {

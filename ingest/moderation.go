@@ -408,6 +408,8 @@ func (p *Pipeline) applyModeration(ctx context.Context, s Submission) Outcome {
 	}, now)
 	switch {
 	case err == nil:
+	case errors.Is(err, store.ErrDuplicate): // already applied (the authority rule)
+		return Outcome{OK: true, Message: MsgDuplicate}
 	case errors.Is(err, store.ErrNotRestricted):
 		if cmd.Action == store.ActionUnban {
 			return Outcome{Message: MsgNotBanned}

@@ -8,6 +8,12 @@
 // before per-kind rules, acknowledgement only after a durable write) and is
 // kept in one function so it can be read top to bottom.
 //
+// Events that change what someone may do (authority events: NIP-29 and
+// community commands, moderation, every Config.Commands kind) follow one
+// more rule, stated in authority.go: accepted only from a submission
+// authenticated as their author, only while fresh, and applied at most
+// once per community (their effect is written with a store.Authority mark).
+//
 // Package ingest owns admission: the order of the checks and the per-kind
 // validators. It consumes stores, brokers and limiters through the interfaces
 // of store, pubsub and ratelimit; it must not import the relay (package
@@ -77,8 +83,18 @@ type Config struct {
 	// coalesced, off this path).
 	OnRateLimited func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event, reason string)
 	// Commands maps event kinds to the functions that execute them (step
-	// 9c), e.g. the workflow engine's 30620 and 46020.
+	// 9c), e.g. the workflow engine's 30620 and 46020. Every kind here is
+	// an authority event (see the authority rule, authority.go): the ctx a
+	// CommandFunc receives carries the event's store.Authority mark, so the
+	// first store write of its effect records it, and a replay's write
+	// returns store.ErrDuplicate.
 	Commands map[int]CommandFunc
+	// AuthorityKinds are further kinds the embedder treats as authority
+	// events (the built-in set is IsAuthorityKind, plus Commands).
+	AuthorityKinds []int
+	// AuthorityWindow bounds how far behind Now an authority event's
+	// created_at may be (0: DefaultAuthorityWindow; negative is refused).
+	AuthorityWindow time.Duration
 	// StoreLatency, when set, is told how long each write to the store
 	// took (op "save": Save, ApplyChannelCommand).
 	StoreLatency func(op string, d time.Duration)
@@ -114,7 +130,13 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, errors.New("ingest: Config.MaxFutureSkew must be positive")
 	case cfg.MaxContentBytes <= 0:
 		return nil, errors.New("ingest: Config.MaxContentBytes must be positive")
+	case cfg.AuthorityWindow < 0:
+		return nil, errors.New("ingest: Config.AuthorityWindow must be positive (0: the default)")
 	}
+	if cfg.AuthorityWindow == 0 {
+		cfg.AuthorityWindow = DefaultAuthorityWindow
+	}
+	cfg.AuthorityKinds = slices.Clone(cfg.AuthorityKinds)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -230,6 +252,16 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		}
 	}
 
+	// 2b. Authority events (the authority rule, authority.go) are accepted
+	// only from a submission authenticated as their author: a copy of
+	// someone else's command, from anyone, in any community, acts nowhere.
+	authority := p.IsAuthority(ev.Kind)
+	if authority {
+		if msg, reqAuth := authorityBound(s); msg != "" {
+			return Outcome{Message: msg, RequestAuth: reqAuth}
+		}
+	}
+
 	// 3. Kind 22242 belongs to the AUTH message, never to EVENT, and is
 	// never stored.
 	if ev.Kind == nostr.KindClientAuth {
@@ -246,6 +278,12 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	now := p.cfg.Now()
 	if ev.CreatedAt > now.Add(p.cfg.MaxFutureSkew).Unix() {
 		return Outcome{Message: MsgFuture}
+	}
+	// 5b. An authority event must be fresh (the authority rule).
+	if authority {
+		if msg := p.authorityFresh(ev, now); msg != "" {
+			return Outcome{Message: msg}
+		}
 	}
 
 	// 6. NIP-40: a malformed expiration is refused; an already expired event
@@ -313,6 +351,15 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	// 9. Per-kind validators.
 	if err := validateKind(ev); err != nil {
 		return Outcome{Message: err.Error()}
+	}
+
+	// 9a. From here on an authority event's effect is written with its
+	// store.Authority mark (the authority rule): the first write of the
+	// effect records it in its transaction, and the write of a replay
+	// changes nothing and returns store.ErrDuplicate. Nothing before this
+	// step writes with the mark (a refusal must not consume it).
+	if authority {
+		ctx = p.withAuthority(ctx, s)
 	}
 
 	// 9b. Moderation commands are executed and reports queued: neither is

@@ -19,11 +19,12 @@ func dialAuthed(t *testing.T, p *pod, host string, sk nostr.SecretKey) *wsClient
 		t.Fatalf("dial %s: %v", p.name, err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	c := &wsClient{t: t, ws: ws}
+	c := &wsClient{t: t, ws: ws, host: host}
 	ch, ok := c.next().(*nostr.AuthChallengeMessage)
 	if !ok {
 		t.Fatal("no AUTH challenge")
 	}
+	c.challenge = ch.Challenge
 	auth := sign(t, sk, nostr.KindClientAuth, nostr.Tag{"challenge", ch.Challenge}, nostr.Tag{"relay", "ws://" + host})
 	if err := ws.WriteMessage(websocket.TextMessage, nostr.AppendAuth(nil, auth.AppendJSON(nil))); err != nil {
 		t.Fatal(err)

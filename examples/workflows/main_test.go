@@ -35,6 +35,7 @@ func TestShout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
+	var challenge string // the relay's latest AUTH challenge
 	read := func() nostr.RelayMessage {
 		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
 		_, b, err := ws.ReadMessage()
@@ -45,15 +46,14 @@ func TestShout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if c, ok := m.(*nostr.AuthChallengeMessage); ok {
+			challenge = c.Challenge
+		}
 		return m
 	}
 	sk, _ := nostr.GenerateSecretKey()
-	publish := func(kind int, content string, tags ...nostr.Tag) *nostr.OKMessage {
-		ev := &nostr.Event{Kind: kind, CreatedAt: time.Now().Unix(), Content: content, Tags: tags}
-		if err := ev.Sign(sk); err != nil {
-			t.Fatal(err)
-		}
-		if err := ws.WriteMessage(websocket.TextMessage, nostr.AppendEventEnvelope(nil, ev.AppendJSON(nil))); err != nil {
+	send := func(ev *nostr.Event, envelope func([]byte, []byte) []byte) *nostr.OKMessage {
+		if err := ws.WriteMessage(websocket.TextMessage, envelope(nil, ev.AppendJSON(nil))); err != nil {
 			t.Fatal(err)
 		}
 		for {
@@ -61,6 +61,28 @@ func TestShout(t *testing.T) {
 				return ok
 			}
 		}
+	}
+	sign := func(ev *nostr.Event) *nostr.Event {
+		if err := ev.Sign(sk); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	// publish sends an event; asked to authenticate (commands and
+	// definitions need their author authenticated), it answers the
+	// challenge (NIP-42) and sends the event again, as standard clients do.
+	publish := func(kind int, content string, tags ...nostr.Tag) *nostr.OKMessage {
+		ev := sign(&nostr.Event{Kind: kind, CreatedAt: time.Now().Unix(), Content: content, Tags: tags})
+		ok := send(ev, nostr.AppendEventEnvelope)
+		if ok.OK || !strings.HasPrefix(ok.Message, "auth-required:") {
+			return ok
+		}
+		auth := sign(&nostr.Event{Kind: nostr.KindClientAuth, CreatedAt: time.Now().Unix(),
+			Tags: nostr.Tags{{"challenge", challenge}, {"relay", "ws://" + ln.Addr().String()}}})
+		if a := send(auth, nostr.AppendAuth); !a.OK {
+			t.Fatalf("AUTH: %s", a.Message)
+		}
+		return send(ev, nostr.AppendEventEnvelope)
 	}
 	ch := workflow.NewID().String()
 	if ok := publish(9007, "", nostr.Tag{"h", ch}, nostr.Tag{"name", "general"}); !ok.OK {

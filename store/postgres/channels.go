@@ -170,10 +170,42 @@ func (s *Store) inCommunityTx(ctx context.Context, c tenant.CommunityID, fn func
 	if _, err := tx.Exec(ctx, setCommunitySQL, c.String()); err != nil {
 		return err
 	}
+	a, marked := store.PendingAuthority(ctx)
+	if marked {
+		if err := recordAuthority(ctx, tx, a); err != nil {
+			return err
+		}
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if marked {
+		store.AuthorityRecorded(ctx)
+	}
+	return nil
+}
+
+// recordAuthority records authority mark a (see store.Authority) in tx, the
+// transaction of its effect, or returns store.ErrDuplicate when a committed
+// transaction (of any pod) recorded it already; a concurrent transaction
+// inserting the same mark waits for that one to end.
+func recordAuthority(ctx context.Context, tx pgx.Tx, a store.Authority) error {
+	id, ok := decodeHex32(a.Event)
+	if !ok {
+		return errors.New("postgres: authority mark: event id must be 64 lowercase hex characters")
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO applied_authority (community_id, event_id, until) VALUES ($1, $2, $3)
+ON CONFLICT (community_id, event_id) DO NOTHING`, a.Community.UUID(), id, a.Until)
+	if err != nil {
+		return fmt.Errorf("postgres: authority mark: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrDuplicate
+	}
+	return nil
 }
 
 // verdictError carries a command verdict out of inTx (rolling back).

@@ -770,9 +770,15 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
       AND t.event_id = r.id
       AND t.value = buzz_tag_key(r.value))
 SELECT count(*) FROM gone`, c.UUID(), now.Unix())
+		// Authority marks past their until (see store.Authority).
+		b.Queue(`DELETE FROM applied_authority WHERE community_id = $1 AND until < $2`, c.UUID(), now)
 		var n int64
 		err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
-			return br.QueryRow().Scan(&n)
+			if err := br.QueryRow().Scan(&n); err != nil {
+				return err
+			}
+			_, err := br.Exec()
+			return err
 		})
 		if err != nil {
 			return total, fmt.Errorf("postgres: delete expired: %w", err)

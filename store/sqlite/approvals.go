@@ -107,12 +107,12 @@ WHERE community = ?1 AND token = ?2 AND status = 'pending' AND (?3 = 'expired' O
 WHERE community = ? AND token = ?`, cseq, tokenHash[:]))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			verdict = workflow.ErrNotFound
+			verdict = w.refuse(workflow.ErrNotFound)
 			return nil
 		case err != nil:
 			return internal("decide approval", err)
 		case n == 0:
-			verdict = workflow.ErrApprovalClosed
+			verdict = w.refuse(workflow.ErrApprovalClosed)
 			return nil
 		}
 		if _, err := w.conn.ExecContext(w.ctx, `UPDATE workflow_run_queue SET available_at = ? WHERE community = ? AND run = ?`,

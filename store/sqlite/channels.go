@@ -214,7 +214,7 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 			return err
 		}
 		if v != nil {
-			verdict = v
+			verdict = w.refuse(v)
 			return nil
 		}
 		ch.Channel, err = w.channelRow(p.community, cmd.Channel)

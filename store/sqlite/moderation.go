@@ -167,7 +167,7 @@ WHERE community = ? AND pubkey = ? AND kind = ? AND (until IS NULL OR until > ?)
 				return internal("moderate", err)
 			}
 			if n == 0 {
-				verdict = store.ErrNotRestricted
+				verdict = w.refuse(store.ErrNotRestricted)
 				return nil
 			}
 			if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM moderation_restrictions WHERE community = ? AND pubkey = ? AND kind = ?`,
@@ -179,12 +179,12 @@ WHERE community = ? AND pubkey = ? AND kind = ? AND (until IS NULL OR until > ?)
 			err := w.conn.QueryRowContext(w.ctx, `SELECT status FROM moderation_reports WHERE community = ? AND id = ?`, cseq, target).Scan(&status)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				verdict = store.ErrNoReport
+				verdict = w.refuse(store.ErrNoReport)
 				return nil
 			case err != nil:
 				return internal("moderate", err)
 			case status == string(store.ReportResolved) || status == string(store.ReportDismissed):
-				verdict = store.ErrReportClosed
+				verdict = w.refuse(store.ErrReportClosed)
 				return nil
 			}
 			if _, err := w.conn.ExecContext(w.ctx, `UPDATE moderation_reports SET status = ?, resolved_by = ?, resolved_at = ?

@@ -914,6 +914,9 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 	if err := s.eventsOff(); err != nil {
 		return 0, err
 	}
+	if err := s.pruneAuthority(ctx, now); err != nil {
+		return 0, err
+	}
 	if s.ev != nil {
 		return s.ev.DeleteExpired(ctx, now)
 	}
@@ -960,4 +963,15 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 			return total, nil
 		}
 	}
+}
+
+// pruneAuthority forgets the authority marks (store.Authority) whose until
+// is before now.
+func (s *Store) pruneAuthority(ctx context.Context, now time.Time) error {
+	return s.submit(ctx, func(w *writer) error {
+		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM applied_authority WHERE until < ?`, now.Unix()); err != nil {
+			return internal("prune authority marks", err)
+		}
+		return nil
+	})
 }

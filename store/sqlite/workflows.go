@@ -97,7 +97,7 @@ func (s *Store) PutWorkflow(ctx context.Context, c tenant.CommunityID, p workflo
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			if p.ExpectedRevision != "" {
-				verdict = workflow.ErrNotFound
+				verdict = w.refuse(workflow.ErrNotFound)
 				return nil
 			}
 			out, err = scanSQLWorkflow(c, w.conn.QueryRowContext(w.ctx, `INSERT INTO workflows (community, id, name, owner, channel,
@@ -113,13 +113,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sqlWorkflowCols,
 			return internal("put workflow", err)
 		}
 		if hex.EncodeToString(curOwner) != p.Owner || string(curCh) != string(p.Channel[:]) {
-			verdict = workflow.ErrNotOwner
+			verdict = w.refuse(workflow.ErrNotOwner)
 			return nil
 		}
 		var h [32]byte
 		copy(h[:], curHash)
 		if p.ExpectedRevision != "" && p.ExpectedRevision != workflow.RevisionOf(h) {
-			verdict = workflow.ErrRevisionConflict
+			verdict = w.refuse(workflow.ErrRevisionConflict)
 			return nil
 		}
 		out, err = scanSQLWorkflow(c, w.conn.QueryRowContext(w.ctx, `UPDATE workflows SET name = ?, definition = ?, hash = ?,
@@ -365,7 +365,7 @@ WHERE community = ? AND workflow = ? AND trigger_event_id = ?`, cseq, r.Workflow
 		}
 		var defHash []byte
 		if err := w.conn.QueryRowContext(w.ctx, `SELECT hash FROM workflows WHERE community = ? AND id = ?`, cseq, r.Workflow[:]).Scan(&defHash); errors.Is(err, sql.ErrNoRows) {
-			verdict = workflow.ErrNotFound
+			verdict = w.refuse(workflow.ErrNotFound)
 			return nil
 		} else if err != nil {
 			return internal("create run", err)

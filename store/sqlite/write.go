@@ -66,6 +66,66 @@ func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if a, ok := store.PendingAuthority(ctx); ok {
+		marked, err := s.withAuthority(ctx, a, fn)
+		if err != nil {
+			return err
+		}
+		if err := s.enqueue(ctx, marked); err != nil {
+			return err
+		}
+		store.AuthorityRecorded(ctx)
+		return nil
+	}
+	return s.enqueue(ctx, fn)
+}
+
+// withAuthority wraps fn, the effect of authority event a (see
+// store.Authority), so that it runs only when a is not yet recorded in
+// applied_authority (else ErrDuplicate, nothing written), and records a in
+// the same transaction when fn succeeded without a verdict (w.refused).
+// The single writer serializes the check and the insert.
+func (s *Store) withAuthority(ctx context.Context, a store.Authority, fn func(w *writer) error) (func(w *writer) error, error) {
+	cseq, err := s.communitySeq(ctx, a.Community)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := decodeHex32(a.Event)
+	if !ok {
+		return nil, errors.New("sqlite: authority mark: event id must be 64 lowercase hex characters")
+	}
+	return func(w *writer) error {
+		var one int
+		err := w.conn.QueryRowContext(w.ctx, `SELECT 1 FROM applied_authority WHERE community = ? AND event_id = ?`, cseq, id).Scan(&one)
+		switch {
+		case err == nil:
+			return store.ErrDuplicate
+		case !errors.Is(err, sql.ErrNoRows):
+			return internal("authority mark", err)
+		}
+		w.refused = false
+		if err := fn(w); err != nil || w.refused {
+			return err
+		}
+		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO applied_authority (community, event_id, until) VALUES (?, ?, ?)`,
+			cseq, id, a.Until.Unix()); err != nil {
+			return internal("authority mark", err)
+		}
+		return nil
+	}, nil
+}
+
+// refuse records that the running write's fn refused (returned nil with a
+// verdict for its caller): an authority mark is then not recorded. It
+// returns verdict.
+func (w *writer) refuse(verdict error) error {
+	w.refused = true
+	return verdict
+}
+
+// enqueue queues fn for the writer and waits for its committed result (see
+// submit).
+func (s *Store) enqueue(ctx context.Context, fn func(w *writer) error) error {
 	if err := s.syncFailed(); err != nil {
 		return err
 	}
@@ -407,6 +467,9 @@ type writer struct {
 	insertCommunity, communityByHost           *sql.Stmt
 
 	tagStmts [maxTagRows + 1]*sql.Stmt // tagStmts[n] inserts n tag rows
+
+	// refused: the running fn refused with a verdict (see refuse).
+	refused bool
 
 	// indexFrom is the lowest seq inserted into events since the text of
 	// the open transaction's events was last indexed, 0 when none is

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
@@ -46,6 +48,7 @@ func RunChannels(t *testing.T, open func(t *testing.T) ChannelBackend) {
 		{"NIP29Flags", testChannelFlags},
 		{"NIP29Invites", testChannelInvites},
 		{"NIP29CustomRoles", testChannelCustomRoles},
+		{"AuthorityAppliedOnce", testAuthorityOnce},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -837,4 +840,86 @@ func testChannelCustomRoles(t *testing.T, b ChannelBackend) {
 	// A custom role has no moderation power.
 	_, err = Apply(t, b, c, u, channel.Command{Kind: nostr.KindRemoveUser, Channel: id, Target: v.PubKey})
 	wantErr(t, "custom role removes", err, channel.ErrNotPermitted)
+}
+
+// testAuthorityOnce: an authority mark (store.Authority) is recorded by the
+// first write that commits with it; a second write with the same mark
+// writes nothing and returns ErrDuplicate, in the same community only; a
+// write that refuses records nothing; DeleteExpired forgets marks past
+// their until.
+func testAuthorityOnce(t *testing.T, b ChannelBackend) {
+	ca, cb := Community(t, b, "a.example"), Community(t, b, "b.example")
+	owner, u, v := NewAuthor(t), NewAuthor(t), NewAuthor(t)
+	now := time.Now()
+	mark := func(c tenant.CommunityID, id string, until time.Time) context.Context {
+		return store.WithAuthority(ctxb(), store.Authority{Community: c, Event: id, Until: until})
+	}
+	id := strings.Repeat("ab", 32)
+
+	// First write records the mark; a later write with the same context
+	// (the same application) passes.
+	ctx := mark(ca, id, now.Add(time.Hour))
+	if err := b.PutCommunityMember(ctx, ca, u.PubKey, channel.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutCommunityMember(ctx, ca, v.PubKey, channel.RoleMember); err != nil {
+		t.Fatalf("second write of the same application: %v", err)
+	}
+	if err := b.RemoveCommunityMember(ctxb(), ca, u.PubKey); err != nil {
+		t.Fatal(err)
+	}
+	// A replay (a new context with the same mark) changes nothing.
+	if err := b.PutCommunityMember(mark(ca, id, now.Add(time.Hour)), ca, u.PubKey, channel.RoleAdmin); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("replayed mark: err = %v, want ErrDuplicate", err)
+	}
+	if _, ok, _ := b.CommunityRole(ctxb(), ca, u.PubKey); ok {
+		t.Fatal("a replayed mark changed membership")
+	}
+	// A no-op write records its mark too.
+	noop := strings.Repeat("cd", 32)
+	if err := b.RemoveCommunityMember(mark(ca, noop, now.Add(time.Hour)), ca, u.PubKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutCommunityMember(mark(ca, noop, now.Add(time.Hour)), ca, u.PubKey, channel.RoleAdmin); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("mark of a no-op write: err = %v, want ErrDuplicate", err)
+	}
+	// Per community: the same event id in B is its own mark.
+	if err := b.PutCommunityMember(mark(cb, id, now.Add(time.Hour)), cb, u.PubKey, channel.RoleMember); err != nil {
+		t.Fatalf("same mark in another community: %v", err)
+	}
+	// A channel command carries the mark the same way; one that is refused
+	// (a verdict) records nothing.
+	chID := CreateChannel(t, b, ca, owner, "general", channel.VisibilityOpen)
+	cmd, ev := v.Command(t, channel.Command{Kind: nostr.KindPutUser, Channel: chID, Target: u.PubKey})
+	refused := mark(ca, ev.ID, now.Add(time.Hour))
+	if _, err := b.ApplyChannelCommand(refused, ca, cmd, ev); err == nil || errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("put-user by a non-admin: err = %v, want a refusal", err)
+	}
+	cmd, ev = owner.Command(t, channel.Command{Kind: nostr.KindPutUser, Channel: chID, Target: u.PubKey})
+	if _, err := b.ApplyChannelCommand(mark(ca, ev.ID, now.Add(time.Hour)), ca, cmd, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RemoveCommunityMember(mark(ca, ev.ID, now.Add(time.Hour)), ca, v.PubKey); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("mark of an applied channel command: err = %v, want ErrDuplicate", err)
+	}
+	if _, ok, _ := b.CommunityRole(ctxb(), ca, v.PubKey); !ok {
+		t.Fatal("a refused write changed membership")
+	}
+	// Pruning: a mark past its until is forgotten; one not yet is kept.
+	old, kept := strings.Repeat("ef", 32), strings.Repeat("12", 32)
+	if err := b.PutCommunityMember(mark(ca, old, now.Add(-time.Minute)), ca, v.PubKey, channel.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutCommunityMember(mark(ca, kept, now.Add(time.Hour)), ca, v.PubKey, channel.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DeleteExpired(ctxb(), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutCommunityMember(mark(ca, old, now.Add(time.Hour)), ca, v.PubKey, channel.RoleMember); err != nil {
+		t.Fatalf("pruned mark: %v", err)
+	}
+	if err := b.PutCommunityMember(mark(ca, kept, now.Add(time.Hour)), ca, v.PubKey, channel.RoleMember); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("mark not yet past its until: err = %v, want ErrDuplicate", err)
+	}
 }

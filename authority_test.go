@@ -1,0 +1,360 @@
+package buzz
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/operator"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+// The authority rule (ingest/authority.go) as an attacker meets it: signed
+// commands copied from what they could read, re-sent over real WebSocket
+// and HTTP clients, on the default embedded engine (SQLite with its events
+// in the LSM engine), on SQLite with its events in its tables, and on
+// PostgreSQL.
+
+// authBackend opens the store of one backend; a shared backend's opens
+// are several processes (pods) on one database.
+type authBackend struct {
+	shared bool
+	open   func(t testing.TB) wfBackend
+}
+
+func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
+	embedded := func(opts ...sqlite.Option) authBackend {
+		return authBackend{open: func(t testing.TB) wfBackend {
+			st, err := sqlite.Open(context.Background(), t.TempDir(), append(opts, sqlite.WithLogger(quietLogger()))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}}
+	}
+	t.Run("embedded", func(t *testing.T) { fn(t, embedded(sqlite.WithLSMEvents())) })
+	t.Run("sqlite", func(t *testing.T) { fn(t, embedded()) })
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.NewDatabase(t)
+		fn(t, authBackend{shared: true, open: func(t testing.TB) wfBackend {
+			st, err := postgres.Open(context.Background(), url, postgres.WithLogger(quietLogger()), postgres.WithMaxConns(6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}})
+	})
+}
+
+// ownedCommunity creates a community on host owned by owner.
+func ownedCommunity(t *testing.T, st store.Backend, host string, owner *signer) tenant.CommunityID {
+	t.Helper()
+	c, _, err := st.(operator.Store).CreateCommunity(context.Background(), store.NewCommunity{Host: host, OwnerPubKey: owner.pub()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+// communityRole is who's role in c ("" for no member).
+func communityRole(t *testing.T, st store.ChannelStore, c tenant.CommunityID, who *signer) channel.Role {
+	t.Helper()
+	r, ok, err := st.CommunityRole(context.Background(), c, who.pub())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return ""
+	}
+	return r
+}
+
+// authedOn dials host and authenticates as s.
+func (tr *testRelay) authedOn(t *testing.T, host string, s *signer) *rawClient {
+	t.Helper()
+	c := tr.dialHost(t, host)
+	c.authAs(s, host)
+	return c
+}
+
+// TestAuthorityMembershipReplay (rows 1 and 2): O's 9030 making M admin,
+// re-sent after O removed M, by an anonymous connection, by an attacker
+// authenticated as themself, and by O; then sent to another community O
+// owns by anyone but O. Nothing makes M admin again, anywhere.
+func TestAuthorityMembershipReplay(t *testing.T) {
+	forAuthorityBackends(t, func(t *testing.T, b authBackend) {
+		st := b.open(t)
+		tr := backendRelay(t, st)
+		owner, m, x := newSigner(t), newSigner(t), newSigner(t)
+		ca := ownedCommunity(t, st, "a.example", owner)
+		cb := ownedCommunity(t, st, "b.example", owner)
+
+		oc := tr.authedOn(t, "a.example", owner)
+		add := owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub(), "admin"})
+		oc.mustAccept(add)
+		eq(t, "M's role after the 9030", communityRole(t, st, ca, m), channel.RoleAdmin)
+		oc.mustAccept(owner.event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", m.pub()}))
+		eq(t, "M's role after the 9031", communityRole(t, st, ca, m), "")
+
+		// Row 1: the stored 9030, as anyone can read it, re-sent.
+		anon := tr.dialHost(t, "a.example")
+		ok := anon.publishOnce(add)
+		eq(t, "anonymous replay", ok.Message, ingest.MsgAuthorityAuth)
+		eq(t, "anonymous replay accepted", ok.OK, false)
+		eq(t, "M's role after the anonymous replay", communityRole(t, st, ca, m), "")
+		xc := tr.authedOn(t, "a.example", x)
+		eq(t, "replay by an authenticated attacker", xc.publishOnce(add).Message, ingest.MsgAuthorityNotAuthor)
+		mc := tr.authedOn(t, "a.example", m)
+		eq(t, "replay by M", mc.publishOnce(add).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "M's role after the attackers' replays", communityRole(t, st, ca, m), "")
+		ok = oc.publish(add)
+		eq(t, "O's own replay accepted", ok.OK, true)
+		eq(t, "O's own replay", ok.Message, ingest.MsgDuplicate)
+		eq(t, "M's role after O's replay", communityRole(t, st, ca, m), "")
+
+		// Row 2: the same 9030 in another community O owns.
+		for name, c := range map[string]*rawClient{
+			"anonymous": tr.dialHost(t, "b.example"),
+			"attacker":  tr.authedOn(t, "b.example", x),
+			"M":         tr.authedOn(t, "b.example", m),
+		} {
+			ok := c.publishOnce(add)
+			if ok.OK {
+				t.Fatalf("%s's copy in B accepted: %q", name, ok.Message)
+			}
+		}
+		eq(t, "M's role in B", communityRole(t, st, cb, m), "")
+	})
+}
+
+// TestAuthorityGroupReplay (row 3): O's 9000 putting M into a private
+// group, replayed by M into another community of O holding a group of the
+// same id: refused, and M reads nothing there.
+func TestAuthorityGroupReplay(t *testing.T) {
+	forAuthorityBackends(t, func(t *testing.T, b authBackend) {
+		st := b.open(t)
+		tr := backendRelay(t, st)
+		owner, m := newSigner(t), newSigner(t)
+		ownedCommunity(t, st, "a.example", owner)
+		ownedCommunity(t, st, "b.example", owner)
+		h := nostr.Tag{"h", "secret"}
+		oa, ob := tr.authedOn(t, "a.example", owner), tr.authedOn(t, "b.example", owner)
+		for _, c := range []*rawClient{oa, ob} {
+			c.mustAccept(owner.event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Secret"}, nostr.Tag{"visibility", "private"}))
+		}
+		put := owner.event(nostr.KindPutUser, now(), "", h, nostr.Tag{"p", m.pub()})
+		oa.mustAccept(put)
+		ob.mustAccept(owner.event(nostr.KindChatMessage, now(), "B's private plans", h))
+
+		mb := tr.authedOn(t, "b.example", m)
+		eq(t, "M's replay in B", mb.publishOnce(put).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "anonymous replay in B", tr.dialHost(t, "b.example").publishOnce(put).Message, ingest.MsgAuthorityAuth)
+		if got := mb.readAll("r", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {"secret"}}}); len(got) != 0 {
+			t.Fatalf("M read %d messages of B's private group", len(got))
+		}
+		// In A, where O did put M, M reads the group (the 9000 acted there).
+		ma := tr.authedOn(t, "a.example", m)
+		oa.mustAccept(owner.event(nostr.KindChatMessage, now(), "A's plans", h))
+		if got := ma.readAll("r", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {"secret"}}}); len(got) != 1 {
+			t.Fatalf("M read %d messages of A's group, want 1", len(got))
+		}
+	})
+}
+
+// readAll sends a REQ and returns the stored events up to EOSE, or none
+// when the relay closes it.
+func (c *rawClient) readAll(sub string, f nostr.Filter) []*nostr.Event {
+	c.t.Helper()
+	c.sendRaw(nostr.AppendReq(nil, sub, f))
+	var evs []*nostr.Event
+	for {
+		switch m := c.next().(type) {
+		case *nostr.EventMessage:
+			if m.SubID == sub {
+				evs = append(evs, m.Event)
+			}
+		case *nostr.EOSEMessage:
+			if m.SubID == sub {
+				c.send("CLOSE", sub)
+				return evs
+			}
+		case *nostr.ClosedMessage:
+			if m.SubID == sub {
+				return nil
+			}
+		}
+	}
+}
+
+// TestAuthorityWorkflowReplay (row 4): O's signed webhook definition,
+// re-submitted by others before O (in O's community, or copied into
+// another community under a channel of the same id): refused, no secret;
+// O then gets the secret once. A 46020 and a 46030 re-sent by a non-author
+// are refused; O's own 46020 sent twice starts one run.
+func TestAuthorityWorkflowReplay(t *testing.T) {
+	forAuthorityBackends(t, func(t *testing.T, b authBackend) {
+		st := b.open(t)
+		tr := workflowRelay(t, st, newHookServer(t))
+		owner, x := newSigner(t), newSigner(t)
+		oc := tr.authedOn(t, tr.host, owner)
+		ch := oc.createChannel(owner, "ops", channel.VisibilityOpen)
+		id := workflow.NewID()
+		def := owner.event(nostr.KindDefinition, now(), hookYAML, nostr.Tag{"d", id.String()}, chanTag(ch))
+
+		noSecret := func(what string, ok *nostr.OKMessage) {
+			t.Helper()
+			if ok.OK || strings.Contains(ok.Message, "webhook_secret") {
+				t.Fatalf("%s: OK %v %q", what, ok.OK, ok.Message)
+			}
+		}
+		noSecret("anonymous", tr.dial(t).publishOnce(def))
+		xc := tr.authedOn(t, tr.host, x)
+		noSecret("attacker", xc.publishOnce(def))
+		eq(t, "attacker's message", xc.publishOnce(def).Message, ingest.MsgAuthorityNotAuthor)
+		// Copied into another community where the attacker made a channel
+		// with the same id.
+		if _, _, err := st.EnsureCommunity(context.Background(), "b.example"); err != nil {
+			t.Fatal(err)
+		}
+		xb := tr.authedOn(t, "b.example", x)
+		xb.mustAccept(x.event(nostr.KindCreateChannel, now(), "", chanTag(ch), nostr.Tag{"name", "ops"}))
+		noSecret("copy in another community", xb.publishOnce(def))
+
+		// O's own submission: the secret, once.
+		ok := oc.publish(def)
+		webhookSecretOf(t, ok)
+		ok = oc.publish(def)
+		eq(t, "O's second submission", ok.Message, ingest.MsgDuplicate)
+
+		// 46020: O's own manual trigger runs once; anyone else's copy is
+		// refused.
+		trig := owner.event(nostr.KindManualTrigger, now(), `{"who":"o"}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(ch))
+		eq(t, "anonymous 46020", tr.dial(t).publishOnce(trig).Message, ingest.MsgAuthorityAuth)
+		okResponse(t, oc.publish(trig))
+		eq(t, "attacker's 46020", xc.publishOnce(trig).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "O's 46020 again", oc.publish(trig).Message, ingest.MsgDuplicate)
+		runs, _, err := st.Runs(context.Background(), tr.tc.Community(), id, workflow.RunPage{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "runs of the workflow", len(runs), 1)
+
+		// 46030: an approver's grant, re-sent by someone else.
+		grant := owner.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))
+		eq(t, "attacker's 46030", xc.publishOnce(grant).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "anonymous 46030", tr.dial(t).publishOnce(grant).Message, ingest.MsgAuthorityAuth)
+	})
+}
+
+// TestAuthorityFreshAndOnce: a command older than the authority window is
+// refused (sign it again) and changes nothing; a moderation command,
+// executed and never stored, is applied once: ban, unban, the ban re-sent
+// by its author leaves the target unbanned.
+func TestAuthorityFreshAndOnce(t *testing.T) {
+	forAuthorityBackends(t, func(t *testing.T, b authBackend) {
+		st := b.open(t)
+		tr := backendRelay(t, st)
+		owner, m := newSigner(t), newSigner(t)
+		ca := ownedCommunity(t, st, "a.example", owner)
+		oc := tr.authedOn(t, "a.example", owner)
+
+		stale := owner.event(nostr.KindAddCommunityMember, time.Now().Add(-ingest.DefaultAuthorityWindow-time.Minute).Unix(), "", nostr.Tag{"p", m.pub()})
+		ok := oc.publish(stale)
+		mustPrefix(t, "stale 9030", ok.Message, "invalid: ")
+		if !strings.Contains(ok.Message, "sign it again") {
+			t.Fatalf("stale message %q does not say to sign it again", ok.Message)
+		}
+		eq(t, "M's role after the stale 9030", communityRole(t, st, ca, m), "")
+
+		oc.mustAccept(owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub()}))
+		ban := owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", m.pub()})
+		oc.mustAccept(ban)
+		banned := func() bool {
+			t.Helper()
+			rs, err := st.(store.ModerationStore).PubkeyRestrictions(context.Background(), ca, m.pub(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(rs) > 0
+		}
+		eq(t, "banned", banned(), true)
+		oc.mustAccept(owner.event(nostr.KindUnban, now(), "", nostr.Tag{"p", m.pub()}))
+		eq(t, "banned after unban", banned(), false)
+		ok = oc.publish(ban)
+		eq(t, "the ban re-sent accepted", ok.OK, true)
+		eq(t, "the ban re-sent", ok.Message, ingest.MsgDuplicate)
+		eq(t, "banned after the ban was re-sent", banned(), false)
+		eq(t, "a copy of the ban", tr.authedOn(t, "a.example", m).publishOnce(ban).Message, ingest.MsgAuthorityNotAuthor)
+	})
+}
+
+// TestAuthorityAcrossPods: two relays over one database (PostgreSQL: two
+// pods; the embedded store: one process) apply a command once: the second
+// pod answers duplicate and changes nothing.
+func TestAuthorityAcrossPods(t *testing.T) {
+	forAuthorityBackends(t, func(t *testing.T, b authBackend) {
+		st1 := b.open(t)
+		st2 := st1
+		if b.shared {
+			st2 = b.open(t)
+		}
+		owner, m := newSigner(t), newSigner(t)
+		ca := ownedCommunity(t, st1, "a.example", owner)
+		p1, p2 := startPod(t, st1, "a.example"), startPod(t, st2, "a.example")
+		c1, c2 := p1.dial(t), p2.dial(t)
+		c1.authAs(owner, "a.example")
+		c2.authAs(owner, "a.example")
+
+		add := owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub()})
+		c1.mustAccept(add)
+		c1.mustAccept(owner.event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", m.pub()}))
+		eq(t, "the 9030 on the second pod", c2.publish(add).Message, ingest.MsgDuplicate)
+		eq(t, "M's role", communityRole(t, st1, ca, m), "")
+
+		ban := owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", m.pub()})
+		c1.mustAccept(ban)
+		c1.mustAccept(owner.event(nostr.KindUnban, now(), "", nostr.Tag{"p", m.pub()}))
+		eq(t, "the ban on the second pod", c2.publish(ban).Message, ingest.MsgDuplicate)
+		rs, err := st2.(store.ModerationStore).PubkeyRestrictions(context.Background(), ca, m.pub(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "restrictions of M", len(rs), 0)
+	})
+}
+
+// TestAuthorityOverHTTP: POST /events binds an authority event to the
+// NIP-98 signer: another key's header is refused, the author's accepted.
+func TestAuthorityOverHTTP(t *testing.T) {
+	forAuthorityBackends(t, func(t *testing.T, b authBackend) {
+		st := b.open(t)
+		owner, m, x := newSigner(t), newSigner(t), newSigner(t)
+		ca := ownedCommunity(t, st, "a.example", owner)
+		p := startAPIPod(t, st, "a.example")
+		add := owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub(), "admin"})
+		code, body := p.api(t, x, "a.example", EventsPath, add.AppendJSON(nil))
+		var res eventResult
+		if err := json.Unmarshal(body, &res); err != nil {
+			t.Fatalf("/events answered %d %s", code, body)
+		}
+		eq(t, "another key's NIP-98", res.Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "status", code, http.StatusForbidden)
+		eq(t, "M's role after the refused post", communityRole(t, st, ca, m), "")
+		res = p.publishHTTP(t, owner, "a.example", add)
+		eq(t, "the author's NIP-98", res.Accepted, true)
+		eq(t, "M's role", communityRole(t, st, ca, m), channel.RoleAdmin)
+	})
+}
