@@ -86,9 +86,16 @@ func (e *rightsEnv) authed(s *signer) *rawClient {
 // authenticated as s) and returns its id and secret.
 func (e *rightsEnv) defineHook(c *rawClient, s *signer, yaml string) (workflow.ID, string) {
 	e.t.Helper()
+	id, secret, _ := e.defineHookEvent(c, s, yaml)
+	return id, secret
+}
+
+// defineHookEvent is defineHook that also returns the 30620's id.
+func (e *rightsEnv) defineHookEvent(c *rawClient, s *signer, yaml string) (workflow.ID, string, string) {
+	e.t.Helper()
 	id := workflow.NewID()
-	_, ok := c.define(s, id, e.ch, yaml)
-	return id, webhookSecretOf(e.t, ok)
+	ev, ok := c.define(s, id, e.ch, yaml)
+	return id, webhookSecretOf(e.t, ok), ev.ID
 }
 
 // accept delivers body to the hook and expects 202.
@@ -204,17 +211,23 @@ steps:
 `
 
 func (e *rightsEnv) malHook() (workflow.ID, string) {
-	return e.defineHook(e.mc, e.mal, strings.ReplaceAll(dmHookYAML, "%OWNER%", e.mal.pub()))
+	id, secret, _ := e.malHookEvent()
+	return id, secret
+}
+
+func (e *rightsEnv) malHookEvent() (workflow.ID, string, string) {
+	return e.defineHookEvent(e.mc, e.mal, strings.ReplaceAll(dmHookYAML, "%OWNER%", e.mal.pub()))
 }
 
 // TestWorkflowBannedOwnerHookIsUnknown: once the community owner bans
 // the workflow's owner (9040), its webhook answers like an unknown hook
-// and nothing is posted, message nor DM; a message-triggered workflow of
-// theirs fails with owner_unauthorized and posts nothing.
+// and nothing is posted, message nor DM; a channel member's 46020 for it
+// is refused; a message-triggered workflow of theirs fails with
+// owner_unauthorized and posts nothing.
 func TestWorkflowBannedOwnerHookIsUnknown(t *testing.T) {
 	forBackends(t, func(t *testing.T, b store.Backend) {
 		e := newRightsEnv(t, b.(wfBackend), false)
-		id, secret := e.malHook()
+		id, secret, defID := e.malHookEvent()
 		echo := workflow.NewID()
 		okResponse(t, func() *nostr.OKMessage { _, ok := e.mc.define(e.mal, echo, e.ch, echoYAML); return ok }())
 		e.hookWorks(id, secret, 1)
@@ -224,6 +237,8 @@ func TestWorkflowBannedOwnerHookIsUnknown(t *testing.T) {
 
 		e.oc.mustAccept(e.owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.pub()}))
 		e.hookRefused("banned owner", id, secret)
+		manual := e.owner.event(nostr.KindManualTrigger, now(), `{"n":"manual"}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", defID}, chanTag(e.ch))
+		eq(t, "46020 for the banned owner's workflow", e.oc.publish(manual).Message, msgManualOwner)
 
 		// A message trigger still creates a run; it fails before acting.
 		before, _ := e.posted()
@@ -412,6 +427,29 @@ func TestWorkflowRoutesFollowReadPolicy(t *testing.T) {
 		// The storage key of a named channel names nothing, as in a REQ.
 		if code, body := get(e.mal, "/workflows?channel="+key.String()); code != http.StatusNotFound || !bytes.Equal(body, unknownList) {
 			t.Errorf("list by a named channel's key: %d %s", code, body)
+		}
+	})
+}
+
+// TestWorkflowOwnerRightsAcrossPods: two relays (pods) on one store, with
+// no control bus between them. A delivery through the second pod runs; the
+// owner is banned through the first; the second pod's next delivery is
+// the unknown hook's 404 — it decides from the store, not from what it
+// saw before.
+func TestWorkflowOwnerRightsAcrossPods(t *testing.T) {
+	forBackends(t, func(t *testing.T, b store.Backend) {
+		e := newRightsEnv(t, b.(wfBackend), false)
+		pod2 := workflowRelay(t, e.st, newHookServer(t))
+		id, secret := e.malHook()
+		deliver2 := func(body string) (int, []byte) {
+			return hookPost(t, pod2.srv.URL, e.host, id.String(), secret, "", []byte(body))
+		}
+		if code, body := deliver2(`{"n":"1"}`); code != http.StatusAccepted {
+			t.Fatalf("pod 2 before the ban: %d %s", code, body)
+		}
+		e.oc.mustAccept(e.owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.pub()}))
+		if code, body := deliver2(`{"n":"2"}`); code != http.StatusNotFound || !bytes.Equal(body, e.unknownHook()) {
+			t.Fatalf("pod 2 after the ban on pod 1: %d %s", code, body)
 		}
 	})
 }

@@ -29,8 +29,10 @@ type Publisher interface {
 	Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error
 }
 
-// Authority answers who may own and run workflows. store.ChannelStore
-// satisfies it.
+// Authority answers who is a channel member: who may trigger a workflow by
+// hand or approve a request. What a workflow's owner may do when it acts
+// is OwnerRights' question (derived from Authority when the engine is
+// given no OwnerRights). store.ChannelStore satisfies it.
 type Authority interface {
 	// ChannelRole returns pubkey's role in the channel; ok is false when
 	// pubkey is not an active member (or the channel does not exist).

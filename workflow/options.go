@@ -139,8 +139,9 @@ func WithWorkerName(name string) Option {
 	}
 }
 
-// WithAuthority sets who may own and run workflows (required; a
-// store.ChannelStore satisfies it).
+// WithAuthority sets who is a channel member (required; a
+// store.ChannelStore satisfies it). See WithOwnerRights for what a
+// workflow's owner may do.
 func WithAuthority(a Authority) Option {
 	return func(c *config) error {
 		if a == nil {
