@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
@@ -93,6 +94,46 @@ steps:
 			Author: ev.owner, YAML: []byte("name: x\ntrigger: {on: webhook}\nsteps: [{id: a, action: meta}]")})
 		if !errors.Is(err, workflow.ErrNotPermitted) || !strings.Contains(err.Error(), "no metadata for you") {
 			t.Fatalf("Define needing a refused right: %v", err)
+		}
+	})
+}
+
+// TestScheduleSkipsUnauthorizedOwner: a slot whose owner may not run the
+// workflow passes without a run; once the owner may again, the next slot
+// fires (no catch-up).
+func TestScheduleSkipsUnauthorizedOwner(t *testing.T) {
+	forBackends(t, func(t *testing.T, open func(t *testing.T) workflowtest.Backend) {
+		b := open(t)
+		ctx := context.Background()
+		c := workflowtest.Community(t, b, "sched.example")
+		r := &rights{deny: workflow.RightRun}
+		clock := &testClock{}
+		e, err := workflow.New(b, nopSource{}, nopPub{}, workflow.WithAuthority(allMembers{}), workflow.WithOwnerRights(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetClock(clock.now)
+		wf, err := e.Define(ctx, c, workflow.DefineRequest{ID: workflow.NewID(), Channel: workflowtest.ChannelID(), Author: workflowtest.Hex32(),
+			YAML: []byte("name: tick\ntrigger: {on: schedule, interval: 1m}\nsteps: [{id: a, action: send_message, text: hi}]")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := time.Now().UTC().Truncate(time.Minute).Add(2 * time.Minute)
+		r.refuse.Store(true)
+		clock.set(base.Add(10 * time.Second))
+		if n := tick(t, e); n != 0 {
+			t.Fatalf("an unauthorized owner's slot fired %d runs", n)
+		}
+		r.refuse.Store(false)
+		if n := tick(t, e); n != 0 {
+			t.Fatalf("the skipped slot fired later: %d", n)
+		}
+		clock.set(base.Add(time.Minute + 10*time.Second))
+		if n := tick(t, e); n != 1 {
+			t.Fatalf("next slot: %d fires, want 1", n)
+		}
+		if rs, _, err := b.Runs(ctx, c, wf.ID, workflow.RunPage{}); err != nil || len(rs) != 1 {
+			t.Fatalf("runs: %d, %v", len(rs), err)
 		}
 	})
 }
