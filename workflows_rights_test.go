@@ -160,8 +160,8 @@ func (e *rightsEnv) posted() (messages []string, wraps int) {
 	return messages, wraps
 }
 
-// hookRunsFor delivers to the hook and expects the run to complete,
-// posting "said <n>" and a DM.
+// hookWorks delivers to the hook and expects the run to complete
+// (posting "said <n>" and a DM).
 func (e *rightsEnv) hookWorks(id workflow.ID, secret string, n int) {
 	e.t.Helper()
 	m := e.accept(id, secret, `{"n":"`+strconv.Itoa(n)+`"}`)
@@ -342,7 +342,6 @@ func TestWorkflowTopicNeedsEditMetadataRole(t *testing.T) {
 		mustPrefix(t, "member's 9002", e.mc.command(e.mal, nostr.KindEditMetadata, e.ch, nostr.Tag{"about", "pwned"}).Message, "restricted: ")
 		_, ok := e.mc.define(e.mal, workflow.NewID(), e.ch, yaml)
 		eq(t, "member's set_channel_topic workflow", ok.Message, msgWorkflowNotAllowed)
-		before := topic()
 
 		// An admin's workflow sets the topic.
 		adam := newSigner(t)
@@ -361,7 +360,6 @@ func TestWorkflowTopicNeedsEditMetadataRole(t *testing.T) {
 		eq(t, "status", body["status"], any("failed"))
 		eq(t, "error_code", body["error_code"], any(workflow.CodeOwnerUnauthorized))
 		eq(t, "topic after the demotion", topic(), "by adam")
-		_ = before
 	})
 }
 
