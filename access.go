@@ -89,15 +89,9 @@ func (c *conn) liveAllowed(ev *nostr.Event) bool {
 }
 
 // checkRead decides a REQ or COUNT against bans, the community policy and
-// the channel rules. It returns the scope to query with, or a CLOSED
-// reason.
+// the channel rules (Relay.readAccess). It returns the scope to query
+// with, or a CLOSED reason.
 func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tracer) (scope channel.Scope, reason string, needAuth bool, err error) {
-	// Bans first, before membership: a store failure fails closed.
-	if msg, err := c.bannedReader(ctx); err != nil {
-		return channel.Scope{}, "", false, err
-	} else if msg != "" {
-		return channel.Scope{}, msg, false, nil
-	}
 	st := c.traceState()
 	checked := func(id *channel.ID, ok bool) {
 		switch {
@@ -109,18 +103,45 @@ func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tr
 			g.AuthCheck(ctx, st, c.traceLabel(*id), tenant.CommunityID{}, false)
 		}
 	}
-	if c.reader == nil {
-		// Without channels no event has one: a filter naming one reads
-		// nothing.
+	return c.r.readAccess(ctx, c.tc.Community(), c.readers(), c.reader, filters, checked)
+}
+
+// readAccess is the one read decision of every client read — REQ and
+// COUNT on a connection, /query and /count, the workflow routes: bans
+// first (ingest.Pipeline.ReadBlocked; a store failure fails closed), then
+// the community's access policy and the channel rule for readers (the
+// pubkeys the client authenticated as) through rd, their channel.Reader
+// (nil without channels: then no event has a channel, and a filter
+// naming one reads nothing). It returns the scope to query with, or the
+// refusal (needAuth when authenticating could change it).
+func (r *Relay) readAccess(ctx context.Context, community tenant.CommunityID, readers []string, rd *channel.Reader,
+	filters []nostr.Filter, checked func(id *channel.ID, ok bool)) (scope channel.Scope, reason string, needAuth bool, err error) {
+	if msg, err := r.bannedReaders(ctx, community, readers); err != nil {
+		return channel.Scope{}, "", false, err
+	} else if msg != "" {
+		return channel.Scope{}, msg, false, nil
+	}
+	if rd == nil {
 		if !channel.Readable(filters, channel.Scope{}, checked) {
-			if !c.authenticated() {
+			if len(readers) == 0 {
 				return channel.Scope{}, channel.MsgChannelAuth, true, nil
 			}
 			return channel.Scope{}, channel.MsgChannelDenied, false, nil
 		}
 		return channel.Scope{}, "", false, nil
 	}
-	return c.reader.Check(ctx, filters, checked)
+	return rd.Check(ctx, filters, checked)
+}
+
+// signerReader is the channel.Reader of one HTTP request signed by pubkey
+// (NIP-98), nil without channels.
+func (r *Relay) signerReader(ctx context.Context, community tenant.CommunityID, pubkey string) *channel.Reader {
+	if r.channels == nil {
+		return nil
+	}
+	rd := r.channels.access.Reader(ctx, community)
+	rd.Authenticated(pubkey)
+	return rd
 }
 
 // membersOnlyRefusal is the community access policy of a read by readers

@@ -228,15 +228,10 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 			}
 		}
 	}
+	// A REQ's rules (bans, community policy, then channels) for the one
+	// signer, through a Reader of this request alone.
 	readers = []string{pubkey}
-	reason, err := r.bannedReaders(ctx, tc.Community(), readers)
-	if err == nil && reason == "" && r.channels != nil {
-		// A REQ's rules (community policy, then channels) for the one
-		// signer, through a Reader of this request alone.
-		rd := r.channels.access.Reader(ctx, tc.Community())
-		rd.Authenticated(pubkey)
-		scope, reason, _, err = rd.Check(ctx, filters, rt.channelCheck(ctx, tc))
-	}
+	scope, reason, _, err := r.readAccess(ctx, tc.Community(), readers, r.signerReader(ctx, tc.Community(), pubkey), filters, rt.channelCheck(ctx, tc))
 	if err != nil {
 		r.log.ErrorContext(ctx, "buzz: HTTP read access", "err", err)
 		refuse(msgInternal)

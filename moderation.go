@@ -98,15 +98,10 @@ func (r *Relay) restrictionChanged(community tenant.CommunityID, m control.Restr
 	})
 }
 
-// bannedReader returns the "blocked: …" refusal when one of the
-// connection's authenticated pubkeys is banned from its community; a store
-// failure is returned as an error (the caller fails closed).
-func (c *conn) bannedReader(ctx context.Context) (string, error) {
-	return c.r.bannedReaders(ctx, c.tc.Community(), c.readers())
-}
-
-// bannedReaders is bannedReader for any readers of community (the HTTP API
-// passes its NIP-98 signer): ingest.Pipeline.ReadBlocked.
+// bannedReaders returns the "blocked: …" refusal when one of readers (the
+// pubkeys a client authenticated as) is banned from community; a store
+// failure is returned as an error (the caller fails closed):
+// ingest.Pipeline.ReadBlocked. Every read asks it through readAccess.
 func (r *Relay) bannedReaders(ctx context.Context, community tenant.CommunityID, readers []string) (string, error) {
 	if r.moderation == nil {
 		return "", nil

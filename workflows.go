@@ -27,9 +27,10 @@ import (
 //
 //   - Kind 30620 defines a workflow: content = YAML, d = workflow UUID,
 //     h = channel, optional name and expected-revision tags. The engine
-//     parses and authorizes it (a channel member; owner or admin when it
-//     calls webhooks; an update only by the same owner in the same
-//     channel), then the event is stored like any addressable event and the
+//     parses and authorizes it (its author must hold every right its
+//     steps need, see workflows_rights.go: a channel member; owner or
+//     admin when it calls webhooks or sets the topic; an update only by
+//     the same owner in the same channel), then the event is stored like any addressable event and the
 //     OK message is `response:{"workflow_id":…,"revision":…,"event_id":…}`,
 //     with "webhook_secret" the first time a webhook definition of that id
 //     is stored (see workflows_hooks.go).
@@ -48,7 +49,9 @@ import (
 //   - Workflow status events (46001–46012) are relay-signed: clients cannot
 //     publish them.
 //   - Removing a member from a channel (9001, 9022) disables the workflows
-//     they own there.
+//     they own there. Whatever else changes an owner's rights (a ban, a
+//     timeout, a removal from a members-only community, a demotion) stops
+//     their workflows at the next run or step (workflows_rights.go).
 //
 // Every lookup is scoped by the connection's community: a workflow id of
 // another community is answered exactly like a random one.
@@ -60,12 +63,13 @@ const (
 	msgWorkflowNoH        = "invalid: workflow events need an h tag naming their channel"
 	msgWorkflowStale      = "invalid: expected-revision does not match the workflow's current revision"
 	msgWorkflowNotOwner   = "restricted: this workflow id belongs to another author or channel"
-	msgWorkflowNotAllowed = "restricted: only channel members may define workflows, and only owners and admins ones that call webhooks"
+	msgWorkflowNotAllowed = "restricted: only channel members may define workflows, and only owners and admins ones that call webhooks or set the topic"
 	msgWorkflowStatus     = "restricted: workflow status events are relay-signed"
 	msgManualStale        = "invalid: e tag must name the workflow's current definition event"
 	msgManualWrongTrigger = "invalid: only workflows triggered by webhook can be run by hand"
 	msgManualDisabled     = "restricted: the workflow is disabled"
 	msgManualNotMember    = "restricted: only channel members may run workflows"
+	msgManualOwner        = "restricted: the workflow's owner may not run it now"
 	msgManualContent      = "invalid: content must be empty or a JSON object"
 )
 
@@ -319,6 +323,8 @@ func (h *WorkflowHost) trigger(ctx context.Context, s ingest.Submission) (ingest
 		return ingest.Outcome{Message: msgManualDisabled}, false
 	case errors.Is(err, workflow.ErrNotPermitted):
 		return ingest.Outcome{Message: msgManualNotMember}, false
+	case errors.Is(err, workflow.ErrOwnerUnauthorized):
+		return ingest.Outcome{Message: msgManualOwner}, false
 	default:
 		h.r.log.ErrorContext(ctx, "buzz: manual workflow trigger", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false

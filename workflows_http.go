@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -28,10 +29,16 @@ import (
 //	                                      its trace; limit default 100, max
 //	                                      1000; next_cursor ("" at the end)
 //
-// The signer must be able to read the workflow's channel. A workflow or
-// channel that does not exist in this community — another community's id,
-// a channel the signer cannot read — is 404 {"error":"not_found",…} with
-// the same bytes as a random id.
+// The signer must be able to read the workflow's channel by exactly the
+// rules of a REQ whose filter names it in "#h" (readAccess, the one read
+// decision: not banned, a member of a members-only community, a member of
+// a private channel). channel= names the channel as an h tag does (its
+// NIP-29 group id: the UUID, or the name it was created with); a value a
+// REQ would match no event of the channel with names nothing. A workflow
+// or channel that does not exist in this community — another community's
+// id, a channel the signer cannot read, a signer banned or not a member
+// of a members-only community — is 404 {"error":"not_found",…} with the
+// same bytes as a random id.
 const (
 	WorkflowsPath = "/workflows"
 )
@@ -40,7 +47,7 @@ const (
 	msgWorkflowNotFound = "invalid: no such workflow"
 	msgChannelNotFound  = "invalid: no such channel"
 	msgWorkflowForbid   = "restricted: only the channel's owners and admins, or the workflow's owner, may enable or disable it"
-	msgBadChannelParam  = "invalid: channel must be a channel UUID"
+	msgBadChannelParam  = "invalid: channel must be a channel's group id"
 	msgBadRunPage       = "invalid: limit must be a positive integer and cursor one a previous page returned"
 )
 
@@ -82,22 +89,28 @@ func notFound(w http.ResponseWriter, msg string) {
 	apiError(w, http.StatusNotFound, "not_found", msg)
 }
 
-// readableChannel returns the signer's role in channel id (ok when the
-// channel exists in tc's community and the signer may read it).
-func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, id channel.ID, pubkey string) (role channel.Role, ok bool, err error) {
-	cs := r.channels.store
-	ch, err := cs.Channel(req.Context(), tc.Community(), id)
+// readableChannel reports whether the signer may read channel id of tc's
+// community: the decision of a REQ with the filter {"#h": [id]}
+// (readAccess), for a channel that exists. gid, when not "", is how the
+// request named the channel (an h tag's value): it must be the channel's
+// group id, since a REQ naming it otherwise matches none of its events.
+// Any refusal is false, never a reason: the caller answers as for an
+// unknown channel.
+func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, rt readTrace, id channel.ID, gid, pubkey string) (bool, error) {
+	ctx := req.Context()
+	filters := []nostr.Filter{{Tags: map[string][]string{"h": {id.String()}}}}
+	_, reason, _, err := r.readAccess(ctx, tc.Community(), []string{pubkey}, r.signerReader(ctx, tc.Community(), pubkey), filters, rt.channelCheck(ctx, tc))
+	if err != nil || reason != "" {
+		return false, err
+	}
+	ch, err := r.channels.store.Channel(ctx, tc.Community(), id)
 	if errors.Is(err, channel.ErrNoChannel) {
-		return "", false, nil
+		return false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return false, err
 	}
-	role, member, err := cs.ChannelRole(req.Context(), tc.Community(), id, pubkey)
-	if err != nil {
-		return "", false, err
-	}
-	return role, channel.MayRead(ch, member), nil
+	return gid == "" || ch.GroupID() == gid, nil
 }
 
 // workflowRequest serves the start of every /workflows/{id} route: it
@@ -115,7 +128,7 @@ func (r *Relay) workflowRequest(w http.ResponseWriter, req *http.Request, tc ten
 
 // visibleWorkflow returns workflow {id} of tc's community when the signer
 // may read its channel; it answers 404 itself otherwise.
-func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt readTrace) (workflow.Workflow, channel.Role, bool) {
+func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt readTrace) (wf workflow.Workflow, role channel.Role, ok bool) {
 	fail := func(msg string) (workflow.Workflow, channel.Role, bool) {
 		rt.refuse(req.Context(), msg)
 		notFound(w, msg)
@@ -133,7 +146,14 @@ func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc ten
 		r.wfInternal(w, req, rt, "workflow", err)
 		return workflow.Workflow{}, "", false
 	}
-	role, readable, err := r.readableChannel(req, tc, wf.Channel, pubkey)
+	readable, err := r.readableChannel(req, tc, rt, wf.Channel, "", pubkey)
+	if err == nil && readable {
+		var member bool
+		role, member, err = r.channels.store.ChannelRole(req.Context(), tc.Community(), wf.Channel, pubkey)
+		if !member {
+			role = ""
+		}
+	}
 	if err != nil {
 		r.wfInternal(w, req, rt, "channel", err)
 		return workflow.Workflow{}, "", false
@@ -199,13 +219,14 @@ func (r *Relay) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc t
 		return
 	}
 	rt := r.armHTTPRead(tc, pk, "workflows")
-	ch, ok := channel.ParseID(req.URL.Query().Get("channel"))
+	gid := req.URL.Query().Get("channel")
+	ch, ok := channel.ParseID(gid)
 	if !ok {
 		rt.refuse(req.Context(), msgBadChannelParam)
 		apiError(w, http.StatusBadRequest, "invalid", msgBadChannelParam)
 		return
 	}
-	_, readable, err := r.readableChannel(req, tc, ch, pk)
+	readable, err := r.readableChannel(req, tc, rt, ch, gid, pk)
 	if err != nil {
 		r.wfInternal(w, req, rt, "channel", err)
 		return

@@ -33,6 +33,10 @@ type requestApproval struct {
 	max   time.Duration
 }
 
+// NeededRight implements RightNeeder: the request is posted into the
+// channel.
+func (requestApproval) NeededRight() Right { return RightPost }
+
 func (requestApproval) Name() string { return ActionRequestApproval }
 
 // approverSpec normalizes a from field: ApproverAny or 64 lowercase hex.

@@ -90,6 +90,9 @@ func publishOnce(ctx context.Context, x *StepContext, key string, ev *nostr.Even
 // channel of the community (the owner must be a member of it).
 type sendMessage struct{}
 
+// NeededRight implements RightNeeder.
+func (sendMessage) NeededRight() Right { return RightPost }
+
 func (sendMessage) Name() string { return ActionSendMessage }
 
 func (sendMessage) Validate(f Fields, d *Definition) error {
@@ -129,8 +132,9 @@ func (sendMessage) Run(ctx context.Context, x *StepContext) (map[string]any, err
 			return nil, Fail("invalid_channel", "channel %q is not a channel UUID", s)
 		}
 		if id != ch {
-			if err := x.e.authorize(ctx, x.Community, id, x.Workflow.Owner, false); err != nil {
-				return nil, Fail("not_permitted", "the workflow's owner is not a member of channel %s", s)
+			// The owner must be able to post there too.
+			if err := x.e.ownerMay(ctx, x.Community, id, x.Workflow.Owner, RightPost); err != nil {
+				return nil, err
 			}
 		}
 		ch = id
@@ -162,6 +166,9 @@ func (sendMessage) Run(ctx context.Context, x *StepContext) (map[string]any, err
 
 // addReaction: relay-signed kind 7 on the triggering message.
 type addReaction struct{}
+
+// NeededRight implements RightNeeder.
+func (addReaction) NeededRight() Right { return RightPost }
 
 func (addReaction) Name() string { return ActionAddReaction }
 
@@ -204,6 +211,9 @@ func (addReaction) Run(ctx context.Context, x *StepContext) (map[string]any, err
 // setTopic: changes the channel's topic through the TopicSetter.
 type setTopic struct{ t TopicSetter }
 
+// NeededRight implements RightNeeder.
+func (setTopic) NeededRight() Right { return RightMetadata }
+
 func (setTopic) Name() string { return ActionSetChannelTopic }
 
 func (setTopic) Validate(f Fields, _ *Definition) error {
@@ -236,6 +246,9 @@ func (s setTopic) Run(ctx context.Context, x *StepContext) (map[string]any, erro
 // sendDM: NIP-17 private message; the sealed events are recorded before
 // they are published.
 type sendDM struct{ s DMSealer }
+
+// NeededRight implements RightNeeder.
+func (sendDM) NeededRight() Right { return RightDM }
 
 func (sendDM) Name() string { return ActionSendDM }
 
@@ -314,6 +327,9 @@ func (d sendDM) Run(ctx context.Context, x *StepContext) (map[string]any, error)
 
 // callWebhook: an HTTP request through the WebhookCaller, at most once.
 type callWebhook struct{ c WebhookCaller }
+
+// NeededRight implements RightNeeder.
+func (callWebhook) NeededRight() Right { return RightAdmin }
 
 func (callWebhook) Name() string { return ActionCallWebhook }
 

@@ -35,6 +35,9 @@ var (
 	ErrWrongTrigger = errors.New("workflow: workflow is not triggered by webhook")
 	// ErrDisabled: the workflow is disabled.
 	ErrDisabled = errors.New("workflow: workflow is disabled")
+	// ErrOwnerUnauthorized: the workflow's owner no longer holds the
+	// rights to run it (see OwnerRights).
+	ErrOwnerUnauthorized = errors.New("workflow: the workflow's owner may not run it")
 )
 
 // Engine runs workflows. Create it with New, start it with Run.
@@ -109,6 +112,13 @@ func New(st Store, src EventSource, pub Publisher, opts ...Option) (*Engine, err
 		cfg.heartbeat = cfg.leaseTTL / 3
 	}
 	cfg.approvals, _ = st.(ApprovalStore)
+	if cfg.rights == nil {
+		if r, ok := pub.(OwnerRights); ok {
+			cfg.rights = r
+		} else {
+			cfg.rights = authorityRights{cfg.authority}
+		}
+	}
 	reg, err := NewRegistry(builtinActions(&cfg)...)
 	if err != nil {
 		return nil, err
@@ -157,8 +167,9 @@ type DefineRequest struct {
 	ExpectedRevision string // "" = no compare-and-swap
 }
 
-// Define parses a definition, checks its author's authority (a channel
-// member; owner or admin when it calls webhooks) and stores it. Errors:
+// Define parses a definition, checks that its author holds now every
+// right its steps need (OwnerRights: a channel member; owner or admin when
+// it calls webhooks or sets the topic) and stores it. Errors:
 // *FieldError (invalid definition), ErrNotPermitted, ErrNotOwner,
 // ErrRevisionConflict, ErrNotFound (expected revision of a workflow that
 // does not exist), or a storage error.
@@ -167,7 +178,7 @@ func (e *Engine) Define(ctx context.Context, c tenant.CommunityID, r DefineReque
 	if err != nil {
 		return Workflow{}, err
 	}
-	if err := e.authorize(ctx, c, r.Channel, r.Author, d.NeedsAdmin()); err != nil {
+	if err := e.mayDefine(ctx, c, r.Channel, r.Author, d); err != nil {
 		return Workflow{}, err
 	}
 	wf, err := e.store.PutWorkflow(ctx, c, PutWorkflow{
@@ -181,6 +192,31 @@ func (e *Engine) Define(ctx context.Context, c tenant.CommunityID, r DefineReque
 	return wf, nil
 }
 
+// mayDefine checks that author holds every right d's steps need in ch
+// (RightRun for a definition without steps): ErrNotPermitted, wrapped with
+// the refusal, when not.
+func (e *Engine) mayDefine(ctx context.Context, c tenant.CommunityID, ch channel.ID, author string, d *Definition) error {
+	rights := map[Right]bool{RightRun: true}
+	for i := range d.Steps {
+		if a, ok := e.reg.Lookup(d.Steps[i].Action); ok {
+			rights[neededRight(a)] = true
+		}
+	}
+	for _, r := range []Right{RightRun, RightPost, RightDM, RightMetadata, RightAdmin} {
+		if !rights[r] {
+			continue
+		}
+		refusal, err := e.cfg.rights.OwnerMay(ctx, c, ch, author, r)
+		if err != nil {
+			return err
+		}
+		if refusal != "" {
+			return fmt.Errorf("%w: %s", ErrNotPermitted, refusal)
+		}
+	}
+	return nil
+}
+
 // authorize checks pubkey's standing in channel.
 func (e *Engine) authorize(ctx context.Context, c tenant.CommunityID, ch channel.ID, pubkey string, admin bool) error {
 	role, ok, err := e.cfg.authority.ChannelRole(ctx, c, ch, pubkey)
@@ -191,6 +227,53 @@ func (e *Engine) authorize(ctx context.Context, c tenant.CommunityID, ch channel
 		return ErrNotPermitted
 	}
 	return nil
+}
+
+// ownerMay checks that wf's owner holds right in channel ch now (see
+// OwnerRights): nil, a *StepError with CodeOwnerUnauthorized saying why
+// not, or the error that kept it from being decided.
+func (e *Engine) ownerMay(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string, right Right) error {
+	refusal, err := e.cfg.rights.OwnerMay(ctx, c, ch, owner, right)
+	if err != nil {
+		return fmt.Errorf("workflow: owner rights: %w", err)
+	}
+	if refusal != "" {
+		return &StepError{Code: CodeOwnerUnauthorized, Msg: refusal}
+	}
+	return nil
+}
+
+// authorityRights is the OwnerRights of an engine given none: the channel
+// role its Authority reports, nothing else.
+type authorityRights struct{ a Authority }
+
+func (r authorityRights) OwnerMay(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string, right Right) (string, error) {
+	role, ok, err := r.a.ChannelRole(ctx, c, ch, owner)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "the workflow's owner is not a member of the channel", nil
+	}
+	switch right {
+	case RightPost:
+		if role == channel.RoleGuest {
+			return "the workflow's owner may not post in the channel", nil
+		}
+	case RightMetadata, RightAdmin:
+		if role != channel.RoleOwner && role != channel.RoleAdmin {
+			return "the workflow's owner is not an owner or admin of the channel", nil
+		}
+	}
+	return "", nil
+}
+
+// neededRight is the right a step of action a needs (RightNeeder).
+func neededRight(a Action) Right {
+	if n, ok := a.(RightNeeder); ok {
+		return n.NeededRight()
+	}
+	return RightRun
 }
 
 // Invalidate drops this engine's cached workflows of a channel (call it
@@ -221,8 +304,10 @@ type ManualTrigger struct {
 // TriggerManual persists a run of a webhook-triggered workflow by hand.
 // A workflow of another community or channel is ErrNotFound; a stale
 // Revision ErrRevisionConflict; then ErrWrongTrigger, ErrDisabled,
-// ErrNotPermitted (the author is not a channel member). Repeating a
-// trigger event returns its existing run with created false.
+// ErrNotPermitted (the author is not a channel member),
+// ErrOwnerUnauthorized (the workflow's owner may not run it now, see
+// OwnerRights). Repeating a trigger event returns its existing run with
+// created false.
 func (e *Engine) TriggerManual(ctx context.Context, c tenant.CommunityID, t ManualTrigger) (Run, bool, error) {
 	wf, err := e.store.Workflow(ctx, c, t.Workflow)
 	if err != nil {
@@ -241,6 +326,13 @@ func (e *Engine) TriggerManual(ctx context.Context, c tenant.CommunityID, t Manu
 		return Run{}, false, ErrDisabled
 	}
 	if err := e.authorize(ctx, c, wf.Channel, t.Author, false); err != nil {
+		return Run{}, false, err
+	}
+	if err := e.ownerMay(ctx, c, wf.Channel, wf.Owner, RightRun); err != nil {
+		var se *StepError
+		if errors.As(err, &se) {
+			return Run{}, false, ErrOwnerUnauthorized
+		}
 		return Run{}, false, err
 	}
 	vars := make(map[string]any, len(t.Fields)+3)

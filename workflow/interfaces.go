@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
@@ -28,12 +29,72 @@ type Publisher interface {
 	Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error
 }
 
-// Authority answers who may own and run workflows. store.ChannelStore
-// satisfies it.
+// Authority answers who is a channel member: who may trigger a workflow by
+// hand or approve a request. What a workflow's owner may do when it acts
+// is OwnerRights' question (derived from Authority when the engine is
+// given no OwnerRights). store.ChannelStore satisfies it.
 type Authority interface {
 	// ChannelRole returns pubkey's role in the channel; ok is false when
 	// pubkey is not an active member (or the channel does not exist).
 	ChannelRole(ctx context.Context, c tenant.CommunityID, channel channel.ID, pubkey string) (role channel.Role, ok bool, err error)
+}
+
+// Right is what a workflow's owner must hold, at the moment the workflow
+// acts, for one thing it does. Every right includes RightRun.
+type Right int
+
+// Rights.
+const (
+	// RightRun: run at all — the owner still takes part in the channel
+	// (see OwnerRights). Checked before every run and resumption.
+	RightRun Right = iota
+	// RightPost: post into the channel as a client would (send_message,
+	// add_reaction, request_approval).
+	RightPost
+	// RightDM: send private messages in the community (send_dm).
+	RightDM
+	// RightMetadata: change the channel's metadata — what a client needs
+	// for a 9002 (set_channel_topic).
+	RightMetadata
+	// RightAdmin: channel owner or admin (call_webhook).
+	RightAdmin
+)
+
+func (r Right) String() string {
+	switch r {
+	case RightRun:
+		return "run"
+	case RightPost:
+		return "post"
+	case RightDM:
+		return "dm"
+	case RightMetadata:
+		return "metadata"
+	case RightAdmin:
+		return "admin"
+	}
+	return "right(" + strconv.Itoa(int(r)) + ")"
+}
+
+// OwnerRights decides whether a workflow's owner holds a right now. The
+// engine asks it before every run (RightRun), before every step (the
+// step's right, see RightNeeder) and before a webhook delivery creates a
+// run, so a workflow never acts with more than its owner could do by hand
+// at that moment. The relay implements it (WorkflowHost.OwnerMay) from the
+// store and moderation state; without one the engine derives a
+// channel-role-only rule from its Authority.
+type OwnerRights interface {
+	// OwnerMay returns "" when owner may now exercise right in channel ch
+	// of community c, else why not (a sentence for the run's trace). An
+	// error means it could not be decided: the run is retried.
+	OwnerMay(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string, right Right) (refusal string, err error)
+}
+
+// RightNeeder may be implemented by an Action: the right the workflow's
+// owner must hold for a step of it to run (RightRun when the action does
+// not implement it).
+type RightNeeder interface {
+	NeededRight() Right
 }
 
 // TopicSetter changes a channel's topic for set_channel_topic.

@@ -22,6 +22,7 @@ type config struct {
 	minInterval time.Duration
 	schedTick   time.Duration
 	authority   Authority
+	rights      OwnerRights // WithOwnerRights, else the Publisher's, else from authority
 	topics      TopicSetter
 	dms         DMSealer
 	webhooks    WebhookCaller
@@ -138,14 +139,31 @@ func WithWorkerName(name string) Option {
 	}
 }
 
-// WithAuthority sets who may own and run workflows (required; a
-// store.ChannelStore satisfies it).
+// WithAuthority sets who is a channel member (required; a
+// store.ChannelStore satisfies it). See WithOwnerRights for what a
+// workflow's owner may do.
 func WithAuthority(a Authority) Option {
 	return func(c *config) error {
 		if a == nil {
 			return errors.New("workflow: nil authority")
 		}
 		c.authority = a
+		return nil
+	}
+}
+
+// WithOwnerRights sets the rule deciding what a workflow's owner may do
+// when the workflow acts (see OwnerRights). Without it the engine uses its
+// Publisher when that implements OwnerRights (the relay's WorkflowHost
+// does), else a rule derived from the Authority alone: an active channel
+// member, not a guest to post, owner or admin for RightMetadata and
+// RightAdmin.
+func WithOwnerRights(r OwnerRights) Option {
+	return func(c *config) error {
+		if r == nil {
+			return errors.New("workflow: nil owner rights")
+		}
+		c.rights = r
 		return nil
 	}
 }

@@ -252,8 +252,9 @@ func (e *Engine) scheduleLoop(ctx context.Context) error {
 }
 
 // ScheduleTick fires every due schedule once: the latest slot at or before
-// now (never older missed slots), if the workflow is enabled and the slot
-// is not before the schedule was defined. It returns how many runs it
+// now (never older missed slots), if the workflow is enabled, its owner
+// may run it now (OwnerRights) and the slot is not before the schedule
+// was defined. It returns how many runs it
 // created. Every pod may tick at once; a slot fires once.
 func (e *Engine) ScheduleTick(ctx context.Context) (int, error) {
 	now := e.now()
@@ -330,6 +331,18 @@ func (e *Engine) fireSchedule(ctx context.Context, now time.Time, d DueSchedule)
 		}
 		f.Next = next
 		if slot, ok := s.Latest(now); ok && wf.Enabled && !slot.Before(d.Since) && !slot.Before(d.NextFire) {
+			// A slot whose owner may not run the workflow now (OwnerRights)
+			// passes without a run, like a disabled workflow's; the run
+			// itself checks again before it acts.
+			if err := e.ownerMay(ctx, d.Community, wf.Channel, wf.Owner, RightRun); err != nil {
+				var se *StepError
+				if !errors.As(err, &se) {
+					return false, false, err
+				}
+				e.log.Warn("workflow: scheduled fire skipped: its owner may not run it", "community", d.Community.String(),
+					"workflow", wf.ID.String(), "slot", slot, "reason", se.Msg)
+				break
+			}
 			f.Slot = slot
 			f.Trigger = map[string]any{
 				"scheduled_for": slot.UTC().Format(time.RFC3339),

@@ -137,8 +137,9 @@ type WebhookDelivery struct {
 // TriggerWebhook persists a run of a webhook-triggered workflow for an
 // incoming delivery; the run is stored when it returns. Every refusal —
 // no such workflow in c, no secret or a wrong one (compared in constant
-// time), another trigger, a disabled workflow — is ErrNotFound, so a
-// caller cannot tell them apart. A repeated idempotency key returns the
+// time), another trigger, a disabled workflow, an owner who may not run
+// it now (banned, timed out, no longer a member: OwnerRights) — is
+// ErrNotFound, so a caller cannot tell them apart. A repeated idempotency key returns the
 // existing run with created false.
 func (e *Engine) TriggerWebhook(ctx context.Context, c tenant.CommunityID, d WebhookDelivery) (run Run, created bool, err error) {
 	ws, err := e.webhookSecrets()
@@ -157,6 +158,13 @@ func (e *Engine) TriggerWebhook(ctx context.Context, c tenant.CommunityID, d Web
 	match := subtle.ConstantTimeCompare(got[:], want[:]) == 1
 	if !ok || !match || wf.Definition.Trigger.On != TriggerWebhook || !wf.Enabled {
 		return Run{}, false, ErrNotFound
+	}
+	if err := e.ownerMay(ctx, c, wf.Channel, wf.Owner, RightRun); err != nil {
+		var se *StepError
+		if errors.As(err, &se) {
+			return Run{}, false, ErrNotFound
+		}
+		return Run{}, false, err
 	}
 	trig := WebhookTriggerID(d.IdempotencyKey)
 	if d.IdempotencyKey == "" {

@@ -165,11 +165,15 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 	if !wf.Enabled && run.Status == RunPending {
 		return st.finish(ctx, RunCancelled, CodeWorkflowGone, "the workflow is disabled", "")
 	}
-	// The owner's authority is re-checked before every run (and every
-	// resumption).
-	if err := e.authorize(ctx, l.Community, wf.Channel, wf.Owner, wf.Definition.NeedsAdmin()); err != nil {
-		if errors.Is(err, ErrNotPermitted) {
-			return st.finish(ctx, RunFailed, CodeOwnerUnauthorized, "the workflow's owner is no longer permitted to run it", "")
+	// The owner's rights are re-checked before every run and every
+	// resumption (after a delay, an approval, a takeover), and before
+	// every step below: a workflow acts only with its owner's rights as
+	// they are at that moment (OwnerRights).
+	if err := e.ownerMay(ctx, l.Community, wf.Channel, wf.Owner, RightRun); err != nil {
+		var se *StepError
+		if errors.As(err, &se) {
+			e.log.Warn("workflow: run stopped: its owner may not run it", "community", l.Community, "workflow", wf.ID, "run", run.ID, "reason", se.Msg)
+			return st.finish(ctx, RunFailed, se.Code, se.Msg, "")
 		}
 		return err
 	}
@@ -218,6 +222,15 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 				}
 				continue
 			}
+		}
+		if err := e.ownerMay(ctx, l.Community, wf.Channel, wf.Owner, st.stepRight(step)); err != nil {
+			var se *StepError
+			if !errors.As(err, &se) {
+				return err // undecided: the run is retried
+			}
+			e.log.Warn("workflow: step stopped: its owner may not take it", "community", l.Community, "workflow", wf.ID, "run", run.ID, "step", step.ID, "reason", se.Msg)
+			trace.Status, trace.ErrorCode, trace.Error, trace.FinishedAt = StepFailed, se.Code, se.Msg, e.now()
+			return st.failStep(ctx, i, trace)
 		}
 		st.status(ctx, nostr.KindStepStarted, "step_started", step.ID, nil)
 		out, err := st.runStep(ctx, step, vars)
@@ -300,6 +313,15 @@ func (st *runState) skippedDependency(step *Step) string {
 		}
 	}
 	return ""
+}
+
+// stepRight is the right step's action needs (RightRun for an action
+// this engine does not have: runStep fails it).
+func (st *runState) stepRight(step *Step) Right {
+	if a, ok := st.e.reg.Lookup(step.Action); ok {
+		return neededRight(a)
+	}
+	return RightRun
 }
 
 // runStep runs one action under the step's timeout, containing panics.
