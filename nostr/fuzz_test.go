@@ -374,6 +374,11 @@ func FuzzParseFiltersLimited(f *testing.F) {
 				return
 			}
 		default:
+			if err != nil && !isLimitErr(err) {
+				// Past a bare object, the REQ form would read what follows
+				// as more filters: only acceptance and limits compare.
+				return
+			}
 			msg = `["REQ","s",` + trimmed + `]`
 			if reqLim.MaxBytes > 0 {
 				reqLim.MaxBytes++ // the REQ's leading comma

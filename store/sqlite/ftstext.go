@@ -93,4 +93,3 @@ func ftsMatch(cseq int64, q *search.Query) string {
 	}
 	return string(b)
 }
-
