@@ -35,11 +35,7 @@ const (
 // MaxFilterValues, MaxSubscriptionBytes), and a message beyond the
 // connection's rate (Limits.MessageRate) is refused unprocessed.
 func (c *conn) handle(data []byte) {
-	msg, err := nostr.ParseClientMessageLimited(data, nostr.FilterLimits{
-		MaxFilters: c.limits.MaxFilters,
-		MaxValues:  c.limits.MaxFilterValues,
-		MaxBytes:   c.limits.MaxSubscriptionBytes,
-	})
+	msg, err := nostr.ParseClientMessageLimited(data, c.limits.filterLimits())
 	if err != nil {
 		c.refuseMessage(err)
 		return

@@ -170,25 +170,15 @@ func (r *Relay) authenticate(w http.ResponseWriter, req *http.Request, tc tenant
 	return pubkey, body, true
 }
 
-// parseFilters decodes a filter or an array of filters.
-func parseFilters(body []byte) ([]nostr.Filter, error) {
+// parseFilters decodes a filter or an array of filters, bounded as the
+// filters of a REQ are (Limits.MaxFilters, MaxFilterValues,
+// MaxSubscriptionBytes), by the same parser and with the same messages.
+func parseFilters(body []byte, lim Limits) ([]nostr.Filter, error) {
 	trimmed := strings.TrimLeft(string(body), " \t\r\n")
-	var filters []nostr.Filter
-	switch {
-	case strings.HasPrefix(trimmed, "["):
-		if err := json.Unmarshal(body, &filters); err != nil {
-			return nil, err
-		}
-	case strings.HasPrefix(trimmed, "{"):
-		f, err := nostr.ParseFilter([]byte(trimmed))
-		if err != nil {
-			return nil, err
-		}
-		filters = []nostr.Filter{f}
-	default:
+	if !strings.HasPrefix(trimmed, "[") && !strings.HasPrefix(trimmed, "{") {
 		return nil, errors.New(msgBadFilters)
 	}
-	return filters, nil
+	return nostr.ParseFiltersLimited(body, lim.filterLimits())
 }
 
 // readRequest is the part of /query and /count shared by both: parse and
@@ -205,18 +195,9 @@ func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.
 		rt.refuse(ctx, reason)
 		refusal(w, reason)
 	}
-	filters, err := parseFilters(body)
+	filters, err := parseFilters(body, r.cfg.limits)
 	if err != nil {
 		refuse(ingest.Reason(err, "invalid: "))
-		return nil, nil, scope, rt, false
-	}
-	lim := r.cfg.limits
-	switch {
-	case len(filters) == 0:
-		refuse(msgNoFilters)
-		return nil, nil, scope, rt, false
-	case len(filters) > lim.MaxFilters:
-		refuse(fmt.Sprintf(msgTooManyFilters, lim.MaxFilters))
 		return nil, nil, scope, rt, false
 	}
 	pctx := r.httpConn(ctx, req, pubkey)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/buzzrelay/buzz/nostr"
 )
 
 // Limits bounds what one client may ask of the relay. Every limit a NIP-11
@@ -119,6 +121,17 @@ type Limits struct {
 	// ExpirySweepInterval is the period of the NIP-40 sweeper that deletes
 	// expired events from the store.
 	ExpirySweepInterval time.Duration
+}
+
+// filterLimits is the bound on the filters of one read, the same for a
+// REQ or COUNT on a WebSocket and for the body of POST /query or /count:
+// MaxFilters, MaxFilterValues and MaxSubscriptionBytes.
+func (l Limits) filterLimits() nostr.FilterLimits {
+	return nostr.FilterLimits{
+		MaxFilters: l.MaxFilters,
+		MaxValues:  l.MaxFilterValues,
+		MaxBytes:   l.MaxSubscriptionBytes,
+	}
 }
 
 // DefaultLimits returns the limits used for every zero field of a Limits.

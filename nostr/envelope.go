@@ -206,17 +206,9 @@ func (p *scanner) subAndFilters(lim FilterLimits) (string, []Filter, error) {
 	var filters []Filter
 	start := p.i
 	for p.consume(',') {
-		if lim.MaxFilters > 0 && len(filters) == lim.MaxFilters {
-			return sub, nil, fmt.Errorf("invalid: too many filters (limit %d)", lim.MaxFilters)
-		}
-		f, err := p.parseFilter()
-		if err != nil {
+		if filters, err = p.limitedFilter(lim, start, filters); err != nil {
 			return sub, nil, err
 		}
-		if lim.MaxBytes > 0 && p.i-start > lim.MaxBytes {
-			return sub, nil, fmt.Errorf("invalid: filters too large (limit %d bytes)", lim.MaxBytes)
-		}
-		filters = append(filters, f)
 	}
 	if !p.consume(']') {
 		return sub, nil, errSyntax
@@ -228,6 +220,61 @@ func (p *scanner) subAndFilters(lim FilterLimits) (string, []Filter, error) {
 		return sub, nil, errNeedFilter
 	}
 	return sub, filters, nil
+}
+
+// limitedFilter parses the filter at the cursor and appends it to filters,
+// refusing it when filters already holds lim.MaxFilters or when the filters
+// read since byte start exceed lim.MaxBytes (values per field are bounded
+// by the scanner's maxValues).
+func (p *scanner) limitedFilter(lim FilterLimits, start int, filters []Filter) ([]Filter, error) {
+	if lim.MaxFilters > 0 && len(filters) == lim.MaxFilters {
+		return nil, fmt.Errorf("invalid: too many filters (limit %d)", lim.MaxFilters)
+	}
+	f, err := p.parseFilter()
+	if err != nil {
+		return nil, err
+	}
+	if lim.MaxBytes > 0 && p.i-start > lim.MaxBytes {
+		return nil, fmt.Errorf("invalid: filters too large (limit %d bytes)", lim.MaxBytes)
+	}
+	return append(filters, f), nil
+}
+
+// ParseFiltersLimited parses a filter object, or a JSON array of filter
+// objects, bounded by lim exactly as ParseClientMessageLimited bounds the
+// filters of a REQ or COUNT, with the same errors: the body of an HTTP read
+// is held to a WebSocket subscription's limits. An empty array gives
+// "invalid: at least one filter is required".
+func ParseFiltersLimited(data []byte, lim FilterLimits) ([]Filter, error) {
+	p := scanner{s: string(data), maxValues: lim.MaxValues}
+	p.ws()
+	start := p.i
+	var filters []Filter
+	var err error
+	if !p.consume('[') {
+		if filters, err = p.limitedFilter(lim, start, nil); err != nil {
+			return nil, err
+		}
+	} else {
+		if p.consume(']') {
+			return nil, errNeedFilter
+		}
+		for {
+			if filters, err = p.limitedFilter(lim, start, filters); err != nil {
+				return nil, err
+			}
+			if !p.consume(',') {
+				break
+			}
+		}
+		if !p.consume(']') {
+			return nil, errSyntax
+		}
+	}
+	if !p.atEnd() {
+		return nil, errors.New("invalid: unexpected data after the filters")
+	}
+	return filters, nil
 }
 
 // bestEffortID finds the top-level "id" of the event in a malformed

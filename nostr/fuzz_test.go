@@ -340,3 +340,84 @@ func FuzzParseRelayMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseFiltersLimited checks that the HTTP read body's parser
+// (ParseFiltersLimited: a filter or an array of filters) never panics,
+// refuses with an "invalid: " error, and accepts and refuses exactly what
+// the REQ parser (ParseClientMessageLimited) does for the same filters
+// under the same limits, with the same message for every limit exceeded.
+func FuzzParseFiltersLimited(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[{}]`, `[]`, ` [ {"kinds":[1,2,3]} , {"authors":["` + hexA + `"]} ] `, `{"#t":["a","b","c","d"]}`,
+		`[{},{},{},{}]`, `{"kinds":[1]} x`, `[{"#e":["x"]},]`, `[{"search":"hello world"}]`, `{"ids":["` + hexB + `","` + hexA + `"]}`,
+	} {
+		f.Add([]byte(s), uint8(3), uint8(3), uint16(40))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, maxFilters, maxValues uint8, maxBytes uint16) {
+		lim := FilterLimits{MaxFilters: int(maxFilters), MaxValues: int(maxValues), MaxBytes: int(maxBytes)}
+		got, err := ParseFiltersLimited(data, lim)
+		if err != nil && !strings.HasPrefix(err.Error(), "invalid: ") {
+			t.Fatalf("error without prefix: %v", err)
+		}
+		trimmed := strings.TrimLeft(string(data), " \t\r\n")
+		var msg string
+		reqLim := lim
+		switch {
+		case strings.HasPrefix(trimmed, "["):
+			// `,` then the rest: a REQ counts its filters' bytes from the
+			// comma, as ParseFiltersLimited counts from the bracket.
+			msg = `["REQ","s",` + trimmed[1:]
+			if strings.HasPrefix(strings.TrimLeft(trimmed[1:], " \t\r\n"), "]") {
+				if err == nil {
+					t.Fatalf("accepted an empty array: %s", data)
+				}
+				return
+			}
+		default:
+			if err != nil && !isLimitErr(err) {
+				// Past a bare object, the REQ form would read what follows
+				// as more filters: only acceptance and limits compare.
+				return
+			}
+			msg = `["REQ","s",` + trimmed + `]`
+			if reqLim.MaxBytes > 0 {
+				reqLim.MaxBytes++ // the REQ's leading comma
+			}
+		}
+		m, reqErr := ParseClientMessageLimited([]byte(msg), reqLim)
+		if (err == nil) != (reqErr == nil) {
+			// The REQ form of a bare object with trailing data may differ
+			// in what it sees as trailing: only a limit must agree.
+			if !strings.HasPrefix(trimmed, "[") && !isLimitErr(err) && !isLimitErr(reqErr) {
+				return
+			}
+			t.Fatalf("HTTP %v, REQ %v: %s", err, reqErr, data)
+		}
+		if err != nil {
+			if isLimitErr(err) || isLimitErr(reqErr) {
+				var ee *EnvelopeError
+				if !errors.As(reqErr, &ee) {
+					t.Fatalf("REQ error %T: %v", reqErr, reqErr)
+				}
+				if reqLim != lim && strings.Contains(err.Error(), "too large") && strings.Contains(ee.Err.Error(), "too large") {
+					return // the same bound, written with the REQ's extra byte
+				}
+				if ee.Err.Error() != err.Error() {
+					t.Fatalf("HTTP %v, REQ %v: %s", err, reqErr, data)
+				}
+			}
+			return
+		}
+		if want := m.(*ReqEnvelope).Filters; !reflect.DeepEqual(got, want) {
+			t.Fatalf("filters differ: %+v vs %+v", got, want)
+		}
+	})
+}
+
+func isLimitErr(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "too many filters") || strings.Contains(s, "too many values") || strings.Contains(s, "too large")
+}

@@ -17,8 +17,25 @@ import (
 // Text is a searchable event's content, for a text index kept outside the
 // engine, keyed by the event's seq.
 type Text struct {
-	Seq     uint64
-	Content string
+	Seq uint64
+	// Community is the number of the event's community in the engine
+	// (TextCommunity), for an index that keeps each community's words
+	// apart.
+	Community uint32
+	Content   string
+}
+
+// TextCommunity returns the number Texts gives community c's events as
+// Text.Community, for a search of c in a text index kept outside the
+// engine. A community the engine does not know gives an error, as
+// SearchCandidates does.
+func (s *Store) TextCommunity(ctx context.Context, c tenant.CommunityID) (uint32, error) {
+	cseq, err := s.enterCommunity(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	s.life.leave()
+	return cseq, nil
 }
 
 // LastSeq is the highest seq of a committed event: an index that has taken
@@ -70,7 +87,7 @@ func (s *Store) Texts(ctx context.Context, after uint64, max int) (texts []Text,
 			return nil, after, fmt.Errorf("%w: event %d: %v", errCorrupt, last, err)
 		}
 		if ev.Content != "" {
-			texts = append(texts, Text{Seq: last, Content: ev.Content})
+			texts = append(texts, Text{Seq: last, Community: h.cseq, Content: ev.Content})
 		}
 	}
 	if err := it.Error(); err != nil {

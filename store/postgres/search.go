@@ -13,7 +13,8 @@ import (
 // tsqueryText is q as to_tsquery input: each word quoted, a phrase's words
 // joined by <-> (followed by), words and phrases joined by &. Words hold
 // only letters and numbers, so nothing needs escaping; to_tsquery
-// lowercases them like the indexed content.
+// lowercases them like the indexed content, and buzz_search_tsquery
+// (migration 190) makes its lexemes the searching community's.
 func tsqueryText(q *search.Query) string {
 	var b strings.Builder
 	for i, p := range q.Phrases() {
@@ -39,9 +40,11 @@ func tsqueryText(q *search.Query) string {
 }
 
 // searchFrom selects sel from the matches of p's search: the rows of
-// event_search in community c whose tsvector matches (its GIN index is the
-// only index of that table a community condition can use, so the plan does
-// not depend on statistics), each joined to its live event by one
+// event_search in community c whose tsvector matches its query as c's
+// lexemes (buzz_search_tsquery: every lexeme of event_search is its
+// community's, so the GIN index reads only c's postings; it is the only
+// index of that table the condition can use, so the plan does not depend
+// on statistics), each joined to its live event by one
 // primary-key probe carrying every other condition of p. LIMIT 1 keeps the
 // LATERAL subquery from being flattened into a join PostgreSQL could drive
 // from the events side. The matches' alias is s, the event's e (columns
@@ -49,7 +52,7 @@ func tsqueryText(q *search.Query) string {
 func searchFrom(c tenant.CommunityID, now int64, p *predicate, sel string) sq.SelectBuilder {
 	return sq.Select(sel).From("event_search s").
 		JoinClause(sq.Expr("CROSS JOIN LATERAL (?) AS e", probe(c, now, p))).
-		Where(sq.Expr("s.community_id = ? AND s.tsv @@ to_tsquery('simple'::regconfig, ?)", c.UUID(), p.tsquery))
+		Where(sq.Expr("s.community_id = ? AND s.tsv @@ buzz_search_tsquery(?, ?)", c.UUID(), c.UUID(), p.tsquery))
 }
 
 // probe is the LATERAL lookup of match s's event: live, in community c, and
@@ -70,9 +73,9 @@ func probe(c tenant.CommunityID, now int64, p *predicate) sq.SelectBuilder {
 func searchQuery(c tenant.CommunityID, now int64, p *predicate, f *nostr.Filter) sq.Sqlizer {
 	const byRank = "s.relevance DESC, s.created_at DESC, s.event_id"
 	ranked := sq.Select("s.created_at, s.event_id").
-		Column(sq.Expr("ts_rank(s.tsv, to_tsquery('simple'::regconfig, ?)) AS relevance", p.tsquery)).
+		Column(sq.Expr("ts_rank(s.tsv, buzz_search_tsquery(?, ?)) AS relevance", c.UUID(), p.tsquery)).
 		From("event_search s").
-		Where(sq.Expr("s.community_id = ? AND s.tsv @@ to_tsquery('simple'::regconfig, ?)", c.UUID(), p.tsquery)).
+		Where(sq.Expr("s.community_id = ? AND s.tsv @@ buzz_search_tsquery(?, ?)", c.UUID(), c.UUID(), p.tsquery)).
 		OrderBy("relevance DESC, s.created_at DESC, s.event_id")
 	b := sq.Select("e.id, e.created_at, e.raw").FromSelect(ranked, "s").
 		JoinClause(sq.Expr("CROSS JOIN LATERAL (?) AS e", probe(c, now, p))).

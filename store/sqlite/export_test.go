@@ -3,7 +3,12 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/buzzrelay/buzz/search"
+	"github.com/buzzrelay/buzz/tenant"
 )
 
 // WithSlowReadsForTest makes every event read (Query, Count) first run a
@@ -95,4 +100,46 @@ func (s *Store) TextRows(ctx context.Context) ([]int64, error) {
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// SearchPostings waits for the text index to take in every event, then
+// returns how many postings of events_fts a search of community c for
+// query reads: for each FTS5 term of the MATCH expression the search runs
+// (as the search builds it), the number of rows its doclist holds
+// (fts5vocab), summed; and how many rows the expression matches.
+func (s *Store) SearchPostings(ctx context.Context, c tenant.CommunityID, query string) (postings, matches int, err error) {
+	if _, err := s.TextRows(ctx); err != nil {
+		return 0, 0, err
+	}
+	q, err := search.Parse(query)
+	if err != nil {
+		return 0, 0, err
+	}
+	cseq, err := s.ftsCommunity(ctx, c)
+	if err != nil {
+		return 0, 0, err
+	}
+	match := ftsMatch(cseq, q)
+	// fts5vocab is a table of the connection's temp schema: the read
+	// connections are read-only, so it is read on the writer's.
+	err = s.submit(ctx, func(w *writer) error {
+		if _, err := w.conn.ExecContext(w.ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS temp.events_fts_terms USING fts5vocab(main, events_fts, row)`); err != nil {
+			return fmt.Errorf("fts5vocab: %w", err)
+		}
+		// The terms are the quoted phrases' tokens, split as the ascii
+		// tokenizer splits them (at spaces: the tokens hold no other ASCII
+		// separator).
+		for _, phrase := range strings.Split(strings.Trim(match, `"`), `" "`) {
+			for _, term := range strings.Fields(phrase) {
+				var n int
+				err := w.conn.QueryRowContext(w.ctx, `SELECT coalesce((SELECT doc FROM temp.events_fts_terms WHERE term = ?), 0)`, term).Scan(&n)
+				if err != nil {
+					return err
+				}
+				postings += n
+			}
+		}
+		return w.conn.QueryRowContext(w.ctx, `SELECT count(*) FROM events_fts WHERE events_fts MATCH ?`, match).Scan(&matches)
+	})
+	return postings, matches, err
 }

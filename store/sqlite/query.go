@@ -746,7 +746,7 @@ func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
 		}
 	}
 	if sq, err := f.SearchQuery(); sq != nil && err == nil && len(names) == 0 {
-		q.add(`(SELECT rowid AS seq FROM events_fts WHERE events_fts MATCH ?) AS s CROSS JOIN events e ON e.seq = s.seq`, ftsMatch(sq))
+		q.add(`(SELECT rowid AS seq FROM events_fts WHERE events_fts MATCH ?) AS s CROSS JOIN events e ON e.seq = s.seq`, ftsMatch(community, sq))
 		q.searchDriven = true
 		return
 	}
@@ -792,7 +792,7 @@ func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool
 		}
 		q.add(` AND e.kind <> ?`, nostr.KindGiftWrap)
 		if !q.searchDriven {
-			q.add(` AND e.seq IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)`, ftsMatch(sq))
+			q.add(` AND e.seq IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)`, ftsMatch(community, sq))
 		}
 	}
 	if f.IDs != nil {

@@ -6,31 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
-
-// ftsMatch is q as an FTS5 query: each word or phrase double-quoted (words
-// hold only letters and numbers, so nothing needs escaping), implicitly
-// ANDed.
-func ftsMatch(q *search.Query) string {
-	var b strings.Builder
-	for i, p := range q.Phrases() {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteByte('"')
-		b.WriteString(strings.Join(p, " "))
-		b.WriteByte('"')
-	}
-	return b.String()
-}
 
 // scored is one search hit with its relevance; seq locates its row.
 type scored struct {

@@ -126,7 +126,7 @@ func (ix *textIndexer) step(ctx context.Context) bool {
 			// Added before removed: a removal the engine reported after
 			// Texts read the event must delete the row added here.
 			for _, t := range texts {
-				if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, int64(t.Seq), t.Content); err != nil {
+				if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, int64(t.Seq), ftsText(int64(t.Community), t.Content)); err != nil {
 					return internal("text index", err)
 				}
 			}
@@ -178,8 +178,8 @@ func (ix *textIndexer) waitFor(ctx context.Context, seq uint64) error {
 }
 
 // lsmSearch answers a filter with a search when the events are in the LSM
-// engine: events_fts finds the candidates (every community's: the engine
-// keeps the community's), the engine checks and ranks them.
+// engine: events_fts finds the candidates among the community's own tokens
+// (keyed by its number in the engine), the engine checks and ranks them.
 func (s *Store) lsmSearch(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope,
 	yield func(store.Record, error) bool) {
 	sq, err := f.SearchQuery()
@@ -190,12 +190,17 @@ func (s *Store) lsmSearch(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 		yield(store.Record{}, err)
 		return
 	}
+	cseq, err := s.ftsCommunity(ctx, c)
+	if err != nil {
+		yield(store.Record{}, err)
+		return
+	}
 	st, err := s.rstmts.get(ctx, `SELECT rowid FROM events_fts WHERE events_fts MATCH ?`)
 	if err != nil {
 		yield(store.Record{}, internal("search", err))
 		return
 	}
-	rows, err := st.QueryContext(ctx, ftsMatch(sq))
+	rows, err := st.QueryContext(ctx, ftsMatch(cseq, sq))
 	if err != nil {
 		yield(store.Record{}, internal("search", err))
 		return
@@ -222,4 +227,15 @@ func (s *Store) lsmSearch(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 			return
 		}
 	}
+}
+
+// ftsCommunity is the number community c's tokens carry in events_fts
+// (ftstext.go): its number in the LSM engine when the events are there,
+// else its seq in SQLite.
+func (s *Store) ftsCommunity(ctx context.Context, c tenant.CommunityID) (int64, error) {
+	if s.ev != nil {
+		cseq, err := s.ev.TextCommunity(ctx, c)
+		return int64(cseq), err
+	}
+	return s.communitySeq(ctx, c)
 }

@@ -591,7 +591,7 @@ func newWriter(ctx context.Context, db *sql.DB, cache *eventCache) (*writer, err
 	prep(&w.deleteExpired, `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE expires_at <= ? LIMIT ?) RETURNING seq, community`)
 	prep(&w.insertCommunity, `INSERT INTO communities (id, host, created_at) VALUES (?, ?, ?) ON CONFLICT (host) DO NOTHING RETURNING seq`)
 	prep(&w.indexFTS, `INSERT INTO events_fts (rowid, content)
-		SELECT seq, json_extract(CAST(raw AS TEXT), '$.content') FROM events WHERE seq >= ? AND kind <> 1059`)
+		SELECT seq, `+ftsTextFunc+`(community, json_extract(CAST(raw AS TEXT), '$.content')) FROM events WHERE seq >= ? AND kind <> 1059`)
 	prep(&w.mergeFTS, `INSERT INTO events_fts (events_fts, rank) VALUES ('merge', ?)`)
 	prep(&w.totalChanges, `SELECT total_changes()`)
 	prep(&w.communityByHost, `SELECT seq, id FROM communities WHERE host = ?`)
