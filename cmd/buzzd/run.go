@@ -27,10 +27,12 @@ import (
 )
 
 // run is buzzd without the process around it: args excludes the program
-// name, lookupEnv reads the environment, and ctx is cancelled on SIGINT or
-// SIGTERM. It returns nil on a clean exit (including a graceful shutdown and
-// -h), a usageError for command-line mistakes, and any other error otherwise.
-func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+// name, lookupEnv reads the environment, environ lists it (as os.Environ,
+// to warn about variables that look like settings but are none; nil skips
+// that), and ctx is cancelled on SIGINT or SIGTERM. It returns nil on a
+// clean exit (including a graceful shutdown and -h), a usageError for
+// command-line mistakes, and any other error otherwise.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), environ []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -45,6 +47,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return err
 		}
 		logger := newLogger(cfg, stderr)
+		for _, w := range append(cfg.Warnings, UnknownSettings(environ)...) {
+			logger.Warn(w)
+		}
 		if cmd == "migrate" {
 			return migrate(ctx, cfg, logger)
 		}

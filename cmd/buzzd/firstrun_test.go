@@ -1,0 +1,94 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPortMovesTheMappedHost: -port (BUZZ_PORT) moves the listening port and,
+// when RELAY_URL is unset, the mapped host with it, so a newcomer changing
+// the port still reaches the community.
+func TestPortMovesTheMappedHost(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"-port", "7150"}, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BindAddr != "0.0.0.0:7150" || cfg.RelayURL != "ws://localhost:7150" || cfg.RelayHost != "localhost:7150" {
+		t.Errorf("bind %q url %q host %q", cfg.BindAddr, cfg.RelayURL, cfg.RelayHost)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %q", cfg.Warnings)
+	}
+	// An explicit RELAY_URL is kept (a public URL behind a proxy).
+	cfg, err = parseConfig("serve", []string{"-port", "7150"}, envMap(map[string]string{"RELAY_URL": "wss://relay.example"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BindAddr != "0.0.0.0:7150" || cfg.RelayHost != "relay.example" || len(cfg.Warnings) != 0 {
+		t.Errorf("bind %q host %q warnings %q", cfg.BindAddr, cfg.RelayHost, cfg.Warnings)
+	}
+	// -port and -bind both naming the port is a usage error.
+	_, err = parseConfig("serve", []string{"-port", "7150", "-bind", "127.0.0.1:7151"}, envMap(nil), io.Discard)
+	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "set one") {
+		t.Errorf("port and bind: %v", err)
+	}
+	for _, bad := range []string{"0", "70000", "http"} {
+		if _, err := parseConfig("serve", []string{"-port", bad}, envMap(nil), io.Discard); err == nil {
+			t.Errorf("-port %s accepted", bad)
+		}
+	}
+}
+
+// TestBindPortMismatchWarns: listening on another port than a loopback
+// RELAY_URL names is warned about (requests there would carry an unmapped
+// host); a public RELAY_URL on another port (behind a proxy) is not.
+func TestBindPortMismatchWarns(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"-bind", "127.0.0.1:7150"}, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "RELAY_URL ws://localhost:3000 names port 3000 but buzzd listens on 127.0.0.1:7150") ||
+		!strings.Contains(cfg.Warnings[0], "-port 7150") {
+		t.Errorf("warnings = %q", cfg.Warnings)
+	}
+	for _, env := range []map[string]string{
+		{"RELAY_URL": "wss://relay.example", "BUZZ_BIND_ADDR": "0.0.0.0:8080"},
+		{"RELAY_URL": "ws://127.0.0.1:7150", "BUZZ_BIND_ADDR": "127.0.0.1:7150"},
+		{"RELAY_URL": "ws://localhost:7150"},
+	} {
+		cfg, err := parseConfig("serve", nil, envMap(env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Warnings) != 0 {
+			t.Errorf("%v: warnings %q", env, cfg.Warnings)
+		}
+	}
+}
+
+// TestUnknownSettingsWarned: a misspelt setting is named, with the setting
+// it probably meant; known settings and unrelated variables are not.
+func TestUnknownSettingsWarned(t *testing.T) {
+	got := UnknownSettings([]string{
+		"BUZZ_MAX_FILTER=5", "BUZZ_LOG_LEVL=debug", "BUZZ_LOG_LEVEL=info", "RELAY_URL=ws://x",
+		"PATH=/bin", "HOME=/root", "BUZZ_TOTALLY_DIFFERENT_THING=1",
+	})
+	want := []string{
+		"BUZZ_LOG_LEVL is not a buzzd setting and is ignored (did you mean BUZZ_LOG_LEVEL?)",
+		"BUZZ_MAX_FILTER is not a buzzd setting and is ignored (did you mean BUZZ_MAX_FILTERS?)",
+		"BUZZ_TOTALLY_DIFFERENT_THING is not a buzzd setting and is ignored",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestLogLevelNamesTheValidValues: a wrong log level says which are valid.
+func TestLogLevelNamesTheValidValues(t *testing.T) {
+	_, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_LOG_LEVEL": "verbose"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
+		t.Errorf("err = %v", err)
+	}
+}
