@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 )
 
 // TestPortMovesTheMappedHost: -port (BUZZ_PORT) moves the listening port and,
@@ -91,4 +96,57 @@ func TestLogLevelNamesTheValidValues(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// TestBusyDataDirectorySaysSo: a second process on a running buzzd's data
+// directory is told the directory is in use, not a bare errno; so is a
+// second open in the same process.
+func TestBusyDataDirectorySaysSo(t *testing.T) {
+	dir := t.TempDir()
+	startBuzzd(t, freePort(t), e2eSettings("BUZZ_DATA_DIR", dir))
+	cfg, err := parseConfig("serve", []string{"-data-dir", dir}, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler), true)
+	if !errors.Is(err, store.ErrInUse) || !strings.Contains(err.Error(), "the directory is in use by another process") {
+		t.Fatalf("open beside a running buzzd: %v", err)
+	}
+
+	own := t.TempDir()
+	cfg.DataDir = own
+	first, err := openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if _, err := openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler), true); !errors.Is(err, store.ErrInUse) {
+		t.Fatalf("second open in one process: %v", err)
+	}
+}
+
+// TestUnmigratedDatabaseSaysHow: PostgreSQL without buzzd's migrations is
+// refused at start with what to run, not with a missing relation.
+func TestUnmigratedDatabaseSaysHow(t *testing.T) {
+	url := pgtest.NewEmptyDatabase(t)
+	cfg, err := parseConfig("serve", nil, envMap(map[string]string{"DATABASE_URL": url}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler), true)
+	if err == nil || !strings.Contains(err.Error(), "run `buzzd migrate` with the same DATABASE_URL first, or start with BUZZ_AUTO_MIGRATE=true") {
+		t.Fatalf("open: %v", err)
+	}
+	cfg.AutoMigrate = true
+	st, err := openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler), true)
+	if err != nil {
+		t.Fatalf("with auto-migrate: %v", err)
+	}
+	st.Close()
+	cfg.AutoMigrate = false
+	st, err = openBackend(t.Context(), cfg, slog.New(slog.DiscardHandler), true)
+	if err != nil {
+		t.Fatalf("after migrating: %v", err)
+	}
+	st.Close()
 }

@@ -118,6 +118,14 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 				return nil, fmt.Errorf("auto-migrate: %w", err)
 			}
 			logger.Info("migrations applied", "database", redactDatabaseURL(cfg.DatabaseURL))
+		} else {
+			n, err := postgres.Pending(ctx, cfg.DatabaseURL)
+			if err != nil {
+				return nil, fmt.Errorf("open postgres store: %w", err)
+			}
+			if n > 0 {
+				return nil, fmt.Errorf("the database %s lacks %d of buzzd's migrations: run `buzzd migrate` with the same DATABASE_URL first, or start with BUZZ_AUTO_MIGRATE=true", redactDatabaseURL(cfg.DatabaseURL), n)
+			}
 		}
 		opts := []postgres.Option{postgres.WithLogger(logger), postgres.WithRLSRole(cfg.DBRLSRole),
 			postgres.WithAnalyzeInterval(cfg.DBAnalyzeInterval)}
@@ -147,6 +155,9 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 		opts = append(opts, sqlite.WithLSMEvents())
 	}
 	st, err := sqlite.Open(ctx, cfg.DataDir, opts...)
+	if errors.Is(err, store.ErrInUse) {
+		return nil, fmt.Errorf("open embedded store in %s: the directory is in use by another process — one buzzd at a time opens an embedded store (several pods share PostgreSQL): %w", cfg.DataDir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 	}
