@@ -461,15 +461,15 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 			printUsage(usage)
 			return Config{}, flag.ErrHelp
 		}
-		return Config{}, usageError{redactFlagError(err, set)}
+		return Config{}, usageError{err: redactFlagError(err, set)}
 	}
 	if fs.NArg() > 0 {
-		return Config{}, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return Config{}, usageError{err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 
 	if cfg.port != "" {
 		if bindSet {
-			return Config{}, usageError{errors.New("BUZZ_PORT (-port) and BUZZ_BIND_ADDR (-bind) both name the listening port: set one")}
+			return Config{}, usageError{err: errors.New("BUZZ_PORT (-port) and BUZZ_BIND_ADDR (-bind) both name the listening port: set one")}
 		}
 		cfg.BindAddr, bindSet = net.JoinHostPort(defaultBindHost, cfg.port), true
 		if !relayURLSet {
@@ -771,39 +771,64 @@ func redactFlagError(err error, set []setting) error {
 }
 
 // usageError marks a command-line mistake (exit status 2).
-type usageError struct{ err error }
+// usageError is a command-line mistake: exit status 2 and a pointer to the
+// help of the command concerned (help, e.g. "buzzd admin help"; "" for
+// buzzd's own).
+type usageError struct {
+	err  error
+	help string
+}
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// printUsage writes buzzd's help: commands, then every setting.
+// printUsage writes buzzd's help: its commands, then every setting on one
+// line (flag, variable, default); printSettingHelp explains one.
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, `buzzd — the buzz reference Nostr relay
 
 Usage:
   buzzd [serve] [flags]   run the relay (default)
   buzzd migrate [flags]   apply PostgreSQL migrations to DATABASE_URL and exit
-  buzzd audit verify [-host H | -all] [flags]
-                          recompute audit chains; print each community's first
-                          broken seq; exit status 1 if any chain is broken
-  buzzd admin <command>   change communities, members and owners on the configured
-                          store directly (keygen, community, channel, member;
-                          see buzzd admin help)
+  buzzd audit verify (-host H | -all) [flags]
+                          recompute audit chains (buzzd audit help)
+  buzzd admin <command>   change communities, members and owners on the
+                          configured store (buzzd admin help)
   buzzd version           print the version and exit
-  buzzd help              print this help
+  buzzd help [SETTING]    print this help, or explain one setting
+                          (buzzd help port, buzzd help BUZZ_DATA_DIR)
 
 Every setting is read from its environment variable (an empty one counts
-as unset); a flag overrides it. Booleans accept true/1/yes/on and false/0/no/off.
+as unset); a flag overrides it. Booleans accept true/1/yes/on and
+false/0/no/off. The README's configuration table explains them all.
 
-Settings:
+Settings (flag, variable, default):
 `)
-	for _, s := range settings() {
-		arg := " value"
-		if s.isBool {
-			arg = ""
-		}
-		fmt.Fprintf(w, "  -%s%s  (%s, default %s)\n      %s\n", s.flag, arg, s.env, s.def, s.usage)
+	set := settings()
+	wf, we := 0, 0
+	for _, s := range set {
+		wf, we = max(wf, len(s.flag)+1), max(we, len(s.env))
 	}
+	for _, s := range set {
+		fmt.Fprintf(w, "  %-*s  %-*s  %s\n", wf, "-"+s.flag, we, s.env, s.def)
+	}
+}
+
+// printSettingHelp explains the setting named by its flag (with or
+// without dashes) or its variable; it reports false when none matches.
+func printSettingHelp(w io.Writer, name string) bool {
+	name = strings.TrimLeft(name, "-")
+	for _, s := range settings() {
+		if s.flag == name || strings.EqualFold(s.env, name) {
+			arg := " value"
+			if s.isBool {
+				arg = ""
+			}
+			fmt.Fprintf(w, "-%s%s  (%s, default %s)\n    %s\n", s.flag, arg, s.env, s.def, s.usage)
+			return true
+		}
+	}
+	return false
 }
 
 // configTableMarkdown renders the settings as the README's config table.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -149,4 +150,51 @@ func TestUnmigratedDatabaseSaysHow(t *testing.T) {
 		t.Fatalf("after migrating: %v", err)
 	}
 	st.Close()
+}
+
+// TestHelpPerCommand: every command answers -h, --help and help with its
+// own help on stdout and exit status 0; a mistake points to that help.
+func TestHelpPerCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"audit", "--help"}, "usage: buzzd audit verify (-host HOST | -all)"},
+		{[]string{"audit", "-h"}, "usage: buzzd audit verify"},
+		{[]string{"audit", "verify", "-h"}, "usage: buzzd audit verify"},
+		{[]string{"audit", "help"}, "usage: buzzd audit verify"},
+		{[]string{"admin", "--help"}, "member remove HOST PUBKEY"},
+		{[]string{"admin", "help"}, "member remove HOST PUBKEY"},
+		{[]string{"admin", "community", "add", "--help"}, "community add HOST [-owner PUBKEY] [-create-only]"},
+		{[]string{"help", "port"}, "-port value  (BUZZ_PORT"},
+		{[]string{"help", "BUZZ_DATA_DIR"}, "-data-dir value  (BUZZ_DATA_DIR"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), tc.args, envMap(nil), nil, &out, &errOut)
+		if code := exitCode(err, &errOut); code != 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%q: exit %d, output %q", tc.args, code, out.String())
+		}
+	}
+	var out bytes.Buffer
+	_ = run(t.Context(), []string{"admin", "community", "add", "--help"}, envMap(nil), nil, &out, io.Discard)
+	if strings.Contains(out.String(), "member remove") {
+		t.Errorf("admin community add --help prints all of admin:\n%s", out.String())
+	}
+	for _, tc := range []struct {
+		args    []string
+		pointer string
+	}{
+		{[]string{"audit"}, "run 'buzzd audit help' for usage"},
+		{[]string{"audit", "verify"}, "run 'buzzd audit help' for usage"},
+		{[]string{"admin", "community", "frob"}, "run 'buzzd admin help' for usage"},
+		{[]string{"admin", "community"}, "run 'buzzd admin help' for usage"},
+		{[]string{"-nope"}, "run 'buzzd -h' for usage"},
+		{[]string{"help", "nope"}, "run 'buzzd -h' for usage"},
+	} {
+		var errOut bytes.Buffer
+		err := run(t.Context(), tc.args, envMap(nil), nil, io.Discard, &errOut)
+		if code := exitCode(err, &errOut); code != 2 || !strings.Contains(errOut.String(), tc.pointer) || strings.Count(errOut.String(), "help") > 1 && strings.Contains(errOut.String(), "(see") {
+			t.Errorf("%q: exit %d, stderr %q", tc.args, code, errOut.String())
+		}
+	}
 }

@@ -60,15 +60,21 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runAdmin(ctx, args, lookupEnv, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
-			return usageError{fmt.Errorf("version takes no arguments")}
+			return usageError{err: fmt.Errorf("version takes no arguments")}
 		}
 		fmt.Fprintln(stdout, versionString())
 		return nil
 	case "help":
-		printUsage(stdout)
+		switch {
+		case len(args) == 0:
+			printUsage(stdout)
+		case len(args) == 1 && printSettingHelp(stdout, args[0]):
+		default:
+			return usageError{err: fmt.Errorf("help: no setting %q", strings.Join(args, " "))}
+		}
 		return nil
 	default:
-		return usageError{fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
 	}
 }
 
@@ -81,7 +87,11 @@ func exitCode(err error, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "buzzd:", err)
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, "run 'buzzd -h' for usage")
+		help := ue.help
+		if help == "" {
+			help = "buzzd -h"
+		}
+		fmt.Fprintf(stderr, "run '%s' for usage\n", help)
 		return 2
 	}
 	return 1
@@ -98,7 +108,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 // migrate applies the embedded PostgreSQL migrations and exits.
 func migrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.DatabaseURL == "" {
-		return usageError{errors.New("migrate: DATABASE_URL (or -database-url) is not set; migrations apply to PostgreSQL only, the embedded store migrates itself")}
+		return usageError{err: errors.New("migrate: DATABASE_URL (or -database-url) is not set; migrations apply to PostgreSQL only, the embedded store migrates itself")}
 	}
 	if err := postgres.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return fmt.Errorf("migrate: %w", err)
