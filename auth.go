@@ -48,7 +48,15 @@ func (c *conn) handleAuth(ev *nostr.Event) {
 		pk := ev.PubKey
 		c.actorPK.CompareAndSwap(nil, &pk)
 		if c.reader != nil {
-			c.reader.Authenticated(pk) // a new reader may read more channels
+			// A new reader may read more channels. The set is recomputed
+			// before the OK: every event published after the client sees
+			// its AUTH accepted is judged with the new reader's rights, for
+			// the subscriptions it opened before authenticating too. Until
+			// then the previous set keeps answering (it only grows).
+			c.reader.Authenticated(pk)
+			if _, err := c.reader.Refresh(c.ctx); err != nil && c.ctx.Err() == nil {
+				c.log.ErrorContext(c.ctx, "buzz: read access after AUTH", "err", err)
+			}
 		}
 	}
 	c.reply(nostr.AppendOK(nil, ev.ID, true, ""))

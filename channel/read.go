@@ -127,9 +127,12 @@ type Reader struct {
 	ctx  context.Context // the connection's lifetime (background refreshes)
 	gen0 *atomic.Uint64  // the community's change counter
 
-	mu         sync.Mutex
-	readers    []string
-	valid      bool
+	mu      sync.Mutex
+	readers []string
+	valid   bool // scope was computed (for some of readers)
+	// stale: readers grew since scope was computed. scope still answers
+	// (a new reader only ever adds channels) until it is recomputed.
+	stale      bool
 	scope      Scope
 	gen        uint64
 	at         time.Time
@@ -146,15 +149,18 @@ func (a *Access) Reader(ctx context.Context, c tenant.CommunityID) *Reader {
 // Community returns the community r reads.
 func (r *Reader) Community() tenant.CommunityID { return r.c }
 
-// Authenticated records that the connection authenticated as pubkey (a new
-// reader may read more channels: the readable set is recomputed on its
-// next use).
+// Authenticated records that the connection authenticated as pubkey. A new
+// reader may read more channels: the readable set is recomputed on its next
+// use (Scope, Check), or at once with Refresh. Until then the set computed
+// before still answers Deliverable and Holds — it is a subset of the new one
+// (adding a reader never takes a channel away), so live events of channels
+// the connection could already read keep flowing while it authenticates.
 func (r *Reader) Authenticated(pubkey string) {
 	r.mu.Lock()
 	if !slices.Contains(r.readers, pubkey) {
 		r.readers = append(r.readers, pubkey)
+		r.stale = true
 	}
-	r.valid = false
 	r.mu.Unlock()
 }
 
@@ -192,7 +198,7 @@ func (r *Reader) Check(ctx context.Context, filters []nostr.Filter, checked func
 // change of the community was applied since) or older than the scope TTL.
 func (r *Reader) Scope(ctx context.Context) (Scope, error) {
 	r.mu.Lock()
-	if r.valid && r.gen == r.gen0.Load() && r.a.now().Sub(r.at) < r.a.scopeTTL {
+	if r.valid && !r.stale && r.gen == r.gen0.Load() && r.a.now().Sub(r.at) < r.a.scopeTTL {
 		s := r.scope
 		r.mu.Unlock()
 		return s, nil
@@ -204,7 +210,8 @@ func (r *Reader) Scope(ctx context.Context) (Scope, error) {
 // Refresh recomputes the readable set from the store.
 func (r *Reader) Refresh(ctx context.Context) (Scope, error) {
 	g := r.gen0.Load()
-	ids, err := r.a.store.ReadableChannels(ctx, r.c, r.Readers())
+	readers := r.Readers()
+	ids, err := r.a.store.ReadableChannels(ctx, r.c, readers)
 	if err != nil {
 		return Scope{}, err
 	}
@@ -214,6 +221,9 @@ func (r *Reader) Refresh(ctx context.Context) (Scope, error) {
 	// slow background refresh racing a revocation).
 	if !r.valid || g >= r.gen {
 		r.valid, r.scope, r.gen, r.at = true, s, g, r.a.now()
+		// Fresh for the readers it was computed for; a reader added
+		// meanwhile keeps it stale.
+		r.stale = len(r.readers) != len(readers)
 	}
 	r.mu.Unlock()
 	return s, nil
@@ -244,7 +254,7 @@ func (r *Reader) Deliverable(ev *nostr.Event) bool {
 	}
 	r.mu.Lock()
 	ok := r.valid && r.scope.Contains(id)
-	stale := !r.valid || r.gen != r.gen0.Load() || r.a.now().Sub(r.at) >= r.a.scopeTTL
+	stale := !r.valid || r.stale || r.gen != r.gen0.Load() || r.a.now().Sub(r.at) >= r.a.scopeTTL
 	start := stale && !r.refreshing
 	if start {
 		r.refreshing = true

@@ -264,7 +264,7 @@ func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, ch
 		return
 	}
 	kind := ev.Kind
-	ev.CreatedAt = p.stateClock(c, change.Channel.ID, kind)
+	ev.CreatedAt = p.membershipClock(ctx, c, change.Channel, cmd.Actor)
 	if err := ev.Sign(cs.StateKey(c)); err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: sign relay membership event", "kind", kind, "err", err)
 		return
@@ -361,6 +361,50 @@ func (p *Pipeline) stateClock(c tenant.CommunityID, id channel.ID, kind int) int
 	}
 	p.clock[key] = now
 	return now
+}
+
+// membershipClock returns the created_at of the relay's own 9000 or 9001
+// for member in channel ch: now, or one second after the newest 9000/9001
+// naming member in the group (the relay's or an admin's, stored), and after
+// the previous one this pipeline signed for member there. NIP-29 clients
+// decide membership by the latest 9000/9001 naming them, so a put and a
+// remove within one second must not share a created_at.
+func (p *Pipeline) membershipClock(ctx context.Context, c tenant.CommunityID, ch channel.Channel, member string) int64 {
+	type k struct {
+		c      tenant.CommunityID
+		id     channel.ID
+		member string
+	}
+	floor := p.cfg.Now().Unix()
+	f := nostr.Filter{
+		Kinds: []int{nostr.KindPutUser, nostr.KindRemoveUser},
+		Tags:  map[string][]string{"h": {ch.GroupID()}, "p": {member}},
+		Limit: 1, LimitSet: true,
+	}
+	for rec, err := range p.cfg.Channels.Store.QueryScoped(ctx, c, f, channel.ScopeOf(ch.ID)) {
+		if err != nil {
+			// The local clock below still orders this pipeline's own.
+			p.cfg.Logger.ErrorContext(ctx, "ingest: latest membership event", "community", c.String(), "err", err)
+			break
+		}
+		if rec.CreatedAt >= floor {
+			floor = rec.CreatedAt + 1
+		}
+	}
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	if p.clock == nil {
+		p.clock = make(map[any]int64)
+	}
+	key := k{c, ch.ID, member}
+	if last := p.clock[key]; floor <= last {
+		floor = last + 1
+	}
+	if len(p.clock) >= maxStateClocks {
+		clear(p.clock)
+	}
+	p.clock[key] = floor
+	return floor
 }
 
 // traceLabel is a channel's label in a trace step: "" for the no-op tracer,

@@ -34,6 +34,11 @@ var (
 	// ErrDeleted: the event was deleted by its author (NIP-09, by id or by a
 	// coordinate watermark at or after its created_at) and cannot be re-added.
 	ErrDeleted = errors.New("store: event was deleted by its author")
+
+	// ErrInUse reports that an embedded store's files are held by another
+	// process (or another open store in this one): one process at a time
+	// opens an embedded store.
+	ErrInUse = errors.New("store: the data directory is in use by another process")
 )
 
 // Record is one stored event as a query returns it.

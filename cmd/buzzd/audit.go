@@ -20,20 +20,37 @@ func (e auditBrokenError) Error() string {
 	return fmt.Sprintf("audit: %d community chain(s) broken", e.communities)
 }
 
+// auditUsage is buzzd audit's help.
+const auditUsage = `usage: buzzd audit verify (-host HOST | -all) [flags]
+
+Recomputes the audit chains of one community (by any of its hosts,
+archived ones included) or of every community, and prints one line per
+community: "ok" with its entry count, or the first broken seq and why.
+Exit status 1 when any chain is broken. The store is the one buzzd is
+configured with (DATABASE_URL, else BUZZ_DATA_DIR; every buzzd setting and
+flag applies) and may be read while buzzd runs.
+`
+
 // runAudit is "buzzd audit verify [-host H | -all] [store flags]": it
 // recomputes the audit chain of one community (by host) or of every
 // community, prints one line per community — the first broken seq of a
 // broken chain — and fails when any chain is broken.
 func runAudit(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	for _, a := range args {
+		if a == "help" || a == "-h" || a == "-help" || a == "--help" {
+			fmt.Fprint(stdout, auditUsage)
+			return nil
+		}
+	}
 	if len(args) == 0 || args[0] != "verify" {
-		return usageError{errors.New("audit: want \"buzzd audit verify [-host H | -all]\"")}
+		return usageError{err: errors.New("audit: want \"buzzd audit verify [-host H | -all]\""), help: "buzzd audit help"}
 	}
 	host, all, rest, err := auditFlags(args[1:])
 	if err != nil {
 		return err
 	}
 	if (host == "") == !all {
-		return usageError{errors.New("audit verify: give exactly one of -host H or -all")}
+		return usageError{err: errors.New("audit verify: give exactly one of -host H or -all"), help: "buzzd audit help"}
 	}
 	cfg, err := parseConfig("audit verify", rest, lookupEnv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
@@ -101,7 +118,7 @@ func auditFlags(args []string) (host string, all bool, rest []string, err error)
 		case "host":
 			if !hasVal {
 				if i+1 >= len(args) {
-					return "", false, nil, usageError{errors.New("audit verify: -host needs a value")}
+					return "", false, nil, usageError{err: errors.New("audit verify: -host needs a value"), help: "buzzd audit help"}
 				}
 				i++
 				val = args[i]
@@ -109,7 +126,7 @@ func auditFlags(args []string) (host string, all bool, rest []string, err error)
 			host = val
 		case "all":
 			if hasVal && val != "true" {
-				return "", false, nil, usageError{fmt.Errorf("audit verify: -all takes no value")}
+				return "", false, nil, usageError{err: fmt.Errorf("audit verify: -all takes no value"), help: "buzzd audit help"}
 			}
 			all = true
 		default:
@@ -123,7 +140,7 @@ func auditFlags(args []string) (host string, all bool, rest []string, err error)
 func communityOfHost(ctx context.Context, st store.Backend, host string) (tenant.CommunityID, error) {
 	h, err := tenant.NormalizeHost(host)
 	if err != nil {
-		return tenant.CommunityID{}, usageError{fmt.Errorf("audit verify: -host %q: %w", host, err)}
+		return tenant.CommunityID{}, usageError{err: fmt.Errorf("audit verify: -host %q: %w", host, err), help: "buzzd audit help"}
 	}
 	if reg, ok := st.(interface {
 		CommunityByHost(context.Context, string) (store.Community, error)

@@ -96,7 +96,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 
 			verify := func(args ...string) (string, error) {
 				var out bytes.Buffer
-				err := run(ctx, append([]string{"audit", "verify"}, args...), envMap(b.env), &out, io.Discard)
+				err := run(ctx, append([]string{"audit", "verify"}, args...), envMap(b.env), nil, &out, io.Discard)
 				return out.String(), err
 			}
 			out, err := verify("-all")

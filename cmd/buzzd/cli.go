@@ -50,6 +50,36 @@ operator API; with REDIS_URL set, running pods are told at once (host
 changes, disconnects of an archived community or removed member).
 `
 
+// adminHelp returns the admin help for topic, the command words asked
+// about ("community", "community add"): the usage lines of the commands
+// they start and the closing notes; all of it for no topic or one that
+// names no command.
+func adminHelp(topic []string) string {
+	if len(topic) == 0 {
+		return adminUsage
+	}
+	prefix := strings.Join(topic, " ")
+	lines := strings.Split(adminUsage, "\n")
+	var out []string
+	matched := false
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == prefix || strings.HasPrefix(t, prefix+" ") {
+			out = append(out, l)
+			matched = true
+			// A continuation line (deeper indent, no command) belongs to it.
+			for i+1 < len(lines) && strings.HasPrefix(lines[i+1], "                    ") {
+				i++
+				out = append(out, lines[i])
+			}
+		}
+	}
+	if !matched {
+		return adminUsage
+	}
+	return "usage: buzzd admin <command> [flags]\n\n" + strings.Join(out, "\n") + "\n\nbuzzd admin help lists every command, its flags and the store it uses.\n"
+}
+
 // adminStore is what the admin CLI needs of a backend; store/sqlite and
 // store/postgres implement it.
 type adminStore interface {
@@ -80,17 +110,21 @@ func runAdmin(ctx context.Context, args []string, lookupEnv func(string) (string
 		return err
 	}
 	if len(words) == 0 || words[0] == "help" {
-		fmt.Fprint(stdout, adminUsage)
+		var topic []string
+		if len(words) > 0 {
+			topic = words[1:]
+		}
+		fmt.Fprint(stdout, adminHelp(topic))
 		return nil
 	}
 	if words[0] == "keygen" {
 		if len(words) != 1 {
-			return usageError{errors.New("admin keygen takes no arguments")}
+			return usageError{err: errors.New("admin keygen takes no arguments"), help: "buzzd admin help"}
 		}
 		return adminKeygen(stdout, f.json)
 	}
 	if len(words) < 2 {
-		return usageError{fmt.Errorf("admin %s: want a subcommand (see buzzd admin help)", words[0])}
+		return usageError{err: fmt.Errorf("admin %s: want a subcommand", words[0]), help: "buzzd admin help"}
 	}
 	cfg, err := parseConfig("admin", rest, lookupEnv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
@@ -101,7 +135,7 @@ func runAdmin(ctx context.Context, args []string, lookupEnv func(string) (string
 	}
 	if f.actor != "" {
 		if f.actor, err = nostr.ParsePubKey(f.actor); err != nil {
-			return usageError{errors.New("-actor: want 64 hex characters or an npub")}
+			return usageError{err: errors.New("-actor: want 64 hex characters or an npub"), help: "buzzd admin help"}
 		}
 	}
 	// A command's output is its answer: the log says only what went wrong.
@@ -140,7 +174,7 @@ func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err err
 				return val, nil
 			}
 			if i+1 >= len(args) {
-				return "", usageError{fmt.Errorf("flag -%s needs a value", name)}
+				return "", usageError{err: fmt.Errorf("flag -%s needs a value", name), help: "buzzd admin help"}
 			}
 			i++
 			return args[i], nil
@@ -150,7 +184,7 @@ func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err err
 			b := true
 			if hasVal {
 				if b, err = parseBool(val); err != nil {
-					return nil, nil, usageError{fmt.Errorf("-%s: %w", name, err)}
+					return nil, nil, usageError{err: fmt.Errorf("-%s: %w", name, err), help: "buzzd admin help"}
 				}
 			}
 			if name == "json" {
@@ -177,16 +211,17 @@ func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err err
 				f.profile[name] = v
 			}
 		case "h", "help":
-			return []string{"help"}, nil, nil
+			// Help for the command words so far: "community add -h".
+			return append([]string{"help"}, words...), nil, nil
 		default:
 			isBool, known := settingIsBool[name]
 			if !known {
-				return nil, nil, usageError{fmt.Errorf("admin: unknown flag -%s", name)}
+				return nil, nil, usageError{err: fmt.Errorf("admin: unknown flag -%s", name), help: "buzzd admin help"}
 			}
 			rest = append(rest, a)
 			if !isBool && !hasVal {
 				if i+1 >= len(args) {
-					return nil, nil, usageError{fmt.Errorf("flag -%s needs a value", name)}
+					return nil, nil, usageError{err: fmt.Errorf("flag -%s needs a value", name), help: "buzzd admin help"}
 				}
 				i++
 				rest = append(rest, args[i])
@@ -258,7 +293,7 @@ func toJSON(c store.Community, status string) communityJSON {
 func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
 	want := func(n int, form string) error {
 		if len(w) != n {
-			return usageError{fmt.Errorf("admin: want \"buzzd admin %s\"", form)}
+			return usageError{err: fmt.Errorf("admin: want \"buzzd admin %s\"", form), help: "buzzd admin help"}
 		}
 		return nil
 	}
@@ -290,7 +325,7 @@ func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
 		return a.communityProfile(ctx, w[2])
 	case "community policy":
 		if len(w) != 3 && len(w) != 4 {
-			return usageError{errors.New("admin: want \"buzzd admin community policy HOST [open|members]\"")}
+			return usageError{err: errors.New("admin: want \"buzzd admin community policy HOST [open|members]\""), help: "buzzd admin help"}
 		}
 		access := ""
 		if len(w) == 4 {
@@ -322,14 +357,14 @@ func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
 		}
 		return a.memberRemove(ctx, w[2], w[3])
 	}
-	return usageError{fmt.Errorf("admin: unknown command %q (see buzzd admin help)", strings.Join(w[:2], " "))}
+	return usageError{err: fmt.Errorf("admin: unknown command %q", strings.Join(w[:2], " ")), help: "buzzd admin help"}
 }
 
 // community resolves a HOST argument, archived communities included.
 func (a *adminCmd) community(ctx context.Context, raw string) (store.Community, error) {
 	host, err := tenant.NormalizeHost(raw)
 	if err != nil {
-		return store.Community{}, usageError{fmt.Errorf("%q is not a host", raw)}
+		return store.Community{}, usageError{err: fmt.Errorf("%q is not a host", raw), help: "buzzd admin help"}
 	}
 	c, err := a.st.CommunityByHost(ctx, host)
 	if errors.Is(err, store.ErrNoCommunity) {
@@ -348,12 +383,12 @@ func (a *adminCmd) maxOwned() int {
 func (a *adminCmd) communityAdd(ctx context.Context, raw string) error {
 	host, err := tenant.NormalizeHost(raw)
 	if err != nil || tenant.ValidateHost(host) != nil {
-		return usageError{fmt.Errorf("%q is not a valid host", raw)}
+		return usageError{err: fmt.Errorf("%q is not a valid host", raw), help: "buzzd admin help"}
 	}
 	owner := ""
 	if a.flags.owner != "" {
 		if owner, err = nostr.ParsePubKey(a.flags.owner); err != nil {
-			return usageError{errors.New("-owner: want 64 hex characters or an npub")}
+			return usageError{err: errors.New("-owner: want 64 hex characters or an npub"), help: "buzzd admin help"}
 		}
 	}
 	c, created, err := a.st.CreateCommunity(ctx, store.NewCommunity{Host: host, OwnerPubKey: owner, CreateOnly: a.flags.createOnly, MaxPerOwner: a.maxOwned()})
@@ -378,7 +413,7 @@ func (a *adminCmd) communityList(ctx context.Context) error {
 	if a.flags.owner != "" {
 		owner, perr := nostr.ParsePubKey(a.flags.owner)
 		if perr != nil {
-			return usageError{errors.New("-owner: want 64 hex characters or an npub")}
+			return usageError{err: errors.New("-owner: want 64 hex characters or an npub"), help: "buzzd admin help"}
 		}
 		cs, err = a.st.OwnedCommunities(ctx, owner)
 	} else {
@@ -443,7 +478,7 @@ func (a *adminCmd) communityTransfer(ctx context.Context, raw, newOwnerRaw strin
 	}
 	newOwner, err := nostr.ParsePubKey(newOwnerRaw)
 	if err != nil {
-		return usageError{errors.New("NEW_OWNER: want 64 hex characters or an npub")}
+		return usageError{err: errors.New("NEW_OWNER: want 64 hex characters or an npub"), help: "buzzd admin help"}
 	}
 	c2, prev, changed, err := a.st.TransferCommunity(ctx, c.ID.UUID(), newOwner, c.OwnerPubKey, a.maxOwned())
 	if err != nil {
@@ -512,7 +547,7 @@ func (a *adminCmd) communityProfile(ctx context.Context, raw string) error {
 			}
 		}
 		if err := p.Validate(); err != nil {
-			return usageError{err}
+			return usageError{err: err, help: "buzzd admin help"}
 		}
 		if err := a.st.SetCommunityProfile(ctx, c.ID, p); err != nil {
 			return err
@@ -529,7 +564,7 @@ func (a *adminCmd) communityPolicy(ctx context.Context, raw, access string) erro
 	if access != "" {
 		p := channel.AccessPolicy(access)
 		if !p.Valid() {
-			return usageError{errors.New(`policy: want "open" or "members"`)}
+			return usageError{err: errors.New(`policy: want "open" or "members"`), help: "buzzd admin help"}
 		}
 		if err := a.st.SetCommunityAccess(ctx, c.ID, p); err != nil {
 			return err
@@ -589,11 +624,11 @@ func (a *adminCmd) memberPut(ctx context.Context, raw, pkRaw, roleRaw, status st
 	}
 	pk, err := nostr.ParsePubKey(pkRaw)
 	if err != nil {
-		return usageError{errors.New("PUBKEY: want 64 hex characters or an npub")}
+		return usageError{err: errors.New("PUBKEY: want 64 hex characters or an npub"), help: "buzzd admin help"}
 	}
 	role := channel.Role(roleRaw)
 	if !store.ValidCommunityRole(role) {
-		return usageError{fmt.Errorf("role %q: want admin, moderator or member", roleRaw)}
+		return usageError{err: fmt.Errorf("role %q: want admin, moderator or member", roleRaw), help: "buzzd admin help"}
 	}
 	if err := a.st.PutCommunityMember(ctx, c.ID, pk, role); err != nil {
 		return err
@@ -613,7 +648,7 @@ func (a *adminCmd) memberRemove(ctx context.Context, raw, pkRaw string) error {
 	}
 	pk, err := nostr.ParsePubKey(pkRaw)
 	if err != nil {
-		return usageError{errors.New("PUBKEY: want 64 hex characters or an npub")}
+		return usageError{err: errors.New("PUBKEY: want 64 hex characters or an npub"), help: "buzzd admin help"}
 	}
 	if err := a.st.RemoveCommunityMember(ctx, c.ID, pk); err != nil {
 		return err

@@ -28,7 +28,7 @@ import (
 func adminRun(t *testing.T, env map[string]string, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), append([]string{"admin"}, args...), envMap(env), &out, &errOut)
+	err := run(context.Background(), append([]string{"admin"}, args...), envMap(env), nil, &out, &errOut)
 	return out.String(), err
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,11 @@ type Config struct {
 	RelayKey *nostr.SecretKey
 	// Workflows configures the workflow engine (see workflows.go).
 	Workflows WorkflowConfig
+	// Warnings are mistakes parseConfig noticed that do not stop buzzd
+	// (a listening port no client of RELAY_URL reaches); serve logs them.
+	Warnings []string
+
+	port string // BUZZ_PORT, applied after every setting is read
 }
 
 // Defaults that are buzzd's own (the relay's limits default to
@@ -129,6 +135,16 @@ func settings() []setting {
 					return err
 				}
 				c.BindAddr = v
+				return nil
+			}},
+		{env: "BUZZ_PORT", flag: "port", def: "from RELAY_URL",
+			usage: "port to listen on (0.0.0.0:PORT); when RELAY_URL is unset it becomes ws://localhost:PORT, so the mapped host moves with the port",
+			apply: func(c *Config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 65535 {
+					return errors.New("want a port number 1-65535")
+				}
+				c.port = v
 				return nil
 			}},
 		{env: "BUZZ_DATA_DIR", flag: "data-dir", def: defaultDataDir,
@@ -333,7 +349,12 @@ func settings() []setting {
 			apply: func(c *Config, v string) error { c.Info.Icon = v; return nil }},
 		{env: "BUZZ_LOG_LEVEL", flag: "log-level", def: "info",
 			usage: "debug, info, warn or error",
-			apply: func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+			apply: func(c *Config, v string) error {
+				if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+					return errors.New("want debug, info, warn or error")
+				}
+				return nil
+			}},
 		{env: "BUZZ_LOG_FORMAT", flag: "log-format", def: "text",
 			usage: "text or json (logs go to stderr)",
 			apply: func(c *Config, v string) error {
@@ -397,6 +418,7 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 	bindSet := false
 	set := settings()
 
+	relayURLSet := false
 	for _, s := range set {
 		v, ok := lookupEnv(s.env)
 		if !ok || v == "" {
@@ -405,8 +427,11 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 		if err := s.apply(&cfg, v); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", describe(s.env, v, s.secret), err)
 		}
-		if s.env == "BUZZ_BIND_ADDR" {
+		switch s.env {
+		case "BUZZ_BIND_ADDR":
 			bindSet = true
+		case "RELAY_URL":
+			relayURLSet = true
 		}
 	}
 
@@ -417,8 +442,11 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 			if err := s.apply(&cfg, v); err != nil {
 				return err
 			}
-			if s.env == "BUZZ_BIND_ADDR" {
+			switch s.env {
+			case "BUZZ_BIND_ADDR":
 				bindSet = true
+			case "RELAY_URL":
+				relayURLSet = true
 			}
 			return nil
 		}
@@ -433,12 +461,21 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 			printUsage(usage)
 			return Config{}, flag.ErrHelp
 		}
-		return Config{}, usageError{redactFlagError(err, set)}
+		return Config{}, usageError{err: redactFlagError(err, set)}
 	}
 	if fs.NArg() > 0 {
-		return Config{}, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return Config{}, usageError{err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 
+	if cfg.port != "" {
+		if bindSet {
+			return Config{}, usageError{err: errors.New("BUZZ_PORT (-port) and BUZZ_BIND_ADDR (-bind) both name the listening port: set one")}
+		}
+		cfg.BindAddr, bindSet = net.JoinHostPort(defaultBindHost, cfg.port), true
+		if !relayURLSet {
+			cfg.RelayURL = "ws://localhost:" + cfg.port
+		}
+	}
 	host, bindPort, err := parseRelayURL(cfg.RelayURL)
 	if err != nil {
 		return Config{}, fmt.Errorf("RELAY_URL (-relay-url) %q: %w", cfg.RelayURL, err)
@@ -456,7 +493,95 @@ func parseConfig(cmd string, args []string, lookupEnv func(string) (string, bool
 	if !bindSet {
 		cfg.BindAddr = net.JoinHostPort(defaultBindHost, bindPort)
 	}
+	if w := portMismatch(cfg.RelayURL, cfg.BindAddr); w != "" {
+		cfg.Warnings = append(cfg.Warnings, w)
+	}
 	return cfg, nil
+}
+
+// portMismatch returns a warning when RELAY_URL names this machine (a
+// loopback host) on another port than buzzd listens on: clients that reach
+// the listening port send a Host no community is mapped to. A public URL
+// on another port is the normal shape behind a proxy and is not warned
+// about.
+func portMismatch(relayURL, bindAddr string) string {
+	u, err := url.Parse(relayURL)
+	if err != nil {
+		return ""
+	}
+	host, urlPort := u.Hostname(), u.Port()
+	if urlPort == "" {
+		urlPort = map[string]string{"ws": "80", "wss": "443"}[u.Scheme]
+	}
+	_, bindPort, err := net.SplitHostPort(bindAddr)
+	if err != nil || bindPort == urlPort || bindPort == "0" {
+		return ""
+	}
+	ip, ipErr := netip.ParseAddr(host)
+	if host != "localhost" && !strings.HasSuffix(host, ".localhost") && (ipErr != nil || !ip.IsLoopback()) {
+		return ""
+	}
+	return fmt.Sprintf("RELAY_URL %s names port %s but buzzd listens on %s: requests to port %s carry a host no community is mapped to (404); use -port %s alone, or set RELAY_URL=ws://%s", relayURL, urlPort, bindAddr, bindPort, bindPort, net.JoinHostPort(host, bindPort))
+}
+
+// UnknownSettings returns a warning for each variable of environ (as
+// os.Environ lists them) that looks like a buzzd setting — BUZZ_, RELAY_ or
+// REDIS_ prefixed — but is none, with the closest known name when one is
+// near: a misspelt setting is otherwise silently ignored.
+func UnknownSettings(environ []string) []string {
+	known := map[string]bool{}
+	var names []string
+	for _, s := range settings() {
+		known[s.env] = true
+		names = append(names, s.env)
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if known[name] || !(strings.HasPrefix(name, "BUZZ_") || strings.HasPrefix(name, "RELAY_")) {
+			continue
+		}
+		w := fmt.Sprintf("%s is not a buzzd setting and is ignored", name)
+		if near := closest(name, names); near != "" {
+			w += fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		out = append(out, w)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// closest returns the name of names nearest to s by edit distance, when it
+// is within a third of s's length; "" otherwise.
+func closest(s string, names []string) string {
+	best, bestD := "", len(s)/3+1
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // parseRelayURL validates a relay URL and returns its normalized host and the
@@ -646,39 +771,64 @@ func redactFlagError(err error, set []setting) error {
 }
 
 // usageError marks a command-line mistake (exit status 2).
-type usageError struct{ err error }
+// usageError is a command-line mistake: exit status 2 and a pointer to the
+// help of the command concerned (help, e.g. "buzzd admin help"; "" for
+// buzzd's own).
+type usageError struct {
+	err  error
+	help string
+}
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// printUsage writes buzzd's help: commands, then every setting.
+// printUsage writes buzzd's help: its commands, then every setting on one
+// line (flag, variable, default); printSettingHelp explains one.
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, `buzzd — the buzz reference Nostr relay
 
 Usage:
   buzzd [serve] [flags]   run the relay (default)
   buzzd migrate [flags]   apply PostgreSQL migrations to DATABASE_URL and exit
-  buzzd audit verify [-host H | -all] [flags]
-                          recompute audit chains; print each community's first
-                          broken seq; exit status 1 if any chain is broken
-  buzzd admin <command>   change communities, members and owners on the configured
-                          store directly (keygen, community, channel, member;
-                          see buzzd admin help)
+  buzzd audit verify (-host H | -all) [flags]
+                          recompute audit chains (buzzd audit help)
+  buzzd admin <command>   change communities, members and owners on the
+                          configured store (buzzd admin help)
   buzzd version           print the version and exit
-  buzzd help              print this help
+  buzzd help [SETTING]    print this help, or explain one setting
+                          (buzzd help port, buzzd help BUZZ_DATA_DIR)
 
 Every setting is read from its environment variable (an empty one counts
-as unset); a flag overrides it. Booleans accept true/1/yes/on and false/0/no/off.
+as unset); a flag overrides it. Booleans accept true/1/yes/on and
+false/0/no/off. The README's configuration table explains them all.
 
-Settings:
+Settings (flag, variable, default):
 `)
-	for _, s := range settings() {
-		arg := " value"
-		if s.isBool {
-			arg = ""
-		}
-		fmt.Fprintf(w, "  -%s%s  (%s, default %s)\n      %s\n", s.flag, arg, s.env, s.def, s.usage)
+	set := settings()
+	wf, we := 0, 0
+	for _, s := range set {
+		wf, we = max(wf, len(s.flag)+1), max(we, len(s.env))
 	}
+	for _, s := range set {
+		fmt.Fprintf(w, "  %-*s  %-*s  %s\n", wf, "-"+s.flag, we, s.env, s.def)
+	}
+}
+
+// printSettingHelp explains the setting named by its flag (with or
+// without dashes) or its variable; it reports false when none matches.
+func printSettingHelp(w io.Writer, name string) bool {
+	name = strings.TrimLeft(name, "-")
+	for _, s := range settings() {
+		if s.flag == name || strings.EqualFold(s.env, name) {
+			arg := " value"
+			if s.isBool {
+				arg = ""
+			}
+			fmt.Fprintf(w, "-%s%s  (%s, default %s)\n    %s\n", s.flag, arg, s.env, s.def, s.usage)
+			return true
+		}
+	}
+	return false
 }
 
 // configTableMarkdown renders the settings as the README's config table.

@@ -288,7 +288,7 @@ func TestSettingsUnique(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"serve", "-h"}} {
 		var out bytes.Buffer
-		if err := run(context.Background(), args, envMap(nil), &out, io.Discard); err != nil {
+		if err := run(context.Background(), args, envMap(nil), nil, &out, io.Discard); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
 		for _, s := range settings() {
@@ -305,22 +305,22 @@ func TestHelp(t *testing.T) {
 
 func TestRunCommands(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"version"}, envMap(nil), &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"version"}, envMap(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "buzzd ") {
 		t.Errorf("version output %q", out.String())
 	}
 
-	err := run(context.Background(), []string{"frobnicate"}, envMap(nil), io.Discard, io.Discard)
+	err := run(context.Background(), []string{"frobnicate"}, envMap(nil), nil, io.Discard, io.Discard)
 	if code := exitCode(err, io.Discard); code != 2 {
 		t.Errorf("unknown command: exit %d (%v), want 2", code, err)
 	}
-	err = run(context.Background(), []string{"migrate"}, envMap(nil), io.Discard, io.Discard)
+	err = run(context.Background(), []string{"migrate"}, envMap(nil), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL") || exitCode(err, io.Discard) != 2 {
 		t.Errorf("migrate without DATABASE_URL: %v", err)
 	}
-	err = run(context.Background(), nil, envMap(map[string]string{"BUZZ_MAX_FILTERS": "many"}), io.Discard, io.Discard)
+	err = run(context.Background(), nil, envMap(map[string]string{"BUZZ_MAX_FILTERS": "many"}), nil, io.Discard, io.Discard)
 	if err == nil || exitCode(err, io.Discard) != 1 {
 		t.Errorf("bad env: %v", err)
 	}
@@ -342,7 +342,7 @@ func TestServeListenError(t *testing.T) {
 		"BUZZ_BIND_ADDR": ln.Addr().String(), // already taken
 		"BUZZ_LOG_LEVEL": "error",
 	}
-	err = run(context.Background(), nil, envMap(env), io.Discard, io.Discard)
+	err = run(context.Background(), nil, envMap(env), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "BUZZ_BIND_ADDR") {
 		t.Fatalf("err = %v, want a listen error naming BUZZ_BIND_ADDR", err)
 	}

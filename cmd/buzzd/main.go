@@ -26,7 +26,7 @@ func main() {
 	// After the first signal, restore default handling so a second one
 	// kills a shutdown that takes too long.
 	context.AfterFunc(ctx, stop)
-	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }

@@ -34,7 +34,7 @@ func TestMetricsConfig(t *testing.T) {
 		t.Error("a malformed metrics address was accepted")
 	}
 	var ue usageError
-	err := run(t.Context(), []string{"serve"}, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": "bogus"}), io.Discard, io.Discard)
+	err := run(t.Context(), []string{"serve"}, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": "bogus"}), nil, io.Discard, io.Discard)
 	if err == nil || errors.As(err, &ue) {
 		t.Errorf("serve with a bogus mode: %v", err)
 	}

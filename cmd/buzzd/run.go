@@ -27,10 +27,12 @@ import (
 )
 
 // run is buzzd without the process around it: args excludes the program
-// name, lookupEnv reads the environment, and ctx is cancelled on SIGINT or
-// SIGTERM. It returns nil on a clean exit (including a graceful shutdown and
-// -h), a usageError for command-line mistakes, and any other error otherwise.
-func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+// name, lookupEnv reads the environment, environ lists it (as os.Environ,
+// to warn about variables that look like settings but are none; nil skips
+// that), and ctx is cancelled on SIGINT or SIGTERM. It returns nil on a
+// clean exit (including a graceful shutdown and -h), a usageError for
+// command-line mistakes, and any other error otherwise.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), environ []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -45,6 +47,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return err
 		}
 		logger := newLogger(cfg, stderr)
+		for _, w := range append(cfg.Warnings, UnknownSettings(environ)...) {
+			logger.Warn(w)
+		}
 		if cmd == "migrate" {
 			return migrate(ctx, cfg, logger)
 		}
@@ -55,15 +60,21 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runAdmin(ctx, args, lookupEnv, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
-			return usageError{fmt.Errorf("version takes no arguments")}
+			return usageError{err: fmt.Errorf("version takes no arguments")}
 		}
 		fmt.Fprintln(stdout, versionString())
 		return nil
 	case "help":
-		printUsage(stdout)
+		switch {
+		case len(args) == 0:
+			printUsage(stdout)
+		case len(args) == 1 && printSettingHelp(stdout, args[0]):
+		default:
+			return usageError{err: fmt.Errorf("help: no setting %q", strings.Join(args, " "))}
+		}
 		return nil
 	default:
-		return usageError{fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
 	}
 }
 
@@ -76,7 +87,11 @@ func exitCode(err error, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "buzzd:", err)
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, "run 'buzzd -h' for usage")
+		help := ue.help
+		if help == "" {
+			help = "buzzd -h"
+		}
+		fmt.Fprintf(stderr, "run '%s' for usage\n", help)
 		return 2
 	}
 	return 1
@@ -93,7 +108,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 // migrate applies the embedded PostgreSQL migrations and exits.
 func migrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.DatabaseURL == "" {
-		return usageError{errors.New("migrate: DATABASE_URL (or -database-url) is not set; migrations apply to PostgreSQL only, the embedded store migrates itself")}
+		return usageError{err: errors.New("migrate: DATABASE_URL (or -database-url) is not set; migrations apply to PostgreSQL only, the embedded store migrates itself")}
 	}
 	if err := postgres.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -113,6 +128,14 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 				return nil, fmt.Errorf("auto-migrate: %w", err)
 			}
 			logger.Info("migrations applied", "database", redactDatabaseURL(cfg.DatabaseURL))
+		} else {
+			n, err := postgres.Pending(ctx, cfg.DatabaseURL)
+			if err != nil {
+				return nil, fmt.Errorf("open postgres store: %w", err)
+			}
+			if n > 0 {
+				return nil, fmt.Errorf("the database %s lacks %d of buzzd's migrations: run `buzzd migrate` with the same DATABASE_URL first, or start with BUZZ_AUTO_MIGRATE=true", redactDatabaseURL(cfg.DatabaseURL), n)
+			}
 		}
 		opts := []postgres.Option{postgres.WithLogger(logger), postgres.WithRLSRole(cfg.DBRLSRole),
 			postgres.WithAnalyzeInterval(cfg.DBAnalyzeInterval)}
@@ -142,6 +165,9 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 		opts = append(opts, sqlite.WithLSMEvents())
 	}
 	st, err := sqlite.Open(ctx, cfg.DataDir, opts...)
+	if errors.Is(err, store.ErrInUse) {
+		return nil, fmt.Errorf("open embedded store in %s: the directory is in use by another process — one buzzd at a time opens an embedded store (several pods share PostgreSQL): %w", cfg.DataDir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 	}

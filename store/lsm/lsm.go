@@ -36,14 +36,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -231,6 +234,9 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
 	if err != nil {
+		if lockHeld(err) {
+			return nil, fmt.Errorf("lsm: open %s: %w (%w)", dir, store.ErrInUse, err)
+		}
 		return nil, fmt.Errorf("lsm: open %s: %w", dir, err)
 	}
 	rc, err := newRecordCache(cfg.recordBytes)
@@ -389,4 +395,12 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "pebble: " + fmt.Sprintf(format, args...)
 	p.l.Error(msg)
 	panic(msg)
+}
+
+// lockHeld reports whether err is pebble failing to take its directory
+// lock: held by another process (EAGAIN from fcntl) or by another open
+// store in this process (pebble's own message).
+func lockHeld(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+		strings.Contains(err.Error(), "lock held by current process")
 }

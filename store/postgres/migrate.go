@@ -21,18 +21,56 @@ var migrationFiles embed.FS
 // applies the migrations and the others find nothing pending. Run it as the
 // schema owner (not as the RLS role).
 func Migrate(ctx context.Context, databaseURL string) error {
-	db, err := sql.Open("pgx", databaseURL)
-	if err != nil {
-		return fmt.Errorf("postgres: migrate: open: %w", err)
-	}
-	defer db.Close()
-	fsys, err := fs.Sub(migrationFiles, "migrations")
+	db, p, err := provider(databaseURL)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer db.Close()
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}
+
+// Pending returns how many of the embedded migrations the database at
+// databaseURL has not applied (all of them for a database never migrated).
+// It takes no lock and changes nothing: a server checks it at start and
+// refuses to run on a schema older than its code.
+func Pending(ctx context.Context, databaseURL string) (int, error) {
+	db, p, err := provider(databaseURL)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: migration status: %w", err)
+	}
+	defer db.Close()
+	status, err := p.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: migration status: %w", err)
+	}
+	n := 0
+	for _, m := range status {
+		if m.State == goose.StatePending {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// provider opens databaseURL and the migration provider over it; the
+// caller closes db.
+func provider(databaseURL string) (*sql.DB, *goose.Provider, error) {
+	db, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open: %w", err)
+	}
+	fsys, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		db.Close()
+		return nil, nil, err
 	}
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		db.Close()
+		return nil, nil, err
 	}
 	// Versions may have gaps (numbers reserved for work not merged yet),
 	// and such a lower version may arrive after higher ones were applied:
@@ -41,12 +79,10 @@ func Migrate(ctx context.Context, databaseURL string) error {
 		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true),
 		goose.WithAllowOutofOrder(true))
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		db.Close()
+		return nil, nil, err
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
-	}
-	return nil
+	return db, p, nil
 }
 
 // MigrationFS returns the embedded migration files (for tooling and tests).
