@@ -24,6 +24,15 @@ const (
 	MaxDescriptionLen  = 4096
 	DefaultStepTimeout = 300   // seconds, as in Buzz
 	MaxStepTimeout     = 86400 // seconds
+	// MaxDefinitionNodes bounds the YAML nodes of a definition (every
+	// scalar, mapping and sequence counts). Before parsing, the YAML
+	// indicators that can open a node ("[", "{", ",", and ":", "-", "?"
+	// used as indicators, also inside text) are counted against the same
+	// bound, so a definition the parser is given never builds more than a
+	// small multiple of it: parsing any input costs at most a few MB.
+	MaxDefinitionNodes = 4096
+	// MaxDefinitionDepth bounds the nesting of mappings and sequences.
+	MaxDefinitionDepth = 32
 )
 
 // TriggerKind is a trigger's "on" value.
@@ -127,14 +136,27 @@ func parseYAML(src []byte, actions ActionLookup, minInterval time.Duration) (*De
 	if !utf8.Valid(src) {
 		return nil, fieldErr("", "definition is not valid UTF-8")
 	}
-	var doc any
+	if n := yamlIndicators(src); n > MaxDefinitionNodes {
+		return nil, fieldErr("", "definition has more than %d YAML nodes", MaxDefinitionNodes)
+	}
+	// Parsed into a node tree first: a yaml.Node keeps an alias as a
+	// pointer to its anchor, so nothing is expanded until the tree is
+	// checked (no anchors or aliases, bounded nodes and depth).
+	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&root); err != nil {
 		return nil, fieldErr("", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	var extra any
+	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, fieldErr("", "more than one YAML document")
+	}
+	if err := checkYAMLTree(&root); err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := root.Decode(&doc); err != nil {
+		return nil, fieldErr("", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	// Normalise to JSON values, as a stored definition decodes.
 	j, err := json.Marshal(jsonable(doc))
@@ -149,6 +171,79 @@ func parseYAML(src []byte, actions ActionLookup, minInterval time.Duration) (*De
 		return nil, err
 	}
 	return d, nil
+}
+
+// yamlIndicators counts the bytes of src that can open a YAML node: the
+// flow indicators "[", "{" and ",", and ":", "-" and "?" where they can be
+// indicators (followed by a blank, the end or a flow indicator; ":" also
+// right after a quote or a closing bracket). Comments are skipped; text
+// inside scalars is counted too, so the count is at least the number of
+// separators the parser sees, and a document has at most about three
+// nodes per indicator (a flow mapping's implicit null values included).
+func yamlIndicators(src []byte) int {
+	n := 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '#':
+			if i == 0 || src[i-1] == ' ' || src[i-1] == '\t' || src[i-1] == '\n' || src[i-1] == '\r' {
+				for i < len(src) && src[i] != '\n' {
+					i++
+				}
+			}
+		case '[', '{', ',':
+			n++
+		case ':', '-', '?':
+			if i+1 == len(src) {
+				n++
+				continue
+			}
+			switch src[i+1] {
+			case ' ', '\t', '\n', '\r', ',', '[', ']', '{', '}':
+				n++
+				continue
+			}
+			if c == ':' && i > 0 {
+				switch src[i-1] {
+				case '"', '\'', ']', '}':
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// checkYAMLTree refuses anchors and aliases (a definition never needs them,
+// and an alias is how a small document expands into a huge one) and bounds
+// the tree's nodes and depth. It walks at most MaxDefinitionNodes nodes,
+// MaxDefinitionDepth deep.
+func checkYAMLTree(root *yaml.Node) error {
+	type item struct {
+		n     *yaml.Node
+		depth int
+	}
+	stack := []item{{root, 0}}
+	nodes := 0
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.n == nil {
+			continue
+		}
+		if it.n.Kind == yaml.AliasNode || it.n.Anchor != "" || it.n.Alias != nil {
+			return fieldErr("", "YAML anchors and aliases are not allowed (line %d)", it.n.Line)
+		}
+		if nodes++; nodes > MaxDefinitionNodes {
+			return fieldErr("", "definition has more than %d YAML nodes", MaxDefinitionNodes)
+		}
+		if it.depth > MaxDefinitionDepth {
+			return fieldErr("", "definition is nested more than %d levels deep (line %d)", MaxDefinitionDepth, it.n.Line)
+		}
+		for _, c := range it.n.Content {
+			stack = append(stack, item{c, it.depth + 1})
+		}
+	}
+	return nil
 }
 
 // DecodeJSON decodes a definition from its canonical JSON (as stored) and
