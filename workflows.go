@@ -250,6 +250,8 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 		return ingest.Outcome{Message: msgWorkflowNotOwner}, false
 	case errors.Is(err, workflow.ErrNotPermitted):
 		return ingest.Outcome{Message: msgWorkflowNotAllowed}, false
+	case errors.Is(err, workflow.ErrTooManyWorkflows):
+		return ingest.Outcome{Message: "restricted: " + err.Error()}, false
 	default:
 		h.r.log.ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false
