@@ -13,29 +13,23 @@ import (
 	"github.com/buzzrelay/buzz/workflow"
 )
 
-// aliasBombYAML is a definition of about n bytes whose YAML nests aliases
-// ten wide (each level under the YAML decoder's own alias-ratio guard):
-// expanded it would be 10^levels scalars.
-func aliasBombYAML(n int) string {
-	var b strings.Builder
-	b.WriteString("name: x\ntrigger: {on: webhook}\nsteps: [{id: a, action: send_message, text: hi}]\ndescription: &l000000000000 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
-	for i := 1; b.Len() < n-200; i++ {
-		fmt.Fprintf(&b, "x%d: &l%012d [", i, i)
-		for j := range 10 {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "*l%012d", i-1)
-		}
-		b.WriteString("]\n")
-	}
-	return b.String()
+// aliasBombYAML is a definition of about 60 KB whose aliases stay under
+// the YAML decoder's own alias-ratio guard (few aliases, each expanding a
+// large anchor): 1200 aliases of a 1000-element list, over a million
+// scalars once expanded.
+func aliasBombYAML() string {
+	name := strings.Repeat("n", 40)
+	return "name: x\ntrigger: {on: webhook}\nsteps: [{id: a, action: send_message, text: hi}]\n" +
+		"description: &" + name + " [" + strings.Repeat("lol, ", 999) + "lol]\n" +
+		"fan: [" + strings.Repeat("*"+name+", ", 1199) + "*" + name + "]\n"
 }
 
-// TestWorkflowAliasBombRefusedCheaply: three 60 KB definitions built from
-// YAML anchors and aliases, sent at once by a channel member, are each
-// refused with invalid: naming anchors and aliases, and refusing them
-// allocates a few MB in all, not the gigabytes expanding them would take.
+// TestWorkflowAliasBombRefusedCheaply: definitions built to make the YAML
+// decoder expand (anchors and aliases under its alias-ratio guard) or
+// report quadratically (a mapping repeating one key), three of each sent at
+// once by a channel member, are each refused with invalid: saying why, and
+// refusing them all allocates a few MB, not the gigabytes decoding them
+// took.
 func TestWorkflowAliasBombRefusedCheaply(t *testing.T) {
 	forBackends(t, func(t *testing.T, b store.Backend) {
 		st := b.(wfBackend)
@@ -44,7 +38,20 @@ func TestWorkflowAliasBombRefusedCheaply(t *testing.T) {
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
 		ch := ac.createChannel(alice, "bombs", channel.VisibilityOpen)
-		bomb := aliasBombYAML(60 << 10)
+		bombs := map[string]string{
+			aliasBombYAML(): "anchors and aliases are not allowed",
+			"name: x\ntrigger: {on: webhook}\nsteps: [{id: a, action: send_message, text: hi}]\n" +
+				strings.Repeat("k: v\n", 2000): `mapping key "k" is repeated`,
+		}
+		type sent struct {
+			ok   *nostr.OKMessage
+			want string
+		}
+		var (
+			mu      sync.Mutex
+			results []sent
+			wg      sync.WaitGroup
+		)
 		clients := make([]*rawClient, 3)
 		for i := range clients {
 			clients[i] = tr.dial(t)
@@ -53,27 +60,35 @@ func TestWorkflowAliasBombRefusedCheaply(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		oks := make([]*nostr.OKMessage, len(clients))
-		var wg sync.WaitGroup
-		for i, c := range clients {
+		for _, c := range clients {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, oks[i] = c.define(alice, workflow.NewID(), ch, bomb)
+				for yaml, want := range bombs {
+					_, ok := c.define(alice, workflow.NewID(), ch, yaml)
+					mu.Lock()
+					results = append(results, sent{ok, want})
+					mu.Unlock()
+				}
 			}()
 		}
 		wg.Wait()
 		runtime.ReadMemStats(&after)
-		for i, ok := range oks {
-			if ok.OK || !strings.HasPrefix(ok.Message, "invalid: ") || !strings.Contains(ok.Message, "anchors and aliases") {
-				t.Errorf("alias bomb %d: OK %v %q, want invalid: refusing anchors and aliases", i, ok.OK, ok.Message)
+		if len(results) != len(clients)*len(bombs) {
+			t.Fatalf("%d OKs, want %d", len(results), len(clients)*len(bombs))
+		}
+		for _, r := range results {
+			if r.ok.OK || !strings.HasPrefix(r.ok.Message, "invalid: ") || !strings.Contains(r.ok.Message, r.want) {
+				t.Errorf("OK %v %q, want invalid: … %s", r.ok.OK, r.ok.Message, r.want)
 			}
 		}
-		// The whole relay allocates while it answers (three 60 KB events
-		// read, verified and refused); expanding the aliases took 690 MB
-		// for one definition.
-		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
-			t.Errorf("refusing three alias bombs allocated %d MB", n>>20)
+		// The whole relay allocates while it answers (six events read,
+		// verified and refused); decoding one such definition took
+		// hundreds of MB.
+		n := after.TotalAlloc - before.TotalAlloc
+		t.Logf("six definition bombs refused with %d KB allocated", n>>10)
+		if n > 64<<20 {
+			t.Errorf("refusing six definition bombs allocated %d MB", n>>20)
 		}
 		c, _, err := st.EnsureCommunity(t.Context(), tr.host)
 		if err != nil {

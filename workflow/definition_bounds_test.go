@@ -31,6 +31,17 @@ func billionLaughs(n int) []byte {
 	return []byte(b.String())
 }
 
+// aliasFan returns a definition of about 60 KB whose aliases stay under the
+// YAML decoder's own alias-ratio guard (few aliases, each expanding a large
+// anchor): 1200 aliases of a 1000-element list, over a million scalars once
+// expanded. Long anchor names keep it within MaxDefinitionNodes separators.
+func aliasFan() []byte {
+	name := strings.Repeat("n", 40)
+	return []byte("name: x\ntrigger: {on: webhook}\nsteps: [{id: a, action: send_message, text: hi}]\n" +
+		"description: &" + name + " [" + strings.Repeat("lol, ", 999) + "lol]\n" +
+		"fan: [" + strings.Repeat("*"+name+", ", 1199) + "*" + name + "]\n")
+}
+
 // worstDefinitions are inputs up to MaxDefinitionBytes built to make the
 // parser work hardest: alias bombs, as many nodes and as deep nesting as
 // the bounds let through, and just past them.
@@ -40,18 +51,20 @@ func worstDefinitions() map[string][]byte {
 		return []byte("{" + strings.Repeat("a,", keys-1) + "a}")
 	}
 	return map[string][]byte{
-		"billion laughs":         billionLaughs(60 << 10),
-		"small alias bomb":       billionLaughs(2 << 10),
-		"flow mapping at bound":  flowMap(workflow.MaxDefinitionNodes),
-		"flow mapping past":      flowMap(max/2 - 2),
-		"flow list past":         []byte("[" + strings.Repeat("a,", max/2-2) + "a]"),
-		"deep flow nesting":      []byte(strings.Repeat("[", max/2) + strings.Repeat("]", max/2)),
-		"deep block nesting":     []byte(strings.Repeat("- ", max/2-1) + "a"),
-		"one long scalar":        []byte("name: " + strings.Repeat("x", max-10)),
-		"long text of commas":    []byte("description: '" + strings.Repeat("a, ", max/3-8) + "'"),
-		"alias bomb past bound":  []byte("a: &a [x]\nb: [" + strings.Repeat("*a,", max/3-8) + "*a]"),
-		"many small documents":   []byte(strings.Repeat("---\n", max/4)),
-		"block mapping at bound": []byte(strings.Repeat("k: v\n", workflow.MaxDefinitionNodes-1)),
+		"billion laughs":          billionLaughs(60 << 10),
+		"alias fan":               aliasFan(),
+		"small alias bomb":        billionLaughs(2 << 10),
+		"flow mapping at bound":   flowMap(workflow.MaxDefinitionNodes),
+		"flow mapping past":       flowMap(max/2 - 2),
+		"flow list past":          []byte("[" + strings.Repeat("a,", max/2-2) + "a]"),
+		"deep flow nesting":       []byte(strings.Repeat("[", max/2) + strings.Repeat("]", max/2)),
+		"deep block nesting":      []byte(strings.Repeat("- ", max/2-1) + "a"),
+		"one long scalar":         []byte("name: " + strings.Repeat("x", max-10)),
+		"long text of commas":     []byte("description: '" + strings.Repeat("a, ", max/3-8) + "'"),
+		"alias bomb past bound":   []byte("a: &a [x]\nb: [" + strings.Repeat("*a,", max/3-8) + "*a]"),
+		"many small documents":    []byte(strings.Repeat("---\n", max/4)),
+		"block mapping at bound":  []byte(strings.Repeat("k: v\n", workflow.MaxDefinitionNodes-1)),
+		"duplicate keys in bound": []byte(strings.Repeat("k: v\n", workflow.MaxDefinitionNodes/2-2)),
 	}
 }
 
@@ -59,6 +72,7 @@ func TestParseRefusesAnchorsAndAliases(t *testing.T) {
 	lookup := builtins(t)
 	for name, src := range map[string][]byte{
 		"billion laughs": billionLaughs(60 << 10),
+		"alias fan":      aliasFan(),
 		"one alias": []byte(`name: &n x
 trigger: {on: webhook}
 steps: [{id: a, action: send_message, text: *n}]`),
