@@ -603,10 +603,12 @@ func testCaps(t *testing.T, b Backend) {
 		created int
 		refused []error
 	)
-	for range 8 {
+	start := make(chan struct{})
+	for range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			_, err := b.PutWorkflow(ctx, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ch, Owner: Hex32(), Definition: d})
 			mu.Lock()
 			defer mu.Unlock()
@@ -617,9 +619,10 @@ func testCaps(t *testing.T, b Backend) {
 			}
 		}()
 	}
+	close(start)
 	wg.Wait()
 	if created != 2 {
-		t.Fatalf("%d of 8 concurrent puts into a channel two short of its cap were created (refusals %v)", created, refused)
+		t.Fatalf("%d of 32 concurrent puts into a channel two short of its cap were created (refusals %v)", created, refused)
 	}
 	for _, err := range refused {
 		var le *workflow.LimitError
