@@ -214,8 +214,8 @@ func yamlIndicators(src []byte) int {
 }
 
 // checkYAMLTree refuses anchors and aliases (a definition never needs them,
-// and an alias is how a small document expands into a huge one) and bounds
-// the tree's nodes and depth. It walks at most MaxDefinitionNodes nodes,
+// and an alias is how a small document expands into a huge one), repeated
+// and non-scalar mapping keys, and bounds the tree's nodes and depth. It walks at most MaxDefinitionNodes nodes,
 // MaxDefinitionDepth deep.
 func checkYAMLTree(root *yaml.Node) error {
 	type item struct {
@@ -239,9 +239,32 @@ func checkYAMLTree(root *yaml.Node) error {
 		if it.depth > MaxDefinitionDepth {
 			return fieldErr("", "definition is nested more than %d levels deep (line %d)", MaxDefinitionDepth, it.n.Line)
 		}
+		if it.n.Kind == yaml.MappingNode {
+			if err := uniqueKeys(it.n); err != nil {
+				return err
+			}
+		}
 		for _, c := range it.n.Content {
 			stack = append(stack, item{c, it.depth + 1})
 		}
+	}
+	return nil
+}
+
+// uniqueKeys refuses a mapping with a repeated or non-scalar key, in linear
+// time (the YAML decoder reports every pair of equal keys, which is
+// quadratic in time and memory).
+func uniqueKeys(m *yaml.Node) error {
+	seen := make(map[string]bool, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			return fieldErr("", "mapping keys must be scalars (line %d)", k.Line)
+		}
+		if seen[k.Value] {
+			return fieldErr("", "mapping key %q is repeated (line %d)", truncateRunes(k.Value, 64), k.Line)
+		}
+		seen[k.Value] = true
 	}
 	return nil
 }
