@@ -270,9 +270,11 @@ func uniqueKeys(m *yaml.Node) error {
 }
 
 // DecodeJSON decodes a definition from its canonical JSON (as stored) and
-// validates it like Parse. With a nil actions lookup the action fields are
-// not validated (stores decode what they stored, which was validated when
-// it was put).
+// validates it like Parse. With a nil actions lookup neither the action
+// fields nor the conditions are validated (stores decode what they stored,
+// which was validated when it was put, possibly under older rules: a
+// condition that no longer compiles fails when it is evaluated, and only
+// its own workflow).
 func DecodeJSON(src []byte, actions ActionLookup) (*Definition, error) {
 	if len(src) > MaxDefinitionBytes {
 		return nil, fieldErr("", "definition is larger than %d bytes", MaxDefinitionBytes)
@@ -342,7 +344,8 @@ func decode(src []byte, actions ActionLookup) (*Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Trigger, err = parseTrigger(tm); err != nil {
+	stored := actions == nil
+	if d.Trigger, err = parseTrigger(tm, stored); err != nil {
 		return nil, prefixed("trigger", err)
 	}
 	raw, ok := f["steps"]
@@ -366,7 +369,7 @@ func decode(src []byte, actions ActionLookup) (*Definition, error) {
 		if !ok {
 			return nil, fieldErr(path, "must be a mapping")
 		}
-		st, err := parseStep(sm, seen)
+		st, err := parseStep(sm, seen, stored)
 		if err != nil {
 			return nil, prefixed(path, err)
 		}
@@ -390,7 +393,8 @@ func decode(src []byte, actions ActionLookup) (*Definition, error) {
 	return d, nil
 }
 
-func parseTrigger(f Fields) (Trigger, error) {
+// parseTrigger parses a trigger; stored skips compiling its filter.
+func parseTrigger(f Fields, stored bool) (Trigger, error) {
 	on, err := f.String("on", true)
 	if err != nil {
 		return Trigger{}, err
@@ -425,7 +429,7 @@ func parseTrigger(f Fields) (Trigger, error) {
 	if t.Filter, err = f.String("filter", false); err != nil {
 		return Trigger{}, err
 	}
-	if t.Filter != "" {
+	if t.Filter != "" && !stored {
 		if _, err := compileCondition(t.Filter); err != nil {
 			return Trigger{}, fieldErr("filter", "%v", err)
 		}
@@ -448,7 +452,8 @@ func validStepID(id string) bool {
 	return true
 }
 
-func parseStep(f Fields, earlier map[string]bool) (Step, error) {
+// parseStep parses a step; stored skips compiling its condition.
+func parseStep(f Fields, earlier map[string]bool, stored bool) (Step, error) {
 	var (
 		st  Step
 		err error
@@ -468,7 +473,7 @@ func parseStep(f Fields, earlier map[string]bool) (Step, error) {
 	if st.If, err = f.String("if", false); err != nil {
 		return st, err
 	}
-	if st.If != "" {
+	if st.If != "" && !stored {
 		if _, err := compileCondition(st.If); err != nil {
 			return st, fieldErr("if", "%v", err)
 		}

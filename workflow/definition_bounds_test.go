@@ -148,3 +148,18 @@ func TestParseWorstCaseCost(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredDefinitionOutlivesStricterConditions: a stored definition whose
+// condition the current rules refuse (a map literal) still loads from its
+// canonical JSON, so its channel's other workflows keep working; validating
+// it against the actions refuses it.
+func TestStoredDefinitionOutlivesStricterConditions(t *testing.T) {
+	j := []byte(`{"enabled":true,"name":"old","steps":[{"action":"send_message","id":"a","if":"{\"k\": trigger_text}.size() == 1","text":"hi"}],"trigger":{"filter":"trigger[trigger_text] == 1","on":"message_posted"}}`)
+	d, err := workflow.DecodeJSON(j, nil)
+	if err != nil || d.Trigger.Filter == "" || d.Steps[0].If == "" {
+		t.Fatalf("stored definition: %v", err)
+	}
+	if _, err := workflow.DecodeJSON(j, builtins(t)); err == nil {
+		t.Fatal("validated definition with refused conditions accepted")
+	}
+}
