@@ -35,7 +35,8 @@ import (
 //     with "webhook_secret" the first time a webhook definition of that id
 //     is stored (see workflows_hooks.go).
 //     Errors: `invalid: …` (the field, a stale expected-revision),
-//     `restricted: …` (authority, another author's or channel's id).
+//     `restricted: …` (authority, another author's or channel's id, a
+//     workflow cap reached: workflow.MaxWorkflowsPerChannel, MaxWorkflowsPerOwner).
 //   - Kind 46020 runs a webhook-triggered workflow by hand: d = workflow
 //     id, e = the id of its current 30620, h = channel, content a JSON
 //     object whose fields become trigger variables. It is executed, never
@@ -45,7 +46,9 @@ import (
 //   - Stored kind 9 messages and kind 7 reactions of a channel are matched
 //     against its workflows before the OK is sent: a run is persisted for
 //     each match (a failure is retried in the background by the engine's
-//     event loop, see workflowHost.Subscribe).
+//     event loop, see workflowHost.Subscribe). The matching of one event
+//     is bounded in total (workflow.MaxTriggerCost, one shared 100 ms
+//     deadline), so a channel's workflows delay an OK by a few ms at most.
 //   - Workflow status events (46001–46012) are relay-signed: clients cannot
 //     publish them.
 //   - Removing a member from a channel (9001, 9022) disables the workflows
@@ -256,6 +259,8 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 		return ingest.Outcome{Message: msgWorkflowNotOwner}, false
 	case errors.Is(err, workflow.ErrNotPermitted):
 		return ingest.Outcome{Message: msgWorkflowNotAllowed}, false
+	case errors.Is(err, workflow.ErrTooManyWorkflows):
+		return ingest.Outcome{Message: "restricted: " + err.Error()}, false
 	default:
 		h.r.log.ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false

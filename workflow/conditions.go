@@ -12,19 +12,34 @@ import (
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
 )
 
 // Condition limits (Buzz: 4096 bytes, 100 ms).
 const (
 	MaxConditionBytes = 4096
 	conditionTimeout  = 100 * time.Millisecond
-	// conditionCostLimit bounds the work one evaluation may do, in CEL cost
-	// units (about one per operation and per byte compared): a realistic
-	// condition costs tens, and 100 000 units take about 10 ms.
-	conditionCostLimit = 100_000
+	// MaxConditionCost bounds the work one evaluation of a condition may
+	// do, in cost units: one per operation, plus one per ten bytes every
+	// function and operator reads or writes (its string and bytes
+	// arguments and result; lists and maps by their element count). A
+	// realistic condition on a short message costs tens of units; 100 000
+	// units are a few milliseconds. An evaluation over the limit fails.
+	MaxConditionCost = 100_000
+	// MaxTriggerCost bounds the condition cost units spent matching one
+	// event against all the workflows of its channel: once spent, the
+	// remaining workflows are not evaluated for that event (logged and
+	// counted in TriggerStats). Matching happens before the event's OK,
+	// so this bounds what a channel's workflows can delay it by: at most
+	// MaxTriggerCost plus one MaxConditionCost.
+	MaxTriggerCost = 400_000
+	// conditionBytesPerUnit: the bytes a function touches per cost unit
+	// (CEL's own string traversal factor, 0.1 per byte).
+	conditionBytesPerUnit = 10
 )
 
 // condEnv is the CEL environment of conditions: Buzz's helpers plus the
@@ -63,26 +78,53 @@ var condEnv = sync.OnceValues(func() (*cel.Env, error) {
 	)
 })
 
-// condProgram is a compiled condition.
+// condProgram is a compiled condition. Every evaluation is cost-tracked
+// (conditionCost charges every call by the bytes it touches) and limited
+// to MaxConditionCost; comprehensions also stop at the context's deadline.
 type condProgram struct {
 	prg cel.Program
-	// linear: no comprehension and only operators and functions whose
-	// cost is linear in their input and whose result is small (no string
-	// concatenation), so the whole evaluation is bounded by the
-	// expression's size times the input's: it runs without cost tracking
-	// or deadline, which makes it about ten times cheaper. Anything else
-	// is cost-limited and deadline-bound.
-	linear bool
 }
 
-// linearFuncs are the calls a linear condition may make.
-var linearFuncs = map[string]bool{
-	operators.LogicalAnd: true, operators.LogicalOr: true, operators.LogicalNot: true,
-	operators.Equals: true, operators.NotEquals: true, operators.Less: true, operators.LessEquals: true,
-	operators.Greater: true, operators.GreaterEquals: true, operators.Conditional: true,
-	operators.Negate: true, operators.In: true, operators.OldIn: true, operators.Index: true,
-	"str_contains": true, "starts_with": true, "ends_with": true, "len": true, "size": true,
-	"contains": true, "startsWith": true, "endsWith": true,
+// conditionCost is the runtime cost of every function and operator call
+// of a condition: one unit, plus one per conditionBytesPerUnit bytes of its
+// string and bytes arguments and result (lists and maps count their
+// elements). A list membership test compares the value with every element.
+// Regular expressions keep CEL's own (string length × pattern length)
+// charge.
+type conditionCost struct{}
+
+func (conditionCost) CallCost(_, overload string, args []ref.Val, result ref.Val) *uint64 {
+	switch overload {
+	case overloads.Matches, overloads.MatchesString:
+		return nil
+	}
+	var n uint64
+	if overload == overloads.InList && len(args) == 2 {
+		n = valueSize(args[1]) * (1 + valueSize(args[0]))
+	} else {
+		for _, a := range args {
+			n += valueSize(a)
+		}
+		n += valueSize(result)
+	}
+	c := 1 + (n+conditionBytesPerUnit-1)/conditionBytesPerUnit
+	return &c
+}
+
+// valueSize is the bytes of a string or bytes value, the elements of a
+// list or map, and 0 for anything else (computed in constant time).
+func valueSize(v ref.Val) uint64 {
+	switch t := v.(type) {
+	case types.String:
+		return uint64(len(t))
+	case types.Bytes:
+		return uint64(len(t))
+	case traits.Sizer:
+		if n, ok := t.Size().(types.Int); ok && n > 0 {
+			return uint64(n)
+		}
+	}
+	return 0
 }
 
 // compileCondition parses a condition. Identifiers are resolved when the
@@ -101,63 +143,71 @@ func compileCondition(src string) (*condProgram, error) {
 	if iss.Err() != nil {
 		return nil, fmt.Errorf("not a valid condition: %s", strings.ReplaceAll(iss.Err().Error(), "\n", " "))
 	}
-	linear := true
+	// What the cost units cannot see is refused: building a map, and
+	// indexing with a computed key, hash a key of any length for a
+	// constant charge.
+	var refusal error
 	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if refusal != nil {
+			return
+		}
 		switch e.Kind() {
-		case celast.ComprehensionKind:
-			linear = false
+		case celast.MapKind, celast.StructKind:
+			refusal = errors.New("not a valid condition: a condition may not build maps or messages")
 		case celast.CallKind:
-			if !linearFuncs[e.AsCall().FunctionName()] {
-				linear = false
+			c := e.AsCall()
+			if fn := c.FunctionName(); (fn == operators.Index || fn == operators.OptIndex) &&
+				len(c.Args()) == 2 && c.Args()[1].Kind() != celast.LiteralKind {
+				refusal = errors.New("not a valid condition: an index must be a literal (write a.b or a[\"b\"])")
 			}
 		}
 	}))
-	var opts []cel.ProgramOption
-	if !linear {
-		opts = append(opts, cel.CostLimit(conditionCostLimit), cel.InterruptCheckFrequency(64))
+	if refusal != nil {
+		return nil, refusal
 	}
-	prg, err := env.Program(ast, opts...)
+	prg, err := env.Program(ast, cel.CostTracking(conditionCost{}), cel.CostLimit(MaxConditionCost),
+		cel.InterruptCheckFrequency(64))
 	if err != nil {
 		return nil, fmt.Errorf("not a valid condition: %w", err)
 	}
-	return &condProgram{prg: prg, linear: linear}, nil
+	return &condProgram{prg: prg}, nil
 }
 
 // errConditionType: a condition evaluated to something other than a bool.
 var errConditionType = errors.New("condition did not evaluate to true or false")
 
 // evalCondition evaluates p with vars (a map or a prepared
-// interpreter.Activation), bounded by conditionTimeout and the cost limit.
+// interpreter.Activation), bounded by conditionTimeout and MaxConditionCost.
 func evalCondition(ctx context.Context, p *condProgram, vars any) (bool, error) {
-	if p.linear {
-		return evalConditionIn(ctx, p, vars)
-	}
 	ctx, cancel := context.WithTimeout(ctx, conditionTimeout)
 	defer cancel()
-	return evalConditionIn(ctx, p, vars)
+	ok, _, err := evalConditionIn(ctx, p, vars)
+	return ok, err
 }
 
-// evalConditionIn evaluates p; a condition that is not linear runs under
-// ctx's deadline (which the caller sets; several conditions may share it)
-// and the cost limit.
-func evalConditionIn(ctx context.Context, p *condProgram, vars any) (bool, error) {
-	var (
-		out ref.Val
-		err error
-	)
-	if p.linear {
-		out, _, err = p.prg.Eval(vars)
-	} else {
-		out, _, err = p.prg.ContextEval(ctx, vars)
+// evalConditionIn evaluates p under ctx's deadline (which the caller sets;
+// several conditions may share it) and MaxConditionCost, and returns the
+// cost units it spent (MaxConditionCost when it was stopped by the limit).
+func evalConditionIn(ctx context.Context, p *condProgram, vars any) (bool, uint64, error) {
+	out, det, err := p.prg.ContextEval(ctx, vars)
+	var cost uint64 = MaxConditionCost
+	if det != nil {
+		if c := det.ActualCost(); c != nil {
+			cost = min(*c, MaxConditionCost)
+		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("condition: %w", err)
+		var cancelled interpreter.EvalCancelledError
+		if errors.As(err, &cancelled) {
+			cost = MaxConditionCost
+		}
+		return false, cost, fmt.Errorf("condition: %w", err)
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		return false, errConditionType
+		return false, cost, errConditionType
 	}
-	return bool(b), nil
+	return bool(b), cost, nil
 }
 
 // conditionCache holds compiled conditions by source text (CEL programs

@@ -72,20 +72,86 @@ func TestConditionCostLimit(t *testing.T) {
 	}
 }
 
-func TestConditionLinearity(t *testing.T) {
-	for src, want := range map[string]bool{
-		`str_contains(trigger_text, "a") && len(trigger_text) < 5 || !(trigger_author in ["x", "y"])`: true,
-		`trigger.text == "a" ? steps.a.output.ok : false`:                                             true,
-		`trigger_text + trigger_text == "aa"`:                                                         false,
-		`trigger_list.exists(x, x == 1)`:                                                              false,
-		`trigger_text.matches("a+")`:                                                                  false,
+// TestConditionCostChargesBytes: every function and operator that reads a
+// string is charged by its length, so no condition path escapes the cost
+// limit (str_contains once ran without cost tracking or deadline).
+func TestConditionCostChargesBytes(t *testing.T) {
+	text := strings.Repeat("a", 256<<10)
+	vars := scope(map[string]any{"text": text, "tags": []any{"x", "y"}}, nil)
+	minCost := uint64(len(text) / conditionBytesPerUnit)
+	for _, src := range []string{
+		`str_contains(trigger_text, "b")`,
+		`starts_with(trigger_text, "b")`,
+		`ends_with(trigger_text, "b")`,
+		`len(trigger_text) == 0`,
+		`size(trigger_text) == 0`,
+		`trigger_text.size() == 0`,
+		`trigger_text.contains("b")`,
+		`trigger_text.startsWith("b")`,
+		`trigger_text.endsWith("b")`,
+		`trigger_text == "b"`,
+		`trigger_text != "b" && false`,
+		`trigger_text < "b" && false`,
+		`trigger_text in ["b"]`,
+		`trigger_text in trigger_tags`,
+		`trigger_text in trigger`,
+		`trigger.text == "b"`,
+		`trigger["text"] == "b"`,
+		`int(trigger_text) == 1`,
+		`(trigger_text + "b") == "b"`,
+		`trigger_text.matches("b")`,
+		`bytes(trigger_text) == b"b"`,
+		`[trigger_text].exists(x, str_contains(x, "b"))`,
 	} {
 		p, err := compileCondition(src)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		if p.linear != want {
-			t.Errorf("%s: linear %v, want %v", src, p.linear, want)
+		_, cost, _ := evalConditionIn(context.Background(), p, vars)
+		if cost < minCost {
+			t.Errorf("%s on %d bytes cost %d units, want at least %d", src, len(text), cost, minCost)
+		}
+	}
+}
+
+// TestConditionMaxSizeWorstCase: the largest condition made of the
+// cheapest-to-write expensive calls stops at MaxConditionCost on a
+// maximum-size message, whichever function it uses.
+func TestConditionMaxSizeWorstCase(t *testing.T) {
+	text := strings.Repeat("a", 256<<10)
+	vars := scope(map[string]any{"text": text}, nil)
+	for _, call := range []string{`str_contains(trigger_text, "ab")`, `len(trigger_text) == 1`, `ends_with(trigger_text, "b")`} {
+		src := worstCondition(call)
+		p, err := compileCondition(src)
+		if err != nil {
+			t.Fatalf("%d bytes of %s: %v", len(src), call, err)
+		}
+		_, cost, err := evalConditionIn(context.Background(), p, vars)
+		if err == nil || !strings.Contains(err.Error(), "cost") || cost != MaxConditionCost {
+			t.Errorf("%d bytes of %s: cost %d, %v; want stopped at %d", len(src), call, cost, err, MaxConditionCost)
+		}
+	}
+}
+
+// worstCondition repeats call joined by || up to MaxConditionBytes.
+func worstCondition(call string) string {
+	n := (MaxConditionBytes + 4) / (len(call) + 4)
+	return strings.Repeat(call+" || ", n-1) + call
+}
+
+func TestConditionRefusesUnchargedConstructs(t *testing.T) {
+	for _, src := range []string{
+		`{trigger_text: 1}.size() == 1`,
+		`trigger[trigger_text] == 1`,
+		`trigger[?trigger_text].hasValue()`,
+	} {
+		if _, err := compileCondition(src); err == nil {
+			t.Errorf("%s compiled", src)
+		}
+	}
+	for _, src := range []string{`trigger["text"] == "a"`, `trigger_tags[0] == "a"`, `["a", "b"].exists(x, x == trigger_text)`} {
+		if _, err := compileCondition(src); err != nil {
+			t.Errorf("%s: %v", src, err)
 		}
 	}
 }

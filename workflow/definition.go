@@ -24,6 +24,15 @@ const (
 	MaxDescriptionLen  = 4096
 	DefaultStepTimeout = 300   // seconds, as in Buzz
 	MaxStepTimeout     = 86400 // seconds
+	// MaxDefinitionNodes bounds the YAML nodes of a definition (every
+	// scalar, mapping and sequence counts). Before parsing, the YAML
+	// indicators that can open a node ("[", "{", ",", and ":", "-", "?"
+	// used as indicators, also inside text) are counted against the same
+	// bound, so a definition the parser is given never builds more than a
+	// small multiple of it: parsing any input costs at most a few MB.
+	MaxDefinitionNodes = 4096
+	// MaxDefinitionDepth bounds the nesting of mappings and sequences.
+	MaxDefinitionDepth = 32
 )
 
 // TriggerKind is a trigger's "on" value.
@@ -127,14 +136,27 @@ func parseYAML(src []byte, actions ActionLookup, minInterval time.Duration) (*De
 	if !utf8.Valid(src) {
 		return nil, fieldErr("", "definition is not valid UTF-8")
 	}
-	var doc any
+	if n := yamlIndicators(src); n > MaxDefinitionNodes {
+		return nil, fieldErr("", "definition has more than %d YAML nodes", MaxDefinitionNodes)
+	}
+	// Parsed into a node tree first: a yaml.Node keeps an alias as a
+	// pointer to its anchor, so nothing is expanded until the tree is
+	// checked (no anchors or aliases, bounded nodes and depth).
+	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&root); err != nil {
 		return nil, fieldErr("", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	var extra any
+	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, fieldErr("", "more than one YAML document")
+	}
+	if err := checkYAMLTree(&root); err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := root.Decode(&doc); err != nil {
+		return nil, fieldErr("", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	// Normalise to JSON values, as a stored definition decodes.
 	j, err := json.Marshal(jsonable(doc))
@@ -151,10 +173,108 @@ func parseYAML(src []byte, actions ActionLookup, minInterval time.Duration) (*De
 	return d, nil
 }
 
+// yamlIndicators counts the bytes of src that can open a YAML node: the
+// flow indicators "[", "{" and ",", and ":", "-" and "?" where they can be
+// indicators (followed by a blank, the end or a flow indicator; ":" also
+// right after a quote or a closing bracket). Comments are skipped; text
+// inside scalars is counted too, so the count is at least the number of
+// separators the parser sees, and a document has at most about three
+// nodes per indicator (a flow mapping's implicit null values included).
+func yamlIndicators(src []byte) int {
+	n := 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '#':
+			if i == 0 || src[i-1] == ' ' || src[i-1] == '\t' || src[i-1] == '\n' || src[i-1] == '\r' {
+				for i < len(src) && src[i] != '\n' {
+					i++
+				}
+			}
+		case '[', '{', ',':
+			n++
+		case ':', '-', '?':
+			if i+1 == len(src) {
+				n++
+				continue
+			}
+			switch src[i+1] {
+			case ' ', '\t', '\n', '\r', ',', '[', ']', '{', '}':
+				n++
+				continue
+			}
+			if c == ':' && i > 0 {
+				switch src[i-1] {
+				case '"', '\'', ']', '}':
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// checkYAMLTree refuses anchors and aliases (a definition never needs them,
+// and an alias is how a small document expands into a huge one), repeated
+// and non-scalar mapping keys, and bounds the tree's nodes and depth. It walks at most MaxDefinitionNodes nodes,
+// MaxDefinitionDepth deep.
+func checkYAMLTree(root *yaml.Node) error {
+	type item struct {
+		n     *yaml.Node
+		depth int
+	}
+	stack := []item{{root, 0}}
+	nodes := 0
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.n == nil {
+			continue
+		}
+		if it.n.Kind == yaml.AliasNode || it.n.Anchor != "" || it.n.Alias != nil {
+			return fieldErr("", "YAML anchors and aliases are not allowed (line %d)", it.n.Line)
+		}
+		if nodes++; nodes > MaxDefinitionNodes {
+			return fieldErr("", "definition has more than %d YAML nodes", MaxDefinitionNodes)
+		}
+		if it.depth > MaxDefinitionDepth {
+			return fieldErr("", "definition is nested more than %d levels deep (line %d)", MaxDefinitionDepth, it.n.Line)
+		}
+		if it.n.Kind == yaml.MappingNode {
+			if err := uniqueKeys(it.n); err != nil {
+				return err
+			}
+		}
+		for _, c := range it.n.Content {
+			stack = append(stack, item{c, it.depth + 1})
+		}
+	}
+	return nil
+}
+
+// uniqueKeys refuses a mapping with a repeated or non-scalar key, in linear
+// time (the YAML decoder reports every pair of equal keys, which is
+// quadratic in time and memory).
+func uniqueKeys(m *yaml.Node) error {
+	seen := make(map[string]bool, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			return fieldErr("", "mapping keys must be scalars (line %d)", k.Line)
+		}
+		if seen[k.Value] {
+			return fieldErr("", "mapping key %q is repeated (line %d)", truncateRunes(k.Value, 64), k.Line)
+		}
+		seen[k.Value] = true
+	}
+	return nil
+}
+
 // DecodeJSON decodes a definition from its canonical JSON (as stored) and
-// validates it like Parse. With a nil actions lookup the action fields are
-// not validated (stores decode what they stored, which was validated when
-// it was put).
+// validates it like Parse. With a nil actions lookup neither the action
+// fields nor the conditions are validated (stores decode what they stored,
+// which was validated when it was put, possibly under older rules: a
+// condition that no longer compiles fails when it is evaluated, and only
+// its own workflow).
 func DecodeJSON(src []byte, actions ActionLookup) (*Definition, error) {
 	if len(src) > MaxDefinitionBytes {
 		return nil, fieldErr("", "definition is larger than %d bytes", MaxDefinitionBytes)
@@ -224,7 +344,8 @@ func decode(src []byte, actions ActionLookup) (*Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Trigger, err = parseTrigger(tm); err != nil {
+	stored := actions == nil
+	if d.Trigger, err = parseTrigger(tm, stored); err != nil {
 		return nil, prefixed("trigger", err)
 	}
 	raw, ok := f["steps"]
@@ -248,7 +369,7 @@ func decode(src []byte, actions ActionLookup) (*Definition, error) {
 		if !ok {
 			return nil, fieldErr(path, "must be a mapping")
 		}
-		st, err := parseStep(sm, seen)
+		st, err := parseStep(sm, seen, stored)
 		if err != nil {
 			return nil, prefixed(path, err)
 		}
@@ -272,7 +393,8 @@ func decode(src []byte, actions ActionLookup) (*Definition, error) {
 	return d, nil
 }
 
-func parseTrigger(f Fields) (Trigger, error) {
+// parseTrigger parses a trigger; stored skips compiling its filter.
+func parseTrigger(f Fields, stored bool) (Trigger, error) {
 	on, err := f.String("on", true)
 	if err != nil {
 		return Trigger{}, err
@@ -307,7 +429,7 @@ func parseTrigger(f Fields) (Trigger, error) {
 	if t.Filter, err = f.String("filter", false); err != nil {
 		return Trigger{}, err
 	}
-	if t.Filter != "" {
+	if t.Filter != "" && !stored {
 		if _, err := compileCondition(t.Filter); err != nil {
 			return Trigger{}, fieldErr("filter", "%v", err)
 		}
@@ -330,7 +452,8 @@ func validStepID(id string) bool {
 	return true
 }
 
-func parseStep(f Fields, earlier map[string]bool) (Step, error) {
+// parseStep parses a step; stored skips compiling its condition.
+func parseStep(f Fields, earlier map[string]bool, stored bool) (Step, error) {
 	var (
 		st  Step
 		err error
@@ -350,7 +473,7 @@ func parseStep(f Fields, earlier map[string]bool) (Step, error) {
 	if st.If, err = f.String("if", false); err != nil {
 		return st, err
 	}
-	if st.If != "" {
+	if st.If != "" && !stored {
 		if _, err := compileCondition(st.If); err != nil {
 			return st, fieldErr("if", "%v", err)
 		}

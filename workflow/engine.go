@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/cel-go/interpreter"
@@ -50,6 +51,7 @@ type Engine struct {
 	reg   *Registry
 	conds conditionCache
 	now   func() time.Time
+	stats triggerCounters
 
 	wake chan struct{}
 	sem  chan struct{}
@@ -549,6 +551,9 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 	}
 	fctx, cancel := context.WithTimeout(ctx, conditionTimeout)
 	defer cancel()
+	// The filters of one event also share one budget of cost units
+	// (MaxTriggerCost): once spent, the remaining workflows are skipped.
+	var spent uint64
 	created := false
 	for i := range wfs {
 		wf := &wfs[i]
@@ -560,7 +565,19 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 			continue
 		}
 		if wf.filter != nil {
-			match, err := evalConditionIn(fctx, wf.filter, act)
+			if spent >= MaxTriggerCost || fctx.Err() != nil {
+				skipped := e.countSkipped(wfs[i:], on, ev.Content)
+				e.stats.exhausted.Add(1)
+				e.stats.skipped.Add(skipped)
+				e.log.Warn("workflow: trigger budget of an event spent; remaining workflows not matched",
+					"community", c.String(), "channel", ch.String(), "event", ev.ID,
+					"cost", spent, "skipped", skipped)
+				break
+			}
+			match, cost, err := evalConditionIn(fctx, wf.filter, act)
+			spent += cost
+			e.stats.evaluations.Add(1)
+			e.stats.cost.Add(cost)
 			if err != nil {
 				e.log.Debug("workflow: trigger filter failed", "workflow", wf.ID, "err", err)
 				continue
@@ -582,6 +599,49 @@ func (e *Engine) HandleEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 		e.poke()
 	}
 	return nil
+}
+
+// countSkipped counts the workflows of wfs whose filter would have been
+// evaluated for an event (content is a reaction's emoji).
+func (e *Engine) countSkipped(wfs []triggerable, on TriggerKind, content string) uint64 {
+	var n uint64
+	for i := range wfs {
+		t := wfs[i].Definition.Trigger
+		if wfs[i].filter == nil || wfs[i].filterErr != nil ||
+			on == TriggerReactionAdded && t.Emoji != "" && t.Emoji != content {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// TriggerStats counts the work of matching events against workflows
+// since the engine was created.
+type TriggerStats struct {
+	// Evaluations is the trigger filters evaluated.
+	Evaluations uint64
+	// Cost is the cost units those evaluations spent.
+	Cost uint64
+	// Exhausted is the events whose MaxTriggerCost budget (or shared
+	// deadline) ran out before every filter was evaluated.
+	Exhausted uint64
+	// Skipped is the filters not evaluated because of that.
+	Skipped uint64
+}
+
+type triggerCounters struct {
+	evaluations, cost, exhausted, skipped atomic.Uint64
+}
+
+// TriggerStats returns the engine's trigger matching counters.
+func (e *Engine) TriggerStats() TriggerStats {
+	return TriggerStats{
+		Evaluations: e.stats.evaluations.Load(),
+		Cost:        e.stats.cost.Load(),
+		Exhausted:   e.stats.exhausted.Load(),
+		Skipped:     e.stats.skipped.Load(),
+	}
 }
 
 // triggerOf returns the trigger an event may fire, applying the loop guard.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
@@ -215,7 +216,42 @@ var (
 	ErrLeaseLost = errors.New("workflow: lease lost")
 	// ErrBadCursor: a run page cursor that no page returned.
 	ErrBadCursor = errors.New("workflow: invalid cursor")
+	// ErrTooManyWorkflows: creating the workflow would exceed
+	// MaxWorkflowsPerChannel or MaxWorkflowsPerOwner. The error returned
+	// is a *LimitError (which matches it with errors.Is).
+	ErrTooManyWorkflows = errors.New("workflow: too many workflows")
 )
+
+// Workflow caps, enforced by PutWorkflow when it creates a workflow
+// (replacing one does not count again). Every stored workflow counts,
+// enabled or not. They bound the work one channel's workflows can make
+// for each of its events (see MaxTriggerCost) and what one author can
+// make a community store.
+const (
+	// MaxWorkflowsPerChannel is the most workflows one channel may have.
+	MaxWorkflowsPerChannel = 50
+	// MaxWorkflowsPerOwner is the most workflows one author may own in a
+	// community, over all its channels.
+	MaxWorkflowsPerOwner = 100
+)
+
+// LimitError is the ErrTooManyWorkflows of a put: which cap was reached.
+type LimitError struct {
+	// PerChannel: the channel's cap (MaxWorkflowsPerChannel); otherwise
+	// the owner's (MaxWorkflowsPerOwner).
+	PerChannel bool
+	Max        int
+}
+
+func (e *LimitError) Error() string {
+	if e.PerChannel {
+		return fmt.Sprintf("a channel may have at most %d workflows", e.Max)
+	}
+	return fmt.Sprintf("an author may own at most %d workflows in a community", e.Max)
+}
+
+// Is makes a LimitError match ErrTooManyWorkflows.
+func (e *LimitError) Is(target error) bool { return target == ErrTooManyWorkflows }
 
 // Store is what the engine needs from storage. Every method taking a
 // community is scoped by it; ClaimRuns alone looks across communities
@@ -227,7 +263,11 @@ type Store interface {
 	// ExpectedRevision set, the workflow must exist with that revision
 	// (else ErrRevisionConflict; ErrNotFound when it does not exist). The
 	// enabled flag is set from the definition's "enabled" (default true)
-	// on every put.
+	// on every put. Creating a workflow when its channel already has
+	// MaxWorkflowsPerChannel, or its owner MaxWorkflowsPerOwner in the
+	// community, fails with a *LimitError naming the cap (decided in the
+	// transaction that would insert it: concurrent puts cannot exceed a
+	// cap); a replacement is never refused by the caps.
 	PutWorkflow(ctx context.Context, c tenant.CommunityID, p PutWorkflow) (Workflow, error)
 	// Workflow returns one workflow, or ErrNotFound.
 	Workflow(ctx context.Context, c tenant.CommunityID, id ID) (Workflow, error)

@@ -1,8 +1,11 @@
 package workflow_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -63,13 +66,18 @@ func FuzzExpand(f *testing.F) {
 	})
 }
 
-// FuzzParse: parsing arbitrary input never panics, and whatever parses
-// survives its canonical JSON unchanged.
+// FuzzParse: parsing arbitrary input never panics, every refusal is a
+// *FieldError, nothing with an anchor or alias is accepted, and whatever
+// parses survives its canonical JSON unchanged.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: Echo\ntrigger: {on: message_posted, filter: 'str_contains(trigger_text, \"ping\")'}\nsteps:\n  - id: reply\n    action: send_message\n    text: \"pong {{trigger.text}}\"\n"))
 	f.Add([]byte("name: x\ntrigger: {on: webhook}\nsteps: [{id: a, action: delay, duration: 5s}, {id: b, depends_on: [a], if: 'steps_a_output_waited_secs > 1', action: send_message, text: hi}]\n"))
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte("{"))
+	f.Add(billionLaughs(2 << 10))
+	f.Add([]byte("name: &n x\ntrigger: {on: webhook}\nsteps: [{id: a, action: send_message, text: *n}]\n"))
+	f.Add([]byte("name: x\ntrigger: {on: webhook}\nsteps: [{<<: {action: delay}, id: a, duration: 5}]\n"))
+	f.Add([]byte("[" + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "]"))
 	e, err := workflow.New(nopStore{}, nopSource{}, nopPub{}, workflow.WithAuthority(allMembers{}))
 	if err != nil {
 		f.Fatal(err)
@@ -77,7 +85,15 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		d, err := e.Parse(src)
 		if err != nil {
+			var fe *workflow.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("refusal %T %v is not a *FieldError", err, err)
+			}
 			return
+		}
+		var root yaml.Node
+		if yaml.Unmarshal(src, &root) == nil && hasAnchor(&root) {
+			t.Fatalf("a definition with an anchor or alias was accepted:\n%s", src)
 		}
 		d2, err := workflow.DecodeJSON(d.CanonicalJSON(), e.Actions())
 		if err != nil {
@@ -87,4 +103,16 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical JSON not stable:\n%s\n%s", d.CanonicalJSON(), d2.CanonicalJSON())
 		}
 	})
+}
+
+func hasAnchor(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAnchor(c) {
+			return true
+		}
+	}
+	return false
 }

@@ -59,7 +59,7 @@ func scanPGWorkflow(c tenant.CommunityID, r pgx.Row) (workflow.Workflow, error) 
 func pgWorkflowErr(op string, err error) error {
 	if errors.Is(err, workflow.ErrNotFound) || errors.Is(err, workflow.ErrNotOwner) ||
 		errors.Is(err, workflow.ErrRevisionConflict) || errors.Is(err, workflow.ErrLeaseLost) ||
-		errors.Is(err, workflow.ErrBadCursor) {
+		errors.Is(err, workflow.ErrBadCursor) || errors.Is(err, workflow.ErrTooManyWorkflows) {
 		return err
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)
@@ -93,6 +93,9 @@ WHERE community_id = $1 AND id = $2 FOR UPDATE`, c.UUID(), [16]byte(p.ID)).Scan(
 			case errors.Is(err, pgx.ErrNoRows):
 				if p.ExpectedRevision != "" {
 					return workflow.ErrNotFound
+				}
+				if err := pgWorkflowCaps(ctx, tx, c, p.Channel, owner); err != nil {
+					return err
 				}
 				row := tx.QueryRow(ctx, `INSERT INTO workflows (community_id, id, name, owner_pubkey, channel_id, definition,
     definition_hash, trigger_on, event_id, enabled)
@@ -138,6 +141,30 @@ WHERE community_id = $1 AND id = $2 RETURNING `+pgWorkflowCols,
 		}
 	}
 	return workflow.Workflow{}, errors.New("postgres: put workflow: concurrent creation did not settle")
+}
+
+// pgWorkflowCaps returns a *workflow.LimitError when one more workflow in
+// channel ch, owned by owner, would exceed a cap. Creations in a community
+// are serialized by a transaction-scoped advisory lock taken first, so two
+// concurrent puts cannot both pass the counts.
+func pgWorkflowCaps(ctx context.Context, tx pgx.Tx, c tenant.CommunityID, ch channel.ID, owner []byte) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('buzz workflows ' || $1::text, 0))`, c.String()); err != nil {
+		return err
+	}
+	var inChannel, owned int
+	if err := tx.QueryRow(ctx, `SELECT
+    (SELECT count(*) FROM workflows WHERE community_id = $1 AND channel_id = $2),
+    (SELECT count(*) FROM workflows WHERE community_id = $1 AND owner_pubkey = $3)`,
+		c.UUID(), [16]byte(ch), owner).Scan(&inChannel, &owned); err != nil {
+		return err
+	}
+	switch {
+	case inChannel >= workflow.MaxWorkflowsPerChannel:
+		return &workflow.LimitError{PerChannel: true, Max: workflow.MaxWorkflowsPerChannel}
+	case owned >= workflow.MaxWorkflowsPerOwner:
+		return &workflow.LimitError{Max: workflow.MaxWorkflowsPerOwner}
+	}
+	return nil
 }
 
 // Workflow implements workflow.Store.

@@ -100,6 +100,11 @@ func (s *Store) PutWorkflow(ctx context.Context, c tenant.CommunityID, p workflo
 				verdict = w.refuse(workflow.ErrNotFound)
 				return nil
 			}
+			// The caps, decided on the single writer: no put can
+			// interleave between the counts and the insert.
+			if verdict, err = sqlWorkflowCaps(w, cseq, p.Channel, owner); err != nil || verdict != nil {
+				return err
+			}
 			out, err = scanSQLWorkflow(c, w.conn.QueryRowContext(w.ctx, `INSERT INTO workflows (community, id, name, owner, channel,
     definition, hash, trigger_on, event_id, enabled, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sqlWorkflowCols,
@@ -137,6 +142,25 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sqlWorkflowCols,
 		return workflow.Workflow{}, verdict
 	}
 	return out, nil
+}
+
+// sqlWorkflowCaps returns a *workflow.LimitError when one more workflow in
+// channel ch, owned by owner, would exceed a cap.
+func sqlWorkflowCaps(w *writer, cseq int64, ch channel.ID, owner []byte) (verdict, err error) {
+	var inChannel, owned int
+	if err := w.conn.QueryRowContext(w.ctx, `SELECT
+    (SELECT count(*) FROM workflows WHERE community = ? AND channel = ?),
+    (SELECT count(*) FROM workflows WHERE community = ? AND owner = ?)`,
+		cseq, ch[:], cseq, owner).Scan(&inChannel, &owned); err != nil {
+		return nil, internal("count workflows", err)
+	}
+	switch {
+	case inChannel >= workflow.MaxWorkflowsPerChannel:
+		return &workflow.LimitError{PerChannel: true, Max: workflow.MaxWorkflowsPerChannel}, nil
+	case owned >= workflow.MaxWorkflowsPerOwner:
+		return &workflow.LimitError{Max: workflow.MaxWorkflowsPerOwner}, nil
+	}
+	return nil, nil
 }
 
 // Workflow implements workflow.Store.

@@ -31,6 +31,7 @@ type Backend interface {
 func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Definitions", func(t *testing.T) { testDefinitions(t, open(t)) })
 	t.Run("Tenancy", func(t *testing.T) { testTenancy(t, open(t)) })
+	t.Run("Caps", func(t *testing.T) { testCaps(t, open(t)) })
 	t.Run("RunsOnePerTrigger", func(t *testing.T) { testRunsOnePerTrigger(t, open(t)) })
 	t.Run("RunPages", func(t *testing.T) { testRunPages(t, open(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, open(t)) })
@@ -576,4 +577,81 @@ func testDeleteCascades(t *testing.T, b Backend) {
 	if ls := claimAll(t, b, "pod", time.Minute); len(ls) != 0 {
 		t.Fatalf("run of a deleted workflow is claimable: %+v", ls)
 	}
+}
+
+// testCaps: a channel holds at most MaxWorkflowsPerChannel workflows and an
+// owner at most MaxWorkflowsPerOwner in a community, decided atomically at
+// creation; replacing a workflow does not count again; other communities
+// are not affected.
+func testCaps(t *testing.T, b Backend) {
+	ctx := context.Background()
+	c := Community(t, b, "caps.example")
+	ch := ChannelID()
+	owner := Hex32()
+	d := Definition(t, "cap", workflow.TriggerMessagePosted)
+	var first workflow.Workflow
+	for i := range workflow.MaxWorkflowsPerChannel - 2 {
+		w := put(t, b, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ch, Owner: Hex32(), Definition: d})
+		if i == 0 {
+			first = w
+		}
+	}
+	// Concurrent creations: exactly the two free places are taken.
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		created int
+		refused []error
+	)
+	start := make(chan struct{})
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := b.PutWorkflow(ctx, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ch, Owner: Hex32(), Definition: d})
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				created++
+			} else {
+				refused = append(refused, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if created != 2 {
+		t.Fatalf("%d of 32 concurrent puts into a channel two short of its cap were created (refusals %v)", created, refused)
+	}
+	for _, err := range refused {
+		var le *workflow.LimitError
+		if !errors.As(err, &le) || !le.PerChannel || le.Max != workflow.MaxWorkflowsPerChannel || !errors.Is(err, workflow.ErrTooManyWorkflows) {
+			t.Fatalf("a put past the channel cap failed with %v, want the channel's LimitError", err)
+		}
+	}
+	if ws, err := b.Workflows(ctx, c, ch); err != nil || len(ws) != workflow.MaxWorkflowsPerChannel {
+		t.Fatalf("channel holds %d workflows (%v), want %d", len(ws), err, workflow.MaxWorkflowsPerChannel)
+	}
+	// A replacement in a full channel is not a creation.
+	put(t, b, c, workflow.PutWorkflow{ID: first.ID, Channel: ch, Owner: first.Owner,
+		Definition: Definition(t, "renamed", workflow.TriggerMessagePosted)})
+	// Deleting one frees a place.
+	if err := b.DeleteWorkflow(ctx, c, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	put(t, b, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ch, Owner: owner, Definition: d})
+
+	// The owner's cap counts every channel of the community.
+	for i := 1; i < workflow.MaxWorkflowsPerOwner; i++ {
+		put(t, b, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ChannelID(), Owner: owner, Definition: d})
+	}
+	_, err := b.PutWorkflow(ctx, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ChannelID(), Owner: owner, Definition: d})
+	var le *workflow.LimitError
+	if !errors.As(err, &le) || le.PerChannel || le.Max != workflow.MaxWorkflowsPerOwner {
+		t.Fatalf("owner's workflow past the cap: %v, want the owner's LimitError", err)
+	}
+	// Another community is not affected by this one's counts.
+	z := Community(t, b, "caps-other.example")
+	put(t, b, z, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ch, Owner: owner, Definition: d})
 }
