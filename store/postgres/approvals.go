@@ -63,7 +63,7 @@ func (s *Store) Approval(ctx context.Context, c tenant.CommunityID, tokenHash [3
 		return workflow.Approval{}, workflow.ErrNotFound
 	}
 	var a workflow.Approval
-	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+	err := s.readInCommunity(ctx, c, func(tx pgx.Tx) error {
 		var err error
 		a, err = scanPGApproval(c, tx.QueryRow(ctx, `SELECT `+pgApprovalCols+` FROM workflow_approvals
 WHERE community_id = $1 AND token = $2`, c.UUID(), tokenHash[:]))

@@ -203,7 +203,7 @@ func (s *Store) linkAll(ctx context.Context, c tenant.CommunityID) error {
 // holding c's chain lock, and returns how many it linked.
 func (s *Store) linkBatch(ctx context.Context, c tenant.CommunityID) (int, error) {
 	var n int
-	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+	err := s.communityTx(ctx, c, false, func(tx pgx.Tx) error { // linking is bookkeeping, never an authority event's effect
 		cu := c.UUID()
 		var b pgx.Batch
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('buzz_audit:' || $1::text, 0))`, c.String())

@@ -158,9 +158,21 @@ ORDER BY id`, c.UUID(), pks)
 	return out, nil
 }
 
-// inCommunityTx runs fn in a transaction bound to community c (RLS), committing when
-// fn returns nil and rolling back otherwise.
-func (s *Store) inCommunityTx(ctx context.Context, c tenant.CommunityID, fn func(tx pgx.Tx) error) (err error) {
+// inCommunityTx runs fn, a write, in a transaction bound to community c
+// (RLS), committing when fn returns nil and rolling back otherwise. A
+// pending authority mark of ctx (store.Authority) is recorded in it.
+func (s *Store) inCommunityTx(ctx context.Context, c tenant.CommunityID, fn func(tx pgx.Tx) error) error {
+	return s.communityTx(ctx, c, true, fn)
+}
+
+// readInCommunity runs fn, a read, in a transaction bound to community c
+// (RLS). It never records an authority mark: a read made on behalf of an
+// authority event (looking up what a decision is about) is not its effect.
+func (s *Store) readInCommunity(ctx context.Context, c tenant.CommunityID, fn func(tx pgx.Tx) error) error {
+	return s.communityTx(ctx, c, false, fn)
+}
+
+func (s *Store) communityTx(ctx context.Context, c tenant.CommunityID, write bool, fn func(tx pgx.Tx) error) (err error) {
 	defer func() { err = withCtxErr(ctx, err) }()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -171,6 +183,7 @@ func (s *Store) inCommunityTx(ctx context.Context, c tenant.CommunityID, fn func
 		return err
 	}
 	a, marked := store.PendingAuthority(ctx)
+	marked = marked && write
 	if marked {
 		if err := recordAuthority(ctx, tx, a); err != nil {
 			return err

@@ -125,7 +125,7 @@ func (s *Store) ScheduledFires(ctx context.Context, c tenant.CommunityID, wf wor
 		return nil, nil
 	}
 	var out []workflow.ScheduledFire
-	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+	err := s.readInCommunity(ctx, c, func(tx pgx.Tx) error {
 		out = out[:0]
 		rows, err := tx.Query(ctx, `SELECT scheduled_for, workflow_run_id FROM scheduled_workflow_fires
 WHERE community_id = $1 AND workflow_id = $2 ORDER BY scheduled_for`, c.UUID(), [16]byte(wf))

@@ -25,6 +25,35 @@ func RunApprovals(t *testing.T, open func(t *testing.T) ApprovalBackend) {
 	t.Run("Race", func(t *testing.T) { testApprovalRace(t, open(t)) })
 	t.Run("ExpiryAndTenancy", func(t *testing.T) { testApprovalExpiry(t, open(t)) })
 	t.Run("DecisionWakesParkedRun", func(t *testing.T) { testApprovalWakes(t, open(t)) })
+	t.Run("AuthorityMarkedDecision", func(t *testing.T) { testApprovalAuthority(t, open(t)) })
+}
+
+// testApprovalAuthority: a decision made on behalf of an authority event
+// (store.WithAuthority) records the event with the decision; reading the
+// approval with the marked context first (as the engine does to check the
+// approver) records nothing, so the decision still applies, and only a
+// second submission of the same event is a duplicate.
+func testApprovalAuthority(t *testing.T, b ApprovalBackend) {
+	a := pendingApproval(t, b, "marked.example", time.Hour)
+	mark := store.Authority{Community: a.Community, Event: Hex32(), Until: time.Now().Add(time.Hour)}
+	submit := func() error {
+		ctx := store.WithAuthority(context.Background(), mark)
+		if _, err := b.Approval(ctx, a.Community, a.TokenHash); err != nil {
+			t.Fatalf("read with a marked context: %v", err)
+		}
+		_, err := b.DecideApproval(ctx, a.Community, a.TokenHash, workflow.Decision{Status: workflow.ApprovalGranted, Approver: Hex32(), At: time.Now()})
+		return err
+	}
+	if err := submit(); err != nil {
+		t.Fatalf("first submission: %v", err)
+	}
+	got, err := b.Approval(context.Background(), a.Community, a.TokenHash)
+	if err != nil || got.Status != workflow.ApprovalGranted {
+		t.Fatalf("after the decision: %v %v, want granted", got.Status, err)
+	}
+	if err := submit(); !errors.Is(err, store.ErrDuplicate) {
+		t.Fatalf("second submission of the same event: %v, want store.ErrDuplicate", err)
+	}
 }
 
 // pendingApproval creates a workflow, a run parked at step 1 waiting for
