@@ -13,17 +13,17 @@ import (
 // repoRoot is the repository root, relative to this package.
 const repoRoot = "../.."
 
-// TestRelativeLinks checks every relative link of README.md and docs/*.md:
-// the file or directory it names exists, and its #anchor, if any, is a
-// heading of that Markdown file (GitHub's anchor for it).
+// TestRelativeLinks checks every relative link of README.md, SECURITY.md
+// and docs/*.md: the file or directory it names exists, and its #anchor,
+// if any, is a heading of that Markdown file (GitHub's anchor for it).
 func TestRelativeLinks(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append([]string{filepath.Join(repoRoot, "README.md")}, files...)
-	if len(files) < 2 {
-		t.Fatalf("found %d documents, want README.md and docs/*.md", len(files))
+	files = append([]string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "SECURITY.md")}, files...)
+	if len(files) < 3 {
+		t.Fatalf("found %d documents, want README.md, SECURITY.md and docs/*.md", len(files))
 	}
 	checked := 0
 	for _, f := range files {
