@@ -75,6 +75,46 @@ func TestCheckerFindsBrokenLinks(t *testing.T) {
 	}
 }
 
+// TestTablesNotSplit refuses a Markdown table interrupted by a blank line:
+// the rows after it would render as a paragraph of pipes.
+func TestTablesNotSplit(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append([]string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "SECURITY.md")}, files...)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range splitTables(string(raw)) {
+			t.Errorf("%s:%d: a table row after a blank line that follows a table", strings.TrimPrefix(f, repoRoot+"/"), line)
+		}
+	}
+	if got := splitTables("| a |\n| --- |\n| 1 |\n\n| 2 |\n\n| b |\n| --- |\n"); len(got) != 1 || got[0] != 5 {
+		t.Errorf("splitTables found lines %v in a fixture with one split at line 5", got)
+	}
+}
+
+// splitTables returns the 1-based lines where a table row follows a blank
+// line that follows a table row, unless it starts a new table (its next
+// line is a delimiter row).
+func splitTables(md string) []int {
+	lines := strings.Split(md, "\n")
+	row := func(i int) bool {
+		return i >= 0 && i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "|")
+	}
+	delim := regexp.MustCompile(`^\s*\|[\s:|-]+\|\s*$`)
+	var out []int
+	for i := 2; i < len(lines); i++ {
+		if row(i) && strings.TrimSpace(lines[i-1]) == "" && row(i-2) && !(i+1 < len(lines) && delim.MatchString(lines[i+1])) {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
 var (
 	fence      = regexp.MustCompile("(?m)^ {0,3}(```|~~~)")
 	inlineCode = regexp.MustCompile("`[^`\n]*`")
