@@ -3,6 +3,7 @@ package doccheck
 import (
 	"encoding/json"
 	"fmt"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,5 +65,28 @@ func TestEmbeddingExamples(t *testing.T) {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("go build of the examples of docs/embedding.md: %v\n%s", err, out)
+	}
+}
+
+// TestEmbeddingExamplesFormatted keeps the Go examples of
+// docs/embedding.md as gofmt writes them.
+func TestEmbeddingExamplesFormatted(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(raw), -1)
+	if len(blocks) == 0 {
+		t.Fatal("no Go example in docs/embedding.md")
+	}
+	for i, b := range blocks {
+		got, err := format.Source([]byte(b[1]))
+		if err != nil {
+			t.Errorf("example %d: %v", i+1, err)
+			continue
+		}
+		if string(got) != b[1] {
+			t.Errorf("example %d is not gofmt-formatted; gofmt gives:\n%s", i+1, got)
+		}
 	}
 }
