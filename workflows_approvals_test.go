@@ -21,7 +21,7 @@ steps:
   - id: ask
     action: request_approval
     from: %FROM%
-    message: "Deploy {{trigger.text}}?"
+    message: "Approve {{trigger.text}}?"
     timeout: %TIMEOUT%
   - id: done
     action: send_message
@@ -85,7 +85,7 @@ func TestWorkflowApprovals(t *testing.T) {
 				t.Fatalf("46010 without %s: %v", k, req)
 			}
 		}
-		eq(t, "message", req["message"], any("Deploy deploy v1?"))
+		eq(t, "message", req["message"], any("Approve deploy v1?"))
 		if !strings.Contains(req["url"].(string), "/approvals/"+token) {
 			t.Fatalf("url %v", req["url"])
 		}
@@ -103,7 +103,7 @@ func TestWorkflowApprovals(t *testing.T) {
 		// The approval page shows the pending request with its buttons.
 		code, page := wfCall(t, tr, nil, "GET", tr.host, ApprovalsPath+"/"+token)
 		alicePub, _ := nostr.EncodeNpub(alice.pub())
-		for _, want := range []string{"Deploy gate", "Deploy deploy v1?", alicePub, ">pending<", `id="approve"`, `id="deny"`, id, ch.String()} {
+		for _, want := range []string{"Deploy gate", "Approve deploy v1?", alicePub, ">pending<", `id="approve"`, `id="deny"`, id, ch.String()} {
 			if code != 200 || !strings.Contains(string(page), want) {
 				t.Fatalf("approval page (%d) lacks %q:\n%s", code, want, page)
 			}

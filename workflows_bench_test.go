@@ -16,7 +16,7 @@ import (
 	"github.com/buzzrelay/buzz/workflow"
 )
 
-// Workflow benchmarks over real WebSockets (see BENCHMARKS.md):
+// Workflow benchmarks over real WebSockets (see docs/benchmarks.md):
 //
 //	go test -run '^$' -bench BenchmarkWorkflowWS -benchtime 1x .
 //

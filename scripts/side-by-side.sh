@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side by side, pinned (issue 15): buzzd against khatru on both backends,
+# Side by side, pinned: buzzd against khatru on both backends,
 # relay on core 0 and load tool on core 1, one buzzbench invocation per
 # pair so both relays see the same machine. For a QUIET machine only:
 # figures taken while other work runs are not comparable.
@@ -8,7 +8,7 @@
 #   scripts/side-by-side.sh run      # build, then run them (about an hour)
 #
 # The peer is khatru v0.19.1 with eventstore v0.16.2 (go-nostr v0.52.3), the
-# versions issue 15 measured. It is never built inside this repository: the
+# versions docs/benchmarks.md was measured with. It is never built inside this repository: the
 # script writes a scratch module under $OUT/khatru-src (a main.go wiring
 # khatru.NewRelay() to one event store: Save, Query, Count, Delete, Replace;
 # nothing else) and builds it there. KHATRU=/path/to/binary skips that; the
@@ -110,7 +110,7 @@ buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS=100000 BUZZ_MAX_CONNECTIONS_
 bench="taskset -c 1 $OUT/buzzbench -runs $RUNS"
 
 cmds=()
-# 1. Embedded store vs khatru + badger, every figure of the issue's table.
+# 1. Embedded store vs khatru + badger, every figure of docs/benchmarks.md's table.
 want embedded && for bin in $BUILDS; do
 	[ -x "$OUT/$bin" ] || continue
 	cmds+=("$bench -json-out $OUT/embedded-$bin.json -name khatru-badger -b-name $bin \

@@ -108,7 +108,7 @@ const (
 )
 
 // setting is one configuration key: its environment variable, its flag, the
-// default shown in help and in the README, and how a value is applied. Every
+// default shown in help and in docs/configuration.md, and how a value is applied. Every
 // key buzzd understands is listed in settings, the one place config is
 // defined.
 type setting struct {
@@ -217,7 +217,7 @@ func settings() []setting {
 			usage: "the longest the embedded store defers that background upkeep while writes keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainMax, err = parseMaintainDelay(v); return err }},
 		{env: "BUZZ_DB_EVENTS", flag: "db-events", def: "lsm",
-			usage: "where a new embedded store keeps its events: lsm (an LSM engine in a directory beside the SQLite file; same invocation against sqlite: 1.4× the closed-loop ingest, REQs and COUNT faster; one process per data directory; BENCHMARKS.md, \"Ninth session\") or sqlite (in the SQLite file, which several processes may share); an existing store keeps its events where they are (lsm is refused for one that has them in SQLite); PostgreSQL ignores it",
+			usage: "where a new embedded store keeps its events: lsm (an LSM engine in a directory beside the SQLite file; ingests and answers REQs and COUNT faster than sqlite, see docs/benchmarks.md; one process per data directory) or sqlite (in the SQLite file, which several processes may share); an existing store keeps its events where they are (lsm is refused for one that has them in SQLite); PostgreSQL ignores it",
 			apply: func(c *Config, v string) error {
 				switch v = strings.TrimSpace(v); v {
 				case "lsm", "sqlite":
@@ -800,7 +800,7 @@ Usage:
 
 Every setting is read from its environment variable (an empty one counts
 as unset); a flag overrides it. Booleans accept true/1/yes/on and
-false/0/no/off. The README's configuration table explains them all.
+false/0/no/off. docs/configuration.md explains them all.
 
 Settings (flag, variable, default):
 `)
@@ -831,7 +831,8 @@ func printSettingHelp(w io.Writer, name string) bool {
 	return false
 }
 
-// configTableMarkdown renders the settings as the README's config table.
+// configTableMarkdown renders the settings as the table of
+// docs/configuration.md.
 func configTableMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| Environment variable | Flag | Default | Meaning |\n")

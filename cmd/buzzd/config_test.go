@@ -348,35 +348,35 @@ func TestServeListenError(t *testing.T) {
 	}
 }
 
-// TestREADMEConfigTable keeps the README's config table identical to the
-// settings table in config.go. Regenerate it with
-// BUZZ_UPDATE_README=1 go test ./cmd/buzzd -run TestREADMEConfigTable.
-func TestREADMEConfigTable(t *testing.T) {
-	const path = "../../README.md"
+// TestConfigurationDoc keeps the settings table of docs/configuration.md
+// identical to the settings in config.go. Regenerate it with
+// BUZZ_UPDATE_DOCS=1 go test ./cmd/buzzd -run TestConfigurationDoc.
+func TestConfigurationDoc(t *testing.T) {
+	const path = "../../docs/configuration.md"
 	const begin, end = "<!-- config-table:begin -->\n", "<!-- config-table:end -->"
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(raw)
-	i, j := strings.Index(readme, begin), strings.Index(readme, end)
+	doc := string(raw)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %q … %q markers", strings.TrimSpace(begin), end)
+		t.Fatalf("%s lacks the %q … %q markers", path, strings.TrimSpace(begin), end)
 	}
-	got := readme[i+len(begin) : j]
+	got := doc[i+len(begin) : j]
 	want := configTableMarkdown()
 	if got != want {
-		if os.Getenv("BUZZ_UPDATE_README") == "1" {
-			if err := os.WriteFile(path, []byte(readme[:i+len(begin)]+want+readme[j:]), 0o644); err != nil {
+		if os.Getenv("BUZZ_UPDATE_DOCS") == "1" {
+			if err := os.WriteFile(path, []byte(doc[:i+len(begin)]+want+doc[j:]), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return
 		}
-		t.Errorf("README.md config table is out of date; run BUZZ_UPDATE_README=1 go test ./cmd/buzzd -run TestREADMEConfigTable\ngot:\n%s\nwant:\n%s", got, want)
+		t.Errorf("%s: the settings table is out of date; run BUZZ_UPDATE_DOCS=1 go test ./cmd/buzzd -run TestConfigurationDoc\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 	for _, s := range settings() {
 		if !strings.Contains(got, "`"+s.env+"`") || !strings.Contains(got, "`-"+s.flag+"`") {
-			t.Errorf("README config table lacks %s / -%s", s.env, s.flag)
+			t.Errorf("%s: the settings table lacks %s / -%s", path, s.env, s.flag)
 		}
 	}
 }

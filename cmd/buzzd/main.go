@@ -2,7 +2,7 @@
 // library to a store (embedded SQLite by default, PostgreSQL when
 // DATABASE_URL is set) and serves it over HTTP and WebSocket.
 //
-// Run "buzzd -h" for every setting; the README's config table lists the same.
+// Run "buzzd -h" for every setting; docs/configuration.md lists the same.
 //
 // Package main is wiring only: the relay, the multi-pod pieces (pubsub/redis,
 // pubsub/control's ArchiveFence and Disconnector, nip98/redisreplay,

@@ -1,6 +1,6 @@
 package main
 
-// The scale-out measurement (BENCHMARKS.md, "Scale-out"): publish→deliver
+// The scale-out measurement (docs/benchmarks.md, "Several pods"): publish→deliver
 // latency with subscribers spread over several pods, next to one pod. It is
 // a measurement, not a check of timings, and takes about a minute, so it
 // runs only when asked:

@@ -6,8 +6,7 @@
 // unchanged. Where the SQLite store (store/sqlite) updates a B-tree leaf per
 // index and per event inside each commit, pebble appends a batch of writes to
 // its log once and sorts them into tables in the background, so a save costs
-// a fraction of the CPU (BENCHMARKS.md, "the embedded engine's key-value
-// half").
+// a fraction of the CPU (docs/benchmarks.md).
 //
 // Every Save is durable before it returns: the event's writes are applied,
 // then the store waits for a synced write-ahead log covering them. Concurrent
@@ -131,7 +130,7 @@ func WithRecordCacheBytes(n int64) Option {
 // DefaultMinSyncInterval is the least time between two syncs of the
 // write-ahead log unless WithMinSyncInterval says otherwise.
 //
-// Measured (BENCHMARKS.md, "Ninth session"): with one P and the sync in a
+// Measured in an execution trace: with one P and the sync in a
 // system call on it (a build without cgo, see offPSyncFS), a sync asked for
 // at once runs as soon as the first saver parks, covers that one event and
 // holds the P for the whole fdatasync, so the other connections' events

@@ -118,7 +118,7 @@ import (
 // thread of their own while the goroutine asking waits in the network
 // poller. A sync in a system call holds its P until the runtime's monitor
 // takes it back, and on one P that stops every connection for most of the
-// sync (BENCHMARKS.md, "Ninth session"); this way the next events are read,
+// sync (measured in an execution trace); this way the next events are read,
 // verified and applied while the disk syncs the previous ones.
 func offPSyncFS(fs vfs.FS) vfs.FS { return offPFS{FS: fs} }
 

@@ -17,8 +17,8 @@ import (
 // database that was never analysed (autovacuum is not relied on) and again
 // after ANALYZE: both plans must drive from event_search and reach events
 // only by primary-key probes of the matches (the plan that filters every
-// event of the community took 7–9 s at 1M events; BENCHMARKS.md has the
-// 1M plans, where event_search_idx answers), and the answer must be the
+// event of the community took 7–9 s at 1M events, where event_search_idx
+// answers in milliseconds), and the answer must be the
 // community's matches only.
 func TestSearchPlanAndAnswer(t *testing.T) {
 	s := internalStore(t)

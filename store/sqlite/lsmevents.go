@@ -24,7 +24,7 @@ const EventsDirSuffix = "-events"
 // SQLite, which indexes their text in the background (textIndexer). Saving
 // an event then costs about two thirds of the CPU at the same durability (Save
 // returns after the engine's log is synced), and queries and COUNTs are
-// faster (BENCHMARKS.md, "Ninth session"). buzzd uses it for new stores
+// faster (docs/benchmarks.md). buzzd uses it for new stores
 // unless told otherwise; a library caller chooses here.
 //
 // A store is one or the other for its whole life: Open opens a store whose

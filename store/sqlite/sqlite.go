@@ -171,7 +171,7 @@ const DefaultReadMmap = 0x7fff0000
 // copy per page: what a connection's own page cache does not hold yet — a
 // COUNT or REQ touching rows no query of that connection read before —
 // cost a pread each (measured: COUNT p90 9.9 → 1.6 ms and REQ p50 0.38 →
-// 0.27 ms after a 20,000-event ingest, BENCHMARKS.md). Pages committed
+// 0.27 ms after a 20,000-event ingest). Pages committed
 // since the last checkpoint are still read from the write-ahead log. The
 // writer never maps. The price, as SQLite documents: an I/O error while
 // reading a mapped page is a SIGBUS, which stops the process, where a read

@@ -18,7 +18,7 @@ import (
 // through the writer, and removes the text of events the engine removed.
 // Indexing off the write path, in large batches, costs FTS5 a few
 // microseconds an event and one log sync a batch; a word key per event in
-// the engine cost a quarter of the relay's ingest (BENCHMARKS.md).
+// the engine cost a quarter of the relay's ingest (measured).
 //
 // A search waits until the index has taken in every event committed before
 // it started (read your writes), so a client never misses an event it was

@@ -14,7 +14,7 @@ import (
 // order exactly. For several words or a phrase PostgreSQL's ts_rank weighs
 // each word's frequency and their proximity, while the embedded store sums
 // the frequencies of whole words and phrases (search.Query.Score), so those
-// results are compared as sets (README, "Search").
+// results are compared as sets (docs/protocol.md, "Search").
 func RunSearch(t *testing.T, open func(t *testing.T) ChannelBackend) {
 	tests := []struct {
 		name string

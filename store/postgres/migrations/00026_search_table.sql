@@ -5,7 +5,7 @@
 -- bulk load), PostgreSQL estimates a community's events at a few dozen
 -- rows, prefers any btree led by community_id over the search GIN index,
 -- and filters every event of the community by @@ (7–9 s per search at 1M
--- events, measured; BENCHMARKS.md). event_search has no btree that a
+-- events, measured). event_search has no btree that a
 -- community condition can use, so its GIN index is the only cheap path
 -- whatever the statistics, and the query joins events afterwards, one
 -- primary-key probe per match (query.go, searchQuery).
