@@ -30,7 +30,7 @@ const adminUsage = `usage: buzzd admin <command> [flags]
   keygen                                   print a new key pair (hex and bech32)
   community add HOST [-owner PUBKEY] [-create-only]
   community list [-owner PUBKEY]           every community, or one owner's
-  community archive HOST                   unmap HOST (the RELAY_URL community is protected)
+  community archive HOST                   unmap HOST (the relay's main host, recorded by buzzd, is protected)
   community unarchive HOST
   community transfer HOST NEW_OWNER
   community profile HOST [-name N] [-description D] [-icon URL] [-contact URI]
@@ -451,8 +451,8 @@ func (a *adminCmd) communityArchive(ctx context.Context, raw string, archived bo
 		return err
 	}
 	if archived {
-		if boot, err := a.st.CommunityByHost(ctx, a.cfg.RelayHost); err == nil && boot.ID == c.ID {
-			return fmt.Errorf("%s is the community of RELAY_URL and cannot be archived", c.Host)
+		if err := a.refuseMainHost(ctx, c, "community archive"); err != nil {
+			return err
 		}
 	}
 	c, changed, err := a.st.SetArchived(ctx, c.ID, c.OwnerPubKey, archived, a.maxOwned())
@@ -469,6 +469,36 @@ func (a *adminCmd) communityArchive(ctx context.Context, raw string, archived bo
 	}
 	_, err = fmt.Fprintf(a.out, "%s: %s (community %s)\n", strings.ReplaceAll(status, "_", " "), c.Host, c.ID)
 	return err
+}
+
+// refuseMainHost returns an error when c is the community of the relay's
+// main host: the host buzzd recorded in the store when it started
+// (store.MainHostStore), which the relay must keep serving. Only when no
+// buzzd has recorded one yet is it the host of this command's RELAY_URL.
+// cmd names the refused command in the error.
+func (a *adminCmd) refuseMainHost(ctx context.Context, c store.Community, cmd string) error {
+	host, source := "", "recorded by buzzd when it started"
+	if ms, ok := a.st.(store.MainHostStore); ok {
+		var err error
+		if host, err = ms.MainHost(ctx); err != nil {
+			return fmt.Errorf("admin: %s: read the relay's main host: %w", cmd, err)
+		}
+	}
+	if host == "" {
+		host, source = a.cfg.RelayHost, "RELAY_URL; no buzzd has recorded a main host in this store yet"
+	}
+	main, err := a.st.CommunityByHost(ctx, host)
+	switch {
+	case errors.Is(err, store.ErrNoCommunity):
+		return nil
+	case err != nil:
+		return fmt.Errorf("admin: %s: read the relay's main host: %w", cmd, err)
+	}
+	if main.ID != c.ID {
+		return nil
+	}
+	return fmt.Errorf("admin: %s: refused: %s is the relay's main host (%s, %s): the relay would answer 404 on its own address; to retire it, start buzzd with another RELAY_URL first",
+		cmd, c.Host, host, source)
 }
 
 func (a *adminCmd) communityTransfer(ctx context.Context, raw, newOwnerRaw string) error {
