@@ -604,8 +604,11 @@ func (a *adminCmd) communityPolicy(ctx context.Context, raw, access string) erro
 	return a.printSettings(ctx, c)
 }
 
-// channelJSON is a channel in -json output.
+// channelJSON is a channel in -json output. GroupID is the channel's
+// NIP-29 group id, the h tag value clients know it by; ID is its storage
+// key (a UUID, equal to GroupID for channels Buzz's clients created).
 type channelJSON struct {
+	GroupID    string `json:"group_id"`
 	ID         string `json:"id"`
 	Name       string `json:"name"`
 	Visibility string `json:"visibility"`
@@ -626,14 +629,20 @@ func (a *adminCmd) channelList(ctx context.Context, raw string) error {
 	if a.flags.json {
 		out := make([]channelJSON, 0, len(chs))
 		for _, ch := range chs {
-			out = append(out, channelJSON{ID: uuidText(ch.ID), Name: ch.Name, Visibility: string(ch.Visibility), Type: string(ch.Type), CreatedBy: ch.CreatedBy, CreatedAt: ch.CreatedAt})
+			out = append(out, channelJSON{GroupID: ch.GroupID(), ID: uuidText(ch.ID), Name: ch.Name, Visibility: string(ch.Visibility), Type: string(ch.Type), CreatedBy: ch.CreatedBy, CreatedAt: ch.CreatedAt})
 		}
 		return writeJSONLine(a.out, out)
 	}
+	// The group id first, as clients show it; the storage key last, only
+	// where it differs (a channel created with a name for an id).
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANNEL\tNAME\tVISIBILITY\tTYPE\tCREATED")
+	fmt.Fprintln(tw, "CHANNEL\tNAME\tVISIBILITY\tTYPE\tCREATED\tKEY")
 	for _, ch := range chs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", uuidText(ch.ID), oneLine(ch.Name), ch.Visibility, ch.Type, time.Unix(ch.CreatedAt, 0).UTC().Format(time.RFC3339))
+		key := "-"
+		if ch.GroupID() != uuidText(ch.ID) {
+			key = uuidText(ch.ID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.GroupID(), oneLine(ch.Name), ch.Visibility, ch.Type, time.Unix(ch.CreatedAt, 0).UTC().Format(time.RFC3339), key)
 	}
 	return tw.Flush()
 }
