@@ -276,6 +276,8 @@ type communityJSON struct {
 	CreatedAt   string  `json:"created_at"`
 	ArchivedAt  *string `json:"archived_at"`
 	Status      string  `json:"status,omitempty"`
+	// MainHost: the community of the relay's main host (community list).
+	MainHost bool `json:"main_host,omitempty"`
 }
 
 func toJSON(c store.Community, status string) communityJSON {
@@ -422,10 +424,16 @@ func (a *adminCmd) communityList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	_, _, main, err := a.mainHost(ctx)
+	if err != nil {
+		return fmt.Errorf("admin: community list: %w", err)
+	}
 	if a.flags.json {
 		out := make([]communityJSON, 0, len(cs))
 		for _, c := range cs {
-			out = append(out, toJSON(c, ""))
+			j := toJSON(c, "")
+			j.MainHost = c.ID == main
+			out = append(out, j)
 		}
 		return writeJSONLine(a.out, out)
 	}
@@ -435,6 +443,9 @@ func (a *adminCmd) communityList(ctx context.Context) error {
 		state := "active"
 		if c.Archived() {
 			state = "archived " + c.ArchivedAt.UTC().Format(time.RFC3339)
+		}
+		if c.ID == main {
+			state += " (the relay's main host)"
 		}
 		owner := "-"
 		if c.OwnerPubKey != "" {
@@ -471,31 +482,45 @@ func (a *adminCmd) communityArchive(ctx context.Context, raw string, archived bo
 	return err
 }
 
+// mainHost returns the relay's main host: the one buzzd recorded in the
+// store (recorded true), else, before any buzzd recorded one, this
+// command's RELAY_URL host; and its community (zero when none has it).
+func (a *adminCmd) mainHost(ctx context.Context) (host string, recorded bool, c tenant.CommunityID, err error) {
+	if ms, ok := a.st.(store.MainHostStore); ok {
+		if host, err = ms.MainHost(ctx); err != nil {
+			return "", false, c, fmt.Errorf("read the relay's main host: %w", err)
+		}
+	}
+	recorded = host != ""
+	if !recorded {
+		host = a.cfg.RelayHost
+	}
+	com, err := a.st.CommunityByHost(ctx, host)
+	switch {
+	case errors.Is(err, store.ErrNoCommunity):
+		return host, recorded, c, nil
+	case err != nil:
+		return "", false, c, fmt.Errorf("read the relay's main host: %w", err)
+	}
+	return host, recorded, com.ID, nil
+}
+
 // refuseMainHost returns an error when c is the community of the relay's
 // main host: the host buzzd recorded in the store when it started
 // (store.MainHostStore), which the relay must keep serving. Only when no
 // buzzd has recorded one yet is it the host of this command's RELAY_URL.
 // cmd names the refused command in the error.
 func (a *adminCmd) refuseMainHost(ctx context.Context, c store.Community, cmd string) error {
-	host, source := "", "recorded by buzzd when it started"
-	if ms, ok := a.st.(store.MainHostStore); ok {
-		var err error
-		if host, err = ms.MainHost(ctx); err != nil {
-			return fmt.Errorf("admin: %s: read the relay's main host: %w", cmd, err)
-		}
+	host, recorded, main, err := a.mainHost(ctx)
+	if err != nil {
+		return fmt.Errorf("admin: %s: %w", cmd, err)
 	}
-	if host == "" {
-		host, source = a.cfg.RelayHost, "RELAY_URL; no buzzd has recorded a main host in this store yet"
-	}
-	main, err := a.st.CommunityByHost(ctx, host)
-	switch {
-	case errors.Is(err, store.ErrNoCommunity):
+	if main != c.ID {
 		return nil
-	case err != nil:
-		return fmt.Errorf("admin: %s: read the relay's main host: %w", cmd, err)
 	}
-	if main.ID != c.ID {
-		return nil
+	source := "recorded by buzzd when it started"
+	if !recorded {
+		source = "RELAY_URL; no buzzd has recorded a main host in this store yet"
 	}
 	return fmt.Errorf("admin: %s: refused: %s is the relay's main host (%s, %s): the relay would answer 404 on its own address; to retire it, start buzzd with another RELAY_URL first",
 		cmd, c.Host, host, source)

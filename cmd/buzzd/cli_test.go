@@ -128,6 +128,11 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 	if err := json.Unmarshal([]byte(must("community", "list", "-json")), &all); err != nil || len(all) != 3 {
 		t.Fatalf("list: %v %+v", err, all)
 	}
+	for _, c := range all { // no buzzd recorded one: RELAY_URL's host
+		if c.MainHost != (c.Host == "boot.example") {
+			t.Fatalf("list: main_host marks %+v", all)
+		}
+	}
 	var mine []communityJSON
 	if err := json.Unmarshal([]byte(must("community", "list", "-owner", aliceNpub, "-json")), &mine); err != nil || len(mine) != 1 || mine[0].Host != "team.example" {
 		t.Fatalf("list by owner: %v %+v", err, mine)

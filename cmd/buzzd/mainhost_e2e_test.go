@@ -110,7 +110,8 @@ func mainHostProtected(t *testing.T, storeEnv map[string]string, archiveBehindCL
 		if code == 0 || !strings.Contains(out, "buzzd: admin: community archive: refused: "+mainHost+" is the relay's main host") {
 			t.Fatalf("%s: archiving the main host: exit %d\n%s", name, code, out)
 		}
-		if out, code := runBuzzdCmd(t, env, "admin", "community", "list"); code != 0 || !strings.Contains(out, mainHost) || strings.Contains(out, "archived") {
+		if out, code := runBuzzdCmd(t, env, "admin", "community", "list"); code != 0 || !strings.Contains(out, mainHost) || strings.Contains(out, "archived") ||
+			!strings.Contains(out, "active (the relay's main host)") {
 			t.Fatalf("%s: after the refusal, list: exit %d\n%s", name, code, out)
 		}
 	}
