@@ -119,6 +119,7 @@ button:disabled{opacity:.5;cursor:not-allowed}
     function fail(t){if(done)return;done=true;show(t);busy(false);ws.close();}
     ws.onopen=function(){send();};
     ws.onerror=function(){fail('Could not reach the relay.');};
+    ws.onclose=function(){fail('The relay closed the connection before answering; reload to see the request\'s status.');};
     ws.onmessage=async function(m){
       if(done)return;
       var msg;try{msg=JSON.parse(m.data);}catch(e){return;}
