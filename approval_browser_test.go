@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
 )
 
 // The approval page in a real headless Chromium (Debian's chromium,
@@ -27,7 +29,10 @@ import (
 // window.nostr.signEvent hands the unsigned event to Go through a CDP
 // binding, Go signs it with the visitor's key and resolves the promise.
 
-// nip07Shim is window.nostr backed by the buzzSign binding.
+// nip07Shim is window.nostr backed by the buzzSign binding. It also counts,
+// per page, the decisions (46030/46031) the page sends over its WebSockets
+// (window.__buzzSent) and the auth-required refusals it gets for them
+// (window.__buzzAuthRequired).
 const nip07Shim = `(function(){
   var pending = {}, n = 0;
   window.__buzzResolve = function(id, ev){ var p = pending[id]; delete pending[id]; if (p) p(ev); };
@@ -35,6 +40,20 @@ const nip07Shim = `(function(){
     getPublicKey: async function(){ return %q; },
     signEvent: function(ev){ return new Promise(function(res){ var id = ++n; pending[id] = res; window.buzzSign(JSON.stringify({id: id, event: ev})); }); }
   };
+  window.__buzzSent = 0; window.__buzzAuthRequired = 0;
+  var decisions = {}, WS = window.WebSocket, send = WS.prototype.send;
+  WS.prototype.send = function(d){
+    try { var m = JSON.parse(d); if (m[0] === 'EVENT' && (m[1].kind === 46030 || m[1].kind === 46031)) { decisions[m[1].id] = true; window.__buzzSent++; } } catch (e) {}
+    return send.call(this, d);
+  };
+  window.WebSocket = function(url, protocols){
+    var ws = protocols === undefined ? new WS(url) : new WS(url, protocols);
+    ws.addEventListener('message', function(m){
+      try { var msg = JSON.parse(m.data); if (msg[0] === 'OK' && decisions[msg[1]] && !msg[2] && String(msg[3]).indexOf('auth-required') === 0) window.__buzzAuthRequired++; } catch (e) {}
+    });
+    return ws;
+  };
+  window.WebSocket.prototype = WS.prototype;
 })();`
 
 // browser starts one headless Chromium for the test (other.example
@@ -105,18 +124,40 @@ func visitor(t *testing.T, bctx context.Context, s *signer) context.Context {
 	return ctx
 }
 
-// openApproval opens url in tab ctx and returns #status's text and whether
-// the buttons are there.
-func openApproval(t *testing.T, ctx context.Context, url string) (status string, buttons bool) {
+// approvalPage is what a tab shows of an approval page.
+type approvalPage struct {
+	Heading, Status, Channel string
+	DecidedBy, DecidedAt     string // #decided-by, #decided-at's datetime
+	Buttons                  bool
+	Sent, AuthRequired       int // decisions sent, auth-required answers
+}
+
+// readApproval returns what tab ctx shows now.
+func readApproval(t *testing.T, ctx context.Context) approvalPage {
 	t.Helper()
-	var n int
-	err := chromedp.Run(ctx, chromedp.Navigate(url), chromedp.WaitReady("#status", chromedp.ByID),
-		chromedp.Text("#status", &status, chromedp.ByID),
-		chromedp.Evaluate(`document.querySelectorAll("button").length`, &n))
+	var p approvalPage
+	err := chromedp.Run(ctx, chromedp.Evaluate(`(function(){
+  function text(id){var e=document.getElementById(id);return e?e.textContent:"";}
+  var at=document.getElementById("decided-at");
+  return {Heading:text("heading")||document.querySelector("h1").textContent, Status:text("status"), Channel:text("channel"),
+    DecidedBy:text("decided-by"), DecidedAt:at?at.getAttribute("datetime"):"",
+    Buttons:document.querySelectorAll("#actions:not([hidden]) button").length===2,
+    Sent:window.__buzzSent, AuthRequired:window.__buzzAuthRequired};
+})()`, &p))
+	if err != nil {
+		t.Fatalf("read page: %v", err)
+	}
+	return p
+}
+
+// openApproval opens url in tab ctx and returns what it shows.
+func openApproval(t *testing.T, ctx context.Context, url string) approvalPage {
+	t.Helper()
+	err := chromedp.Run(ctx, chromedp.Navigate(url), chromedp.WaitReady("#status", chromedp.ByID))
 	if err != nil {
 		t.Fatalf("open %s: %v", url, err)
 	}
-	return status, n == 2
+	return readApproval(t, ctx)
 }
 
 // clickAndWait presses a button and waits for the outcome line. The bound
@@ -127,7 +168,7 @@ func openApproval(t *testing.T, ctx context.Context, url string) (status string,
 func clickAndWait(ctx context.Context, button string) (string, error) {
 	var out string
 	err := chromedp.Run(ctx, chromedp.Click(button, chromedp.ByID),
-		chromedp.Poll(`(function(){var t=document.getElementById("outcome").textContent;return (t.indexOf("Approved")===0||t.indexOf("Denied")===0||t.indexOf("Not accepted")===0)?t:false})()`, &out,
+		chromedp.Poll(`(function(){var e=document.getElementById("outcome");var t=e?e.textContent:"";return (t.indexOf("Approved")===0||t.indexOf("Denied")===0||t.indexOf("Not accepted")===0)?t:false})()`, &out,
 			chromedp.WithPollingTimeout(90*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
 	if err != nil {
 		var shown string
@@ -139,6 +180,29 @@ func clickAndWait(ctx context.Context, button string) (string, error) {
 	return out, nil
 }
 
+// checkSentOnce fails unless the tab sent its decision once, plus once
+// more only after an auth-required answer.
+func checkSentOnce(t *testing.T, p approvalPage) {
+	t.Helper()
+	if p.AuthRequired > 1 || p.Sent != 1+p.AuthRequired {
+		t.Errorf("the page sent its decision %d times after %d auth-required answers; want once, and once more after auth-required", p.Sent, p.AuthRequired)
+	}
+}
+
+// checkDecided fails unless p shows heading, decided by who, at a time
+// within [from, to].
+func checkDecided(t *testing.T, p approvalPage, heading, status string, who *signer, from, to time.Time) {
+	t.Helper()
+	npub, _ := nostr.EncodeNpub(who.pub())
+	if p.Heading != heading || p.Status != status || p.DecidedBy != npub || p.Buttons {
+		t.Errorf("decided page: %+v, want heading %q, status %q, decided by %s, no buttons", p, heading, status, npub)
+	}
+	at, err := time.Parse(time.RFC3339, p.DecidedAt)
+	if err != nil || at.Before(from.Truncate(time.Second)) || at.After(to) {
+		t.Errorf("decided at %q (%v), want a time between %s and %s", p.DecidedAt, err, from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+}
+
 func TestApprovalPageInBrowser(t *testing.T) {
 	bctx := browser(t)
 	forBackends(t, func(t *testing.T, b store.Backend) {
@@ -147,16 +211,24 @@ func TestApprovalPageInBrowser(t *testing.T) {
 		alice, bob := newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
+		// A channel named as NIP-29 clients name groups: its h tag is
+		// "ops-room", and the page and its decisions use that.
+		const gid = "ops-room"
+		h := nostr.Tag{"h", gid}
+		ac.mustAccept(alice.event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Ops"}, nostr.Tag{"visibility", string(channel.VisibilityOpen)}))
 		bc := tr.dial(t)
 		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
-		okResponse(t, defineNew(t, ac, alice, ch, approvalDef("any", "1h")))
-		okResponse(t, defineNew(t, ac, alice, ch, strings.Replace(approvalDef("any", "2s"), "deploy", "hurry", 1)))
-		ac.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindApprovalRequested, nostr.KindRunFailed}, Tags: map[string][]string{"h": {ch.String()}}})
+		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", h))
+		define := func(yaml string) {
+			t.Helper()
+			okResponse(t, ac.publish(alice.event(nostr.KindDefinition, now(), yaml, nostr.Tag{"d", workflow.NewID().String()}, h)))
+		}
+		define(approvalDef("any", "1h"))
+		define(strings.Replace(approvalDef("any", "2s"), "deploy", "hurry", 1))
+		ac.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindApprovalRequested, nostr.KindRunFailed}, Tags: map[string][]string{"h": {gid}}})
 		request := func(text string) string {
 			t.Helper()
-			bc.mustAccept(bob.event(nostr.KindChatMessage, now(), text, chanTag(ch)))
+			bc.mustAccept(bob.event(nostr.KindChatMessage, now(), text, h))
 			ev := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == nostr.KindApprovalRequested })
 			return approvalRequest(t, ev)["token"].(string)
 		}
@@ -165,29 +237,36 @@ func TestApprovalPageInBrowser(t *testing.T) {
 
 		t.Run("approve", func(t *testing.T) {
 			tok := request("deploy v1")
-			status, buttons := openApproval(t, bobTab, pageURL(tr.host, tok))
-			if status != "pending" || !buttons {
-				t.Fatalf("pending page: status %q, buttons %v", status, buttons)
+			p := openApproval(t, bobTab, pageURL(tr.host, tok))
+			if p.Status != "pending" || !p.Buttons || p.Heading != "Approval requested" || p.Channel != gid+" (Ops)" {
+				t.Fatalf("pending page: %+v", p)
 			}
+			from := time.Now()
 			out, err := clickAndWait(bobTab, "approve")
 			if err != nil || !strings.HasPrefix(out, "Approved") {
 				t.Fatalf("approve: %q %v", out, err)
 			}
-			status, buttons = openApproval(t, aliceTab, pageURL(tr.host, tok))
-			if status != "granted" || buttons {
-				t.Fatalf("second visit: status %q, buttons %v", status, buttons)
-			}
+			to := time.Now()
+			// Right after deciding, in the page that decided.
+			p = readApproval(t, bobTab)
+			checkSentOnce(t, p)
+			checkDecided(t, p, "Approved", "granted", bob, from, to)
+			// Loaded afterwards, by someone else.
+			checkDecided(t, openApproval(t, aliceTab, pageURL(tr.host, tok)), "Approved", "granted", bob, from, to)
 		})
 		t.Run("deny", func(t *testing.T) {
 			tok := request("deploy v2")
 			openApproval(t, aliceTab, pageURL(tr.host, tok))
+			from := time.Now()
 			out, err := clickAndWait(aliceTab, "deny")
 			if err != nil || !strings.HasPrefix(out, "Denied") {
 				t.Fatalf("deny: %q %v", out, err)
 			}
-			if status, buttons := openApproval(t, bobTab, pageURL(tr.host, tok)); status != "denied" || buttons {
-				t.Fatalf("second visit: status %q, buttons %v", status, buttons)
-			}
+			to := time.Now()
+			p := readApproval(t, aliceTab)
+			checkSentOnce(t, p)
+			checkDecided(t, p, "Denied", "denied", alice, from, to)
+			checkDecided(t, openApproval(t, bobTab, pageURL(tr.host, tok)), "Denied", "denied", alice, from, to)
 		})
 		t.Run("race", func(t *testing.T) {
 			tok := request("deploy v3")
@@ -219,13 +298,33 @@ func TestApprovalPageInBrowser(t *testing.T) {
 			if won != 1 || lost != 1 {
 				t.Fatalf("race outcomes %q: want one winner and one %q", outs, msgApprovalUnknown)
 			}
+			checkSentOnce(t, readApproval(t, bobTab))
+			checkSentOnce(t, readApproval(t, aliceTab))
 		})
 		t.Run("expired", func(t *testing.T) {
 			tok := request("hurry v4")
 			ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == nostr.KindRunFailed })
-			status, buttons := openApproval(t, bobTab, pageURL(tr.host, tok))
-			if buttons || !strings.Contains(status, "unknown or has expired") {
-				t.Fatalf("expired page: status %q, buttons %v", status, buttons)
+			resp, err := http.Get(pageURL(tr.host, tok))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusGone {
+				t.Errorf("expired page: HTTP %d, want 410", resp.StatusCode)
+			}
+			p := openApproval(t, bobTab, pageURL(tr.host, tok))
+			if p.Buttons || p.Heading != "Expired" || p.Status != "expired" || p.DecidedBy != "" {
+				t.Fatalf("expired page: %+v", p)
+			}
+		})
+		t.Run("unknown", func(t *testing.T) {
+			resp, err := http.Get(pageURL(tr.host, "no-such-token"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("unknown token: HTTP %d, want 404", resp.StatusCode)
 			}
 		})
 		t.Run("wrong host", func(t *testing.T) {
@@ -238,13 +337,13 @@ func TestApprovalPageInBrowser(t *testing.T) {
 			if _, _, err := st.EnsureCommunity(t.Context(), other); err != nil {
 				t.Fatal(err)
 			}
-			status, buttons := openApproval(t, bobTab, pageURL(other, tok))
-			if buttons || !strings.Contains(status, "unknown or has expired") {
-				t.Fatalf("foreign host page: status %q, buttons %v", status, buttons)
+			p := openApproval(t, bobTab, pageURL(other, tok))
+			if p.Buttons || !strings.Contains(p.Status, "unknown") || p.Heading != "Approval link not available" {
+				t.Fatalf("foreign host page: %+v", p)
 			}
 			// Still pending on its own host.
-			if status, _ := openApproval(t, bobTab, pageURL(tr.host, tok)); status != "pending" {
-				t.Fatalf("own host after a foreign visit: %q", status)
+			if p := openApproval(t, bobTab, pageURL(tr.host, tok)); p.Status != "pending" {
+				t.Fatalf("own host after a foreign visit: %+v", p)
 			}
 		})
 	})

@@ -18,19 +18,23 @@ import (
 // GET /approvals/{token} on the community's host.
 const ApprovalsPath = "/approvals"
 
-// approvalPageTemplate is the approval page: what is asked, by whom, until
-// when, its status, and (while pending) Approve and Deny buttons that sign
-// a 46030/46031 with the visitor's NIP-07 signer (window.nostr) and send
-// it over the relay's WebSocket on this host, answering NIP-42 AUTH when
-// asked. Nothing is loaded from elsewhere; the one inline script runs
-// under a per-response nonce.
+// approvalPageTemplate is the approval page: what is asked, by whom, in
+// which channel (by its NIP-29 group id), until when, and its status. A
+// pending request has Approve and Deny buttons that sign a 46030/46031
+// with the visitor's NIP-07 signer (window.nostr) and send it over the
+// relay's WebSocket on this host, once per click: when the relay answers
+// auth-required the page authenticates (NIP-42) and resends that decision
+// once. A decided request says who decided (npub) and when (UTC), both
+// when loaded afterwards and right after deciding (the page reloads its
+// own content); an expired one says so. Nothing is loaded from elsewhere;
+// the one inline script runs under a per-response nonce.
 var approvalPageTemplate = template.Must(template.New("approval").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>{{if .Found}}Approval requested: {{.Workflow}}{{else}}Approval link not available{{end}}</title>
+<title>{{if .Found}}{{.Heading}}: {{.Workflow}}{{else}}Approval link not available{{end}}</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f;background:#fafafa;line-height:1.5}
 h1{font-size:1.6rem;margin:0 0 1rem}
@@ -44,18 +48,24 @@ button:focus-visible{outline:3px solid #0a58ca;outline-offset:2px}
 #deny{background:#fff;color:#8a1111;border-color:#8a1111}
 button:disabled{opacity:.5;cursor:not-allowed}
 #outcome{margin-top:1.25rem;font-weight:600}
+#decision{font-weight:600}
 </style>
 </head>
 <body>
-<main>
+<main id="main">
 {{if .Found}}
-<h1>Approval requested</h1>
+<h1 id="heading">{{.Heading}}</h1>
+{{if .Decided}}<p id="decision">{{.Heading}} by {{.DecidedBy}} at {{.DecidedAt}}.</p>{{end}}
+{{if .Expired}}<p id="decision">This request expired at {{.Expires}} without a decision; the workflow run did not continue.</p>{{end}}
 <dl>
 <dt>Workflow</dt><dd id="workflow">{{.Workflow}}</dd>
 <dt>Step</dt><dd id="step">{{.Step}}</dd>
+{{if .Channel}}<dt>Channel</dt><dd id="channel">{{.Channel}}{{if .ChannelName}} ({{.ChannelName}}){{end}}</dd>{{end}}
 <dt>Requested by</dt><dd id="requester">{{.Requester}}</dd>
-<dt>Expires</dt><dd><time id="expires" datetime="{{.ExpiresISO}}">{{.Expires}}</time></dd>
+<dt>{{if .Expired}}Expired{{else}}Expires{{end}}</dt><dd><time id="expires" datetime="{{.ExpiresISO}}">{{.Expires}}</time></dd>
 <dt>Status</dt><dd id="status">{{.Status}}</dd>
+{{if .Decided}}<dt>{{.Heading}} by</dt><dd id="decided-by">{{.DecidedBy}}</dd>
+<dt>{{.Heading}} at</dt><dd><time id="decided-at" datetime="{{.DecidedAtISO}}">{{.DecidedAt}}</time></dd>{{end}}
 </dl>
 {{if .Message}}<p class="msg" id="message">{{.Message}}</p>{{end}}
 {{if .Pending}}
@@ -68,11 +78,29 @@ button:disabled{opacity:.5;cursor:not-allowed}
 <p id="outcome" role="status" aria-live="polite"></p>
 {{if .Pending}}<script nonce="{{.Nonce}}">
 (function(){
-  var box=document.getElementById('actions'), out=document.getElementById('outcome'), status=document.getElementById('status');
-  var buttons=box.querySelectorAll('button');
+  var box=document.getElementById('actions'), out=document.getElementById('outcome');
+  var buttons=box.querySelectorAll('button'), deciding=false;
   function show(t){out.textContent=t;}
-  function busy(b){for(var i=0;i<buttons.length;i++){buttons[i].disabled=b;}}
+  function busy(b){deciding=b;for(var i=0;i<buttons.length;i++){buttons[i].disabled=b;}}
+  // refresh replaces the page's content with the server's current view of
+  // the request (who decided, when), keeping the outcome line.
+  async function refresh(text){
+    try{
+      var r=await fetch(location.href,{cache:'no-store',credentials:'omit'});
+      var doc=new DOMParser().parseFromString(await r.text(),'text/html');
+      var main=doc.getElementById('main');
+      if(main&&doc.getElementById('status')){
+        document.getElementById('main').innerHTML=main.innerHTML;
+        document.title=doc.title;
+      }
+    }catch(e){}
+    out=document.getElementById('outcome');
+    if(!out){out=document.createElement('p');out.id='outcome';document.getElementById('main').appendChild(out);}
+    var a=document.getElementById('actions');if(a){a.hidden=true;}
+    show(text);
+  }
   async function decide(grant){
+    if(deciding)return;
     if(!window.nostr||!window.nostr.signEvent){show('No Nostr signer found: install a NIP-07 browser extension and reload.');return;}
     busy(true);show('Signing…');
     var ev;
@@ -82,29 +110,43 @@ button:disabled{opacity:.5;cursor:not-allowed}
     }catch(e){show('Signing was refused.');busy(false);return;}
     show('Sending…');
     var url=(location.protocol==='https:'?'wss://':'ws://')+location.host+'/';
-    var ws=new WebSocket(url), retried=false, authID='', done=false;
-    ws.onopen=function(){ws.send(JSON.stringify(['EVENT',ev]));};
-    ws.onerror=function(){if(done)return;show('Could not reach the relay.');busy(false);};
+    var ws=new WebSocket(url), done=false;
+    // NIP-42: one AUTH at a time, answered once; the decision is sent
+    // once, and sent again once only if the relay asked to authenticate.
+    var authID='', authing=false, authed=false, wantResend=false, resent=false;
+    function send(){ws.send(JSON.stringify(['EVENT',ev]));}
+    function resend(){if(wantResend&&authed&&!resent){resent=true;send();}}
+    function fail(t){if(done)return;done=true;show(t);busy(false);ws.close();}
+    ws.onopen=function(){send();};
+    ws.onerror=function(){fail('Could not reach the relay.');};
+    ws.onclose=function(){fail('The relay closed the connection before answering; reload to see the request\'s status.');};
     ws.onmessage=async function(m){
+      if(done)return;
       var msg;try{msg=JSON.parse(m.data);}catch(e){return;}
       if(msg[0]==='AUTH'&&typeof msg[1]==='string'){
+        if(authed||authing)return;
+        authing=true;
         try{
           var a=await window.nostr.signEvent({kind:22242,created_at:Math.floor(Date.now()/1000),tags:[['relay',url],['challenge',msg[1]]],content:''});
           authID=a.id;ws.send(JSON.stringify(['AUTH',a]));
-        }catch(e){}
+        }catch(e){authing=false;fail('Signing in to the relay was refused.');}
         return;
       }
       if(msg[0]!=='OK')return;
-      if(msg[1]===authID){if(retried)ws.send(JSON.stringify(['EVENT',ev]));return;}
+      if(authID&&msg[1]===authID){
+        authing=false;
+        if(!msg[2]){fail('Not accepted: '+String(msg[3]||''));return;}
+        authed=true;resend();return;
+      }
       if(msg[1]!==ev.id)return;
       if(msg[2]){
-        var st=grant?'granted':'denied';
-        done=true;status.textContent=st;box.hidden=true;show(grant?'Approved. The workflow continues.':'Denied. The workflow run is cancelled.');
-        ws.close();return;
+        done=true;ws.close();
+        refresh(grant?'Approved. The workflow continues.':'Denied. The workflow run is cancelled.');
+        return;
       }
       var text=String(msg[3]||'');
-      if(text.indexOf('auth-required')===0&&!retried){retried=true;if(authID)ws.send(JSON.stringify(['EVENT',ev]));return;}
-      done=true;show('Not accepted: '+text);busy(false);ws.close();
+      if(text.indexOf('auth-required')===0&&!resent){wantResend=true;resend();return;}
+      fail('Not accepted: '+text);
     };
   }
   document.getElementById('approve').addEventListener('click',function(){decide(true);});
@@ -113,18 +155,34 @@ button:disabled{opacity:.5;cursor:not-allowed}
 </script>{{end}}
 {{else}}
 <h1>Approval link not available</h1>
-<p id="status">This approval link is unknown or has expired. Ask the workflow's owner for a new request.</p>
+<p id="status">This approval link is unknown. Ask the workflow's owner for a new request.</p>
 {{end}}
 </main>
 </body>
 </html>
 `))
 
+// approvalTime is how the page shows a time: UTC, to the second.
+const approvalTime = "2006-01-02 15:04:05 UTC"
+
 type approvalPageData struct {
-	Found, Pending                     bool
+	Found, Pending, Decided, Expired   bool
+	Heading                            string
 	Workflow, Step, Requester, Message string
 	Expires, ExpiresISO, Status        string
-	ApprovalID, Channel, Nonce         string
+	DecidedBy, DecidedAt, DecidedAtISO string
+	// Channel is the channel's NIP-29 group id (its h tag value);
+	// ChannelName its display name, when it has one.
+	Channel, ChannelName string
+	ApprovalID, Nonce    string
+}
+
+// npubOr returns pubkey as an npub, or as given when it is not a pubkey.
+func npubOr(pubkey string) string {
+	if npub, err := nostr.EncodeNpub(pubkey); err == nil {
+		return npub
+	}
+	return pubkey
 }
 
 func (r *Relay) registerApprovalPage() {
@@ -134,9 +192,9 @@ func (r *Relay) registerApprovalPage() {
 	r.HandleCommunity("GET "+ApprovalsPath+"/{token}", r.serveApprovalPage)
 }
 
-// serveApprovalPage serves GET /approvals/{token}. An unknown token,
-// another community's, and an expired one get the same 404 page; a
-// decided one shows its final status.
+// serveApprovalPage serves GET /approvals/{token}. An unknown token and
+// another community's get the same 404 page; an expired one says so with
+// 410 Gone; a decided one says who decided and when.
 func (r *Relay) serveApprovalPage(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
 	var nb [16]byte
 	_, _ = rand.Read(nb[:])
@@ -145,22 +203,38 @@ func (r *Relay) serveApprovalPage(w http.ResponseWriter, req *http.Request, tc t
 	v, err := r.wf.engine.ApprovalByToken(req.Context(), tc.Community(), req.PathValue("token"))
 	switch {
 	case err == nil:
-		expired := v.Status == workflow.ApprovalExpired ||
-			v.Status == workflow.ApprovalPending && !time.Now().Before(v.ExpiresAt)
-		if !expired {
-			code, d.Found = http.StatusOK, true
-			d.Pending = v.Status == workflow.ApprovalPending
-			d.Workflow, d.Step, d.Message, d.Status = v.WorkflowName, v.StepID, v.Message, string(v.Status)
-			if d.Workflow == "" {
-				d.Workflow = v.Workflow.String()
+		code, d.Found = http.StatusOK, true
+		switch {
+		case v.Status == workflow.ApprovalExpired ||
+			v.Status == workflow.ApprovalPending && !time.Now().Before(v.ExpiresAt):
+			code, d.Expired, d.Heading, d.Status = http.StatusGone, true, "Expired", "expired"
+		case v.Status == workflow.ApprovalPending:
+			d.Pending, d.Heading, d.Status = true, "Approval requested", "pending"
+		default:
+			d.Decided, d.Status = true, string(v.Status)
+			d.Heading = "Approved"
+			if v.Status == workflow.ApprovalDenied {
+				d.Heading = "Denied"
 			}
-			d.Requester = v.Requester
-			if npub, err := nostr.EncodeNpub(v.Requester); err == nil {
-				d.Requester = npub
+			d.DecidedBy = npubOr(v.DecidedBy)
+			d.DecidedAt = v.DecidedAt.UTC().Format(approvalTime)
+			d.DecidedAtISO = v.DecidedAt.UTC().Format(time.RFC3339)
+		}
+		d.Workflow, d.Step, d.Message = v.WorkflowName, v.StepID, v.Message
+		if d.Workflow == "" {
+			d.Workflow = v.Workflow.String()
+		}
+		d.Requester = npubOr(v.Requester)
+		d.Expires = v.ExpiresAt.UTC().Format(approvalTime)
+		d.ExpiresISO = v.ExpiresAt.UTC().Format(time.RFC3339)
+		d.ApprovalID = v.ID()
+		if !v.Channel.IsZero() {
+			d.Channel = v.Channel.String()
+			if r.channels != nil {
+				if ch, err := r.channels.access.Channel(req.Context(), tc.Community(), v.Channel); err == nil {
+					d.Channel, d.ChannelName = ch.GroupID(), ch.Name
+				}
 			}
-			d.Expires = v.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC")
-			d.ExpiresISO = v.ExpiresAt.UTC().Format(time.RFC3339)
-			d.ApprovalID, d.Channel = v.ID(), v.Channel.String()
 		}
 	case errors.Is(err, workflow.ErrNotFound):
 	default:

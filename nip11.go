@@ -71,29 +71,57 @@ type NIP11Limitation struct {
 	MaxQuerySeconds          int `json:"max_query_seconds"`
 }
 
-// supportedNIPs are the NIPs this relay implements, all always on; NIP-05
-// (the store keeps names), NIP-56 (the store keeps the report queue) and
-// NIP-98 (WithHTTPAPI) are added when on.
-var supportedNIPs = [...]int{1, 9, 11, 40, 42, 45, 50}
+// NIP is one entry of the relay's NIP table: a NIP the relay implements,
+// what it gives a client, and whether it is on for a given relay.
+type NIP struct {
+	Number int
+	Title  string // what the NIP is, for people ("Relay-based groups")
+	// on reports whether r implements it; nil: every relay does.
+	on func(r *Relay) bool
+}
 
-// NIP-29 (relay-based groups) is listed with WithChannels.
+// nipTable is the one list of the NIPs buzz implements. NIP-11's
+// supported_nips and the home page are both read from it (Relay.NIPs), and
+// a test checks every entry against what a relay actually serves, so a
+// feature switched on without its entry, or an entry whose feature is off,
+// fails it.
+var nipTable = [...]NIP{
+	{Number: 1, Title: "Basic protocol"},
+	{Number: 5, Title: "DNS-based names (/.well-known/nostr.json)", on: func(r *Relay) bool { return r.names != nil }},
+	{Number: 9, Title: "Event deletion"},
+	{Number: 11, Title: "Relay information document"},
+	{Number: 17, Title: "Private direct messages (delivered to their recipient only)"},
+	{Number: 29, Title: "Relay-based groups (channels)", on: func(r *Relay) bool { return r.channels != nil }},
+	{Number: 40, Title: "Expiration timestamp"},
+	{Number: 42, Title: "Authentication of clients to relays"},
+	{Number: 45, Title: "Event counts (COUNT)"},
+	{Number: 50, Title: "Search"},
+	{Number: 56, Title: "Reporting", on: func(r *Relay) bool { return r.moderation != nil }},
+	{Number: 59, Title: "Gift wrap (readable by its recipient only)"},
+	{Number: 98, Title: "HTTP auth (the HTTP API)", on: func(r *Relay) bool { return r.cfg.httpAPI != nil }},
+}
+
+// NIPs returns the NIPs this relay implements, in ascending order: the
+// entries of buzz's NIP table that its options switch on. NIP-11's
+// supported_nips and the home page list exactly these.
+func (r *Relay) NIPs() []NIP {
+	out := make([]NIP, 0, len(nipTable))
+	for _, n := range nipTable {
+		if n.on == nil || n.on(r) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b NIP) int { return a.Number - b.Number })
+	return out
+}
 
 // nips is the supported_nips list of this relay.
 func (r *Relay) nips() []int {
-	out := slices.Clone(supportedNIPs[:])
-	if r.names != nil {
-		out = append(out, 5)
+	ns := r.NIPs()
+	out := make([]int, len(ns))
+	for i, n := range ns {
+		out[i] = n.Number
 	}
-	if r.cfg.httpAPI != nil {
-		out = append(out, 98)
-	}
-	if r.moderation != nil {
-		out = append(out, 56)
-	}
-	if r.channels != nil {
-		out = append(out, 29)
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -34,7 +34,7 @@ header img{width:64px;height:64px;border-radius:12px;object-fit:cover}
 h1{margin:0;font-size:1.8rem}
 .desc{white-space:pre-wrap}
 code{display:block;padding:.75rem 1rem;background:#fff;border:1px solid #ddd;border-radius:8px;font-size:1.05rem;overflow-wrap:anywhere;user-select:all}
-.nips{color:#555}
+.nips{color:#555;padding-left:1.25rem}
 footer{margin-top:2rem;font-size:.9rem;color:#666}
 </style>
 </head>
@@ -43,7 +43,8 @@ footer{margin-top:2rem;font-size:.9rem;color:#666}
 {{if .Description}}<p class="desc">{{.Description}}</p>{{end}}
 <p>This is a <a href="https://github.com/nostr-protocol/nostr">Nostr</a> relay. Paste this address into your Nostr client:</p>
 <code>{{.URL}}</code>
-<p class="nips">Supported NIPs: {{range $i, $n := .NIPs}}{{if $i}}, {{end}}<a href="https://github.com/nostr-protocol/nips/blob/master/{{printf "%02d" $n}}.md">{{$n}}</a>{{end}}</p>
+<p>Supported NIPs:</p>
+<ul class="nips" id="nips">{{range .NIPs}}<li data-nip="{{.Number}}"><a href="https://github.com/nostr-protocol/nips/blob/master/{{printf "%02d" .Number}}.md">NIP-{{printf "%02d" .Number}}</a> {{.Title}}</li>{{end}}</ul>
 <p>Relay information (<a href="https://github.com/nostr-protocol/nips/blob/master/11.md">NIP-11</a>): <code>curl -H 'Accept: application/nostr+json' {{.HTTPURL}}</code></p>
 {{if .Contact}}<footer>Contact: {{.Contact}}</footer>{{end}}
 </body>
@@ -53,7 +54,7 @@ footer{margin-top:2rem;font-size:.9rem;color:#666}
 type pageData struct {
 	Name, Description, Icon, Contact string
 	URL, HTTPURL                     string
-	NIPs                             []int
+	NIPs                             []NIP
 }
 
 // serveHomePage serves the page for people who open the relay's address in
@@ -77,7 +78,7 @@ func (r *Relay) serveHomePage(w http.ResponseWriter, req *http.Request, tc tenan
 	err := pageTemplate.Execute(&buf, pageData{
 		Name: doc.Name, Description: doc.Description, Icon: doc.Icon, Contact: doc.Contact,
 		URL: scheme + "://" + tc.Host(), HTTPURL: httpScheme + "://" + tc.Host() + "/",
-		NIPs: doc.SupportedNIPs,
+		NIPs: r.NIPs(), // the table NIP-11's supported_nips is read from
 	})
 	if err != nil {
 		r.log.ErrorContext(req.Context(), "buzz: home page", "err", err)

@@ -88,7 +88,7 @@ func TestCommunityIdentity(t *testing.T) {
 		`Team &lt;script&gt;alert(&#34;A&#34;)&lt;/script&gt;`, // escaped, never markup
 		"Team A&#39;s &amp; friends&#39; relay",
 		`src="https://a.example/icon.png?x=1&amp;y=2"`,
-		"ws://" + tr.host, "mailto:team-a@a.example", ">42<", "11.md",
+		"ws://" + tr.host, "mailto:team-a@a.example", ">NIP-42<", "11.md",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q:\n%s", want, page)

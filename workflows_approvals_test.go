@@ -195,7 +195,8 @@ func TestWorkflowApprovals(t *testing.T) {
 		}
 		eq(t, "grant after expiry", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", req["approval_id"].(string)}, chanTag(ch))).Message, msgApprovalUnknown)
 
-		// Unknown, another community's and expired tokens: the same page.
+		// Unknown and another community's tokens: the same page; an expired
+		// one says so, with 410 Gone.
 		other := "other.example"
 		if _, _, err := st.EnsureCommunity(t.Context(), other); err != nil {
 			t.Fatal(err)
@@ -204,14 +205,12 @@ func TestWorkflowApprovals(t *testing.T) {
 		if wantCode != 404 || strings.Contains(string(want), "<button") {
 			t.Fatalf("unknown token page (%d):\n%s", wantCode, want)
 		}
-		for name, path := range map[string][2]string{
-			"foreign host": {other, ApprovalsPath + "/" + token},
-			"expired":      {tr.host, ApprovalsPath + "/" + req["token"].(string)},
-		} {
-			code, got := wfCall(t, tr, nil, "GET", path[0], path[1])
-			if code != wantCode || string(got) != string(want) {
-				t.Errorf("%s: %d %q, want the unknown token's page", name, code, got)
-			}
+		if code, got := wfCall(t, tr, nil, "GET", other, ApprovalsPath+"/"+token); code != wantCode || string(got) != string(want) {
+			t.Errorf("foreign host: %d %q, want the unknown token's page", code, got)
+		}
+		if code, got := wfCall(t, tr, nil, "GET", tr.host, ApprovalsPath+"/"+req["token"].(string)); code != 410 ||
+			!strings.Contains(string(got), `<h1 id="heading">Expired</h1>`) || strings.Contains(string(got), "<button") {
+			t.Errorf("expired: %d %q, want 410 and the Expired page", code, got)
 		}
 
 		eq(t, "grant after deny", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id2}, chanTag(ch))).Message, msgApprovalUnknown)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -56,3 +57,18 @@ var (
 	// ErrInvalidHost: the host does not pass tenant.ValidateHost.
 	ErrInvalidHost = errors.New("store: invalid host")
 )
+
+// MainHostStore records the deployment's main host: the host of the
+// relay's own address (buzzd's RELAY_URL), whose community must stay
+// mapped for the relay to answer there. buzzd records it every time it
+// starts; the admin tools read it, so they protect the host the relay
+// actually serves rather than the one their own environment names.
+// store/sqlite and store/postgres implement it.
+type MainHostStore interface {
+	// SetMainHost records host (normalized; it must pass
+	// tenant.ValidateHost, else ErrInvalidHost) as the main host,
+	// replacing the one recorded before.
+	SetMainHost(ctx context.Context, host string) error
+	// MainHost returns the recorded main host, "" when none is recorded.
+	MainHost(ctx context.Context) (string, error)
+}

@@ -30,7 +30,7 @@ const adminUsage = `usage: buzzd admin <command> [flags]
   keygen                                   print a new key pair (hex and bech32)
   community add HOST [-owner PUBKEY] [-create-only]
   community list [-owner PUBKEY]           every community, or one owner's
-  community archive HOST                   unmap HOST (the RELAY_URL community is protected)
+  community archive HOST                   unmap HOST (the relay's main host, recorded by buzzd, is protected)
   community unarchive HOST
   community transfer HOST NEW_OWNER
   community profile HOST [-name N] [-description D] [-icon URL] [-contact URI]
@@ -276,6 +276,8 @@ type communityJSON struct {
 	CreatedAt   string  `json:"created_at"`
 	ArchivedAt  *string `json:"archived_at"`
 	Status      string  `json:"status,omitempty"`
+	// MainHost: the community of the relay's main host (community list).
+	MainHost bool `json:"main_host,omitempty"`
 }
 
 func toJSON(c store.Community, status string) communityJSON {
@@ -422,10 +424,16 @@ func (a *adminCmd) communityList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	_, _, main, err := a.mainHost(ctx)
+	if err != nil {
+		return fmt.Errorf("admin: community list: %w", err)
+	}
 	if a.flags.json {
 		out := make([]communityJSON, 0, len(cs))
 		for _, c := range cs {
-			out = append(out, toJSON(c, ""))
+			j := toJSON(c, "")
+			j.MainHost = c.ID == main
+			out = append(out, j)
 		}
 		return writeJSONLine(a.out, out)
 	}
@@ -435,6 +443,9 @@ func (a *adminCmd) communityList(ctx context.Context) error {
 		state := "active"
 		if c.Archived() {
 			state = "archived " + c.ArchivedAt.UTC().Format(time.RFC3339)
+		}
+		if c.ID == main {
+			state += " (the relay's main host)"
 		}
 		owner := "-"
 		if c.OwnerPubKey != "" {
@@ -451,8 +462,8 @@ func (a *adminCmd) communityArchive(ctx context.Context, raw string, archived bo
 		return err
 	}
 	if archived {
-		if boot, err := a.st.CommunityByHost(ctx, a.cfg.RelayHost); err == nil && boot.ID == c.ID {
-			return fmt.Errorf("%s is the community of RELAY_URL and cannot be archived", c.Host)
+		if err := a.refuseMainHost(ctx, c, "community archive"); err != nil {
+			return err
 		}
 	}
 	c, changed, err := a.st.SetArchived(ctx, c.ID, c.OwnerPubKey, archived, a.maxOwned())
@@ -469,6 +480,50 @@ func (a *adminCmd) communityArchive(ctx context.Context, raw string, archived bo
 	}
 	_, err = fmt.Fprintf(a.out, "%s: %s (community %s)\n", strings.ReplaceAll(status, "_", " "), c.Host, c.ID)
 	return err
+}
+
+// mainHost returns the relay's main host: the one buzzd recorded in the
+// store (recorded true), else, before any buzzd recorded one, this
+// command's RELAY_URL host; and its community (zero when none has it).
+func (a *adminCmd) mainHost(ctx context.Context) (host string, recorded bool, c tenant.CommunityID, err error) {
+	if ms, ok := a.st.(store.MainHostStore); ok {
+		if host, err = ms.MainHost(ctx); err != nil {
+			return "", false, c, fmt.Errorf("read the relay's main host: %w", err)
+		}
+	}
+	recorded = host != ""
+	if !recorded {
+		host = a.cfg.RelayHost
+	}
+	com, err := a.st.CommunityByHost(ctx, host)
+	switch {
+	case errors.Is(err, store.ErrNoCommunity):
+		return host, recorded, c, nil
+	case err != nil:
+		return "", false, c, fmt.Errorf("read the relay's main host: %w", err)
+	}
+	return host, recorded, com.ID, nil
+}
+
+// refuseMainHost returns an error when c is the community of the relay's
+// main host: the host buzzd recorded in the store when it started
+// (store.MainHostStore), which the relay must keep serving. Only when no
+// buzzd has recorded one yet is it the host of this command's RELAY_URL.
+// cmd names the refused command in the error.
+func (a *adminCmd) refuseMainHost(ctx context.Context, c store.Community, cmd string) error {
+	host, recorded, main, err := a.mainHost(ctx)
+	if err != nil {
+		return fmt.Errorf("admin: %s: %w", cmd, err)
+	}
+	if main != c.ID {
+		return nil
+	}
+	source := "recorded by buzzd when it started"
+	if !recorded {
+		source = "RELAY_URL; no buzzd has recorded a main host in this store yet"
+	}
+	return fmt.Errorf("admin: %s: refused: %s is the relay's main host (%s, %s): the relay would answer 404 on its own address; to retire it, start buzzd with another RELAY_URL first",
+		cmd, c.Host, host, source)
 }
 
 func (a *adminCmd) communityTransfer(ctx context.Context, raw, newOwnerRaw string) error {
@@ -574,8 +629,11 @@ func (a *adminCmd) communityPolicy(ctx context.Context, raw, access string) erro
 	return a.printSettings(ctx, c)
 }
 
-// channelJSON is a channel in -json output.
+// channelJSON is a channel in -json output. GroupID is the channel's
+// NIP-29 group id, the h tag value clients know it by; ID is its storage
+// key (a UUID, equal to GroupID for channels Buzz's clients created).
 type channelJSON struct {
+	GroupID    string `json:"group_id"`
 	ID         string `json:"id"`
 	Name       string `json:"name"`
 	Visibility string `json:"visibility"`
@@ -596,14 +654,20 @@ func (a *adminCmd) channelList(ctx context.Context, raw string) error {
 	if a.flags.json {
 		out := make([]channelJSON, 0, len(chs))
 		for _, ch := range chs {
-			out = append(out, channelJSON{ID: uuidText(ch.ID), Name: ch.Name, Visibility: string(ch.Visibility), Type: string(ch.Type), CreatedBy: ch.CreatedBy, CreatedAt: ch.CreatedAt})
+			out = append(out, channelJSON{GroupID: ch.GroupID(), ID: uuidText(ch.ID), Name: ch.Name, Visibility: string(ch.Visibility), Type: string(ch.Type), CreatedBy: ch.CreatedBy, CreatedAt: ch.CreatedAt})
 		}
 		return writeJSONLine(a.out, out)
 	}
+	// The group id first, as clients show it; the storage key last, only
+	// where it differs (a channel created with a name for an id).
 	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANNEL\tNAME\tVISIBILITY\tTYPE\tCREATED")
+	fmt.Fprintln(tw, "CHANNEL\tNAME\tVISIBILITY\tTYPE\tCREATED\tKEY")
 	for _, ch := range chs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", uuidText(ch.ID), oneLine(ch.Name), ch.Visibility, ch.Type, time.Unix(ch.CreatedAt, 0).UTC().Format(time.RFC3339))
+		key := "-"
+		if ch.GroupID() != uuidText(ch.ID) {
+			key = uuidText(ch.ID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.GroupID(), oneLine(ch.Name), ch.Visibility, ch.Type, time.Unix(ch.CreatedAt, 0).UTC().Format(time.RFC3339), key)
 	}
 	return tw.Flush()
 }

@@ -128,6 +128,11 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 	if err := json.Unmarshal([]byte(must("community", "list", "-json")), &all); err != nil || len(all) != 3 {
 		t.Fatalf("list: %v %+v", err, all)
 	}
+	for _, c := range all { // no buzzd recorded one: RELAY_URL's host
+		if c.MainHost != (c.Host == "boot.example") {
+			t.Fatalf("list: main_host marks %+v", all)
+		}
+	}
 	var mine []communityJSON
 	if err := json.Unmarshal([]byte(must("community", "list", "-owner", aliceNpub, "-json")), &mine); err != nil || len(mine) != 1 || mine[0].Host != "team.example" {
 		t.Fatalf("list by owner: %v %+v", err, mine)
@@ -217,12 +222,46 @@ func adminCLI(t *testing.T, env map[string]string, open func(t *testing.T) admin
 	if _, err := st.(store.ChannelStore).ApplyChannelCommand(ctx, team.ID, cmd, ev); err != nil {
 		t.Fatal(err)
 	}
+	// A channel named as NIP-29 clients name groups: its h tag is "general".
+	ev2 := &nostr.Event{Kind: 9007, CreatedAt: 1_700_000_001, Tags: nostr.Tags{{"h", "general"}, {"name", "General"}}}
+	if err := ev2.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	gid, _ := channel.ParseID("general")
+	cmd2, err := channel.ParseCommand(ev2, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.(store.ChannelStore).ApplyChannelCommand(ctx, team.ID, cmd2, ev2); err != nil {
+		t.Fatal(err)
+	}
 	var chans []channelJSON
-	if err := json.Unmarshal([]byte(must("channel", "list", "team.example", "-json")), &chans); err != nil || len(chans) != 1 || chans[0].ID != ch || chans[0].Name != "general\nchat" {
+	if err := json.Unmarshal([]byte(must("channel", "list", "team.example", "-json")), &chans); err != nil || len(chans) != 2 {
 		t.Fatalf("channel list: %v %+v", err, chans)
 	}
-	if out := must("channel", "list", "team.example"); !strings.Contains(out, ch) || !strings.Contains(out, "general chat") {
-		t.Fatalf("channel list (human): %s", out)
+	byGroup := map[string]channelJSON{}
+	for _, c := range chans {
+		byGroup[c.GroupID] = c
+	}
+	if c := byGroup[ch]; c.ID != ch || c.Name != "general\nchat" {
+		t.Fatalf("channel list, the UUID channel: %+v", chans)
+	}
+	if c := byGroup["general"]; c.ID != gid.String() || c.Name != "General" {
+		t.Fatalf("channel list, the named channel: %+v", chans)
+	}
+	// Human output: each channel by its group id first; the storage key
+	// only for the named one.
+	out := must("channel", "list", "team.example")
+	rows := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(l)
+		rows[f[0]] = f
+	}
+	if r := rows[ch]; len(r) == 0 || r[len(r)-1] != "-" || !strings.Contains(out, "general chat") {
+		t.Fatalf("channel list (human), the UUID channel:\n%s", out)
+	}
+	if r := rows["general"]; len(r) == 0 || r[len(r)-1] != gid.String() {
+		t.Fatalf("channel list (human), the named channel by its group id:\n%s", out)
 	}
 	if out := must("channel", "list", "second.example", "-json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("another community's channels: %s", out)

@@ -203,6 +203,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("map RELAY_URL host %s to a community: %w", cfg.RelayHost, err)
 	}
+	if err := recordMainHost(ctx, backend, cfg); err != nil {
+		return err
+	}
 	logger.Info("community ready", "host", cfg.RelayHost, "community", id.String(), "created", created)
 
 	relayKey, err := deploymentRelayKey(ctx, cfg, backend, logger)
@@ -408,4 +411,32 @@ func buildVersion() string {
 // versionString names the build for "buzzd version" and the start log.
 func versionString() string {
 	return "buzzd " + buildVersion() + " " + runtime.Version()
+}
+
+// recordMainHost records RELAY_URL's host in the store as the deployment's
+// main host (store.MainHostStore), so the admin CLI protects the host the
+// relay actually serves whatever its own environment says, and refuses to
+// go on when that host's community is archived: the relay would answer 404
+// on its own address.
+func recordMainHost(ctx context.Context, backend store.Backend, cfg Config) error {
+	if ms, ok := backend.(store.MainHostStore); ok {
+		if err := ms.SetMainHost(ctx, cfg.RelayHost); err != nil {
+			return fmt.Errorf("record RELAY_URL host %s as the main host: %w", cfg.RelayHost, err)
+		}
+	}
+	reg, ok := backend.(interface {
+		CommunityByHost(ctx context.Context, host string) (store.Community, error)
+	})
+	if !ok {
+		return nil
+	}
+	c, err := reg.CommunityByHost(ctx, cfg.RelayHost)
+	if err != nil {
+		return fmt.Errorf("read the community of RELAY_URL host %s: %w", cfg.RelayHost, err)
+	}
+	if c.Archived() {
+		return fmt.Errorf("the community of RELAY_URL host %s (community %s) was archived at %s, so the relay would answer 404 on its own address: unarchive it (buzzd admin community unarchive %s, with this store's DATABASE_URL or BUZZ_DATA_DIR) or set RELAY_URL to the host this relay serves",
+			cfg.RelayHost, c.ID, c.ArchivedAt.UTC().Format(time.RFC3339), cfg.RelayHost)
+	}
+	return nil
 }
