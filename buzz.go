@@ -343,7 +343,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	}
 	r.conns[c] = struct{}{}
 	r.mu.Unlock()
-	r.cfg.metrics.ConnOpened(tc.Community())
+	r.cfg.metrics.ConnOpened(tc)
 
 	// The connection is served on its own goroutine and ServeHTTP returns,
 	// so the HTTP server's per-connection state (its buffers, the request)
@@ -367,7 +367,7 @@ func (r *Relay) runConn(c *conn) {
 		r.mu.Lock()
 		delete(r.conns, c)
 		r.mu.Unlock()
-		r.cfg.metrics.ConnClosed(c.tc.Community())
+		r.cfg.metrics.ConnClosed(c.tc)
 		r.admission.leave(c.addr, c.tc.Community())
 		r.connClosed(c)
 		if len(r.cfg.onDisconnect) > 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/metrics"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -405,6 +406,7 @@ func defaultConfig() Config {
 		LogFormat:         "text",
 		ShutdownTimeout:   defaultShutdownTimeout,
 		Workflows:         defaultWorkflowConfig(),
+		Metrics:           MetricsConfig{PerCommunity: metrics.ModeAll},
 	}
 }
 

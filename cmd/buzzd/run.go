@@ -247,7 +247,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	metricsOpt, msrv, err := startMetrics(cfg.Metrics, cl.redisPing, logger)
+	metricsOpt, msrv, err := startMetrics(cfg.Metrics, cl.redisPing, communityHost(backend), logger)
 	if err != nil {
 		return err
 	}
