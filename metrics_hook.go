@@ -54,8 +54,10 @@ func (noMetrics) StoreLatency(string, time.Duration)                     {}
 // observeQuery returns seq observed as one "query" store call, timed from
 // the first row asked for until the iteration ends.
 func (r *Relay) observeQuery(seq iter.Seq2[store.Record, error]) iter.Seq2[store.Record, error] {
-	if _, off := r.cfg.metrics.(noMetrics); off {
-		return seq
+	if m, ok := r.cfg.metrics.(summaryMetrics); ok {
+		if _, off := m.next.(noMetrics); off {
+			return seq
+		}
 	}
 	return func(yield func(store.Record, error) bool) {
 		start := time.Now()

@@ -266,6 +266,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithTrustedProxies(cfg.TrustedProxies...),
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
+		buzz.WithLogSummary(cfg.LogSummaryInterval),
 		buzz.WithRelayKey(relayKey),
 		buzz.WithHTTPAPI(apiVerifier),
 	}, cl.relayOptions...), wfOpts...)...)
