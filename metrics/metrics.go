@@ -18,6 +18,11 @@
 //	buzz_slow_reader_disconnects_total           counter connections cut off for not reading
 //	buzz_store_duration_seconds{op}              histogram store call latency (save, query, count)
 //	buzz_redis_up                                gauge   1 when Redis answers a ping (WithRedisPing)
+//	buzz_http_requests_total{route,code}         counter HTTP requests by ServeMux pattern and status (InstrumentHTTP)
+//	buzz_http_request_duration_seconds{route}    histogram HTTP request latency by pattern (InstrumentHTTP)
+//	buzz_workflow_runs_started_total             counter workflow runs that began executing
+//	buzz_workflow_runs_finished_total{outcome}   counter completed, failed, cancelled
+//	buzz_workflow_step_duration_seconds{status}  histogram step durations, by completed, failed, skipped
 //
 // reason is one of the NIP-01 prefixes (invalid, restricted, blocked,
 // rate-limited, auth-required, pow, error; anything else counts as error),
@@ -270,6 +275,12 @@ type Recorder struct {
 	queryLatency prometheus.Observer
 	countLatency prometheus.Observer
 
+	http httpSeries // InstrumentHTTP
+
+	wfStarted  prometheus.Counter
+	wfFinished map[string]prometheus.Counter  // by run status; "other" for any other
+	wfSteps    map[string]prometheus.Observer // by step status; "other" for any other
+
 	// Per-community state: an immutable map replaced on insert, so the
 	// hot path reads it without locking.
 	communities atomic.Pointer[map[tenant.CommunityID]*community]
@@ -342,7 +353,21 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	lat := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "buzz_store_duration_seconds", Help: "Latency of store calls, by operation.", Buckets: cfg.buckets}, []string{"op"})
 	r.saveLatency, r.queryLatency, r.countLatency = lat.WithLabelValues(OpSave), lat.WithLabelValues(OpQuery), lat.WithLabelValues(OpCount)
 
-	cs := []prometheus.Collector{r.conns, r.received, r.stored, refused, r.reqs, r.deliveries, r.slowReaders, lat, buildInfo()}
+	r.wfStarted = prometheus.NewCounter(prometheus.CounterOpts{Name: "buzz_workflow_runs_started_total", Help: "Workflow runs that began executing."})
+	finished := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "buzz_workflow_runs_finished_total", Help: "Workflow runs that ended, by outcome (completed, failed, cancelled)."}, []string{"outcome"})
+	steps := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "buzz_workflow_step_duration_seconds", Help: "Workflow step durations, by status (completed, failed, skipped).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"status"})
+	r.wfFinished, r.wfSteps = map[string]prometheus.Counter{}, map[string]prometheus.Observer{}
+	for _, o := range []string{"completed", "failed", "cancelled", "other"} {
+		r.wfFinished[o] = finished.WithLabelValues(o)
+	}
+	for _, st := range []string{"completed", "failed", "skipped", "other"} {
+		r.wfSteps[st] = steps.WithLabelValues(st)
+	}
+
+	r.http = newHTTPSeries()
+	cs := []prometheus.Collector{r.conns, r.received, r.stored, refused, r.reqs, r.deliveries, r.slowReaders, lat, buildInfo(),
+		r.wfStarted, finished, steps, r.http.requests, r.http.duration}
 	if cfg.redis != nil {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "buzz_redis_up", Help: "1 when Redis answered a ping at this scrape, else 0."}, r.redisUp))
 	}
@@ -504,6 +529,29 @@ func (r *Recorder) StoreLatency(op string, d time.Duration) {
 	case OpCount:
 		r.countLatency.Observe(d.Seconds())
 	}
+}
+
+// WorkflowRunStarted records a workflow run that began executing.
+func (r *Recorder) WorkflowRunStarted() { r.wfStarted.Inc() }
+
+// WorkflowRunFinished records a workflow run's outcome: completed, failed
+// or cancelled (anything else counts as other).
+func (r *Recorder) WorkflowRunFinished(status string) {
+	c, ok := r.wfFinished[status]
+	if !ok {
+		c = r.wfFinished["other"]
+	}
+	c.Inc()
+}
+
+// WorkflowStepFinished records a workflow step's status (completed, failed
+// or skipped; anything else counts as other) and duration.
+func (r *Recorder) WorkflowStepFinished(status string, d time.Duration) {
+	o, ok := r.wfSteps[status]
+	if !ok {
+		o = r.wfSteps["other"]
+	}
+	o.Observe(d.Seconds())
 }
 
 // communityCollector exports the per-community series at scrape time.

@@ -524,3 +524,40 @@ func TestHostLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkflowSeries: runs started, finished by outcome and step
+// durations by status, scraped; an unknown status counts as other.
+func TestWorkflowSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WorkflowRunStarted()
+	r.WorkflowRunStarted()
+	r.WorkflowRunFinished("completed")
+	r.WorkflowRunFinished("failed")
+	r.WorkflowRunFinished("weird")
+	r.WorkflowStepFinished("completed", 20*time.Millisecond)
+	r.WorkflowStepFinished("failed", time.Second)
+	r.WorkflowStepFinished("skipped", 0)
+	fams := scrape(t, reg)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"buzz_workflow_runs_started_total", nil, 2},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "completed"}, 1},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "failed"}, 1},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "cancelled"}, 0},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "other"}, 1},
+		{"buzz_workflow_step_duration_seconds", []string{"status", "completed"}, 1},
+		{"buzz_workflow_step_duration_seconds", []string{"status", "failed"}, 1},
+		{"buzz_workflow_step_duration_seconds", []string{"status", "skipped"}, 1},
+	} {
+		if got := value(t, fams, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
