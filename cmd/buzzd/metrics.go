@@ -73,6 +73,7 @@ func metricsSettings() []setting {
 type metricsServer struct {
 	srv  *http.Server
 	addr string
+	rec  *metrics.Recorder
 }
 
 // startMetrics builds the Recorder the relay reports to and serves its
@@ -111,5 +112,5 @@ func startMetrics(cfg MetricsConfig, redisPing func(context.Context) error, host
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	logger.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics", "per_community", cfg.PerCommunity.String())
-	return buzz.WithMetrics(rec), &metricsServer{srv: srv, addr: ln.Addr().String()}, nil
+	return buzz.WithMetrics(rec), &metricsServer{srv: srv, addr: ln.Addr().String(), rec: rec}, nil
 }

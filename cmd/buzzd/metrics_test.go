@@ -102,8 +102,48 @@ func TestE2EMetrics(t *testing.T) {
 			t.Errorf("top:1 series are not labelled by host: %v", hosts)
 		}
 	}
+	// HTTP requests by route pattern and status: the WebSocket upgrade,
+	// and the NIP-11 document fetched below on the next scrape.
+	if f := fams["buzz_http_requests_total"]; f == nil {
+		t.Error("no buzz_http_requests_total")
+	} else {
+		series := map[string]bool{}
+		for _, m := range f.GetMetric() {
+			var route, code string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "route":
+					route = l.GetValue()
+				case "code":
+					code = l.GetValue()
+				}
+			}
+			series[route+" "+code] = true
+		}
+		if !series["(websocket) 101"] {
+			t.Errorf("no upgrade counted: %v", series)
+		}
+	}
+	if st, _ := get("http://127.0.0.1:" + strconv.Itoa(p.port) + "/healthz"); st != http.StatusOK {
+		t.Fatalf("healthz %d", st)
+	}
+	_, body = get("http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics")
+	if !bytes.Contains(body, []byte(`buzz_http_requests_total{code="200",route="GET /healthz"} 1`)) {
+		t.Errorf("healthz request not counted by its pattern:\n%s", grepLines(body, "buzz_http_requests_total"))
+	}
 	// Never on the public listener.
 	if st, b := get("http://127.0.0.1:" + strconv.Itoa(p.port) + "/metrics"); st == http.StatusOK || bytes.Contains(b, []byte("buzz_events_received_total")) {
 		t.Fatalf("public listener served metrics: %d %s", st, b)
 	}
+}
+
+// grepLines returns the lines of b containing s.
+func grepLines(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -296,6 +296,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		_ = relay.Shutdown(ctx)
 		return err
 	}
+	if msrv != nil {
+		handler = msrv.rec.InstrumentHTTP(handler)
+	}
 
 	ln, err := net.Listen("tcp", cfg.BindAddr)
 	if err != nil {
