@@ -2,6 +2,7 @@ package buzz
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/buzzrelay/buzz/store"
@@ -77,3 +78,85 @@ func (r *Relay) communityLabel(c tenant.CommunityID) string {
 	}
 	return c.String()
 }
+
+// WebhookMetrics is what a Metrics also implements to count webhook
+// deliveries (*metrics.Recorder does): direction "in" for a POST to a
+// workflow's hook URL, answered with status; "out" for a call_webhook
+// request, with the response's status (0: no response).
+type WebhookMetrics interface {
+	WebhookDelivered(direction string, status int)
+}
+
+// webhookMetrics returns the relay's Metrics as WebhookMetrics, or nil.
+func (r *Relay) webhookMetrics() WebhookMetrics {
+	m := r.cfg.metrics
+	if s, ok := m.(summaryMetrics); ok {
+		m = s.next
+	}
+	wm, _ := m.(WebhookMetrics)
+	return wm
+}
+
+// CountedWebhooks returns caller reporting every call_webhook request to
+// the relay's Metrics (WebhookMetrics, direction "out"); build the engine
+// with workflow.WithWebhookCaller(host.CountedWebhooks(caller)).
+func (h *WorkflowHost) CountedWebhooks(caller workflow.WebhookCaller) workflow.WebhookCaller {
+	return countedCaller{next: caller, r: h.r}
+}
+
+type countedCaller struct {
+	next workflow.WebhookCaller
+	r    *Relay
+}
+
+func (c countedCaller) Call(ctx context.Context, req workflow.WebhookRequest) (workflow.WebhookResponse, error) {
+	resp, err := c.next.Call(ctx, req)
+	if m := c.r.webhookMetrics(); m != nil {
+		status := resp.Status
+		if err != nil {
+			status = 0
+		}
+		m.WebhookDelivered("out", status)
+	}
+	return resp, err
+}
+
+// countWebhookIn wraps a hook URL handler so its answers are counted
+// (WebhookMetrics, direction "in").
+func (r *Relay) countWebhookIn(next func(http.ResponseWriter, *http.Request, tenant.TenantContext)) func(http.ResponseWriter, *http.Request, tenant.TenantContext) {
+	m := r.webhookMetrics()
+	if m == nil {
+		return next
+	}
+	return func(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+		sw := &statusOnly{ResponseWriter: w}
+		next(sw, req, tc)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		m.WebhookDelivered("in", sw.code)
+	}
+}
+
+// statusOnly remembers the status a handler wrote.
+type statusOnly struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusOnly) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusOnly) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusOnly) Unwrap() http.ResponseWriter { return w.ResponseWriter }

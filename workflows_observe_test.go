@@ -2,6 +2,8 @@ package buzz
 
 import (
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +67,50 @@ steps:
 			if got := sample(t, fams, c.name, c.labels...); got != c.want {
 				t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 			}
+		}
+	})
+}
+
+// TestWebhookDeliveriesCounted: POSTs to a hook URL are counted in by the
+// status answered, and call_webhook requests out by the receiver's status,
+// in the series scraped from the registry.
+func TestWebhookDeliveriesCounted(t *testing.T) {
+	forBackends(t, func(t *testing.T, b store.Backend) {
+		st := b.(wfBackend)
+		reg := prometheus.NewRegistry()
+		rec, err := metrics.New(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook := newHookServer(t)
+		tr := workflowRelay(t, st, hook, WithMetrics(rec))
+		alice := newSigner(t)
+		ac := tr.dial(t)
+		ac.authAs(alice, tr.host)
+		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
+		id := workflow.NewID()
+		_, okm := ac.define(alice, id, ch, "name: Relay\ntrigger: {on: webhook}\nsteps:\n  - id: call\n    action: call_webhook\n    url: http://hooks.example/in\n    body: {n: 1}\n")
+		secret := webhookSecretOf(t, okm)
+		if status, body := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", []byte(`{}`)); status != http.StatusAccepted {
+			t.Fatalf("delivery %d %s", status, body)
+		}
+		if status, _ := hookPost(t, tr.srv.URL, tr.host, id.String(), strings.Repeat("0", 64), "", []byte(`{}`)); status != http.StatusNotFound {
+			t.Fatalf("wrong secret answered %d", status)
+		}
+		waitFor(t, "call_webhook counted", func() bool {
+			return sample(t, scrapeRegistry(t, reg), "buzz_webhook_deliveries_total", "direction", "out", "status", "2xx") == 1
+		})
+		fams := scrapeRegistry(t, reg)
+		for _, c := range []struct {
+			dir, status string
+			want        float64
+		}{{"in", "2xx", 1}, {"in", "4xx", 1}, {"out", "2xx", 1}, {"out", "error", 0}} {
+			if got := sample(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
+				t.Errorf("%s %s = %v, want %v", c.dir, c.status, got, c.want)
+			}
+		}
+		if n := len(hook.bodies()); n != 1 {
+			t.Fatalf("receiver saw %d calls", n)
 		}
 	})
 }

@@ -20,6 +20,7 @@
 //	buzz_redis_up                                gauge   1 when Redis answers a ping (WithRedisPing)
 //	buzz_http_requests_total{route,code}         counter HTTP requests by ServeMux pattern and status (InstrumentHTTP)
 //	buzz_http_request_duration_seconds{route}    histogram HTTP request latency by pattern (InstrumentHTTP)
+//	buzz_webhook_deliveries_total{direction,status} counter webhooks in (hook URL) and out (call_webhook), by 2xx…5xx or error
 //	buzz_workflow_runs_started_total             counter workflow runs that began executing
 //	buzz_workflow_runs_finished_total{outcome}   counter completed, failed, cancelled
 //	buzz_workflow_step_duration_seconds{status}  histogram step durations, by completed, failed, skipped
@@ -275,7 +276,8 @@ type Recorder struct {
 	queryLatency prometheus.Observer
 	countLatency prometheus.Observer
 
-	http httpSeries // InstrumentHTTP
+	http     httpSeries                               // InstrumentHTTP
+	webhooks map[string]map[string]prometheus.Counter // direction → status class
 
 	wfStarted  prometheus.Counter
 	wfFinished map[string]prometheus.Counter  // by run status; "other" for any other
@@ -366,8 +368,18 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	}
 
 	r.http = newHTTPSeries()
+	hooks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "buzz_webhook_deliveries_total",
+		Help: "Webhook deliveries: in (POSTs to a workflow's hook URL) and out (call_webhook), by status class (2xx, 3xx, 4xx, 5xx, error: no response)."},
+		[]string{"direction", "status"})
+	r.webhooks = map[string]map[string]prometheus.Counter{}
+	for _, d := range []string{WebhookIn, WebhookOut} {
+		r.webhooks[d] = map[string]prometheus.Counter{}
+		for _, st := range []string{"2xx", "3xx", "4xx", "5xx", "error"} {
+			r.webhooks[d][st] = hooks.WithLabelValues(d, st)
+		}
+	}
 	cs := []prometheus.Collector{r.conns, r.received, r.stored, refused, r.reqs, r.deliveries, r.slowReaders, lat, buildInfo(),
-		r.wfStarted, finished, steps, r.http.requests, r.http.duration}
+		r.wfStarted, finished, steps, r.http.requests, r.http.duration, hooks}
 	if cfg.redis != nil {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "buzz_redis_up", Help: "1 when Redis answered a ping at this scrape, else 0."}, r.redisUp))
 	}
@@ -529,6 +541,27 @@ func (r *Recorder) StoreLatency(op string, d time.Duration) {
 	case OpCount:
 		r.countLatency.Observe(d.Seconds())
 	}
+}
+
+// Webhook directions.
+const (
+	WebhookIn  = "in"  // a POST to a workflow's hook URL
+	WebhookOut = "out" // a call_webhook request
+)
+
+// WebhookDelivered records a webhook delivery in direction WebhookIn or
+// WebhookOut (anything else is ignored) and its HTTP status; a status
+// outside 200-599 (0: no response) counts as error.
+func (r *Recorder) WebhookDelivered(direction string, status int) {
+	byStatus, ok := r.webhooks[direction]
+	if !ok {
+		return
+	}
+	class := "error"
+	if status >= 200 && status < 600 {
+		class = strconv.Itoa(status/100) + "xx"
+	}
+	byStatus[class].Inc()
 }
 
 // WorkflowRunStarted records a workflow run that began executing.

@@ -561,3 +561,33 @@ func TestWorkflowSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookSeries: deliveries in and out by status class.
+func TestWebhookSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WebhookDelivered(metrics.WebhookIn, 202)
+	r.WebhookDelivered(metrics.WebhookIn, 404)
+	r.WebhookDelivered(metrics.WebhookOut, 200)
+	r.WebhookDelivered(metrics.WebhookOut, 503)
+	r.WebhookDelivered(metrics.WebhookOut, 0)
+	r.WebhookDelivered("sideways", 200)
+	fams := scrape(t, reg)
+	for _, c := range []struct {
+		dir, status string
+		want        float64
+	}{
+		{"in", "2xx", 1}, {"in", "4xx", 1}, {"in", "5xx", 0},
+		{"out", "2xx", 1}, {"out", "5xx", 1}, {"out", "error", 1},
+	} {
+		if got := value(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
+			t.Errorf("%s %s = %v, want %v", c.dir, c.status, got, c.want)
+		}
+	}
+	if n := len(fams["buzz_webhook_deliveries_total"].GetMetric()); n != 10 {
+		t.Errorf("%d series, want 10", n)
+	}
+}
