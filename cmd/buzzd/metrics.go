@@ -38,7 +38,7 @@ type MetricsConfig struct {
 	// Addr is the host:port of the separate metrics listener
 	// (BUZZ_METRICS_ADDR); "" disables metrics. Metrics are never served
 	// on the public listener: an unauthenticated endpoint on a community's
-	// host would leak every tenant's usage to every other (seed 001, C2.4).
+	// host would leak every tenant's usage to every other.
 	Addr string
 	// PerCommunity is BUZZ_USAGE_METRICS_PER_COMMUNITY.
 	PerCommunity metrics.Mode
