@@ -137,6 +137,19 @@ func (ad *admission) leave(a netip.Addr, c tenant.CommunityID) {
 
 // refuseUpgrade answers an upgrade refused by admission: 429 for the
 // per-address limit, 503 otherwise, with Retry-After.
+// admissionReason names an admission refusal for the log.
+func admissionReason(err error) string {
+	switch {
+	case errors.Is(err, errTooManyFromAddr):
+		return "too_many_from_address"
+	case errors.Is(err, errTooManyCommunity):
+		return "too_many_in_community"
+	case errors.Is(err, errTooManyConns):
+		return "too_many_connections"
+	}
+	return "admission"
+}
+
 func refuseUpgrade(w http.ResponseWriter, err error) {
 	w.Header().Set("Retry-After", "5")
 	code := http.StatusServiceUnavailable

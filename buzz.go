@@ -89,6 +89,8 @@ type Relay struct {
 	inflight *pubsub.Inflight // EVENTs being ingested (see pubsub.Inflight)
 
 	refusals     *refusalAudit // nil unless the store keeps audit chains
+	oplog        *opLog        // summary and refusal lines (oplog.go)
+	oplogDone    chan struct{} // closed when the summary loop ends; nil without one
 	refusalsDone chan struct{}
 
 	stopListen func()
@@ -129,7 +131,13 @@ func New(opts ...Option) (*Relay, error) {
 	if cfg.directory == nil {
 		return nil, errors.New("buzz: WithDirectory is required")
 	}
+	if !cfg.logSummarySet {
+		cfg.logSummary = DefaultLogSummaryInterval
+	}
+	oplog := newOpLog(cfg.logger, cfg.now)
+	cfg.metrics = summaryMetrics{next: cfg.metrics, o: oplog}
 	r := &Relay{
+		oplog:    oplog,
 		cfg:      cfg,
 		index:    pubsub.NewIndex(),
 		mux:      http.NewServeMux(),
@@ -238,6 +246,10 @@ func New(opts ...Option) (*Relay, error) {
 	r.bgCancel = cancel
 	r.bgDone = make(chan struct{})
 	go r.sweep(bg)
+	if cfg.logSummary > 0 {
+		r.oplogDone = make(chan struct{})
+		go r.oplog.run(bg, cfg.logSummary, r.oplogDone)
+	}
 	if r.refusals != nil {
 		r.refusalsDone = make(chan struct{})
 		go r.refusals.run(bg, r.refusalsDone)
@@ -291,7 +303,8 @@ func acceptsNIP11(req *http.Request) bool {
 func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	tc, err := tenant.Bind(req.Context(), r.cfg.directory, req.Host)
 	if err != nil {
-		r.log.DebugContext(req.Context(), "buzz: upgrade refused: host not bound", "err", err)
+		r.log.DebugContext(req.Context(), "buzz: upgrade refused: host not bound", "host", req.Host, "err", err)
+		r.oplog.connRefused(req.Context(), "unmapped_host")
 		http.Error(w, tenant.ErrUnmappedHost.Error(), http.StatusNotFound)
 		return
 	}
@@ -300,6 +313,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 		ctx := withConn(req.Context(), Conn{addr: addr})
 		for _, fn := range r.cfg.onConnect {
 			if err := fn(ctx, tc); err != nil {
+				r.oplog.connRefused(req.Context(), "blocked", "host", tc.Host())
 				http.Error(w, ingest.Reason(err, "blocked: "), http.StatusForbidden)
 				return
 			}
@@ -315,7 +329,8 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	if err := r.admission.admit(&r.cfg.limits, addr, tc.Community()); err != nil {
 		r.connWG.Done()
-		r.log.DebugContext(req.Context(), "buzz: upgrade refused", "addr", addr, "err", err)
+		r.log.DebugContext(req.Context(), "buzz: upgrade refused", "addr", addr, "host", tc.Host(), "err", err)
+		r.oplog.connRefused(req.Context(), admissionReason(err), "host", tc.Host())
 		refuseUpgrade(w, err)
 		return
 	}
@@ -343,7 +358,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 	}
 	r.conns[c] = struct{}{}
 	r.mu.Unlock()
-	r.cfg.metrics.ConnOpened(tc.Community())
+	r.cfg.metrics.ConnOpened(tc)
 
 	// The connection is served on its own goroutine and ServeHTTP returns,
 	// so the HTTP server's per-connection state (its buffers, the request)
@@ -367,7 +382,7 @@ func (r *Relay) runConn(c *conn) {
 		r.mu.Lock()
 		delete(r.conns, c)
 		r.mu.Unlock()
-		r.cfg.metrics.ConnClosed(c.tc.Community())
+		r.cfg.metrics.ConnClosed(c.tc)
 		r.admission.leave(c.addr, c.tc.Community())
 		r.connClosed(c)
 		if len(r.cfg.onDisconnect) > 0 {
@@ -440,6 +455,9 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.keys.Close()
 	if r.refusalsDone != nil {
 		<-r.refusalsDone
+	}
+	if r.oplogDone != nil {
+		<-r.oplogDone
 	}
 	if r.ownsBroker {
 		_ = r.cfg.broker.Close()

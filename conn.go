@@ -482,7 +482,7 @@ func (c *conn) tryQueue(m []byte) {
 // without blocking the caller.
 func (c *conn) cutOff() {
 	if c.slow.CompareAndSwap(false, true) {
-		c.r.cfg.metrics.SlowReaderDisconnected(c.tc.Community())
+		c.r.cfg.metrics.SlowReaderDisconnected(c.tc)
 		c.log.Info("buzz: disconnecting a slow reader")
 		go c.closeNow(websocket.ClosePolicyViolation, "relay: connection too slow")
 	}

@@ -87,7 +87,7 @@ func (c *conn) refuseRate(msg nostr.ClientMessage) {
 	reason := fmt.Sprintf(msgRateLimited, c.limits.MessageRate)
 	switch m := msg.(type) {
 	case *nostr.EventEnvelope:
-		c.r.cfg.metrics.EventIngested(c.tc.Community(), false, false, reason)
+		c.r.cfg.metrics.EventIngested(c.tc, false, false, reason)
 		c.reply(nostr.AppendOK(nil, m.Event.ID, false, reason))
 	case *nostr.AuthEnvelope:
 		c.reply(nostr.AppendOK(nil, m.Event.ID, false, reason))
@@ -147,7 +147,7 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 		}
 		out := c.r.pipeline.Ingest(c.ctx, sub)
 		c.r.inflight.End(ticket)
-		c.r.cfg.metrics.EventIngested(c.tc.Community(), out.OK, out.Stored, out.Message)
+		c.r.cfg.metrics.EventIngested(c.tc, out.OK, out.Stored, out.Message)
 		c.r.afterIngest(c, ev, out)
 		if out.RequestAuth {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
@@ -223,7 +223,7 @@ func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope channel
 // size is what the subscription is charged against the connection's
 // Limits.MaxConnFilterBytes while it is open (see filterCharge).
 func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
-	c.r.cfg.metrics.Req(c.tc.Community())
+	c.r.cfg.metrics.Req(c.tc)
 	guard, g, st := c.armRead("req")
 	refuse := func(reason string, needAuth bool) {
 		c.refuseRead(guard, g, st, subID, reason, needAuth)
@@ -536,7 +536,7 @@ func (c *conn) deliverLive(matched *pubsub.Subscription, m pubsub.Message, frame
 	if !c.deliverLiveLocked(matched, m, frames) {
 		return
 	}
-	c.r.cfg.metrics.LiveDelivered(c.tc.Community())
+	c.r.cfg.metrics.LiveDelivered(c.tc)
 	if c.tracer != nil {
 		c.traceLive(matched.ID, m)
 	}

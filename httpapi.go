@@ -507,7 +507,7 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 	}
 	out := r.pipeline.Ingest(r.httpConn(req.Context(), req, pubkey), sub)
 	r.inflight.End(ticket)
-	r.cfg.metrics.EventIngested(tc.Community(), out.OK, out.Stored, out.Message)
+	r.cfg.metrics.EventIngested(tc, out.OK, out.Stored, out.Message)
 	status := http.StatusOK
 	if !out.OK {
 		status = prefixStatus(out.Message)

@@ -90,36 +90,36 @@ func TestRelayMetrics(t *testing.T) {
 			t.Fatal("live event not delivered")
 		}
 	}
-	c := tr.tc.Community().String()
+	c := tr.tc.Host()
 	fams := scrapeRegistry(t, reg)
 	for _, tc := range []struct {
 		name   string
 		labels []string
 		want   float64
 	}{
-		{"buzz_total_connections", nil, 2},
-		{"buzz_total_events_received_total", nil, 3},
-		{"buzz_total_events_stored_total", nil, 2},
-		{"buzz_total_events_refused_total", []string{"reason", "invalid"}, 1},
-		{"buzz_total_reqs_total", nil, 1},
-		{"buzz_total_live_deliveries_total", nil, 2},
-		{"buzz_community_events_received_total", []string{"community", c}, 3},
-		{"buzz_community_connections", []string{"community", c}, 2},
-		{"buzz_community_live_deliveries_total", []string{"community", c}, 2},
+		{"buzz_connections", nil, 2},
+		{"buzz_events_received_total", nil, 3},
+		{"buzz_events_stored_total", nil, 2},
+		{"buzz_events_refused_total", []string{"reason", "invalid"}, 1},
+		{"buzz_reqs_total", nil, 1},
+		{"buzz_live_deliveries_total", nil, 2},
+		{"buzz_community_events_received_total", []string{"host", c}, 3},
+		{"buzz_community_connections", []string{"host", c}, 2},
+		{"buzz_community_live_deliveries_total", []string{"host", c}, 2},
 	} {
 		if got := sample(t, fams, tc.name, tc.labels...); got != tc.want {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
 	}
-	if n := sample(t, fams, "buzz_total_store_seconds", "op", "save"); n != 2 {
+	if n := sample(t, fams, "buzz_store_duration_seconds", "op", "save"); n != 2 {
 		t.Errorf("save latency samples %v, want 2", n)
 	}
-	if n := sample(t, fams, "buzz_total_store_seconds", "op", "query"); n < 1 {
+	if n := sample(t, fams, "buzz_store_duration_seconds", "op", "query"); n < 1 {
 		t.Errorf("query latency samples %v", n)
 	}
 	_ = sub.ws.Close()
 	waitFor(t, "connection close counted", func() bool {
-		return sample(t, scrapeRegistry(t, reg), "buzz_total_connections") == 1
+		return sample(t, scrapeRegistry(t, reg), "buzz_connections") == 1
 	})
 }
 
@@ -146,10 +146,10 @@ func TestRelayMetricsConnectionRate(t *testing.T) {
 		t.Skip("the connection's rate never refused (the machine was very slow)")
 	}
 	fams := scrapeRegistry(t, reg)
-	if got := sample(t, fams, "buzz_total_events_refused_total", "reason", "rate-limited"); got != float64(refused) {
+	if got := sample(t, fams, "buzz_events_refused_total", "reason", "rate-limited"); got != float64(refused) {
 		t.Fatalf("refused rate-limited = %v, client saw %d", got, refused)
 	}
-	if got := sample(t, fams, "buzz_total_events_received_total"); got != 4 {
+	if got := sample(t, fams, "buzz_events_received_total"); got != 4 {
 		t.Fatalf("received = %v, want 4", got)
 	}
 }

@@ -81,6 +81,8 @@ type config struct {
 	trustedProxies []netip.Prefix  // whose X-Forwarded-For is believed (admission.go)
 	workflows      *workflowConfig // nil: no workflows (workflows.go)
 	metrics        Metrics         // noMetrics unless WithMetrics (metrics_hook.go)
+	logSummary     time.Duration   // WithLogSummary (oplog.go)
+	logSummarySet  bool
 }
 
 // WithStore sets the event store. Required.

@@ -54,7 +54,7 @@ func (r *Relay) registerWebhooks() {
 	if r.wf == nil {
 		return
 	}
-	r.HandleCommunity("POST "+HooksPath+"/{id}", r.serveWebhook)
+	r.HandleCommunity("POST "+HooksPath+"/{id}", r.countWebhookIn(r.serveWebhook))
 	if r.cfg.httpAPI != nil {
 		r.HandleCommunity("POST "+WorkflowsPath+"/{id}/webhook-secret", r.serveWebhookRotate)
 	}

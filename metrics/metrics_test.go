@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +48,7 @@ func byCommunity(t *testing.T, fams map[string]*dto.MetricFamily, name string) m
 	for _, m := range f.GetMetric() {
 		var label string
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "community" {
+			if l.GetName() == "host" {
 				label = l.GetValue()
 			}
 		}
@@ -100,7 +102,7 @@ var perCommunity = []string{
 
 // traffic sends n events to each community (n[i] to cs[i]), one refused
 // per community, and opens one connection per community.
-func traffic(r *metrics.Recorder, cs []tenant.CommunityID, n []int) {
+func traffic(r *metrics.Recorder, cs []tenant.TenantContext, n []int) {
 	for i, c := range cs {
 		r.ConnOpened(c)
 		for j := range n[i] {
@@ -111,10 +113,34 @@ func traffic(r *metrics.Recorder, cs []tenant.CommunityID, n []int) {
 	}
 }
 
-func communities(n int) []tenant.CommunityID {
-	cs := make([]tenant.CommunityID, n)
+// dir is a tenant.Directory of fixed hosts.
+type dir map[string]tenant.CommunityID
+
+func (d dir) LookupHost(_ context.Context, host string) (tenant.CommunityID, error) {
+	if id, ok := d[host]; ok {
+		return id, nil
+	}
+	return tenant.CommunityID{}, tenant.ErrUnmappedHost
+}
+
+// bind returns the tenant context of host in d.
+func bind(t testing.TB, d dir, host string) tenant.TenantContext {
+	t.Helper()
+	tc, err := tenant.Bind(context.Background(), d, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+// communities returns n communities, c0.example, c1.example, ….
+func communities(t testing.TB, n int) []tenant.TenantContext {
+	d := dir{}
+	cs := make([]tenant.TenantContext, n)
 	for i := range cs {
-		cs[i] = tenant.NewCommunityID()
+		h := fmt.Sprintf("c%d.example", i)
+		d[h] = tenant.NewCommunityID()
+		cs[i] = bind(t, d, h)
 	}
 	return cs
 }
@@ -122,7 +148,7 @@ func communities(n int) []tenant.CommunityID {
 // TestScrapeModes checks the exported series for all, off and top:2 with
 // four communities of different activity.
 func TestScrapeModes(t *testing.T) {
-	cs := communities(4)
+	cs := communities(t, 4)
 	n := []int{5, 9, 1, 3} // busiest: cs[1], then cs[0]
 	total := 18.0
 	top2, _ := metrics.ModeTop(2)
@@ -130,9 +156,9 @@ func TestScrapeModes(t *testing.T) {
 		mode metrics.Mode
 		want map[string]float64 // events received by community label
 	}{
-		{metrics.ModeAll, map[string]float64{cs[0].String(): 5, cs[1].String(): 9, cs[2].String(): 1, cs[3].String(): 3}},
+		{metrics.ModeAll, map[string]float64{cs[0].Host(): 5, cs[1].Host(): 9, cs[2].Host(): 1, cs[3].Host(): 3}},
 		{metrics.ModeOff, map[string]float64{}},
-		{top2, map[string]float64{cs[1].String(): 9, cs[0].String(): 5, metrics.OtherCommunity: 4}},
+		{top2, map[string]float64{cs[1].Host(): 9, cs[0].Host(): 5, metrics.OtherCommunity: 4}},
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			reg := prometheus.NewRegistry()
@@ -148,24 +174,24 @@ func TestScrapeModes(t *testing.T) {
 
 			// Fleet totals in every mode.
 			for name, want := range map[string]float64{
-				"buzz_total_connections":                   4,
-				"buzz_total_events_received_total":         total,
-				"buzz_total_events_stored_total":           total - 4,
-				"buzz_total_reqs_total":                    4,
-				"buzz_total_live_deliveries_total":         4,
-				"buzz_total_slow_reader_disconnects_total": 1,
+				"buzz_connections":                   4,
+				"buzz_events_received_total":         total,
+				"buzz_events_stored_total":           total - 4,
+				"buzz_reqs_total":                    4,
+				"buzz_live_deliveries_total":         4,
+				"buzz_slow_reader_disconnects_total": 1,
 			} {
 				if got := value(t, fams, name); got != want {
 					t.Errorf("%s = %v, want %v", name, got, want)
 				}
 			}
-			if got := value(t, fams, "buzz_total_events_refused_total", "reason", "rate-limited"); got != 4 {
+			if got := value(t, fams, "buzz_events_refused_total", "reason", "rate-limited"); got != 4 {
 				t.Errorf("refused rate-limited = %v", got)
 			}
-			if got := value(t, fams, "buzz_total_events_refused_total", "reason", "invalid"); got != 0 {
+			if got := value(t, fams, "buzz_events_refused_total", "reason", "invalid"); got != 0 {
 				t.Errorf("refused invalid = %v", got)
 			}
-			if got := value(t, fams, "buzz_total_store_seconds", "op", "save"); got != 1 {
+			if got := value(t, fams, "buzz_store_duration_seconds", "op", "save"); got != 1 {
 				t.Errorf("save latency samples = %v", got)
 			}
 
@@ -204,7 +230,7 @@ func TestTopKCardinalityAndRerank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := communities(50)
+	cs := communities(t, 50)
 	for i, c := range cs {
 		for range i + 1 { // cs[49] busiest, then cs[48]
 			r.EventIngested(c, true, true, "")
@@ -217,7 +243,7 @@ func TestTopKCardinalityAndRerank(t *testing.T) {
 		}
 	}
 	got := byCommunity(t, fams, "buzz_community_events_received_total")
-	if got[cs[49].String()] != 50 || got[cs[48].String()] != 49 || got[metrics.OtherCommunity] != 48*49/2 {
+	if got[cs[49].Host()] != 50 || got[cs[48].Host()] != 49 || got[metrics.OtherCommunity] != 48*49/2 {
 		t.Fatalf("first ranking: %v", got)
 	}
 	prevOther := got[metrics.OtherCommunity]
@@ -229,13 +255,13 @@ func TestTopKCardinalityAndRerank(t *testing.T) {
 		r.EventIngested(cs[1], true, true, "")
 	}
 	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
-	if _, ok := got[cs[0].String()]; ok || got[metrics.OtherCommunity] != prevOther+200 {
+	if _, ok := got[cs[0].Host()]; ok || got[metrics.OtherCommunity] != prevOther+200 {
 		t.Fatalf("re-ranked before the interval: %v", got)
 	}
 	prevOther = got[metrics.OtherCommunity]
 	now = now.Add(time.Minute)
 	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
-	if got[cs[0].String()] != 101 || got[cs[1].String()] != 102 || len(got) != 3 {
+	if got[cs[0].Host()] != 101 || got[cs[1].Host()] != 102 || len(got) != 3 {
 		t.Fatalf("after re-ranking: %v", got)
 	}
 	if got[metrics.OtherCommunity] < prevOther {
@@ -293,11 +319,11 @@ func TestRedisUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := value(t, scrape(t, reg), "buzz_total_redis_up"); v != 1 {
+	if v := value(t, scrape(t, reg), "buzz_redis_up"); v != 1 {
 		t.Errorf("up = %v", v)
 	}
 	down = true
-	if v := value(t, scrape(t, reg), "buzz_total_redis_up"); v != 0 {
+	if v := value(t, scrape(t, reg), "buzz_redis_up"); v != 0 {
 		t.Errorf("down = %v", v)
 	}
 }
@@ -311,7 +337,7 @@ func BenchmarkHotPath(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cs := communities(64)
+			cs := communities(b, 64)
 			for _, c := range cs {
 				r.EventIngested(c, true, true, "") // first sight allocates once
 			}
@@ -333,7 +359,7 @@ func TestHotPathAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := tenant.NewCommunityID()
+	c := communities(t, 1)[0]
 	r.EventIngested(c, true, true, "")
 	allocs := testing.AllocsPerRun(1000, func() {
 		r.ConnOpened(c)
@@ -357,7 +383,7 @@ func TestConcurrentScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := communities(5)
+	cs := communities(t, 5)
 	done := make(chan struct{})
 	for w := range 4 {
 		go func() {
@@ -373,7 +399,7 @@ func TestConcurrentScrape(t *testing.T) {
 	for range 4 {
 		<-done
 	}
-	if v := value(t, scrape(t, reg), "buzz_total_events_received_total"); v != 2000 {
+	if v := value(t, scrape(t, reg), "buzz_events_received_total"); v != 2000 {
 		t.Fatalf("received %v, want 2000", v)
 	}
 }
@@ -393,4 +419,175 @@ func FuzzParseMode(f *testing.F) {
 			t.Fatalf("ParseMode(%q).String() = %q", s, m.String())
 		}
 	})
+}
+
+// TestNamingConventions scrapes every series a Recorder exports and checks
+// the Prometheus naming rules: counters end in _total exactly once, gauges
+// and histograms never do, histograms of durations end in _seconds.
+func TestNamingConventions(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := metrics.New(reg, metrics.WithPerCommunity(metrics.ModeAll), metrics.WithRedisPing(func(context.Context) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	traffic(r, communities(t, 2), []int{2, 3})
+	r.StoreLatency(metrics.OpSave, time.Millisecond)
+	fams := scrape(t, reg)
+	if len(fams) < 15 {
+		t.Fatalf("only %d families", len(fams))
+	}
+	for name, f := range fams {
+		total := strings.HasSuffix(name, "_total")
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			if !total || strings.Count(name, "_total") != 1 {
+				t.Errorf("counter %s: want one _total suffix", name)
+			}
+		case dto.MetricType_HISTOGRAM:
+			if !strings.HasSuffix(name, "_seconds") {
+				t.Errorf("histogram %s: no unit", name)
+			}
+		default:
+			if strings.Contains(name, "_total") {
+				t.Errorf("%v %s is named as a counter", f.GetType(), name)
+			}
+		}
+	}
+}
+
+// TestBuildInfo: buzz_build_info is 1 and names the Go version.
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := metrics.New(reg); err != nil {
+		t.Fatal(err)
+	}
+	f := scrape(t, reg)["buzz_build_info"]
+	if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() != 1 {
+		t.Fatalf("buzz_build_info: %v", f)
+	}
+	labels := map[string]string{}
+	for _, l := range f.GetMetric()[0].GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if labels["goversion"] != runtime.Version() || labels["version"] == "" || labels["revision"] == "" {
+		t.Fatalf("labels %v", labels)
+	}
+}
+
+// TestHostLabels: per-community series are labelled with the community's
+// host; WithHostOf relabels a community whose host changed at the next
+// refresh, and two communities that end up under one host stay two series.
+func TestHostLabels(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	hosts := map[tenant.CommunityID]string{}
+	reg := prometheus.NewRegistry()
+	r, err := metrics.New(reg, metrics.WithPerCommunity(metrics.ModeAll), metrics.WithClock(func() time.Time { return now }),
+		metrics.WithHostOf(func(_ context.Context, c tenant.CommunityID) (string, error) {
+			if h, ok := hosts[c]; ok {
+				return h, nil
+			}
+			return "", errors.New("unknown")
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := communities(t, 2)
+	r.EventIngested(cs[0], true, true, "")
+	r.EventIngested(cs[1], true, true, "")
+	r.EventIngested(cs[1], true, true, "")
+	got := byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	if fmt.Sprint(got) != fmt.Sprint(map[string]float64{"c0.example": 1, "c1.example": 2}) {
+		t.Fatalf("first labels %v", got)
+	}
+
+	// c0 moves to new.example: relabelled once the interval has passed.
+	hosts[cs[0].Community()] = "new.example"
+	if got := byCommunity(t, scrape(t, reg), "buzz_community_events_received_total"); got["c0.example"] != 1 {
+		t.Fatalf("relabelled before the interval: %v", got)
+	}
+	now = now.Add(time.Minute)
+	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	if fmt.Sprint(got) != fmt.Sprint(map[string]float64{"new.example": 1, "c1.example": 2}) {
+		t.Fatalf("after the host change %v", got)
+	}
+
+	// c1 takes new.example too (c0's lookup is stale): two series still.
+	hosts[cs[1].Community()] = "new.example"
+	now = now.Add(time.Minute)
+	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	if len(got) != 2 {
+		t.Fatalf("two communities under one host: %v", got)
+	}
+	for l := range got {
+		if !strings.HasPrefix(l, "new.example ") {
+			t.Errorf("label %q does not name the host", l)
+		}
+	}
+}
+
+// TestWorkflowSeries: runs started, finished by outcome and step
+// durations by status, scraped; an unknown status counts as other.
+func TestWorkflowSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WorkflowRunStarted()
+	r.WorkflowRunStarted()
+	r.WorkflowRunFinished("completed")
+	r.WorkflowRunFinished("failed")
+	r.WorkflowRunFinished("weird")
+	r.WorkflowStepFinished("completed", 20*time.Millisecond)
+	r.WorkflowStepFinished("failed", time.Second)
+	r.WorkflowStepFinished("skipped", 0)
+	fams := scrape(t, reg)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"buzz_workflow_runs_started_total", nil, 2},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "completed"}, 1},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "failed"}, 1},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "cancelled"}, 0},
+		{"buzz_workflow_runs_finished_total", []string{"outcome", "other"}, 1},
+		{"buzz_workflow_step_duration_seconds", []string{"status", "completed"}, 1},
+		{"buzz_workflow_step_duration_seconds", []string{"status", "failed"}, 1},
+		{"buzz_workflow_step_duration_seconds", []string{"status", "skipped"}, 1},
+	} {
+		if got := value(t, fams, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// TestWebhookSeries: deliveries in and out by status class.
+func TestWebhookSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WebhookDelivered(metrics.WebhookIn, 202)
+	r.WebhookDelivered(metrics.WebhookIn, 404)
+	r.WebhookDelivered(metrics.WebhookOut, 200)
+	r.WebhookDelivered(metrics.WebhookOut, 503)
+	r.WebhookDelivered(metrics.WebhookOut, 0)
+	r.WebhookDelivered("sideways", 200)
+	fams := scrape(t, reg)
+	for _, c := range []struct {
+		dir, status string
+		want        float64
+	}{
+		{"in", "2xx", 1}, {"in", "4xx", 1}, {"in", "5xx", 0},
+		{"out", "2xx", 1}, {"out", "5xx", 1}, {"out", "error", 1},
+	} {
+		if got := value(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
+			t.Errorf("%s %s = %v, want %v", c.dir, c.status, got, c.want)
+		}
+	}
+	if n := len(fams["buzz_webhook_deliveries_total"].GetMetric()); n != 10 {
+		t.Errorf("%d series, want 10", n)
+	}
 }

@@ -29,6 +29,7 @@ type config struct {
 	approvals   ApprovalStore  // the Store, when it implements ApprovalStore
 	links       ApprovalLinker // WithApprovalLinks
 	actions     []Action
+	observer    RunObserver // WithRunObserver
 }
 
 func defaultConfig() config {
@@ -44,6 +45,7 @@ func defaultConfig() config {
 		minInterval: MinScheduleInterval,
 		schedTick:   time.Second,
 		worker:      host + "-" + strconv.Itoa(os.Getpid()) + "-" + NewID().String()[:8],
+		observer:    noObserver{},
 	}
 }
 

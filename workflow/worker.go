@@ -191,6 +191,7 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 		if err := st.save(ctx, time.Time{}); err != nil {
 			return err
 		}
+		e.cfg.observer.RunStarted(l.Community, wf.ID)
 	}
 	def := wf.Definition
 	for i := st.run.CurrentStep; i < len(def.Steps); i++ {
@@ -257,6 +258,7 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 			trace.Status, trace.FinishedAt, trace.ErrorCode, trace.Error = StepFailed, e.now(), cancel.code, cancel.msg
 			st.run.Trace = append(st.run.Trace, trace)
 			st.run.CurrentStep = i
+			st.stepDone(trace)
 			return st.finish(ctx, RunCancelled, cancel.code, cancel.msg, "")
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
@@ -277,6 +279,7 @@ func (e *Engine) execute(ctx context.Context, l Lease) error {
 			// whose effects are recorded).
 			st.run.Trace = append(st.run.Trace, trace)
 			st.run.CurrentStep = i + 1
+			st.stepDone(trace)
 			if err := st.finish(ctx, RunCompleted, "", "", step.ID); err != nil {
 				return err
 			}
@@ -357,12 +360,26 @@ func (st *runState) save(ctx context.Context, resume time.Time) error {
 func (st *runState) advance(ctx context.Context, i int, t StepTrace) error {
 	st.run.Trace = append(st.run.Trace, t)
 	st.run.CurrentStep = i + 1
-	return st.save(ctx, time.Time{})
+	if err := st.save(ctx, time.Time{}); err != nil {
+		return err
+	}
+	st.stepDone(t)
+	return nil
+}
+
+// stepDone reports a finished step to the observer.
+func (st *runState) stepDone(t StepTrace) {
+	var d time.Duration
+	if !t.StartedAt.IsZero() && t.FinishedAt.After(t.StartedAt) {
+		d = t.FinishedAt.Sub(t.StartedAt)
+	}
+	st.e.cfg.observer.StepFinished(st.lease.Community, st.run.Workflow, t.StepID, t.Status, d)
 }
 
 func (st *runState) failStep(ctx context.Context, i int, t StepTrace) error {
 	st.run.Trace = append(st.run.Trace, t)
 	st.run.CurrentStep = i
+	st.stepDone(t)
 	st.status(ctx, nostr.KindStepFailed, "step_failed", t.StepID, map[string]any{"error_code": t.ErrorCode, "error": t.Error})
 	return st.finish(ctx, RunFailed, t.ErrorCode, t.Error, "")
 }
@@ -383,6 +400,11 @@ func (st *runState) finish(ctx context.Context, status RunStatus, code, msg stri
 	if err := st.save(sctx, time.Time{}); err != nil {
 		return err
 	}
+	o := RunOutcome{Workflow: st.run.Workflow, Run: st.run.ID, Status: status, ErrorCode: code, Error: msg}
+	if n := len(st.run.Trace); status != RunCompleted && n > 0 && st.run.Trace[n-1].Status == StepFailed {
+		o.Step = st.run.Trace[n-1].StepID
+	}
+	st.e.cfg.observer.RunFinished(st.lease.Community, o)
 	if completedStep != "" {
 		st.status(ctx, nostr.KindStepCompleted, "step_completed", completedStep, nil)
 	}

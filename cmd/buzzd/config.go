@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/metrics"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
@@ -72,6 +73,9 @@ type Config struct {
 	// LogLevel and LogFormat ("text" or "json") configure the logger.
 	LogLevel  slog.Level
 	LogFormat string
+	// LogSummaryInterval is how often the relay logs its summary line
+	// (buzz.WithLogSummary); 0 turns it off.
+	LogSummaryInterval time.Duration
 	// DebugAddr, when set, serves net/http/pprof on its own listener.
 	DebugAddr string
 	// ShutdownTimeout bounds the graceful shutdown after SIGINT/SIGTERM.
@@ -365,6 +369,16 @@ func settings() []setting {
 				}
 				return errors.New("want text or json")
 			}},
+		{env: "BUZZ_LOG_SUMMARY_INTERVAL", flag: "log-summary-interval", def: "1m",
+			usage: "how often an INFO line sums up the relay's activity (open connections, events in and out, refusals, workflow runs since the previous line); 0 = off",
+			apply: func(c *Config, v string) error {
+				d, err := time.ParseDuration(strings.TrimSpace(v))
+				if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
+					return errors.New("want 0 or a Go duration from 1s to 24h, such as 1m")
+				}
+				c.LogSummaryInterval = d
+				return nil
+			}},
 		{env: "BUZZ_DEBUG_ADDR", flag: "debug-addr", def: "(unset)",
 			usage: "host:port of a separate listener serving Go profiles at /debug/pprof/ (keep it on loopback)",
 			apply: func(c *Config, v string) error {
@@ -390,21 +404,23 @@ const defaultReadMmapMiB = sqlite.DefaultReadMmap >> 20
 // defaultConfig returns the configuration used when nothing is set.
 func defaultConfig() Config {
 	return Config{
-		RelayURL:          defaultRelayURL,
-		DataDir:           defaultDataDir,
-		DBRLSRole:         postgres.DefaultRLSRole,
-		DBAnalyzeInterval: time.Minute,
-		DBEventCacheMiB:   defaultEventCacheMiB,
-		DBReadMmapMiB:     defaultReadMmapMiB,
-		DBMaintainIdle:    sqlite.DefaultMaintainIdle,
-		DBMaintainMax:     sqlite.DefaultMaintainMax,
-		DBEvents:          "lsm",
-		Limits:            buzz.DefaultLimits(),
-		Info:              buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
-		LogLevel:          slog.LevelInfo,
-		LogFormat:         "text",
-		ShutdownTimeout:   defaultShutdownTimeout,
-		Workflows:         defaultWorkflowConfig(),
+		RelayURL:           defaultRelayURL,
+		DataDir:            defaultDataDir,
+		DBRLSRole:          postgres.DefaultRLSRole,
+		DBAnalyzeInterval:  time.Minute,
+		DBEventCacheMiB:    defaultEventCacheMiB,
+		DBReadMmapMiB:      defaultReadMmapMiB,
+		DBMaintainIdle:     sqlite.DefaultMaintainIdle,
+		DBMaintainMax:      sqlite.DefaultMaintainMax,
+		DBEvents:           "lsm",
+		Limits:             buzz.DefaultLimits(),
+		Info:               buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
+		LogLevel:           slog.LevelInfo,
+		LogFormat:          "text",
+		LogSummaryInterval: buzz.DefaultLogSummaryInterval,
+		ShutdownTimeout:    defaultShutdownTimeout,
+		Workflows:          defaultWorkflowConfig(),
+		Metrics:            MetricsConfig{PerCommunity: metrics.ModeAll},
 	}
 }
 

@@ -397,3 +397,21 @@ func TestParseConfigAdmission(t *testing.T) {
 		t.Error("a host name was accepted as a trusted proxy")
 	}
 }
+
+// TestLogSummaryIntervalSetting: BUZZ_LOG_SUMMARY_INTERVAL defaults to a
+// minute, 0 turns the line off, and a malformed or sub-second value stops
+// buzzd naming the variable.
+func TestLogSummaryIntervalSetting(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": time.Minute, "0": 0, "30s": 30 * time.Second, "1h": time.Hour} {
+		cfg, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_LOG_SUMMARY_INTERVAL": v}), io.Discard)
+		if err != nil || cfg.LogSummaryInterval != want {
+			t.Errorf("%q: %v %v", v, cfg.LogSummaryInterval, err)
+		}
+	}
+	for _, v := range []string{"1ms", "soon", "-1m", "48h"} {
+		_, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_LOG_SUMMARY_INTERVAL": v}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "BUZZ_LOG_SUMMARY_INTERVAL") {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+}

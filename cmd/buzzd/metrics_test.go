@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -16,27 +15,23 @@ import (
 )
 
 // TestMetricsConfig: BUZZ_USAGE_METRICS_PER_COMMUNITY accepts all, off
-// and top:K; any other value stops buzzd at start.
+// and top:K and defaults to all; any other value is a warning and all.
 func TestMetricsConfig(t *testing.T) {
-	for v, want := range map[string]string{"": "off", "all": "all", "off": "off", "top:3": "top:3"} {
+	for v, want := range map[string]string{"": "all", "all": "all", "off": "off", "top:3": "top:3"} {
 		cfg, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": v, "BUZZ_METRICS_ADDR": "127.0.0.1:9102"}), io.Discard)
-		if err != nil || cfg.Metrics.PerCommunity.String() != want || cfg.Metrics.Addr != "127.0.0.1:9102" {
-			t.Errorf("%q: %v %v", v, cfg.Metrics, err)
+		if err != nil || cfg.Metrics.PerCommunity.String() != want || cfg.Metrics.Addr != "127.0.0.1:9102" || len(cfg.Warnings) != 0 {
+			t.Errorf("%q: %v %v %q", v, cfg.Metrics, err, cfg.Warnings)
 		}
 	}
 	for _, v := range []string{"top", "top:0", "some", "ALL", "top:k"} {
-		_, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": v}), io.Discard)
-		if err == nil || !strings.Contains(err.Error(), "BUZZ_USAGE_METRICS_PER_COMMUNITY") {
-			t.Errorf("%q: %v, want a start-up error naming the variable", v, err)
+		cfg, err := parseConfig("serve", nil, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": v}), io.Discard)
+		if err != nil || cfg.Metrics.PerCommunity.String() != "all" || len(cfg.Warnings) != 1 ||
+			!strings.Contains(cfg.Warnings[0], "BUZZ_USAGE_METRICS_PER_COMMUNITY") || !strings.Contains(cfg.Warnings[0], "using all") {
+			t.Errorf("%q: %v %v %q, want all with a warning naming the variable", v, cfg.Metrics, err, cfg.Warnings)
 		}
 	}
 	if _, err := parseConfig("serve", []string{"-metrics-addr", "nonsense"}, envMap(nil), io.Discard); err == nil {
 		t.Error("a malformed metrics address was accepted")
-	}
-	var ue usageError
-	err := run(t.Context(), []string{"serve"}, envMap(map[string]string{"BUZZ_USAGE_METRICS_PER_COMMUNITY": "bogus"}), nil, io.Discard, io.Discard)
-	if err == nil || errors.As(err, &ue) {
-		t.Errorf("serve with a bogus mode: %v", err)
 	}
 }
 
@@ -75,7 +70,7 @@ func TestE2EMetrics(t *testing.T) {
 		if st != http.StatusOK {
 			t.Fatalf("metrics listener: %d", st)
 		}
-		if bytes.Contains(body, []byte("buzz_total_events_stored_total 1")) || time.Now().After(deadline) {
+		if bytes.Contains(body, []byte("buzz_events_stored_total 1")) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -85,20 +80,70 @@ func TestE2EMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	for _, name := range []string{"buzz_total_connections", "buzz_total_events_received_total", "buzz_total_events_stored_total",
-		"buzz_total_reqs_total", "buzz_total_store_seconds", "buzz_community_events_received_total", "go_goroutines"} {
+	for _, name := range []string{"buzz_connections", "buzz_events_received_total", "buzz_events_stored_total",
+		"buzz_reqs_total", "buzz_store_duration_seconds", "buzz_community_events_received_total", "buzz_build_info", "go_goroutines"} {
 		if fams[name] == nil {
 			t.Errorf("no %s", name)
 		}
 	}
-	if f := fams["buzz_total_events_stored_total"]; f == nil || f.GetMetric()[0].GetCounter().GetValue() != 1 {
+	if f := fams["buzz_events_stored_total"]; f == nil || f.GetMetric()[0].GetCounter().GetValue() != 1 {
 		t.Errorf("stored: %v", f)
 	}
 	if f := fams["buzz_community_events_received_total"]; f == nil || len(f.GetMetric()) != 2 { // the community and other
 		t.Errorf("top:1 series: %v", f)
+	} else {
+		hosts := map[string]bool{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				hosts[l.GetName()+"="+l.GetValue()] = true
+			}
+		}
+		if !hosts["host=localhost:"+strconv.Itoa(p.port)] || !hosts["host=_other"] {
+			t.Errorf("top:1 series are not labelled by host: %v", hosts)
+		}
+	}
+	// HTTP requests by route pattern and status: the WebSocket upgrade,
+	// and the NIP-11 document fetched below on the next scrape.
+	if f := fams["buzz_http_requests_total"]; f == nil {
+		t.Error("no buzz_http_requests_total")
+	} else {
+		series := map[string]bool{}
+		for _, m := range f.GetMetric() {
+			var route, code string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "route":
+					route = l.GetValue()
+				case "code":
+					code = l.GetValue()
+				}
+			}
+			series[route+" "+code] = true
+		}
+		if !series["(websocket) 101"] {
+			t.Errorf("no upgrade counted: %v", series)
+		}
+	}
+	if st, _ := get("http://127.0.0.1:" + strconv.Itoa(p.port) + "/healthz"); st != http.StatusOK {
+		t.Fatalf("healthz %d", st)
+	}
+	_, body = get("http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics")
+	if !bytes.Contains(body, []byte(`buzz_http_requests_total{code="200",route="GET /healthz"} 1`)) {
+		t.Errorf("healthz request not counted by its pattern:\n%s", grepLines(body, "buzz_http_requests_total"))
 	}
 	// Never on the public listener.
-	if st, b := get("http://127.0.0.1:" + strconv.Itoa(p.port) + "/metrics"); st == http.StatusOK || bytes.Contains(b, []byte("buzz_total")) {
+	if st, b := get("http://127.0.0.1:" + strconv.Itoa(p.port) + "/metrics"); st == http.StatusOK || bytes.Contains(b, []byte("buzz_events_received_total")) {
 		t.Fatalf("public listener served metrics: %d %s", st, b)
 	}
+}
+
+// grepLines returns the lines of b containing s.
+func grepLines(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -250,7 +250,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	metricsOpt, msrv, err := startMetrics(cfg.Metrics, cl.redisPing, logger)
+	metricsOpt, msrv, err := startMetrics(cfg.Metrics, cl.redisPing, communityHost(backend), logger)
 	if err != nil {
 		return err
 	}
@@ -269,6 +269,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithTrustedProxies(cfg.TrustedProxies...),
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
+		buzz.WithLogSummary(cfg.LogSummaryInterval),
 		buzz.WithRelayKey(relayKey),
 		buzz.WithHTTPAPI(apiVerifier),
 	}, cl.relayOptions...), wfOpts...)...)
@@ -297,6 +298,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		_ = relay.Shutdown(ctx)
 		return err
+	}
+	if msrv != nil {
+		handler = msrv.rec.InstrumentHTTP(handler)
 	}
 
 	ln, err := net.Listen("tcp", cfg.BindAddr)

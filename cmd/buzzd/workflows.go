@@ -128,7 +128,6 @@ func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]
 	opts := []workflow.Option{
 		workflow.WithLogger(logger),
 		workflow.WithAuthority(st),
-		workflow.WithWebhookCaller(caller),
 		workflow.WithLease(cfg.Workflows.Lease, 0),
 		workflow.WithConcurrency(cfg.Workflows.Concurrency),
 		workflow.WithPollInterval(cfg.Workflows.Poll),
@@ -138,7 +137,8 @@ func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]
 		opts = append(opts, workflow.WithWorkerName(cfg.Cluster.PodName))
 	}
 	return []buzz.Option{buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
-		return workflow.New(st, h, h, append(opts, workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h))...)
+		return workflow.New(st, h, h, append(opts, workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h), workflow.WithRunObserver(h),
+			workflow.WithWebhookCaller(h.CountedWebhooks(caller)))...)
 	})}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -55,6 +56,7 @@ func (s *Store) maintainLoop() {
 	// merged is the writer's text generation when a merge step last found
 	// nothing to merge: the index needs no step until it changes again.
 	merged := ^uint64(0)
+	ckLog := &checkpointLog{log: s.cfg.log, now: time.Now}
 	for {
 		select {
 		case _, ok := <-s.wrote:
@@ -86,8 +88,11 @@ func (s *Store) maintainLoop() {
 			}
 		}
 		if s.ckdb != nil {
-			if err := s.checkpoint(ctx); err != nil {
+			frames, copied, err := s.checkpoint(ctx)
+			if err != nil {
 				s.cfg.log.Warn("sqlite: background checkpoint", "err", err)
+			} else {
+				ckLog.add(frames, copied)
 			}
 		}
 	}
@@ -157,15 +162,46 @@ func automergeSetting(ctx context.Context, db *sql.DB) (int, error) {
 	return v, nil
 }
 
-// checkpoint runs one PASSIVE checkpoint on the checkpointing connection.
-func (s *Store) checkpoint(ctx context.Context) error {
-	var busy, frames, copied int
-	err := s.ckdb.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+// checkpoint runs one PASSIVE checkpoint on the checkpointing connection
+// and returns the frames in the log and how many of them it copied.
+func (s *Store) checkpoint(ctx context.Context) (frames, copied int, err error) {
+	var busy int
+	err = s.ckdb.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
 	if err != nil {
-		return fmt.Errorf("sqlite: checkpoint: %w", err)
+		return 0, 0, fmt.Errorf("sqlite: checkpoint: %w", err)
 	}
-	s.cfg.log.Debug("sqlite: checkpoint", "frames", frames, "copied", copied)
-	return nil
+	return frames, copied, nil
+}
+
+// checkpointLogEvery is how often the background checkpoints are summed
+// up in one DEBUG line (a busy store checkpoints about every second).
+const checkpointLogEvery = time.Minute
+
+// checkpointLog sums checkpoints up: one DEBUG line once checkpointLogEvery
+// has passed since the first checkpoint it has not reported, with how many
+// ran, the frames they copied, and the frames the log held at the last.
+type checkpointLog struct {
+	log   *slog.Logger
+	now   func() time.Time
+	since time.Time // first unreported checkpoint; zero when none
+	n     int
+	// copied is summed; frames is the log's size at the last checkpoint.
+	copied, frames int
+}
+
+func (l *checkpointLog) add(frames, copied int) {
+	now := l.now()
+	if l.since.IsZero() {
+		l.since = now
+	}
+	l.n++
+	l.copied += copied
+	l.frames = frames
+	if now.Sub(l.since) < checkpointLogEvery {
+		return
+	}
+	l.log.Debug("sqlite: checkpoints", "count", l.n, "copied", l.copied, "log_frames", l.frames, "over", now.Sub(l.since).Round(time.Second).String())
+	l.since, l.n, l.copied = time.Time{}, 0, 0
 }
 
 // openCheckpointer opens the checkpointing connection, when background
