@@ -74,7 +74,6 @@ func TestPackageLayout(t *testing.T) {
 		"cmd/buzzbench":            cat(relay, []string{m + "/store", m + "/tenant"}),
 
 		// The Go wrapper of the bundled C library.
-		"nostr/internal/libsecp256k1": allBuzz,
 	}
 
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")

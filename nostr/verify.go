@@ -23,10 +23,9 @@ const DefaultPubKeyCacheSize = 65536
 // author is verified faster. A Verifier is safe for concurrent use; call
 // Close when done with it to stop the cache's goroutines.
 //
-// The signature backend is chosen at build time (see VerifyBackend): the
-// bundled libsecp256k1 through cgo when cgo is enabled, pure Go
-// secp256k1-voi without cgo or with the "purego" build tag, pure Go
-// btcec/v2 with the "btcec" build tag.
+// The signature backend is chosen at build time (see VerifyBackend): pure
+// Go by default, the system libsecp256k1 through cgo with the
+// "libsecp256k1" build tag.
 type Verifier struct {
 	cache        *ristretto.Cache[string, *liftedKey]
 	challengeTag [64]byte // sha256("BIP0340/challenge") twice
