@@ -97,11 +97,11 @@ func (v *Verifier) Close() {
 // not on the curve or a malformed sig).
 func (v *Verifier) Verify(e *Event) error {
 	var id [32]byte
-	if !decodeLowerHex(id[:], e.ID) || id != e.hash() {
+	if !DecodeLowerHex(id[:], e.ID) || id != e.hash() {
 		return ErrIDMismatch
 	}
 	var sig [64]byte
-	if !decodeLowerHex(sig[:], e.Sig) {
+	if !DecodeLowerHex(sig[:], e.Sig) {
 		return ErrBadSignature
 	}
 	key, ok := v.lookup(e.PubKey)
@@ -123,7 +123,7 @@ func (v *Verifier) lookup(pubkey string) (*liftedKey, bool) {
 		}
 	}
 	var x [32]byte
-	if !decodeLowerHex(x[:], pubkey) {
+	if !DecodeLowerHex(x[:], pubkey) {
 		return nil, false
 	}
 	k, ok := liftX(&x)
@@ -139,7 +139,7 @@ func (v *Verifier) lookup(pubkey string) (*liftedKey, bool) {
 // matches guards against a cache hash collision handing back another key.
 func (k *liftedKey) matches(pubkey string) bool {
 	var x [32]byte
-	return decodeLowerHex(x[:], pubkey) && x == k.x
+	return DecodeLowerHex(x[:], pubkey) && x == k.x
 }
 
 // challenge computes the BIP-340 challenge hash

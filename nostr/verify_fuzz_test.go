@@ -45,7 +45,7 @@ func FuzzVerifyAgreesWithBtcec(f *testing.F) {
 				t.Fatal(err)
 			}
 			sig = s
-			decodeLowerHex(pub[:], sk.PublicKey())
+			DecodeLowerHex(pub[:], sk.PublicKey())
 		}
 		if int(flip) < 96*8 {
 			if flip < 32*8 {
