@@ -128,7 +128,7 @@ func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]
 	opts := []workflow.Option{
 		workflow.WithLogger(logger),
 		workflow.WithAuthority(st),
-		workflow.WithWebhookCaller(caller),
+		workflow.WithWebhookCaller(workflow.SafeHTTPWebhooks(caller)),
 		workflow.WithLease(cfg.Workflows.Lease, 0),
 		workflow.WithConcurrency(cfg.Workflows.Concurrency),
 		workflow.WithPollInterval(cfg.Workflows.Poll),
