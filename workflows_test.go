@@ -91,7 +91,7 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...Option
 	}
 	tr := backendRelay(t, st, append([]Option{WithRelayKey(testMaster), WithHTTPAPI(apiV), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
 		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h),
-			workflow.WithRunObserver(h), workflow.WithWebhookCaller(h.CountedWebhooks(caller)), workflow.WithPollInterval(20*time.Millisecond),
+			workflow.WithRunObserver(h), workflow.WithWebhookCaller(h.CountedWebhooks(workflow.SafeHTTPWebhooks(caller))), workflow.WithPollInterval(20*time.Millisecond),
 			workflow.WithLogger(quietLogger()))
 	})}, extra...)...)
 	ctx, cancel := context.WithCancel(context.Background())

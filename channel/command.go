@@ -143,7 +143,7 @@ type CommandState struct {
 
 // Validate checks a command's shape (independent of state).
 func (cmd *Command) Validate() error {
-	if !IsCommand(cmd.Kind) || cmd.Channel.IsZero() || !isHex64(cmd.Actor) {
+	if !IsCommand(cmd.Kind) || cmd.Channel.IsZero() || !nostr.IsLowerHex(cmd.Actor, 64) {
 		return ErrInvalidCommand
 	}
 	if cmd.GroupID != "" {
@@ -160,7 +160,7 @@ func (cmd *Command) Validate() error {
 			return ErrInvalidCommand
 		}
 	case nostr.KindPutUser, nostr.KindRemoveUser:
-		if !isHex64(cmd.Target) || cmd.Role != "" && !ValidRole(cmd.Role) {
+		if !nostr.IsLowerHex(cmd.Target, 64) || cmd.Role != "" && !ValidRole(cmd.Role) {
 			return ErrInvalidCommand
 		}
 	case nostr.KindEditMetadata:
@@ -168,7 +168,7 @@ func (cmd *Command) Validate() error {
 			return ErrInvalidCommand
 		}
 	case nostr.KindDeleteEvent:
-		if !isHex64(cmd.EventID) {
+		if !nostr.IsLowerHex(cmd.EventID, 64) {
 			return ErrInvalidCommand
 		}
 	case nostr.KindCreateInvite:
@@ -271,8 +271,6 @@ func Authorize(cmd *Command, st CommandState) error {
 	}
 	return ErrInvalidCommand
 }
-
-func isHex64(s string) bool { return nostr.IsLowerHex(s, 64) }
 
 // ParseCommand reads a command event of channel id (as OfEvent returned
 // it) into a validated Command, or returns ErrInvalidCommand. Tags: 9007

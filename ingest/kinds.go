@@ -3,7 +3,6 @@ package ingest
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/buzzrelay/buzz/nostr"
 )
@@ -60,9 +59,9 @@ func validateDeletion(ev *nostr.Event) error {
 			}
 			targets++
 		case "a":
-			pub, err := parseCoordinate(t[1])
-			if err != nil {
-				return err
+			_, pub, _, ok := nostr.ParseCoordinate(t[1])
+			if !ok {
+				return errors.New("invalid: deletion a tag must be kind:pubkey:d")
 			}
 			if pub != ev.PubKey {
 				return errors.New("invalid: a deletion request can only name the author's own coordinates")
@@ -74,26 +73,4 @@ func validateDeletion(ev *nostr.Event) error {
 		return errors.New("invalid: deletion request must have at least one e or a tag")
 	}
 	return nil
-}
-
-// parseCoordinate checks a NIP-01 "kind:pubkey:d" coordinate and returns its
-// pubkey. The d part may be empty and may itself contain ':'.
-func parseCoordinate(a string) (pubkey string, err error) {
-	bad := errors.New("invalid: deletion a tag must be kind:pubkey:d")
-	k, rest, ok := strings.Cut(a, ":")
-	if !ok {
-		return "", bad
-	}
-	pub, _, ok := strings.Cut(rest, ":")
-	if !ok {
-		return "", bad
-	}
-	kind, err := strconv.Atoi(k)
-	if err != nil || kind < 0 || kind > nostr.MaxKind || k[0] == '+' || k[0] == '-' {
-		return "", bad
-	}
-	if !nostr.IsLowerHex(pub, 64) {
-		return "", bad
-	}
-	return pub, nil
 }

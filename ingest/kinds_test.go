@@ -31,6 +31,8 @@ func TestValidateDeletion(t *testing.T) {
 		{"a bad kind", nostr.Tags{{"a", "-1:" + author + ":x"}}, false},
 		{"a big kind", nostr.Tags{{"a", "70000:" + author + ":x"}}, false},
 		{"a plus kind", nostr.Tags{{"a", "+1:" + author + ":x"}}, false},
+		{"a leading zero kind", nostr.Tags{{"a", "01:" + author + ":x"}}, false},
+		{"a upper-case pubkey", nostr.Tags{{"a", "30000:" + strings.ToUpper(author) + ":x"}}, false},
 		{"good then bad", nostr.Tags{{"e", id}, {"e", "x"}}, false},
 	}
 	for _, c := range cases {

@@ -86,9 +86,11 @@ func BenchmarkComputeID(b *testing.B) {
 	}
 }
 
+// BenchmarkVerify measures Verifier.Verify; the last part of each name,
+// verifier=purego or verifier=libsecp256k1, says which build ran.
 func BenchmarkVerify(b *testing.B) {
 	e, sk := benchEvent(b)
-	b.Run("cache=hit", func(b *testing.B) {
+	b.Run("cache=hit/verifier="+VerifyBackend, func(b *testing.B) {
 		v := newTestVerifier(b)
 		if err := v.Verify(e); err != nil {
 			b.Fatal(err)
@@ -101,7 +103,7 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		}
 	})
-	b.Run("cache=miss", func(b *testing.B) {
+	b.Run("cache=miss/verifier="+VerifyBackend, func(b *testing.B) {
 		// A different author every time: 1000 pre-signed events from 1000
 		// keys, with the cache disabled so every call lifts the key.
 		v := newTestVerifier(b, WithPubKeyCacheSize(0))

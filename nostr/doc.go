@@ -44,18 +44,17 @@
 // # Signatures
 //
 // Verifier checks ids and BIP-340 signatures and caches lifted public keys.
-// With cgo enabled (the default wherever a C compiler is found) it verifies
-// with libsecp256k1, bundled as C source and compiled by cgo, so no system
-// package is needed. Without cgo (CGO_ENABLED=0), or with -tags purego, it
-// verifies with pure Go secp256k1-voi; -tags btcec selects pure Go
-// btcec/v2 instead. VerifyBackend names the backend compiled in.
+// By default it verifies in pure Go, on the secp256k1 arithmetic of
+// github.com/decred/dcrd/dcrec/secp256k1/v4 (the package btcec/v2 wraps),
+// so a build needs no C compiler. With -tags libsecp256k1 it verifies with
+// the system's libsecp256k1 (Debian: libsecp256k1-dev), linked through cgo
+// and found with pkg-config. VerifyBackend names the backend compiled in.
 //
 // The package has no I/O and no package-level mutable state.
 //
 // # Dependencies
 //
 // Package nostr knows no communities: it depends only on search (NIP-50
-// queries in filters) and its own internal/libsecp256k1, and must not
-// import tenant, store or the relay. Every kind number Buzz uses is
-// declared in kinds.go.
+// queries in filters) and must not import tenant, store or the relay. Every
+// kind number Buzz uses is declared in kinds.go.
 package nostr

@@ -455,9 +455,10 @@ func IsLowerHex(s string, n int) bool {
 	return true
 }
 
-// decodeLowerHex decodes lowercase hex s into dst (len(s) == 2*len(dst)),
-// reporting false on any other character.
-func decodeLowerHex(dst []byte, s string) bool {
+// DecodeLowerHex decodes lowercase hex s into dst, reporting false (dst
+// then holds no meaningful value) unless s is exactly 2*len(dst) lowercase
+// hex characters.
+func DecodeLowerHex(dst []byte, s string) bool {
 	if len(s) != 2*len(dst) {
 		return false
 	}
@@ -470,6 +471,19 @@ func decodeLowerHex(dst []byte, s string) bool {
 		dst[i] = hi<<4 | lo
 	}
 	return true
+}
+
+// DecodeHex32 decodes exactly 64 lowercase hex characters (an event id or a
+// public key) into a new 32-byte slice.
+func DecodeHex32(s string) ([]byte, bool) {
+	if len(s) != 64 {
+		return nil, false
+	}
+	b := make([]byte, 32)
+	if !DecodeLowerHex(b, s) {
+		return nil, false
+	}
+	return b, true
 }
 
 func lowerHexVal(c byte) (byte, bool) {

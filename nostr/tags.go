@@ -1,6 +1,9 @@
 package nostr
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Name returns the tag's name (element 0), or "" for an empty tag.
 func (t Tag) Name() string {
@@ -64,6 +67,36 @@ func (e *Event) Expiration() (ts int64, ok bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// ParseCoordinate parses a NIP-01 address "kind:pubkey:d" (the value of an
+// "a" tag) and reports whether it is well formed: kind in canonical decimal
+// (no sign, no leading zero, at most MaxKind), pubkey exactly 64 lowercase
+// hex characters, and d the rest, which may be empty and may itself contain
+// ':'. It is the one parser of coordinates in Buzz; callers decide what a
+// kind that is neither replaceable nor addressable means to them.
+func ParseCoordinate(s string) (kind int, pubkey, d string, ok bool) {
+	k, rest, found := strings.Cut(s, ":")
+	if !found {
+		return 0, "", "", false
+	}
+	pubkey, d, found = strings.Cut(rest, ":")
+	if !found || !IsLowerHex(pubkey, 64) {
+		return 0, "", "", false
+	}
+	if k == "" || len(k) > len(strconv.Itoa(MaxKind)) || (len(k) > 1 && k[0] == '0') {
+		return 0, "", "", false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < '0' || k[i] > '9' {
+			return 0, "", "", false
+		}
+		kind = kind*10 + int(k[i]-'0')
+	}
+	if kind > MaxKind {
+		return 0, "", "", false
+	}
+	return kind, pubkey, d, true
 }
 
 // Coordinate returns the event's NIP-01 address: "kind:pubkey:d" for an

@@ -23,10 +23,9 @@ const DefaultPubKeyCacheSize = 65536
 // author is verified faster. A Verifier is safe for concurrent use; call
 // Close when done with it to stop the cache's goroutines.
 //
-// The signature backend is chosen at build time (see VerifyBackend): the
-// bundled libsecp256k1 through cgo when cgo is enabled, pure Go
-// secp256k1-voi without cgo or with the "purego" build tag, pure Go
-// btcec/v2 with the "btcec" build tag.
+// The signature backend is chosen at build time (see VerifyBackend): pure
+// Go by default, the system libsecp256k1 through cgo with the
+// "libsecp256k1" build tag.
 type Verifier struct {
 	cache        *ristretto.Cache[string, *liftedKey]
 	challengeTag [64]byte // sha256("BIP0340/challenge") twice
@@ -98,11 +97,11 @@ func (v *Verifier) Close() {
 // not on the curve or a malformed sig).
 func (v *Verifier) Verify(e *Event) error {
 	var id [32]byte
-	if !decodeLowerHex(id[:], e.ID) || id != e.hash() {
+	if !DecodeLowerHex(id[:], e.ID) || id != e.hash() {
 		return ErrIDMismatch
 	}
 	var sig [64]byte
-	if !decodeLowerHex(sig[:], e.Sig) {
+	if !DecodeLowerHex(sig[:], e.Sig) {
 		return ErrBadSignature
 	}
 	key, ok := v.lookup(e.PubKey)
@@ -124,7 +123,7 @@ func (v *Verifier) lookup(pubkey string) (*liftedKey, bool) {
 		}
 	}
 	var x [32]byte
-	if !decodeLowerHex(x[:], pubkey) {
+	if !DecodeLowerHex(x[:], pubkey) {
 		return nil, false
 	}
 	k, ok := liftX(&x)
@@ -140,7 +139,7 @@ func (v *Verifier) lookup(pubkey string) (*liftedKey, bool) {
 // matches guards against a cache hash collision handing back another key.
 func (k *liftedKey) matches(pubkey string) bool {
 	var x [32]byte
-	return decodeLowerHex(x[:], pubkey) && x == k.x
+	return DecodeLowerHex(x[:], pubkey) && x == k.x
 }
 
 // challenge computes the BIP-340 challenge hash

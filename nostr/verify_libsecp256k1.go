@@ -1,10 +1,16 @@
-//go:build cgo && !purego && !btcec
+//go:build libsecp256k1
 
 package nostr
 
-import (
-	"github.com/buzzrelay/buzz/nostr/internal/libsecp256k1"
-)
+/*
+#cgo pkg-config: libsecp256k1
+#include <secp256k1.h>
+#include <secp256k1_extrakeys.h>
+#include <secp256k1_schnorrsig.h>
+*/
+import "C"
+
+import "unsafe"
 
 // VerifyBackend names the signature verification backend of this build.
 const VerifyBackend = "libsecp256k1"
@@ -12,13 +18,15 @@ const VerifyBackend = "libsecp256k1"
 // liftedKey is a public key after lift_x, in libsecp256k1's parsed form.
 type liftedKey struct {
 	x  [32]byte
-	pk libsecp256k1.XOnlyPubKey
+	pk C.secp256k1_xonly_pubkey
 }
 
-// backendSelfTest runs libsecp256k1's own self test, which it asks for
-// before its static context is used (a failure aborts the process).
+// backendSelfTest runs secp256k1_selftest, which libsecp256k1 asks for
+// before its static context (the only context used here) is relied on. It
+// detects a library built for the wrong platform; on failure libsecp256k1
+// prints a message and aborts the process.
 func backendSelfTest() error {
-	libsecp256k1.SelfTest()
+	C.secp256k1_selftest()
 	return nil
 }
 
@@ -26,7 +34,8 @@ func backendSelfTest() error {
 // x is not a valid coordinate (x >= p included).
 func liftX(x *[32]byte) (*liftedKey, bool) {
 	k := &liftedKey{x: *x}
-	if !libsecp256k1.ParseXOnlyPubKey(&k.pk, x) {
+	if C.secp256k1_xonly_pubkey_parse(C.secp256k1_context_static, &k.pk,
+		(*C.uchar)(unsafe.Pointer(&x[0]))) != 1 {
 		return nil, false
 	}
 	return k, true
@@ -35,5 +44,7 @@ func liftX(x *[32]byte) (*liftedKey, bool) {
 // verifySig checks a BIP-340 signature of the 32-byte msg by key with
 // libsecp256k1's secp256k1_schnorrsig_verify, run on its static context.
 func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool {
-	return key.pk.VerifySchnorr(sig, msg)
+	return C.secp256k1_schnorrsig_verify(C.secp256k1_context_static,
+		(*C.uchar)(unsafe.Pointer(&sig[0])),
+		(*C.uchar)(unsafe.Pointer(&msg[0])), 32, &key.pk) == 1
 }

@@ -260,7 +260,7 @@ func TestVerifyCacheCollisionGuard(t *testing.T) {
 	b, _ := GenerateSecretKey()
 	ea := signedEvent(t, a, "a")
 	var xb [32]byte
-	decodeLowerHex(xb[:], b.PublicKey())
+	DecodeLowerHex(xb[:], b.PublicKey())
 	kb, ok := liftX(&xb)
 	if !ok {
 		t.Fatal("liftX failed on a real key")

@@ -29,8 +29,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/buzzrelay/buzz/workflow"
 )
 
 // Resolver looks up a host's addresses; *net.Resolver is one.
@@ -298,21 +296,4 @@ func (c *Client) resolve(ctx context.Context, host string) (netip.Addr, error) {
 		}
 	}
 	return addrs[0].Unmap(), nil
-}
-
-// Call implements workflow.WebhookCaller: the request carries the
-// Idempotency-Key header, and the response's status and body are returned.
-func (c *Client) Call(ctx context.Context, r workflow.WebhookRequest) (workflow.WebhookResponse, error) {
-	h := make(map[string]string, len(r.Headers)+1)
-	for k, v := range r.Headers {
-		h[k] = v
-	}
-	if r.IdempotencyKey != "" {
-		h["Idempotency-Key"] = r.IdempotencyKey
-	}
-	resp, err := c.Do(ctx, Request{Method: r.Method, URL: r.URL, Headers: h, Body: r.Body})
-	if err != nil {
-		return workflow.WebhookResponse{}, err
-	}
-	return workflow.WebhookResponse{Status: resp.Status, Body: resp.Body}, nil
 }

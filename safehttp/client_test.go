@@ -15,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/buzzrelay/buzz/workflow"
 )
 
 // fakeDNS answers from a fixed table and counts lookups.
@@ -105,9 +103,9 @@ func TestDoReachesPinnedAddress(t *testing.T) {
 		w.WriteHeader(201)
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
-	resp, err := f.client.Call(context.Background(), workflow.WebhookRequest{
+	resp, err := f.client.Do(context.Background(), Request{
 		URL: "http://hooks.example:8080/notify?x=1", Method: "put", Body: []byte(`{"a":1}`),
-		Headers: map[string]string{"X-Custom": "v"}, IdempotencyKey: "run:step",
+		Headers: map[string]string{"X-Custom": "v", "Idempotency-Key": "run:step"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,10 +18,10 @@
 # Environment (defaults in brackets): OUT [/tmp/side-by-side] for the
 # binaries and reports, PG [postgres://postgres@127.0.0.1:5432] for the
 # server (databases buzzbench_buzzd and buzzbench_khatru are dropped and
-# recreated for every run), RUNS [3], BUILDS ["buzzd buzzd-purego"] (the
-# buzzd builds to compare: buzzd is the default build, which verifies with the
-# bundled libsecp256k1 through cgo, buzzd-purego the pure-Go secp256k1-voi
-# one; buzzd-btcec is also built), PARTS ["embedded postgres fanout"] (the
+# recreated for every run), RUNS [3], BUILDS ["buzzd buzzd-libsecp256k1"]
+# (the buzzd builds to compare: buzzd is the default build, which verifies
+# in pure Go, buzzd-libsecp256k1 the -tags libsecp256k1 one, which links the
+# system libsecp256k1), PARTS ["embedded postgres fanout"] (the
 # invocations to run: 1, 2 and 3 below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ mode="${1:-print}"
 OUT="${OUT:-/tmp/side-by-side}"
 PG="${PG:-postgres://postgres@127.0.0.1:5432}"
 RUNS="${RUNS:-3}"
-BUILDS="${BUILDS:-buzzd buzzd-purego}"
+BUILDS="${BUILDS:-buzzd buzzd-libsecp256k1}"
 PARTS="${PARTS:-embedded postgres fanout}"
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
@@ -91,12 +91,10 @@ GO
 fi
 KHATRU_BADGER="$KHATRU" KHATRU_PG="$KHATRU"
 
-# The three verifier builds: the default (what `go run ./cmd/buzzd` gives:
-# the bundled libsecp256k1 through cgo, or secp256k1-voi on a machine without
-# a C compiler), the pure-Go secp256k1-voi one, and btcec for the history rows.
+# The two verifier builds: the default (what `go run ./cmd/buzzd` gives,
+# pure Go) and the system libsecp256k1 one.
 go build -o "$OUT/buzzd" ./cmd/buzzd
-go build -tags purego -o "$OUT/buzzd-purego" ./cmd/buzzd
-go build -tags btcec -o "$OUT/buzzd-btcec" ./cmd/buzzd
+go build -tags libsecp256k1 -o "$OUT/buzzd-libsecp256k1" ./cmd/buzzd
 go build -o "$OUT/buzzbench" ./cmd/buzzbench
 
 # A fresh database per run; autovacuum stays as the server has it (off on

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The README's test command: make sure PostgreSQL (127.0.0.1:5432) and Redis
 # (127.0.0.1:6379) answer, starting or installing them if needed, then run
-# every test of the module with the race detector. Extra arguments go to
-# `go test` (e.g. ./scripts/test.sh -run TestRestart ./cmd/buzzd).
+# every test of the module with the race detector, then the nostr package's
+# tests and its signing and verification benchmarks (one iteration each,
+# for correctness) again with -tags libsecp256k1, which verifies with the
+# system libsecp256k1 (Debian: libsecp256k1-dev) instead of pure Go. Extra
+# arguments go to `go test` instead (e.g. ./scripts/test.sh -run TestRestart
+# ./cmd/buzzd).
 #
-# With CI=true, missing services are installed (Debian, as root) and a
-# service that still does not answer fails the run; tests that need one fail
-# rather than skip.
+# With CI=true, missing services and libsecp256k1 are installed (Debian, as
+# root) and a service that still does not answer fails the run; tests that
+# need one fail rather than skip.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,6 +25,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 pg_up() { have pg_isready && pg_isready -q -h "$PG_HOST" -p "$PG_PORT" -U postgres; }
 redis_up() { have redis-cli && [ "$(redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" ping 2>/dev/null)" = "PONG" ]; }
+secp_up() { have pkg-config && pkg-config --exists libsecp256k1 && [ -f "$(pkg-config --variable=includedir libsecp256k1)/secp256k1_schnorrsig.h" ]; }
 
 can_install() {
 	[ "$(id -u)" = 0 ] && have apt-get && [ -f /etc/debian_version ]
@@ -44,6 +49,12 @@ fi
 if ! have chromium && ! have chromium-browser; then
 	need_install+=(chromium)
 fi
+# The -tags libsecp256k1 build links the system libsecp256k1 (with its
+# schnorrsig and extrakeys modules), found with pkg-config.
+if ! secp_up; then
+	have pkg-config || need_install+=(pkg-config)
+	need_install+=(libsecp256k1-dev)
+fi
 if [ ${#need_install[@]} -gt 0 ]; then
 	if can_install; then
 		# Root on Debian (CI on a fresh machine, a throwaway container): install.
@@ -51,7 +62,7 @@ if [ ${#need_install[@]} -gt 0 ]; then
 		install_packages "${need_install[@]}" || { log "could not install ${need_install[*]}"; exit 1; }
 	else
 		log "missing: ${need_install[*]}"
-		log "install them with:  sudo apt-get install -y postgresql redis-server chromium"
+		log "install them with:  sudo apt-get install -y postgresql redis-server chromium pkg-config libsecp256k1-dev"
 		log "(the tests need PostgreSQL on $PG_HOST:$PG_PORT with trust auth for user postgres, and Redis on $REDIS_HOST:$REDIS_PORT)"
 		exit 1
 	fi
@@ -120,8 +131,14 @@ if [ $# -eq 0 ]; then
 	log "BUZZ_PG_RESTART_TEST=1 go test -race -count=1 -run '^TestServerRestartMidLoad$' ./store/postgres/"
 	BUZZ_PG_RESTART_TEST=1 go test -race -count=1 -timeout 10m -run '^TestServerRestartMidLoad$' -v ./store/postgres/
 	restart_status=$?
+	# The same nostr tests, fuzz seeds and benchmark bodies with the system
+	# libsecp256k1 verifying instead of the pure-Go one.
+	log "go test -tags libsecp256k1 -race -count=1 -bench 'Verify|Sign' -benchtime 1x ./nostr/"
+	go test -tags libsecp256k1 -race -count=1 -bench 'Verify|Sign' -benchtime 1x ./nostr/
+	tag_status=$?
 	[ "$status" -ne 0 ] && exit "$status"
-	exit "$restart_status"
+	[ "$restart_status" -ne 0 ] && exit "$restart_status"
+	exit "$tag_status"
 fi
 log "go test -race -count=1 -timeout 45m $*"
 go test -race -count=1 -timeout 45m "$@"

@@ -2,7 +2,6 @@ package store
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/buzzrelay/buzz/nostr"
@@ -55,7 +54,7 @@ func DeletionTargets(ev *nostr.Event) (ids []string, coords []Coordinate) {
 		}
 		switch t[0] {
 		case "e":
-			if isHex64(t[1]) {
+			if nostr.IsLowerHex(t[1], 64) {
 				ids = append(ids, t[1])
 			}
 		case "a":
@@ -67,22 +66,11 @@ func DeletionTargets(ev *nostr.Event) (ids []string, coords []Coordinate) {
 	return ids, coords
 }
 
-// parseCoordinate parses "kind:pubkey:d" and keeps it only when it names a
-// replaceable or addressable coordinate of author.
+// parseCoordinate parses "kind:pubkey:d" (nostr.ParseCoordinate) and keeps
+// it only when it names a replaceable or addressable coordinate of author.
 func parseCoordinate(s, author string) (Coordinate, bool) {
-	k, rest, ok := strings.Cut(s, ":")
-	if !ok {
-		return Coordinate{}, false
-	}
-	pk, d, ok := strings.Cut(rest, ":")
+	kind, pk, d, ok := nostr.ParseCoordinate(s)
 	if !ok || pk != author {
-		return Coordinate{}, false
-	}
-	if k == "" || len(k) > 5 || (len(k) > 1 && k[0] == '0') {
-		return Coordinate{}, false
-	}
-	kind, err := strconv.Atoi(k)
-	if err != nil || kind < 0 || kind > nostr.MaxKind {
 		return Coordinate{}, false
 	}
 	switch {
@@ -92,16 +80,4 @@ func parseCoordinate(s, author string) (Coordinate, bool) {
 		return Coordinate{}, false
 	}
 	return Coordinate{Kind: kind, D: d}, true
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -39,7 +39,8 @@
 //   - Actions: an interface and a registry (WithAction) so an embedder adds
 //     its own. Built in: send_message, add_reaction, set_channel_topic,
 //     delay, send_dm and call_webhook (the last two through the DMSealer and
-//     WebhookCaller interfaces the embedder supplies).
+//     WebhookCaller interfaces the embedder supplies; SafeHTTPWebhooks is a
+//     WebhookCaller on package safehttp's SSRF-hardened client).
 //
 // # Why CEL and not expr
 //
@@ -70,7 +71,7 @@
 // # Dependencies
 //
 // Package workflow owns the engine and the Buzz workflow format. It depends
-// on audit, channel, nostr and tenant, and reaches the relay and its store
-// through the interfaces it defines; it must not import the relay (package
-// buzz), store, a store backend, pubsub or ingest.
+// on audit, channel, nostr, safehttp and tenant, and reaches the relay and
+// its store through the interfaces it defines; it must not import the relay
+// (package buzz), store, a store backend, pubsub or ingest.
 package workflow

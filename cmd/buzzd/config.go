@@ -754,19 +754,6 @@ func isRoleName(s string) bool {
 	return true
 }
 
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func describe(name, value string, secret bool) string {
 	if secret {
 		return name

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
@@ -310,6 +311,9 @@ func TestRunCommands(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "buzzd ") {
 		t.Errorf("version output %q", out.String())
+	}
+	if want := " verifier=" + nostr.VerifyBackend + "\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("version output %q does not end with the signature verifier %q", out.String(), want)
 	}
 
 	err := run(context.Background(), []string{"frobnicate"}, envMap(nil), nil, io.Discard, io.Discard)

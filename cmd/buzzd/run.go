@@ -20,6 +20,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
@@ -325,7 +326,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		defer dbg.Close()
 	}
 	logger.Info("buzzd listening", "addr", ln.Addr().String(), "relay_url", cfg.RelayURL,
-		"auth_required", cfg.AuthRequired, "version", versionString())
+		"auth_required", cfg.AuthRequired, "version", versionString(),
+		"verifier", nostr.VerifyBackend)
 
 	select {
 	case <-ctx.Done():
@@ -412,9 +414,11 @@ func buildVersion() string {
 	return version
 }
 
-// versionString names the build for "buzzd version" and the start log.
+// versionString names the build for "buzzd version" and the start log,
+// including the signature verifier compiled in (nostr.VerifyBackend: purego,
+// or libsecp256k1 with -tags libsecp256k1).
 func versionString() string {
-	return "buzzd " + buildVersion() + " " + runtime.Version()
+	return "buzzd " + buildVersion() + " " + runtime.Version() + " verifier=" + nostr.VerifyBackend
 }
 
 // recordMainHost records RELAY_URL's host in the store as the deployment's

@@ -138,7 +138,7 @@ func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]
 	}
 	return []buzz.Option{buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
 		return workflow.New(st, h, h, append(opts, workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h), workflow.WithRunObserver(h),
-			workflow.WithWebhookCaller(h.CountedWebhooks(caller)))...)
+			workflow.WithWebhookCaller(h.CountedWebhooks(workflow.SafeHTTPWebhooks(caller))))...)
 	})}, nil
 }
 

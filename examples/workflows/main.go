@@ -99,7 +99,7 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 				workflow.WithTopicSetter(h),   // set_channel_topic
 				workflow.WithDMSealer(h),      // send_dm (NIP-17)
 				workflow.WithApprovalLinks(h), // request_approval links to /approvals/{token}
-				workflow.WithWebhookCaller(webhooks),
+				workflow.WithWebhookCaller(workflow.SafeHTTPWebhooks(webhooks)),
 				workflow.WithAction(shout{}))
 		}))
 	if err != nil {

@@ -77,7 +77,7 @@ func engine(t *testing.T) *workflow.Engine {
 		buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
 			return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithOwnerRights(h),
 				workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h),
-				workflow.WithWebhookCaller(webhooks))
+				workflow.WithWebhookCaller(workflow.SafeHTTPWebhooks(webhooks)))
 		}))
 	if err != nil {
 		t.Fatal(err)

@@ -164,7 +164,7 @@ func decodeAll(hexes []string) [][32]byte {
 	out := make([][32]byte, 0, len(hexes))
 	for _, s := range hexes {
 		var b [32]byte
-		if decodeHex32(b[:], s) {
+		if nostr.DecodeLowerHex(b[:], s) {
 			out = append(out, b)
 		}
 	}

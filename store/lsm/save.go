@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,10 +32,10 @@ type prepared struct {
 
 func prepare(ev *nostr.Event) (*prepared, error) {
 	p := &prepared{raw: ev.AppendJSON(nil), tags: store.IndexedTags(ev)}
-	if !decodeHex32(p.h.id[:], ev.ID) {
+	if !nostr.DecodeLowerHex(p.h.id[:], ev.ID) {
 		return nil, errors.New("lsm: event id is not 64 lowercase hex characters")
 	}
-	if !decodeHex32(p.h.pubkey[:], ev.PubKey) {
+	if !nostr.DecodeLowerHex(p.h.pubkey[:], ev.PubKey) {
 		return nil, errors.New("lsm: event pubkey is not 64 lowercase hex characters")
 	}
 	if ev.CreatedAt < 0 {
@@ -62,7 +61,7 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 		ids, coords := store.DeletionTargets(ev)
 		for _, s := range ids {
 			var id [32]byte
-			decodeHex32(id[:], s)
+			nostr.DecodeLowerHex(id[:], s)
 			if !slices.Contains(p.delIDs, id) {
 				p.delIDs = append(p.delIDs, id)
 			}
@@ -394,18 +393,4 @@ func (t *txn) applyDeletion(w *writes, p *prepared) error {
 		}
 	}
 	return nil
-}
-
-// decodeHex32 decodes exactly 64 lowercase hex characters into dst.
-func decodeHex32(dst []byte, s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	_, err := hex.Decode(dst, []byte(s))
-	return err == nil
 }

@@ -116,7 +116,7 @@ func (tx *Tx) Event(ctx context.Context, c tenant.CommunityID, id string) (Store
 
 func (tx *Tx) lookup(ctx context.Context, c tenant.CommunityID, id string) (stored, bool, error) {
 	var b [32]byte
-	if !decodeHex32(b[:], id) {
+	if !nostr.DecodeLowerHex(b[:], id) {
 		return stored{}, false, nil
 	}
 	cseq, err := tx.s.communitySeq(ctx, c)
@@ -140,7 +140,7 @@ func (tx *Tx) Remove(ctx context.Context, c tenant.CommunityID, id string) (bool
 // from then on (store.ErrDeleted).
 func (tx *Tx) Tombstone(ctx context.Context, c tenant.CommunityID, id, pubkey string) error {
 	var ib, pb [32]byte
-	if !decodeHex32(ib[:], id) || !decodeHex32(pb[:], pubkey) {
+	if !nostr.DecodeLowerHex(ib[:], id) || !nostr.DecodeLowerHex(pb[:], pubkey) {
 		return fmt.Errorf("lsm: tombstone of a malformed id or pubkey")
 	}
 	cseq, err := tx.s.communitySeq(ctx, c)
@@ -193,7 +193,7 @@ func (tx *Tx) Newest(ctx context.Context, c tenant.CommunityID, ch channel.ID, k
 // it (never for a deletion request), nil otherwise.
 func (tx *Tx) Seen(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	var id, pk [32]byte
-	if !decodeHex32(id[:], ev.ID) || !decodeHex32(pk[:], ev.PubKey) {
+	if !nostr.DecodeLowerHex(id[:], ev.ID) || !nostr.DecodeLowerHex(pk[:], ev.PubKey) {
 		return errors.New("lsm: event id or pubkey is not 64 lowercase hex characters")
 	}
 	cseq, err := tx.s.communitySeq(ctx, c)

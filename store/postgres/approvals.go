@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -85,7 +86,7 @@ func (s *Store) DecideApproval(ctx context.Context, c tenant.CommunityID, tokenH
 	}
 	var by []byte
 	if d.Approver != "" {
-		pk, ok := decodeHex32(d.Approver)
+		pk, ok := nostr.DecodeHex32(d.Approver)
 		if !ok {
 			return workflow.Approval{}, fmt.Errorf("postgres: decide approval: approver is not a hex pubkey")
 		}

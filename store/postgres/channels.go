@@ -73,7 +73,7 @@ func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id channel.ID
 
 // ChannelRole implements store.ChannelStore.
 func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id channel.ID, pubkey string) (channel.Role, bool, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok || c.IsZero() {
 		return "", false, nil
 	}
@@ -128,7 +128,7 @@ func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubk
 	}
 	pks := make([][]byte, 0, len(pubkeys))
 	for _, p := range pubkeys {
-		if b, ok := decodeHex32(p); ok {
+		if b, ok := nostr.DecodeHex32(p); ok {
 			pks = append(pks, b)
 		}
 	}
@@ -206,7 +206,7 @@ func (s *Store) communityTx(ctx context.Context, c tenant.CommunityID, write boo
 // transaction (of any pod) recorded it already; a concurrent transaction
 // inserting the same mark waits for that one to end.
 func recordAuthority(ctx context.Context, tx pgx.Tx, a store.Authority) error {
-	id, ok := decodeHex32(a.Event)
+	id, ok := nostr.DecodeHex32(a.Event)
 	if !ok {
 		return errors.New("postgres: authority mark: event id must be 64 lowercase hex characters")
 	}
@@ -331,7 +331,7 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 	st := channel.CommandState{Channel: ch}
 	var target []byte
 	if cmd.Target != "" {
-		target, _ = decodeHex32(cmd.Target)
+		target, _ = nostr.DecodeHex32(cmd.Target)
 	}
 	var actorRole, targetRole *string
 	if err := tx.QueryRow(ctx, `SELECT
@@ -417,7 +417,7 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 			change.Metadata = true
 		}
 	case nostr.KindDeleteEvent:
-		eid, _ := decodeHex32(cmd.EventID)
+		eid, _ := nostr.DecodeHex32(cmd.EventID)
 		var author []byte
 		err := tx.QueryRow(ctx, `UPDATE events SET deleted_at = now()
 WHERE community_id = $1 AND id = $2 AND channel_id = $3 AND deleted_at IS NULL RETURNING pubkey`, cu, eid, chID).Scan(&author)
@@ -528,7 +528,7 @@ func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p 
 
 // CommunityRole implements store.ChannelStore.
 func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (channel.Role, bool, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok || c.IsZero() {
 		return "", false, nil
 	}
@@ -550,7 +550,7 @@ LIMIT 1`, c.UUID(), pk)
 
 // PutCommunityMember implements store.ChannelStore.
 func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role channel.Role) error {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return errors.New("postgres: member key must be 64 lowercase hex characters")
 	}
@@ -575,7 +575,7 @@ ON CONFLICT (community_id, pubkey) DO UPDATE SET role = EXCLUDED.role`, c.UUID()
 
 // RemoveCommunityMember implements store.ChannelStore.
 func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string) error {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return nil
 	}

@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -37,7 +37,7 @@ func sqlText(s string) string {
 // deletion trigger remove; TestTagKeyInSQL holds the two together.
 func tagKey(v string) []byte {
 	v = sqlText(v)
-	if b, ok := decodeHex32(v); ok {
+	if b, ok := nostr.DecodeHex32(v); ok {
 		return append([]byte{0xfe}, b...)
 	}
 	if len(v) <= maxTagValueBytes {
@@ -53,23 +53,13 @@ func isIndexedTagName(n string) bool {
 	return len(n) == 1 && (n[0] >= 'a' && n[0] <= 'z' || n[0] >= 'A' && n[0] <= 'Z')
 }
 
-// decodeHex32 decodes 64 lowercase hex characters.
-func decodeHex32(s string) ([]byte, bool) {
-	return decodeHexN(s, 32)
-}
-
+// decodeHexN decodes exactly 2*n lowercase hex characters.
 func decodeHexN(s string, n int) ([]byte, bool) {
-	if len(s) != 2*n {
+	b := make([]byte, n)
+	if !nostr.DecodeLowerHex(b, s) {
 		return nil, false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return nil, false
-		}
-	}
-	b, err := hex.DecodeString(s)
-	return b, err == nil
+	return b, true
 }
 
 // tagsJSON is the jsonb copy of an event's tags.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -69,7 +70,7 @@ func scanRestriction(r pgx.Row) (store.Restriction, error) {
 
 // PubkeyRestrictions implements store.ModerationStore.
 func (s *Store) PubkeyRestrictions(ctx context.Context, c tenant.CommunityID, pubkey string, now time.Time) ([]store.Restriction, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok || c.IsZero() {
 		return nil, nil
 	}
@@ -82,7 +83,7 @@ func (s *Store) Restrictions(ctx context.Context, c tenant.CommunityID, now time
 	from := []byte{}
 	if after != "" {
 		var ok bool
-		if from, ok = decodeHex32(after); !ok {
+		if from, ok = nostr.DecodeHex32(after); !ok {
 			return nil, store.ErrInvalidModeration
 		}
 	}
@@ -114,12 +115,12 @@ func (s *Store) Moderate(ctx context.Context, c tenant.CommunityID, a store.Mode
 	if err := a.Validate(); err != nil {
 		return store.ModerationAction{}, err
 	}
-	actor, _ := decodeHex32(a.Actor)
-	target, _ := decodeHex32(a.Target)
+	actor, _ := nostr.DecodeHex32(a.Actor)
+	target, _ := nostr.DecodeHex32(a.Target)
 	var eventID []byte
 	if a.EventID != "" {
 		var ok bool
-		if eventID, ok = decodeHex32(a.EventID); !ok {
+		if eventID, ok = nostr.DecodeHex32(a.EventID); !ok {
 			return store.ModerationAction{}, store.ErrInvalidModeration
 		}
 	}
@@ -234,13 +235,13 @@ WHERE community_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, c.UUID(), befo
 
 // AddReport implements store.ModerationStore.
 func (s *Store) AddReport(ctx context.Context, c tenant.CommunityID, r store.Report) error {
-	id, ok1 := decodeHex32(r.ID)
-	reporter, ok2 := decodeHex32(r.Reporter)
-	target, ok3 := decodeHex32(r.TargetPubKey)
+	id, ok1 := nostr.DecodeHex32(r.ID)
+	reporter, ok2 := nostr.DecodeHex32(r.Reporter)
+	target, ok3 := nostr.DecodeHex32(r.TargetPubKey)
 	var tev []byte
 	ok4 := true
 	if r.TargetEvent != "" {
-		tev, ok4 = decodeHex32(r.TargetEvent)
+		tev, ok4 = nostr.DecodeHex32(r.TargetEvent)
 	}
 	if !ok1 || !ok2 || !ok3 || !ok4 || len(r.Raw) == 0 || r.Type == "" {
 		return store.ErrInvalidModeration
@@ -296,7 +297,7 @@ func (s *Store) Reports(ctx context.Context, c tenant.CommunityID, q store.Repor
 		add("status =", string(q.Status))
 	}
 	if q.Reporter != "" {
-		pk, ok := decodeHex32(q.Reporter)
+		pk, ok := nostr.DecodeHex32(q.Reporter)
 		if !ok {
 			return nil, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -24,7 +25,7 @@ func (s *Store) SetName(ctx context.Context, c tenant.CommunityID, pubkey, name 
 	if !ok {
 		return store.ErrInvalidName
 	}
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return errors.New("postgres: name holder must be 64 lowercase hex characters")
 	}
@@ -60,7 +61,7 @@ func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name, hol
 	}
 	var only []byte // nil: any holder
 	if holder != "" {
-		if only, ok = decodeHex32(holder); !ok {
+		if only, ok = nostr.DecodeHex32(holder); !ok {
 			return "", store.ErrNoName
 		}
 	}
@@ -104,7 +105,7 @@ func (s *Store) NameOwner(ctx context.Context, c tenant.CommunityID, name string
 
 // PubKeyName implements store.NameStore.
 func (s *Store) PubKeyName(ctx context.Context, c tenant.CommunityID, pubkey string) (string, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok || c.IsZero() {
 		return "", store.ErrNoName
 	}

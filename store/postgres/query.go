@@ -136,7 +136,7 @@ func hexList(in []string) ([][]byte, error) {
 	out := make([][]byte, 0, len(in))
 	seen := make(map[string]bool, len(in))
 	for _, s := range in {
-		if b, ok := decodeHex32(s); ok && !seen[s] {
+		if b, ok := nostr.DecodeHex32(s); ok && !seen[s] {
 			seen[s] = true
 			out = append(out, b)
 		}

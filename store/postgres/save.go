@@ -91,10 +91,10 @@ func (a *saveArgs) channelArg() any {
 func encodeEvent(c tenant.CommunityID, ev *nostr.Event) (*saveArgs, error) {
 	a := &saveArgs{community: c.UUID(), createdAt: ev.CreatedAt, kind: int32(ev.Kind)}
 	var ok bool
-	if a.id, ok = decodeHex32(ev.ID); !ok {
+	if a.id, ok = nostr.DecodeHex32(ev.ID); !ok {
 		return nil, errors.New("postgres: invalid: event id is not 64 lowercase hex characters")
 	}
-	if a.pubkey, ok = decodeHex32(ev.PubKey); !ok {
+	if a.pubkey, ok = nostr.DecodeHex32(ev.PubKey); !ok {
 		return nil, errors.New("postgres: invalid: event pubkey is not 64 lowercase hex characters")
 	}
 	if a.sig, ok = decodeHexN(ev.Sig, 64); !ok {
@@ -176,7 +176,7 @@ func (a *saveArgs) encodeDeletion(c tenant.CommunityID, ev *nostr.Event) {
 		}
 		switch t[0] {
 		case "e":
-			if b, ok := decodeHex32(t[1]); ok && !seenID[t[1]] {
+			if b, ok := nostr.DecodeHex32(t[1]); ok && !seenID[t[1]] {
 				seenID[t[1]] = true
 				a.delIDs = append(a.delIDs, b)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -71,7 +72,7 @@ func (s *Store) FireSchedule(ctx context.Context, c tenant.CommunityID, f workfl
 		if f.Slot.IsZero() {
 			return nil
 		}
-		trig, _ := decodeHex32(workflow.ScheduleEventID(f.Workflow, f.Slot))
+		trig, _ := nostr.DecodeHex32(workflow.ScheduleEventID(f.Workflow, f.Slot))
 		var ran bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workflow_runs WHERE community_id = $1 AND workflow_id = $2 AND trigger_event_id = $3)`,
 			c.UUID(), [16]byte(f.Workflow), trig).Scan(&ran); err != nil || ran {

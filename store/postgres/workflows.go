@@ -15,6 +15,7 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -67,13 +68,13 @@ func pgWorkflowErr(op string, err error) error {
 
 // PutWorkflow implements workflow.Store.
 func (s *Store) PutWorkflow(ctx context.Context, c tenant.CommunityID, p workflow.PutWorkflow) (workflow.Workflow, error) {
-	owner, ok := decodeHex32(p.Owner)
+	owner, ok := nostr.DecodeHex32(p.Owner)
 	if !ok || p.Definition == nil || p.ID.IsZero() || c.IsZero() {
 		return workflow.Workflow{}, errors.New("postgres: put workflow: need an id, a 64-hex owner and a definition")
 	}
 	var evID []byte
 	if p.EventID != "" {
-		if evID, ok = decodeHex32(p.EventID); !ok {
+		if evID, ok = nostr.DecodeHex32(p.EventID); !ok {
 			return workflow.Workflow{}, errors.New("postgres: put workflow: event id must be 64 hex")
 		}
 	}
@@ -289,7 +290,7 @@ func (s *Store) SetWorkflowEnabled(ctx context.Context, c tenant.CommunityID, id
 
 // DisableOwnerWorkflows implements workflow.Store.
 func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string) (int64, error) {
-	pk, ok := decodeHex32(owner)
+	pk, ok := nostr.DecodeHex32(owner)
 	if !ok || c.IsZero() {
 		return 0, nil
 	}
@@ -352,7 +353,7 @@ func scanPGRun(c tenant.CommunityID, r pgx.Row) (workflow.Run, error) {
 
 // CreateRun implements workflow.Store.
 func (s *Store) CreateRun(ctx context.Context, c tenant.CommunityID, r workflow.NewRun) (workflow.Run, bool, error) {
-	trig, ok := decodeHex32(r.TriggerEventID)
+	trig, ok := nostr.DecodeHex32(r.TriggerEventID)
 	if !ok {
 		return workflow.Run{}, false, errors.New("postgres: create run: trigger event id must be 64 hex")
 	}

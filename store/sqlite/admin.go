@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -62,7 +63,7 @@ func ownerBytes(pubkey string) (any, error) {
 	if pubkey == "" {
 		return nil, nil
 	}
-	b, ok := decodeHex32(pubkey)
+	b, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return nil, errors.New("sqlite: owner key must be 64 lowercase hex characters")
 	}

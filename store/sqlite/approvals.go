@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -81,7 +82,7 @@ func (s *Store) DecideApproval(ctx context.Context, c tenant.CommunityID, tokenH
 	}
 	var by []byte
 	if d.Approver != "" {
-		pk, ok := decodeHex32(d.Approver)
+		pk, ok := nostr.DecodeHex32(d.Approver)
 		if !ok {
 			return workflow.Approval{}, errors.New("sqlite: decide approval: approver is not a hex pubkey")
 		}

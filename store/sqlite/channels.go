@@ -73,7 +73,7 @@ func (s *Store) Channel(ctx context.Context, c tenant.CommunityID, id channel.ID
 
 // ChannelRole implements store.ChannelStore.
 func (s *Store) ChannelRole(ctx context.Context, c tenant.CommunityID, id channel.ID, pubkey string) (channel.Role, bool, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return "", false, nil
 	}
@@ -141,7 +141,7 @@ func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubk
 	q.add(`SELECT id FROM channels WHERE community = ? AND deleted_at IS NULL AND (visibility = 'open'`, cseq)
 	var pks [][]byte
 	for _, p := range pubkeys {
-		if b, ok := decodeHex32(p); ok {
+		if b, ok := nostr.DecodeHex32(p); ok {
 			pks = append(pks, b)
 		}
 	}
@@ -318,7 +318,7 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 	}
 	var target []byte
 	if cmd.Target != "" {
-		target, _ = decodeHex32(cmd.Target)
+		target, _ = nostr.DecodeHex32(cmd.Target)
 		if st.TargetRole, err = role(target); err != nil {
 			return none, nil, err
 		}
@@ -494,7 +494,7 @@ func (s *Store) SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p 
 
 // CommunityRole implements store.ChannelStore.
 func (s *Store) CommunityRole(ctx context.Context, c tenant.CommunityID, pubkey string) (channel.Role, bool, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return "", false, nil
 	}
@@ -522,7 +522,7 @@ LIMIT 1`, cseq, pk).Scan(&role)
 
 // PutCommunityMember implements store.ChannelStore.
 func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string, role channel.Role) error {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return errors.New("sqlite: member key must be 64 lowercase hex characters")
 	}
@@ -545,7 +545,7 @@ func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pu
 
 // RemoveCommunityMember implements store.ChannelStore.
 func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID, pubkey string) error {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return nil
 	}
@@ -682,10 +682,10 @@ func (w *writer) channelEvent(p *prepared, id string, ch channel.ID) (seq int64,
 		if !ok || e.Channel != ch {
 			return 0, nil, false, nil
 		}
-		author, _ = decodeHex32(e.PubKey)
+		author, _ = nostr.DecodeHex32(e.PubKey)
 		return 0, author, true, nil
 	}
-	eid, _ := decodeHex32(id)
+	eid, _ := nostr.DecodeHex32(id)
 	err = w.conn.QueryRowContext(w.ctx, `SELECT seq, pubkey FROM events WHERE community = ? AND id = ? AND channel = ?`,
 		p.community, eid, ch[:]).Scan(&seq, &author)
 	switch {
@@ -738,7 +738,7 @@ func (w *writer) deleteChannelEvent(p *prepared, id string, seq int64, author []
 	if err := w.removeSeq(seq); err != nil {
 		return err
 	}
-	eid, _ := decodeHex32(id)
+	eid, _ := nostr.DecodeHex32(id)
 	if _, err := w.addTombstone.ExecContext(w.ctx, p.community, eid, author); err != nil {
 		return internal("delete event", err)
 	}

@@ -133,7 +133,7 @@ func (e *cachedEvent) visible(now int64, scope channel.Scope) bool {
 // nil. A row's seq may be reused once the row is removed (SQLite rowids),
 // which the removal's epoch bump covers like any other.
 func (c *eventCache) put(cseq int64, epoch uint64, seq int64, rec store.Record, expires int64, ch []byte) {
-	id, ok := decodeHex32(rec.ID)
+	id, ok := nostr.DecodeHex32(rec.ID)
 	if !ok {
 		return
 	}
@@ -186,7 +186,7 @@ func (c *eventCache) lookup(cseq int64, cid tenant.CommunityID, f *nostr.Filter,
 	epoch := c.epoch(cseq)
 	ids := make([][]byte, 0, len(f.IDs))
 	for _, s := range f.IDs {
-		if b, ok := decodeHex32(s); ok {
+		if b, ok := nostr.DecodeHex32(s); ok {
 			ids = append(ids, b)
 		}
 	}

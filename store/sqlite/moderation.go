@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -55,7 +56,7 @@ func scanRestriction(r rowScanner) (store.Restriction, error) {
 
 // PubkeyRestrictions implements store.ModerationStore.
 func (s *Store) PubkeyRestrictions(ctx context.Context, c tenant.CommunityID, pubkey string, now time.Time) ([]store.Restriction, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return nil, nil
 	}
@@ -76,7 +77,7 @@ func (s *Store) Restrictions(ctx context.Context, c tenant.CommunityID, now time
 	q := `SELECT ` + restrictionColumns + ` FROM moderation_restrictions WHERE community = ? AND (until IS NULL OR until > ?)`
 	args := []any{cseq, now.Unix()}
 	if after != "" {
-		from, ok := decodeHex32(after)
+		from, ok := nostr.DecodeHex32(after)
 		if !ok {
 			return nil, store.ErrInvalidModeration
 		}
@@ -130,11 +131,11 @@ func (s *Store) Moderate(ctx context.Context, c tenant.CommunityID, a store.Mode
 	if err != nil {
 		return store.ModerationAction{}, err
 	}
-	actor, _ := decodeHex32(a.Actor)
-	target, _ := decodeHex32(a.Target)
+	actor, _ := nostr.DecodeHex32(a.Actor)
+	target, _ := nostr.DecodeHex32(a.Target)
 	var eventID []byte
 	if a.EventID != "" {
-		if eventID, _ = decodeHex32(a.EventID); eventID == nil {
+		if eventID, _ = nostr.DecodeHex32(a.EventID); eventID == nil {
 			return store.ModerationAction{}, store.ErrInvalidModeration
 		}
 	}
@@ -261,13 +262,13 @@ func (s *Store) ModerationActions(ctx context.Context, c tenant.CommunityID, bef
 
 // AddReport implements store.ModerationStore.
 func (s *Store) AddReport(ctx context.Context, c tenant.CommunityID, r store.Report) error {
-	id, ok1 := decodeHex32(r.ID)
-	reporter, ok2 := decodeHex32(r.Reporter)
-	target, ok3 := decodeHex32(r.TargetPubKey)
+	id, ok1 := nostr.DecodeHex32(r.ID)
+	reporter, ok2 := nostr.DecodeHex32(r.Reporter)
+	target, ok3 := nostr.DecodeHex32(r.TargetPubKey)
 	var tev []byte
 	ok4 := true
 	if r.TargetEvent != "" {
-		tev, ok4 = decodeHex32(r.TargetEvent)
+		tev, ok4 = nostr.DecodeHex32(r.TargetEvent)
 	}
 	if !ok1 || !ok2 || !ok3 || !ok4 || len(r.Raw) == 0 || r.Type == "" {
 		return store.ErrInvalidModeration
@@ -333,7 +334,7 @@ func (s *Store) Reports(ctx context.Context, c tenant.CommunityID, q store.Repor
 		args = append(args, string(q.Status))
 	}
 	if q.Reporter != "" {
-		pk, ok := decodeHex32(q.Reporter)
+		pk, ok := nostr.DecodeHex32(q.Reporter)
 		if !ok {
 			return nil, nil
 		}

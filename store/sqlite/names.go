@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -20,7 +21,7 @@ func (s *Store) SetName(ctx context.Context, c tenant.CommunityID, pubkey, name 
 	if !ok {
 		return store.ErrInvalidName
 	}
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return errors.New("sqlite: name holder must be 64 lowercase hex characters")
 	}
@@ -67,7 +68,7 @@ func (s *Store) ReleaseName(ctx context.Context, c tenant.CommunityID, name, hol
 	}
 	var only []byte // nil: any holder
 	if holder != "" {
-		if only, ok = decodeHex32(holder); !ok {
+		if only, ok = nostr.DecodeHex32(holder); !ok {
 			return "", store.ErrNoName
 		}
 	}
@@ -116,7 +117,7 @@ func (s *Store) NameOwner(ctx context.Context, c tenant.CommunityID, name string
 
 // PubKeyName implements store.NameStore.
 func (s *Store) PubKeyName(ctx context.Context, c tenant.CommunityID, pubkey string) (string, error) {
-	pk, ok := decodeHex32(pubkey)
+	pk, ok := nostr.DecodeHex32(pubkey)
 	if !ok {
 		return "", store.ErrNoName
 	}

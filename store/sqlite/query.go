@@ -431,7 +431,7 @@ func authorKindsQuery(cseq int64, f *nostr.Filter, now int64, scope channel.Scop
 	}
 	var authors [][]byte
 	for _, a := range slices.Compact(slices.Sorted(slices.Values(f.Authors))) {
-		if b, ok := decodeHex32(a); ok {
+		if b, ok := nostr.DecodeHex32(a); ok {
 			authors = append(authors, b)
 		}
 	}
@@ -868,7 +868,7 @@ func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool
 func (q *sqlBuilder) hexList(col string, vals []string) bool {
 	valid := make([]string, 0, len(vals))
 	for _, v := range vals {
-		if _, ok := decodeHex32(v); ok {
+		if _, ok := nostr.DecodeHex32(v); ok {
 			valid = append(valid, v)
 		}
 	}
@@ -878,13 +878,13 @@ func (q *sqlBuilder) hexList(col string, vals []string) bool {
 	case len(valid) == 0:
 		return false
 	case len(valid) == 1:
-		b, _ := decodeHex32(valid[0])
+		b, _ := nostr.DecodeHex32(valid[0])
 		q.add(` AND `+col+` = ?`, b)
 	case len(valid) <= inlineListMax:
 		q.sb.WriteString(` AND ` + col + ` IN (`)
 		bs := make([][]byte, len(valid))
 		for i, v := range valid {
-			bs[i], _ = decodeHex32(v)
+			bs[i], _ = nostr.DecodeHex32(v)
 		}
 		inList(q, bs)
 		q.sb.WriteString(`)`)

@@ -72,11 +72,11 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 }
 
 func prepare(ev *nostr.Event) (*prepared, error) {
-	id, ok := decodeHex32(ev.ID)
+	id, ok := nostr.DecodeHex32(ev.ID)
 	if !ok {
 		return nil, errors.New("sqlite: event id is not 64 lowercase hex characters")
 	}
-	pk, ok := decodeHex32(ev.PubKey)
+	pk, ok := nostr.DecodeHex32(ev.PubKey)
 	if !ok {
 		return nil, errors.New("sqlite: event pubkey is not 64 lowercase hex characters")
 	}
@@ -107,37 +107,10 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 	if ev.Kind == nostr.KindDeletion {
 		ids, coords := store.DeletionTargets(ev)
 		for _, id := range ids {
-			b, _ := decodeHex32(id)
+			b, _ := nostr.DecodeHex32(id)
 			p.delIDs = append(p.delIDs, b)
 		}
 		p.delCoords = coords
 	}
 	return p, nil
-}
-
-// decodeHex32 decodes exactly 64 lowercase hex characters.
-func decodeHex32(s string) ([]byte, bool) {
-	if len(s) != 64 {
-		return nil, false
-	}
-	b := make([]byte, 32)
-	for i := 0; i < 32; i++ {
-		hi, ok1 := unhexLower(s[2*i])
-		lo, ok2 := unhexLower(s[2*i+1])
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		b[i] = hi<<4 | lo
-	}
-	return b, true
-}
-
-func unhexLower(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
 }

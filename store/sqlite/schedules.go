@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -60,7 +61,7 @@ func (s *Store) FireSchedule(ctx context.Context, c tenant.CommunityID, f workfl
 	if err != nil {
 		return workflow.Run{}, false, false, fmt.Errorf("sqlite: fire schedule: %w", err)
 	}
-	trig, _ := decodeHex32(workflow.ScheduleEventID(f.Workflow, f.Slot))
+	trig, _ := nostr.DecodeHex32(workflow.ScheduleEventID(f.Workflow, f.Slot))
 	var (
 		run             workflow.Run
 		advanced, fired bool

@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
@@ -68,13 +69,13 @@ func (s *Store) wfSeq(ctx context.Context, c tenant.CommunityID) (int64, error) 
 
 // PutWorkflow implements workflow.Store.
 func (s *Store) PutWorkflow(ctx context.Context, c tenant.CommunityID, p workflow.PutWorkflow) (workflow.Workflow, error) {
-	owner, ok := decodeHex32(p.Owner)
+	owner, ok := nostr.DecodeHex32(p.Owner)
 	if !ok || p.Definition == nil || p.ID.IsZero() {
 		return workflow.Workflow{}, errors.New("sqlite: put workflow: need an id, a 64-hex owner and a definition")
 	}
 	var evID []byte
 	if p.EventID != "" {
-		if evID, ok = decodeHex32(p.EventID); !ok {
+		if evID, ok = nostr.DecodeHex32(p.EventID); !ok {
 			return workflow.Workflow{}, errors.New("sqlite: put workflow: event id must be 64 hex")
 		}
 	}
@@ -299,7 +300,7 @@ func (s *Store) SetWorkflowEnabled(ctx context.Context, c tenant.CommunityID, id
 
 // DisableOwnerWorkflows implements workflow.Store.
 func (s *Store) DisableOwnerWorkflows(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string) (int64, error) {
-	pk, ok := decodeHex32(owner)
+	pk, ok := nostr.DecodeHex32(owner)
 	if !ok {
 		return 0, nil
 	}
@@ -360,7 +361,7 @@ func scanSQLRun(c tenant.CommunityID, r rowScanner) (workflow.Run, error) {
 
 // CreateRun implements workflow.Store.
 func (s *Store) CreateRun(ctx context.Context, c tenant.CommunityID, r workflow.NewRun) (workflow.Run, bool, error) {
-	trig, ok := decodeHex32(r.TriggerEventID)
+	trig, ok := nostr.DecodeHex32(r.TriggerEventID)
 	if !ok {
 		return workflow.Run{}, false, errors.New("sqlite: create run: trigger event id must be 64 hex")
 	}

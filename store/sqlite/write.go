@@ -90,7 +90,7 @@ func (s *Store) withAuthority(ctx context.Context, a store.Authority, fn func(w 
 	if err != nil {
 		return nil, err
 	}
-	id, ok := decodeHex32(a.Event)
+	id, ok := nostr.DecodeHex32(a.Event)
 	if !ok {
 		return nil, errors.New("sqlite: authority mark: event id must be 64 lowercase hex characters")
 	}
