@@ -77,7 +77,7 @@ func projectFilter(author, d string) nostr.Filter {
 
 func projectIDs(c *rawClient, f nostr.Filter) []string { return ids(c.req("p", f)) }
 
-// TestProjectStorage pins seed 003's storage behaviour end to end (EVENT and
+// TestProjectStorage pins Buzz's storage behaviour for projects end to end (EVENT and
 // REQ over WebSocket) on both backends: newer-wins replacement, one d under
 // two authors, an a-tag deletion between two versions, a deletion at the
 // head's own timestamp, and a version at or before a coordinate tombstone

@@ -20,7 +20,7 @@ import (
 // Kind 30617 (NIP-34 repository announcement): ValidateRepository.
 // Kind 30621 (NIP-MP project): ValidateProject.
 // Both are global-only, as in Buzz: community-wide, never filed in a
-// channel. After their own rules (so seed 003's rejection order stands), an
+// channel. After their own rules (so Buzz's rejection order stands), an
 // h tag on them is refused rather than silently dropped.
 func validateKind(ev *nostr.Event) error {
 	switch ev.Kind {

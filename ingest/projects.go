@@ -7,7 +7,7 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 )
 
-// Limits of kind 30621 projects (seed 003, NIP-MP).
+// Limits of kind 30621 projects (NIP-MP, as Buzz defines them).
 const (
 	ProjectMemberCap         = 64   // member "a" tags, counted raw (duplicates included)
 	ProjectMaxDLen           = 1024 // bytes of the d value
@@ -75,7 +75,7 @@ func projectMetadataMax(name string) (int, bool) {
 	return 0, false
 }
 
-// ValidateProject checks a kind 30621 event's tags (seed 003, NIP-MP). Each
+// ValidateProject checks a kind 30621 event's tags (NIP-MP, as Buzz defines them). Each
 // rule is applied to the whole event before the next, in this order:
 //
 //  1. d-cardinality: exactly one "d" tag.

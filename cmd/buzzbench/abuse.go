@@ -12,7 +12,7 @@ import (
 )
 
 // The abuse scenario reproduces, one row at a time, what an abusive or
-// buggy client did to the relay in issue 17, while an innocent client on
+// buggy client did to a relay, while an innocent client on
 // its own connections measures what it still gets:
 //
 //   - innocent_req: REQ {"kinds":[1],"limit":10} every 200 ms (latency to EOSE);

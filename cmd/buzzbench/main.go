@@ -12,7 +12,7 @@
 //	buzzbench [flags] [scenario,...]
 //
 // Scenarios: ingest, ingest-pipelined, req, count, visible, fanout, idle,
-// mixed, slowreader, abuse (issue 17's noisy neighbours: each attack while an
+// mixed, slowreader, abuse (noisy neighbours: each attack while an
 // innocent client measures), or "all". See -h for the flags.
 //
 // It imports nostr only of buzz, and must not import the relay: it measures

@@ -2,7 +2,7 @@ package main
 
 // The key-value side of the evaluation: buzz's write path and the two read
 // shapes over an ordered key-value engine with our own indexes, the
-// alternative issue 15 names ("an LSM or B-tree key-value engine such as
+// alternative worth measuring ("an LSM or B-tree key-value engine such as
 // pebble or bbolt with our own indexes"). Each index is a key prefix; values
 // are empty except the event (raw JSON under its sequence number) and the
 // id and coordinate lookups (the sequence number). created_at is stored

@@ -90,7 +90,7 @@ func hexOf(s string) string {
 // as the RLS role) reads no events partition sequentially, reads the index
 // that serves the shape, and reaches events from tag rows only through the
 // primary key; and the query answers within a bound generous enough for a
-// loaded machine, where the plans issue 15 found ran for minutes. The same
+// loaded machine, where such plans once ran for minutes. The same
 // after ANALYZE.
 func TestPlansWithoutStatistics(t *testing.T) {
 	s := internalStore(t, WithAnalyzeInterval(0))
@@ -232,7 +232,7 @@ func TestPlansWithoutStatistics(t *testing.T) {
 
 // planBound is far above what every shape takes with the plans checked
 // here (milliseconds, on a loaded 2-core machine), and far below what the
-// plans of issue 15 took (seconds to minutes).
+// plans once took (seconds to minutes).
 const planBound = 2 * time.Second
 
 // planProblem says what is wrong with plan, or "", looking at the scans of

@@ -281,7 +281,7 @@ const order = "e.created_at DESC, e.id"
 // or freshly filled partition; autovacuum never analyses the partitioned
 // parents) a plain join was planned as a nested loop rescanning every
 // event of the community per tag row through an index bound only by
-// community_id, for seconds to minutes (issue 15). In the subquery the
+// community_id, for seconds to minutes. In the subquery the
 // event's whole key is bound, so an index probe is the only sensible plan
 // whatever the estimates, and the probe touches one partition.
 func tagDriven(c tenant.CommunityID, now int64, p *predicate, value sq.Sqlizer, limit uint64) sq.SelectBuilder {

@@ -5,7 +5,7 @@
 -- primary key only to check the event's kind, expiry, channel and
 -- deletion: one probe per row (about 12 µs each with row-level security's
 -- check per partition), 3-4 ms for a topic of 355 events, where counting
--- the tag rows alone takes 0.5 ms (issue 15: PostgreSQL COUNT was the one
+-- the tag rows alone takes 0.5 ms (PostgreSQL COUNT was the one
 -- figure behind khatru's). Now:
 --
 --   * each tag row carries its event's kind, expires_at and channel_id,
