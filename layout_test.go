@@ -22,7 +22,8 @@ func TestPackageLayout(t *testing.T) {
 		allBuzz  = []string{m, m + "/"}
 		// Test helpers and examples: no shipped package builds on them.
 		testOnly = []string{m + "/examples/", m + "/internal/testenv", m + "/store/storetest", m + "/store/postgres/pgtest",
-			m + "/workflow/workflowtest", m + "/operator/optest", m + "/nip98/replaytest", m + "/ratelimit/ratelimittest", m + "/conformance"}
+			m + "/workflow/workflowtest", m + "/operator/optest", m + "/nip98/replaytest", m + "/ratelimit/ratelimittest", m + "/conformance",
+			m + "/internal/doccheck"}
 	)
 	cat := func(lists ...[]string) []string {
 		var all []string
@@ -40,6 +41,7 @@ func TestPackageLayout(t *testing.T) {
 		"search":              allBuzz,
 		"internal/testenv":    allBuzz,
 		"internal/ttlcache":   allBuzz,
+		"internal/doccheck":   allBuzz, // tests of the documentation only
 		"conformance/checker": allBuzz,
 		"audit":               cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/ingest", m + "/pubsub"}),
 		"conformance/trace":   cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/conformance/checker"}),
