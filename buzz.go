@@ -199,6 +199,7 @@ func New(opts ...Option) (*Relay, error) {
 		Channels:        r.ingestChannels(),
 		Commands:        r.workflowCommands(),
 		Moderation:      r.ingestModeration(),
+		Feedback:        feedbackStore(r.cfg.store),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,
 		OnRateLimited:   r.refusalHook(),
