@@ -444,6 +444,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 		}
 		r.mu.Unlock()
 	}
+	r.announceLeaving(ctx)
 	r.stopListen()
 	r.stopCluster()
 	r.bgCancel()
