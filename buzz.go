@@ -199,6 +199,7 @@ func New(opts ...Option) (*Relay, error) {
 		Channels:        r.ingestChannels(),
 		Commands:        r.workflowCommands(),
 		Moderation:      r.ingestModeration(),
+		Feedback:        feedbackStore(r.cfg.store),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,
 		OnRateLimited:   r.refusalHook(),
@@ -443,6 +444,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 		}
 		r.mu.Unlock()
 	}
+	r.announceLeaving(ctx)
 	r.stopListen()
 	r.stopCluster()
 	r.bgCancel()

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/gorilla/websocket"
 
@@ -69,6 +70,8 @@ type clusterConfig struct {
 	noPresence  bool
 	accessHooks []AccessChangeHook
 	ctrlHooks   []ControlHook
+	pod         string // WithPod
+	podVersion  string
 }
 
 // WithRateLimiter admits every EVENT (stored or ephemeral) through l, per
@@ -153,6 +156,31 @@ func WithControlHook(fn ControlHook) Option {
 	}
 }
 
+// WithPod names this relay process ("pod") and the version it runs. A
+// named relay announces itself on the control bus when New returns
+// (control.PodJoined) and when Shutdown begins (control.PodLeft); every
+// other relay on the bus logs them at INFO, "buzz: pod joined" and
+// "buzz: pod left", with the pod's name and version. Relays log the
+// announcements of others whether or not they are named themselves. name:
+// 1 to 128 bytes, no whitespace or control characters; version: at most
+// 128 bytes, no control characters.
+func WithPod(name, version string) Option {
+	return func(c *config) error {
+		if name == "" || len(name) > 128 || strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return errors.New("buzz: WithPod: the name must be 1 to 128 bytes without whitespace or control characters")
+		}
+		if len(version) > 128 || strings.IndexFunc(version, unicode.IsControl) >= 0 {
+			return errors.New("buzz: WithPod: the version must be at most 128 bytes without control characters")
+		}
+		c.cluster.pod, c.cluster.podVersion = name, version
+		return nil
+	}
+}
+
+// podAnnounceTimeout bounds the publication of a pod's arrival or
+// departure.
+const podAnnounceTimeout = 2 * time.Second
+
 // presenceTTL is how long a recorded presence lasts without a new
 // announcement; presenceOpTimeout bounds each presence write.
 const (
@@ -218,6 +246,31 @@ func (r *Relay) startCluster() {
 	cs.ctx, cs.cancel = context.WithCancel(context.Background())
 	r.cl = cs
 	cs.stopCtrl = cs.bus.ListenControl(r.onControl)
+	if cc.pod != "" {
+		m := control.PodJoined{Pod: cc.pod, Version: cc.podVersion}
+		cs.goAction(func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(ctx, podAnnounceTimeout)
+			defer cancel()
+			if err := cs.bus.PublishControl(ctx, control.Deployment(), m); err != nil && ctx.Err() == nil {
+				r.log.Warn("buzz: announce pod", "pod", m.Pod, "err", err)
+			}
+		})
+	}
+}
+
+// announceLeaving tells the other pods this one is shutting down
+// (WithPod). Shutdown calls it before it stops listening.
+func (r *Relay) announceLeaving(ctx context.Context) {
+	cc := r.cfg.cluster
+	if cc.pod == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), podAnnounceTimeout)
+	defer cancel()
+	m := control.PodLeft{Pod: cc.pod, Version: cc.podVersion}
+	if err := r.cl.bus.PublishControl(ctx, control.Deployment(), m); err != nil {
+		r.log.Warn("buzz: announce pod leaving", "pod", m.Pod, "err", err)
+	}
 }
 
 // stopCluster stops listening to control messages and waits for the
@@ -270,6 +323,14 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 		r.restrictionChanged(community, m)
 	case control.PolicyChanged:
 		r.policyChanged(community, m)
+	case control.PodJoined:
+		if m.Pod != r.cfg.cluster.pod {
+			r.log.Info("buzz: pod joined", "pod", m.Pod, "version", m.Version)
+		}
+	case control.PodLeft:
+		if m.Pod != r.cfg.cluster.pod {
+			r.log.Info("buzz: pod left", "pod", m.Pod, "version", m.Version)
+		}
 	}
 }
 

@@ -195,3 +195,11 @@ func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Reco
 	}
 	return out, nil
 }
+
+// feedbackStore returns the store's product-feedback table, or nil when it
+// keeps none (then kind 42000 is refused): product feedback is never stored
+// as an event (ingest.Config.Feedback).
+func feedbackStore(s store.EventStore) store.FeedbackStore {
+	fs, _ := s.(store.FeedbackStore)
+	return fs
+}

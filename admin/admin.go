@@ -10,10 +10,11 @@
 //	GET /reports?limit=   the newest open reports of every active community,
 //	                      each with its community's id and host (1..500,
 //	                      default 100)
+//	GET /feedback?limit=  the newest product feedback (kind 42000) of every
+//	                      community, newest received first, each with its
+//	                      community's id and host (1..500, default 100)
 //
-// and answers anything else 404. Buzz also serves GET /feedback there, its
-// product-feedback sidecar (kind 42000); buzz keeps no such sidecar, so the
-// route does not exist here.
+// and answers anything else 404.
 //
 // Every request is authenticated with NIP-98 by an operator key: the u tag
 // names the admin origin (scheme://admin-host) plus path and query, the
@@ -49,13 +50,17 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// ReportsPath is the console's open-report view.
-const ReportsPath = "/reports"
+// Paths of the console.
+const (
+	ReportsPath  = "/reports"  // open reports
+	FeedbackPath = "/feedback" // product feedback
+)
 
 // Store is what the console reads. store/sqlite and store/postgres
-// implement it (store.ModerationStore).
+// implement it (store.ModerationStore, store.FeedbackStore).
 type Store interface {
 	OpenReports(ctx context.Context, limit int) ([]store.CommunityReport, error)
+	RecentFeedback(ctx context.Context, limit int) ([]store.Feedback, error)
 }
 
 // Handler serves the admin host. Create it with New.
@@ -227,7 +232,7 @@ func (h *Handler) Wrap(next http.Handler) http.Handler {
 // look at Host: Wrap routes by it, and the NIP-98 u tag binds every request
 // to the admin origin.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.Enabled() || r.URL.Path != ReportsPath {
+	if !h.Enabled() || (r.URL.Path != ReportsPath && r.URL.Path != FeedbackPath) {
 		writeError(w, http.StatusNotFound, "not_found", "not found")
 		return
 	}
@@ -256,7 +261,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "not_operator", "actor not authorized: not a relay operator")
 		return
 	}
-	h.reports(w, r, pubkey)
+	limit, ok := pageLimit(r)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the only query parameter is limit, 1 to 500")
+		return
+	}
+	if r.URL.Path == FeedbackPath {
+		h.feedback(w, r, pubkey, limit)
+		return
+	}
+	h.reports(w, r, pubkey, limit)
+}
+
+// pageLimit reads the only query parameter, limit (1..500, default 100).
+func pageLimit(r *http.Request) (int, bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return 0, false
+	}
+	for k, v := range q {
+		if k != "limit" || len(v) != 1 {
+			return 0, false
+		}
+	}
+	if !q.Has("limit") {
+		return 100, true
+	}
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit < 1 || limit > store.MaxModerationPage {
+		return 0, false
+	}
+	return limit, true
 }
 
 // sameOrigin reports whether an Origin header names the admin origin.
@@ -283,26 +318,7 @@ type ReportJSON struct {
 	Event        json.RawMessage `json:"event"`
 }
 
-func (h *Handler) reports(w http.ResponseWriter, r *http.Request, operator string) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	limit := 100
-	if err == nil {
-		for k, v := range q {
-			if k != "limit" || len(v) != 1 {
-				err = errors.New("bad query")
-			}
-		}
-	}
-	if err == nil && q.Has("limit") {
-		limit, err = strconv.Atoi(q.Get("limit"))
-		if err == nil && (limit < 1 || limit > store.MaxModerationPage) {
-			err = errors.New("bad limit")
-		}
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "the only query parameter is limit, 1 to 500")
-		return
-	}
+func (h *Handler) reports(w http.ResponseWriter, r *http.Request, operator string, limit int) {
 	rs, err := h.store.OpenReports(r.Context(), limit)
 	if err != nil {
 		h.log.ErrorContext(r.Context(), "admin: open reports", "operator", operator, "err", err)
@@ -316,6 +332,37 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request, operator strin
 			ReceivedAt: x.ReceivedAt.UTC().Format(time.RFC3339), Event: x.Raw})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"reports": out})
+}
+
+// FeedbackJSON is one product feedback of GET /feedback.
+type FeedbackJSON struct {
+	ID          string          `json:"id"`
+	CommunityID string          `json:"community_id"`
+	Host        string          `json:"host"`
+	PubKey      string          `json:"pubkey"`
+	Content     string          `json:"content"`
+	Tags        json.RawMessage `json:"tags"`
+	CreatedAt   int64           `json:"created_at"`
+	ReceivedAt  string          `json:"received_at"`
+}
+
+func (h *Handler) feedback(w http.ResponseWriter, r *http.Request, operator string, limit int) {
+	fs, err := h.store.RecentFeedback(r.Context(), limit)
+	if err != nil {
+		h.log.ErrorContext(r.Context(), "admin: product feedback", "operator", operator, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "error: internal server error")
+		return
+	}
+	out := make([]FeedbackJSON, 0, len(fs))
+	for _, f := range fs {
+		tags := json.RawMessage(f.Tags)
+		if !json.Valid(tags) {
+			tags = json.RawMessage("[]")
+		}
+		out = append(out, FeedbackJSON{ID: f.ID, CommunityID: f.Community.String(), Host: f.Host, PubKey: f.PubKey,
+			Content: f.Content, Tags: tags, CreatedAt: f.CreatedAt, ReceivedAt: f.ReceivedAt.UTC().Format(time.RFC3339)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"feedback": out})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

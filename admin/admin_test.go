@@ -29,6 +29,7 @@ import (
 type backend interface {
 	store.Backend
 	store.ModerationStore
+	store.FeedbackStore
 }
 
 const adminHost = "admin.example"
@@ -169,7 +170,6 @@ func TestAdminHost(t *testing.T) {
 				map[string]string{"Authorization": token(t, op, "https://a.example"+admin.ReportsPath, "GET")}, http.StatusUnauthorized},
 			{"bad limit", http.MethodGet, adminHost, admin.ReportsPath + "?limit=501", map[string]string{"Authorization": token(t, op, url+"?limit=501", "GET")}, http.StatusBadRequest},
 			{"POST", http.MethodPost, adminHost, admin.ReportsPath, auth(op), http.StatusMethodNotAllowed},
-			{"feedback is not served", http.MethodGet, adminHost, "/feedback", auth(op), http.StatusNotFound},
 			{"no NIP-11", http.MethodGet, adminHost, "/", map[string]string{"Accept": "application/nostr+json"}, http.StatusNotFound},
 			{"no health probe", http.MethodGet, adminHost, buzz.HealthzPath, nil, http.StatusNotFound},
 			{"no admin route on a community host", http.MethodGet, "a.example", admin.ReportsPath, auth(op), http.StatusNotFound},

@@ -105,6 +105,9 @@ type Config struct {
 	// 9040–9044 and the report queue (see Moderation). It needs Channels;
 	// nil refuses moderation commands and reports.
 	Moderation *Moderation
+	// Feedback keeps product feedback (kind 42000, see queueFeedback);
+	// nil refuses it.
+	Feedback store.FeedbackStore
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -371,6 +374,16 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		} else {
 			out = p.applyModeration(ctx, s)
 		}
+		if out.OK {
+			g.AcceptEphemeral(ctx, st)
+		}
+		return out
+	}
+
+	// 9b'. Product feedback goes to the operator's table: never stored as
+	// an event nor published, so no community read can return it.
+	if ev.Kind == nostr.KindProductFeedback {
+		out := p.queueFeedback(ctx, s)
 		if out.OK {
 			g.AcceptEphemeral(ctx, st)
 		}

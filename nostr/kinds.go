@@ -116,3 +116,7 @@ func IsReplaceable(k int) bool {
 // IsAddressable reports whether only the newest event of kind k per author and
 // "d" tag value is kept (30000–39999).
 func IsAddressable(k int) bool { return k >= addressableLow && k <= addressableHigh }
+
+// KindProductFeedback is a client's product feedback for the relay's
+// operator: kept apart (store.FeedbackStore), never stored as an event.
+const KindProductFeedback = 42000

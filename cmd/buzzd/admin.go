@@ -17,7 +17,7 @@ import (
 func adminSettings() []setting {
 	return []setting{
 		{env: "BUZZ_ADMIN_HOST", flag: "admin-host", def: "(unset: every admin route is a plain 404)",
-			usage: "one exact host[:port] served only as the operators' read-only console (GET /reports: open reports of every community), NIP-98 from RELAY_OPERATOR_PUBKEYS; cut before every public route (no WebSocket, NIP-11 or community route); requires RELAY_OPERATOR_PUBKEYS",
+			usage: "one exact host[:port] served only as the operators' read-only console (GET /reports: open reports of every community; GET /feedback: product feedback, kind 42000), NIP-98 from RELAY_OPERATOR_PUBKEYS; cut before every public route (no WebSocket, NIP-11 or community route); requires RELAY_OPERATOR_PUBKEYS",
 			apply: func(c *Config, v string) error {
 				h, err := admin.NormalizeHost(v)
 				if err != nil {
@@ -55,7 +55,7 @@ func withAdminHost(cfg Config, backend store.Backend, next http.Handler, logger 
 	}
 	st, ok := backend.(admin.Store)
 	if !ok {
-		return nil, errors.New("admin host: the store keeps no report queue")
+		return nil, errors.New("admin host: the store keeps no report queue or product feedback")
 	}
 	var vopts []nip98.Option
 	if replay != nil {

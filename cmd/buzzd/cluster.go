@@ -246,7 +246,7 @@ func openCluster(ctx context.Context, cfg ClusterConfig, logger *slog.Logger) (*
 		return nil, fmt.Errorf("connect to REDIS_URL %s: %w", redactRedisURL(cfg.RedisURL), err)
 	}
 	cl.broker, cl.close = b, b.Close
-	cl.relayOptions = append(cl.relayOptions, buzz.WithBroker(b), buzz.WithControlBus(b), buzz.WithPresence(b))
+	cl.relayOptions = append(cl.relayOptions, buzz.WithBroker(b), buzz.WithControlBus(b), buzz.WithPresence(b), buzz.WithPod(pod, buildVersion()))
 	if cfg.RateLimitEvents > 0 {
 		l, err := redislimit.New(b.Client(), tiers, redislimit.WithNamespace(ns))
 		if err != nil {

@@ -68,8 +68,33 @@ type HostsChanged struct {
 // DeploymentWide reports whether m must reach every process of the
 // deployment rather than only those with interest in its community.
 func DeploymentWide(m Message) bool {
-	_, ok := m.(HostsChanged)
-	return ok
+	switch m.(type) {
+	case HostsChanged, PodJoined, PodLeft:
+		return true
+	}
+	return false
+}
+
+// PodJoined says a relay process ("pod") named Pod, running Version,
+// started. It concerns no community: it is published for Deployment() and
+// is deployment-wide.
+type PodJoined struct {
+	Pod     string `json:"pod"`
+	Version string `json:"version,omitempty"`
+}
+
+// PodLeft says the pod named Pod, running Version, is shutting down
+// gracefully. Published for Deployment(); deployment-wide.
+type PodLeft struct {
+	Pod     string `json:"pod"`
+	Version string `json:"version,omitempty"`
+}
+
+// Deployment is the community identifier that messages about the
+// deployment itself (PodJoined, PodLeft) are published for: the max UUID,
+// which no community id (a random or time-ordered UUID) ever is.
+func Deployment() tenant.CommunityID {
+	return tenant.FromUUID([16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 }
 
 // RestrictionChanged says a moderation action changed PubKey's bans or
@@ -97,6 +122,8 @@ const (
 	TypeHostsChanged        = "hosts_changed"
 	TypeRestrictionChanged  = "restriction_changed"
 	TypePolicyChanged       = "policy_changed"
+	TypePodJoined           = "pod_joined"
+	TypePodLeft             = "pod_left"
 )
 
 func (MembershipChanged) Type() string   { return TypeMembershipChanged }
@@ -106,6 +133,8 @@ func (DisconnectCommunity) Type() string { return TypeDisconnectCommunity }
 func (HostsChanged) Type() string        { return TypeHostsChanged }
 func (RestrictionChanged) Type() string  { return TypeRestrictionChanged }
 func (PolicyChanged) Type() string       { return TypePolicyChanged }
+func (PodJoined) Type() string           { return TypePodJoined }
+func (PodLeft) Type() string             { return TypePodLeft }
 
 func (MembershipChanged) isMessage()   {}
 func (VisibilityChanged) isMessage()   {}
@@ -114,6 +143,8 @@ func (DisconnectCommunity) isMessage() {}
 func (HostsChanged) isMessage()        {}
 func (RestrictionChanged) isMessage()  {}
 func (PolicyChanged) isMessage()       {}
+func (PodJoined) isMessage()           {}
+func (PodLeft) isMessage()             {}
 
 // Handler receives control messages. It must not block: it runs on the
 // delivering goroutine.
@@ -194,6 +225,10 @@ func Decode(data []byte) (Decoded, error) {
 		d.Message, err = decodeBody[RestrictionChanged](env.Body)
 	case TypePolicyChanged:
 		d.Message, err = decodeBody[PolicyChanged](env.Body)
+	case TypePodJoined:
+		d.Message, err = decodeBody[PodJoined](env.Body)
+	case TypePodLeft:
+		d.Message, err = decodeBody[PodLeft](env.Body)
 	default:
 		return d, fmt.Errorf("%w %q", ErrUnknownType, env.Type)
 	}
