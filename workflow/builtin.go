@@ -110,7 +110,7 @@ func (sendMessage) Validate(f Fields, d *Definition) error {
 		return err
 	} else if ch != "" && !strings.Contains(ch, "{{") {
 		if _, ok := channel.ParseID(ch); !ok {
-			return fieldErr("channel", "must be a channel UUID")
+			return fieldErr("channel", "must be a channel's group id (a-z0-9-_, up to 128 characters, or a UUID)")
 		}
 	}
 	reply, err := f.Bool("reply_in_thread")
