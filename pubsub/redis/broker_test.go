@@ -325,6 +325,12 @@ func TestReconnectAfterClientKill(t *testing.T) {
 	a.Retain(topic)
 	b.Retain(topic)
 	a.RetainCommunity(tenant.NewCommunityID())
+	// Kill only once the subscription connection is up: a kill before it
+	// is healthy is a failed first connect ("redis unreachable"), not a
+	// lost connection, and may miss the dedicated connection entirely.
+	eventually(t, "pod a to subscribe", func() bool {
+		return a.Healthy() && a.Subscribed(topic)
+	})
 
 	if n := killClients(t, rc, a.name); n == 0 {
 		t.Fatal("found no connection of pod a to kill")
