@@ -141,9 +141,9 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			c.tasks.Done()
 		}()
 		ticket := c.r.inflight.Begin()
-		sub := ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs}
+		sub := ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs, Actor: c.actor()}
 		if c.tracer != nil {
-			sub.Tracer, sub.Actor = c.tracer, c.actor()
+			sub.Tracer = c.tracer
 		}
 		out := c.r.pipeline.Ingest(c.ctx, sub)
 		c.r.inflight.End(ticket)

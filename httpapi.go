@@ -501,9 +501,10 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 		Tenant:   tc,
 		Event:    ev,
 		AuthedAs: func(pk string) bool { return pk == pubkey },
+		Actor:    pubkey,
 	}
 	if r.cfg.tracer != nil {
-		sub.Tracer, sub.Actor = r.cfg.tracer(tc), pubkey
+		sub.Tracer = r.cfg.tracer(tc)
 	}
 	out := r.pipeline.Ingest(r.httpConn(req.Context(), req, pubkey), sub)
 	r.inflight.End(ticket)

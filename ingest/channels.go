@@ -115,13 +115,14 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 	return d, ""
 }
 
-// communityAdmits reports whether the author may write in the community
+// communityAdmits reports whether who (the author, or for a gift wrap the
+// connection's key) may write in the community
 // under its access policy; "" when it may, else the refusal.
-func (p *Pipeline) communityAdmits(ctx context.Context, s Submission) (msg string, requestAuth bool, err error) {
+func (p *Pipeline) communityAdmits(ctx context.Context, s Submission, who string) (msg string, requestAuth bool, err error) {
 	if p.cfg.Channels == nil {
 		return "", false, nil
 	}
-	return p.cfg.Channels.Access.CommunityWrite(ctx, s.Tenant.Community(), s.Event.PubKey, s.AuthedAs)
+	return p.cfg.Channels.Access.CommunityWrite(ctx, s.Tenant.Community(), who, s.AuthedAs)
 }
 
 // noChannels is admission without channels for an event naming none: a

@@ -350,14 +350,15 @@ func BlockedMessage(rs []store.Restriction, writeOnly bool) string {
 	return ""
 }
 
-// admitRestricted is the ban and timeout check of every EVENT, before
+// admitRestricted is the ban and timeout check of every EVENT, of who
+// (its author, or for a gift wrap the connection's key), before
 // membership. A store failure refuses the event (fail closed).
-func (p *Pipeline) admitRestricted(ctx context.Context, s Submission) string {
+func (p *Pipeline) admitRestricted(ctx context.Context, s Submission, who string) string {
 	if p.cfg.Moderation == nil {
 		return ""
 	}
 	c := s.Tenant.Community()
-	rs, err := p.Restrictions(ctx, c, s.Event.PubKey)
+	rs, err := p.Restrictions(ctx, c, who)
 	if err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: moderation restrictions", "community", c.String(), "err", err)
 		return MsgModerationInternal

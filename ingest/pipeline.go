@@ -183,10 +183,13 @@ type Submission struct {
 	// pubkey; nil means it has not authenticated at all.
 	AuthedAs func(pubkey string) bool
 	// Tracer, when set, receives the isolation conformance steps of this
-	// event (see conformance/trace); Actor is the connection's first
-	// authenticated pubkey ("" before AUTH), recorded with each step.
+	// event (see conformance/trace).
 	Tracer trace.Tracer
-	Actor  string
+	// Actor is the connection's first authenticated pubkey ("" before
+	// AUTH), recorded with each traced step. A gift wrap (kind 1059) is
+	// signed by a throwaway key: one whose signer the connection did not
+	// authenticate as is admitted as Actor's (see giftwrap.go).
+	Actor string
 }
 
 // Outcome is the answer to one Submission: the OK message to send.
@@ -241,6 +244,9 @@ func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
 
 func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st trace.State) Outcome {
 	ev := s.Event
+	// who is the key admission judges: the author, or for a gift wrap
+	// from an authenticated connection, the connection's key (giftwrap.go).
+	who := principal(s)
 
 	// 1. Structure: done by the caller (nostr.ParseEvent decodes strictly).
 
@@ -250,7 +256,7 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		if s.AuthedAs == nil {
 			return Outcome{Message: MsgAuthRequired, RequestAuth: true}
 		}
-		if !s.AuthedAs(ev.PubKey) {
+		if !s.AuthedAs(who) {
 			return Outcome{Message: MsgNotAuthor}
 		}
 	}
@@ -269,6 +275,13 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	// never stored.
 	if ev.Kind == nostr.KindClientAuth {
 		return Outcome{Message: MsgAuthAsEvent}
+	}
+
+	// 3b. A gift wrap names exactly one recipient (NIP-59).
+	if ev.Kind == nostr.KindGiftWrap {
+		if _, ok := giftWrapRecipient(ev); !ok {
+			return Outcome{Message: MsgGiftWrapRecipient}
+		}
 	}
 
 	// 4. Integrity: the id must be the hash of the canonical serialization,
@@ -312,7 +325,7 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	// the limiter is: after the cheap checks and the signature (so forged
 	// events cost nobody's quota), before policies and storage. A limiter
 	// that cannot decide refuses (see admit).
-	if reason := p.admit(ctx, s); reason != "" {
+	if reason := p.admit(ctx, s, who); reason != "" {
 		return Outcome{Message: reason}
 	}
 
@@ -330,17 +343,25 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 
 	// 8d. Bans and timeouts in this community, before membership; a store
 	// that cannot answer refuses the event.
-	if msg := p.admitRestricted(ctx, s); msg != "" {
+	if msg := p.admitRestricted(ctx, s, who); msg != "" {
 		return Outcome{Message: msg}
 	}
 
 	// 8e. Community access policy (members-only communities).
-	if msg, reqAuth, err := p.communityAdmits(ctx, s); err != nil {
+	if msg, reqAuth, err := p.communityAdmits(ctx, s, who); err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community access",
 			"community", s.Tenant.Community().String(), "err", err)
 		return Outcome{Message: MsgInternal}
 	} else if msg != "" {
 		return Outcome{Message: msg, RequestAuth: reqAuth}
+	}
+	// 8e'. A gift wrap's recipient must be admitted too.
+	if msg, err := p.admitGiftWrapRecipient(ctx, s); err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: gift wrap recipient",
+			"community", s.Tenant.Community().String(), "err", err)
+		return Outcome{Message: MsgInternal}
+	} else if msg != "" {
+		return Outcome{Message: msg}
 	}
 
 	// 8f. Channel: h resolved inside the bound community only, then

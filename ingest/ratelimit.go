@@ -18,18 +18,19 @@ type TierFunc func(ctx context.Context, tc tenant.TenantContext, pubkey string) 
 // answer in time counts as unavailable, and the event is refused.
 const RateLimitTimeout = time.Second
 
-// admit asks the configured limiter whether s's author may publish one more
-// event in its community now (class ratelimit.ClassEvent). It returns "" to
+// admit asks the configured limiter whether who (s's author, or for a gift
+// wrap the connection's key: principal) may publish one more event in its
+// community now (class ratelimit.ClassEvent). It returns "" to
 // admit, else the OK message: the limiter's "rate-limited: …" reason over
 // quota, ratelimit.ErrUnavailable's text when the limiter cannot decide, and
 // MsgInternal for any other limiter error. It never admits on error.
-func (p *Pipeline) admit(ctx context.Context, s Submission) string {
+func (p *Pipeline) admit(ctx context.Context, s Submission, who string) string {
 	if p.cfg.RateLimiter == nil {
 		return ""
 	}
-	key := ratelimit.Key{Community: s.Tenant.Community(), PubKey: s.Event.PubKey, Class: ratelimit.ClassEvent}
+	key := ratelimit.Key{Community: s.Tenant.Community(), PubKey: who, Class: ratelimit.ClassEvent}
 	if p.cfg.RateLimitTier != nil {
-		key.Tier = p.cfg.RateLimitTier(ctx, s.Tenant, s.Event.PubKey)
+		key.Tier = p.cfg.RateLimitTier(ctx, s.Tenant, who)
 	}
 	lctx, cancel := context.WithTimeout(ctx, RateLimitTimeout)
 	defer cancel()
