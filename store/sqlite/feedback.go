@@ -16,18 +16,25 @@ func (s *Store) AddFeedback(ctx context.Context, f store.Feedback) error {
 	if len(tags) == 0 {
 		tags = []byte("[]")
 	}
-	var dup bool
-	err := s.submit(ctx, func(w *writer) error {
-		res, err := w.conn.ExecContext(w.ctx, `INSERT INTO product_feedback
+	return s.insertOnce(ctx, "add feedback", `INSERT INTO product_feedback
 (id, community, host, pubkey, content, tags, created_at, received_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			f.ID, u[:], f.Host, f.PubKey, f.Content, string(tags), f.CreatedAt, time.Now().Unix())
+		f.ID, u[:], f.Host, f.PubKey, f.Content, string(tags), f.CreatedAt, time.Now().Unix())
+}
+
+// insertOnce runs an INSERT … ON CONFLICT DO NOTHING on the writer and
+// reports store.ErrDuplicate when it inserted no row; op names the
+// operation in errors.
+func (s *Store) insertOnce(ctx context.Context, op, query string, args ...any) error {
+	var dup bool
+	err := s.submit(ctx, func(w *writer) error {
+		res, err := w.conn.ExecContext(w.ctx, query, args...)
 		if err != nil {
-			return internal("add feedback", err)
+			return internal(op, err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return internal("add feedback", err)
+			return internal(op, err)
 		}
 		dup = n == 0
 		return nil

@@ -277,29 +277,10 @@ func (s *Store) AddReport(ctx context.Context, c tenant.CommunityID, r store.Rep
 	if err != nil {
 		return err
 	}
-	var dup bool
-	err = s.submit(ctx, func(w *writer) error {
-		res, err := w.conn.ExecContext(w.ctx, `INSERT INTO moderation_reports
+	return s.insertOnce(ctx, "add report", `INSERT INTO moderation_reports
 (community, id, reporter, target_pubkey, target_event, report_type, created_at, raw, received_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (community, id) DO NOTHING`,
-			cseq, id, reporter, target, tev, r.Type, r.CreatedAt, r.Raw, time.Now().Unix())
-		if err != nil {
-			return internal("add report", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return internal("add report", err)
-		}
-		dup = n == 0
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if dup {
-		return store.ErrDuplicate
-	}
-	return nil
+		cseq, id, reporter, target, tev, r.Type, r.CreatedAt, r.Raw, time.Now().Unix())
 }
 
 const reportColumns = `seq, id, reporter, target_pubkey, target_event, report_type, created_at, raw, status, received_at, resolved_by, resolved_at`
