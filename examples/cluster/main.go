@@ -44,7 +44,6 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/cluster"
-	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/pubsub/redis"
@@ -110,16 +109,6 @@ func run(ctx context.Context, ln net.Listener, cfg config) error {
 	if err := st.AddHostAlias(ctx, self, id); err != nil && !errors.Is(err, store.ErrCommunityExists) {
 		return fmt.Errorf("alias %s: %w", self, err)
 	}
-	// One relay key for the deployment, kept in the database: the first
-	// process stores its candidate, every other one reads it.
-	candidate, err := nostr.GenerateSecretKey()
-	if err != nil {
-		return err
-	}
-	key, err := st.RelayKey(ctx, candidate)
-	if err != nil {
-		return err
-	}
 	// What the processes share through Redis: live events, the control
 	// bus (revocations, bans, host changes, archives), presence, the NIP-98
 	// replay guard, and the archive fence over this process's host cache,
@@ -130,7 +119,9 @@ func run(ctx context.Context, ln net.Listener, cfg config) error {
 		return err
 	}
 	defer d.Close()
-	relay, err := buzz.New(append(d.RelayOptions(), buzz.WithStore(st), buzz.WithChannels(), buzz.WithRelayKey(key))...)
+	// The relay key is the one the database keeps for the deployment: the
+	// first process stores it, every other one reads it.
+	relay, err := buzz.New(append(d.RelayOptions(), buzz.WithStore(st), buzz.WithChannels())...)
 	if err != nil {
 		return err
 	}
