@@ -290,9 +290,41 @@ func traceRows(ctx context.Context, g trace.Tracer, st trace.State, f *nostr.Fil
 	g.ReadHostFeedRows(ctx, st, rows)
 }
 
+// relayKeyStore is a store that keeps the deployment's relay master key
+// (store/sqlite in its data directory, store/postgres in its database):
+// RelayKey stores candidate when no key is stored yet and returns the
+// stored key, the same to every process of the deployment.
+type relayKeyStore interface {
+	RelayKey(ctx context.Context, candidate nostr.SecretKey) (nostr.SecretKey, error)
+}
+
+// relayKeyTimeout bounds reading (or first storing) the stored relay key.
+const relayKeyTimeout = 30 * time.Second
+
+// storedRelayKey is the relay master key the store keeps, stored from a new
+// random candidate on the deployment's first start.
+func storedRelayKey(ks relayKeyStore) (nostr.SecretKey, error) {
+	candidate, err := nostr.GenerateSecretKey()
+	if err != nil {
+		return nostr.SecretKey{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), relayKeyTimeout)
+	defer cancel()
+	return ks.RelayKey(ctx, candidate)
+}
+
 // setupChannels enables channels when WithChannels asks for them, and the
-// per-community signing keys of relay-signed events.
+// per-community signing keys of relay-signed events: from WithRelayKey,
+// else from the key the store keeps, else (a store that keeps none) an
+// ephemeral one.
 func (r *Relay) setupChannels() error {
+	if ks, ok := r.cfg.store.(relayKeyStore); ok && !r.cfg.hasRelayKey {
+		sk, err := storedRelayKey(ks)
+		if err != nil {
+			return fmt.Errorf("buzz: the stored relay key: %w", err)
+		}
+		r.cfg.relayKey, r.cfg.hasRelayKey = sk, true
+	}
 	master := r.cfg.relayKey
 	if !r.cfg.hasRelayKey {
 		sk, err := nostr.GenerateSecretKey()
@@ -319,7 +351,7 @@ func (r *Relay) setupChannels() error {
 	}
 	r.channels = &relayChannels{store: cs, access: access}
 	if !r.cfg.hasRelayKey {
-		r.log.Warn("buzz: no relay key configured (WithRelayKey); channel state events are signed with an ephemeral key that changes at every start")
+		r.log.Warn("buzz: no relay key configured (WithRelayKey) and the store keeps none; channel state events are signed with an ephemeral key that changes at every start")
 	}
 	return nil
 }

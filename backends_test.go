@@ -14,7 +14,6 @@ import (
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -29,19 +28,14 @@ type testBackend struct {
 	open   func(t testing.TB) store.Backend
 }
 
-// forEachBackend runs fn once on the embedded store and once on
-// PostgreSQL (a fresh database; skipped, or failed with CI=true, when
+// forEachBackend runs fn once on the embedded store as buzzd opens it by
+// default (events in the LSM engine) and once on PostgreSQL (a fresh database; skipped, or failed with CI=true, when
 // PostgreSQL is unreachable).
 func forEachBackend(t *testing.T, fn func(t *testing.T, b testBackend)) {
-	t.Run("sqlite", func(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
 		dir := t.TempDir()
-		fn(t, testBackend{name: "sqlite", open: func(t testing.TB) store.Backend {
-			st, err := sqlite.Open(context.Background(), dir, sqlite.WithLogger(quietLogger()))
-			if err != nil {
-				t.Fatalf("sqlite.Open: %v", err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
-			return st
+		fn(t, testBackend{name: "embedded", open: func(t testing.TB) store.Backend {
+			return openEmbedded(t, dir)
 		}})
 	})
 	t.Run("postgres", func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -72,10 +73,16 @@ func TestNIP11(t *testing.T) {
 	eq(t, "future", ok.Message, "invalid: created_at too far in the future")
 }
 
+// keylessStore is a backend that keeps no relay key.
+type keylessStore struct{ store.Backend }
+
+// TestNIP11PubkeyOmitted: without an administrator's key, WithRelayKey or a
+// store that keeps a relay key, NIP-11 names no pubkey; a malformed
+// administrator key is refused.
 func TestNIP11PubkeyOmitted(t *testing.T) {
-	st := newTestRelay(t).store
+	st := keylessStore{newTestRelay(t).store}
 	for _, pk := range []string{"", strings.Repeat("AB", 32), "abc"} {
-		r, err := New(WithStore(st), WithDirectory(st), WithChannels(), WithInfo(Info{PubKey: pk}), WithLogger(quietLogger()))
+		r, err := New(WithStore(st), WithDirectory(st), WithInfo(Info{PubKey: pk}), WithLogger(quietLogger()))
 		if pk == "" {
 			if err != nil {
 				t.Fatal(err)
@@ -91,6 +98,34 @@ func TestNIP11PubkeyOmitted(t *testing.T) {
 			t.Fatalf("malformed pubkey %q accepted", pk)
 		}
 	}
+}
+
+// TestRelayKeyFromStore: without WithRelayKey a relay signs with the key
+// its store keeps for the deployment, so two relays on one store (two
+// pods, or one restarted) name the same key; WithRelayKey overrides it.
+func TestRelayKeyFromStore(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b testBackend) {
+		st := b.open(t)
+		self := func(opts ...Option) string {
+			r, err := New(append([]Option{WithStore(st), WithDirectory(st), WithChannels(), WithLogger(quietLogger())}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Shutdown(context.Background())
+			return r.NIP11Document().Self
+		}
+		first, second := self(), self()
+		if !nostr.IsLowerHex(first, 64) || first != second {
+			t.Fatalf("self = %q then %q, want one stored key", first, second)
+		}
+		stored, err := st.(relayKeyStore).RelayKey(context.Background(), testMaster)
+		if err != nil || stored.PublicKey() != first {
+			t.Fatalf("the store keeps %v (%v), the relay names %s", stored.PublicKey(), err, first)
+		}
+		if got := self(WithRelayKey(testMaster)); got != testMaster.PublicKey() {
+			t.Fatalf("WithRelayKey: self = %s, want %s", got, testMaster.PublicKey())
+		}
+	})
 }
 
 func TestOptionsValidated(t *testing.T) {

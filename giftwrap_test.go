@@ -15,7 +15,6 @@ import (
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -52,16 +51,11 @@ func backendRelay(t testing.TB, st store.Backend, opts ...Option) *testRelay {
 	return &testRelay{t: t, relay: relay, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http"), host: host, tc: tc}
 }
 
-// forBackends runs fn on a relay over the embedded store and over
-// PostgreSQL (which pgtest requires under CI=true).
+// forBackends runs fn on a relay over the embedded store as buzzd opens it
+// by default and over PostgreSQL (which pgtest requires under CI=true).
 func forBackends(t *testing.T, fn func(t *testing.T, st store.Backend)) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		fn(t, st)
+	t.Run("embedded", func(t *testing.T) {
+		fn(t, openEmbedded(t, t.TempDir()))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		st, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))

@@ -52,10 +52,7 @@ func newTestRelay(t testing.TB, opts ...Option) *testRelay {
 func newTestRelayWith(t testing.TB, prepare func(*httptest.Server), opts ...Option) *testRelay {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
-	}
+	st := openEmbedded(t, t.TempDir())
 	tr := &testRelay{t: t, store: st}
 	// The server starts before the relay exists so its host can be mapped;
 	// the handler is installed right after.
@@ -66,6 +63,7 @@ func newTestRelayWith(t testing.TB, prepare func(*httptest.Server), opts ...Opti
 	}
 	tr.srv.Start()
 	tr.url = "ws" + strings.TrimPrefix(tr.srv.URL, "http")
+	var err error
 	tr.host, err = tenant.NormalizeHost(strings.TrimPrefix(tr.srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -394,3 +392,17 @@ func mustPrefix(t testing.TB, what, got, prefix string) {
 }
 
 var _ = fmt.Sprintf
+
+// openEmbedded opens the embedded store in dir as buzzd opens it by default
+// (metadata in SQLite, events in the LSM engine) and closes it at the end of
+// the test. A test that needs the older SQLite-held events passes no
+// WithLSMEvents itself through sqlite.Open.
+func openEmbedded(t testing.TB, dir string, opts ...sqlite.Option) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), dir, append([]sqlite.Option{sqlite.WithLSMEvents(), sqlite.WithLogger(quietLogger())}, opts...)...)
+	if err != nil {
+		t.Fatalf("open the embedded store: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}

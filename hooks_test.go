@@ -15,7 +15,6 @@ import (
 
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -196,11 +195,7 @@ func TestConnViewOnHTTPAPI(t *testing.T) {
 		got = append(got, seen{hook: hook, ok: ok, pubkeys: v.Pubkeys(), ws: v.WebSocket(), subID: v.SubscriptionID()})
 		mu.Unlock()
 	}
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openEmbedded(t, t.TempDir())
 	v, err := nip98.NewVerifier()
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,6 @@ import (
 	"github.com/buzzrelay/buzz/nip98/redisreplay"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -381,11 +380,7 @@ func TestHTTPAPISchemeFromRelayURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openEmbedded(t, t.TempDir())
 	p := startPod(t, st, "a.example", WithHTTPAPI(v), WithRelayURL("wss://relay.example"))
 	s := newSigner(t)
 	body := []byte(`{"kinds":[1]}`)
@@ -404,11 +399,7 @@ func TestHTTPAPITraced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openEmbedded(t, t.TempDir())
 	p := startPod(t, st, "a.example", WithHTTPAPI(v), WithTracer(rec.Open), WithRelayKey(testMaster))
 	if _, _, err := st.EnsureCommunity(context.Background(), "b.example"); err != nil {
 		t.Fatal(err)

@@ -312,11 +312,7 @@ func (l *leakyStore) QueryScoped(ctx context.Context, c tenant.CommunityID, f no
 
 func TestIsolationCheckerCatchesLeak(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openEmbedded(t, t.TempDir())
 	a, _, _ := st.EnsureCommunity(ctx, "a.example")
 	b, _, _ := st.EnsureCommunity(ctx, "b.example")
 	alice := newSigner(t)

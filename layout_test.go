@@ -74,6 +74,7 @@ func TestPackageLayout(t *testing.T) {
 		"operator":                 cat(relay, drivers, backends),
 		"operator/optest":          cat(relay, drivers, backends),
 		"admin":                    cat(relay, drivers, backends),
+		"cluster":                  cat(backends, []string{"github.com/jackc/", "modernc.org/sqlite"}),
 		"metrics":                  cat(relay, drivers, []string{m + "/store"}),
 		"safehttp":                 cat(relay, drivers, []string{m + "/store", m + "/workflow", m + "/nostr", m + "/tenant"}),
 		"examples/internal/wstest": cat(relay, drivers, []string{m + "/store", m + "/tenant"}),

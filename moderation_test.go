@@ -54,13 +54,8 @@ func (m *modRelay) advance(d time.Duration) { m.offset.Add(int64(d)) }
 
 // eachBackend runs fn on an embedded and on a PostgreSQL relay.
 func eachBackend(t *testing.T, fn func(t *testing.T, m *modRelay), opts ...Option) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		fn(t, newModRelay(t, st, opts...))
+	t.Run("embedded", func(t *testing.T) {
+		fn(t, newModRelay(t, openEmbedded(t, t.TempDir()), opts...))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		st, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
@@ -289,11 +284,7 @@ func (failingRestrictions) PubkeyRestrictions(context.Context, tenant.CommunityI
 }
 
 func TestModerationFailsClosed(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openEmbedded(t, t.TempDir())
 	m := newModRelay(t, failingRestrictions{st})
 	alice := newSigner(t)
 	c := m.dial(t, m.host)

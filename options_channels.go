@@ -24,7 +24,12 @@ func WithTracer(f trace.Factory) Option {
 // events (NIP-29 channel state, kinds 39000–39003) are signed with a key
 // derived from it for that community (see relaykey.Derive); the relay-wide
 // NIP-11 document advertises its public key, a community's hosts the
-// community's derived key ("self", and "pubkey" unless WithInfo names one). Without it, New generates an ephemeral master
+// community's derived key ("self", and "pubkey" unless WithInfo names one).
+// Without it, New uses the key the store keeps for the deployment (both
+// store/sqlite and store/postgres keep one: a store with a
+// RelayKey(ctx, candidate) method), storing a new random key on the
+// deployment's first start, so every process and every restart signs
+// alike. With a store that keeps none, New generates an ephemeral master
 // key and logs a warning: state events then change signer at every start.
 func WithRelayKey(sk nostr.SecretKey) Option {
 	return func(c *config) error {

@@ -369,11 +369,7 @@ func (s *sweepCounter) DeleteExpired(ctx context.Context, now time.Time) (int64,
 }
 
 func TestExpirySweeper(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openEmbedded(t, t.TempDir())
 	sc := &sweepCounter{Store: st}
 	r, err := New(WithStore(sc), WithDirectory(st), WithChannels(), WithLogger(quietLogger()),
 		WithLimits(Limits{ExpirySweepInterval: 10 * time.Millisecond}))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -71,11 +70,7 @@ func TestWorkflowHostRetries(t *testing.T) {
 // TestWorkflowHostPublishOutlivesCancel: a status event published as its
 // run's context is cancelled is still stored and delivered live.
 func TestWorkflowHostPublishOutlivesCancel(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openEmbedded(t, t.TempDir())
 	tr := workflowRelay(t, st, newHookServer(t))
 	owner := newSigner(t)
 	c := tr.dial(t)

@@ -17,9 +17,10 @@ import (
 	"github.com/buzzrelay/buzz/workflow/workflowtest"
 )
 
-// forBackends runs fn on the embedded store and on PostgreSQL.
+// forBackends runs fn on the embedded store as buzzd opens it by default
+// (events in the LSM engine) and on PostgreSQL.
 func forBackends(t *testing.T, fn func(t *testing.T, open func(t *testing.T) workflowtest.Backend)) {
-	t.Run("sqlite", func(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
 		dir := t.TempDir()
 		var (
 			once sync.Once
@@ -28,7 +29,7 @@ func forBackends(t *testing.T, fn func(t *testing.T, open func(t *testing.T) wor
 		fn(t, func(t *testing.T) workflowtest.Backend {
 			once.Do(func() {
 				var err error
-				s, err = sqlite.Open(context.Background(), dir)
+				s, err = sqlite.Open(context.Background(), dir, sqlite.WithLSMEvents())
 				if err != nil {
 					t.Fatal(err)
 				}

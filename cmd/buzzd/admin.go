@@ -3,12 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/buzzrelay/buzz/cluster"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/buzzrelay/buzz/admin"
-	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/store"
 )
@@ -47,9 +46,9 @@ func validateAdminHost(cfg Config) error {
 }
 
 // withAdminHost wraps next with the admin host when one is configured. Its
-// origin's scheme follows RELAY_URL (wss → https, ws → http); replay is the
-// NIP-98 replay guard (nil: in-process).
-func withAdminHost(cfg Config, backend store.Backend, next http.Handler, logger *slog.Logger, replay nip98.ReplayGuard) (http.Handler, error) {
+// origin's scheme follows RELAY_URL (Config.httpScheme); NIP-98 tokens are
+// spent once across the deployment cl.
+func withAdminHost(cfg Config, backend store.Backend, next http.Handler, logger *slog.Logger, cl *cluster.Deployment) (http.Handler, error) {
 	if cfg.AdminHost == "" {
 		return next, nil
 	}
@@ -57,18 +56,11 @@ func withAdminHost(cfg Config, backend store.Backend, next http.Handler, logger 
 	if !ok {
 		return nil, errors.New("admin host: the store keeps no report queue or product feedback")
 	}
-	var vopts []nip98.Option
-	if replay != nil {
-		vopts = append(vopts, nip98.WithReplayGuard(replay))
-	}
-	v, err := nip98.NewVerifier(vopts...)
+	v, err := cl.NIP98Verifier()
 	if err != nil {
 		return nil, fmt.Errorf("admin host: %w", err)
 	}
-	scheme := "http"
-	if strings.HasPrefix(cfg.RelayURL, "wss:") {
-		scheme = "https"
-	}
+	scheme := cfg.httpScheme()
 	h, err := admin.New(admin.WithHost(cfg.AdminHost), admin.WithScheme(scheme), admin.WithOperators(cfg.Operator.PubKeys...),
 		admin.WithStore(st), admin.WithVerifier(v), admin.WithLogger(logger))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/buzzrelay/buzz/cluster"
 	"io"
 	"log/slog"
 	"strings"
@@ -746,7 +747,7 @@ func (a *adminCmd) tellPods(ctx context.Context, c tenant.CommunityID, m control
 		_ = b.Close()
 	}
 	if err != nil {
-		a.log.Warn("admin: running pods were not told of the change; they see it when their caches expire", "redis", redactRedisURL(a.cfg.Cluster.RedisURL), "err", err)
+		a.log.Warn("admin: running pods were not told of the change; they see it when their caches expire", "redis", cluster.RedactURL(a.cfg.Cluster.RedisURL), "err", err)
 	}
 }
 

@@ -12,18 +12,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/nip98"
-	"github.com/buzzrelay/buzz/nip98/redisreplay"
-	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/cluster"
 	"github.com/buzzrelay/buzz/pubsub/redis"
 	"github.com/buzzrelay/buzz/ratelimit"
-	"github.com/buzzrelay/buzz/ratelimit/redislimit"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -51,11 +46,6 @@ type ClusterConfig struct {
 	HostCacheTTL, HostNegativeCacheTTL time.Duration
 }
 
-const (
-	defaultRateLimitWindow     = 5 * time.Second
-	defaultRedisConnectTimeout = 15 * time.Second
-)
-
 // clusterSettings are the scale-out configuration keys.
 func clusterSettings() []setting {
 	return []setting{
@@ -72,7 +62,7 @@ func clusterSettings() []setting {
 		{env: "BUZZ_POD_NAME", flag: "pod-name", def: "hostname-pid",
 			usage: "name of this process in Redis CLIENT LIST and logs (1-128 printable characters, no spaces)",
 			apply: func(c *Config, v string) error {
-				if !isPodName(v) {
+				if !cluster.IsPodName(v) {
 					return errors.New("want 1-128 printable ASCII characters without spaces")
 				}
 				c.Cluster.PodName = v
@@ -81,7 +71,7 @@ func clusterSettings() []setting {
 		{env: "BUZZ_REDIS_NAMESPACE", flag: "redis-namespace", def: redis.DefaultNamespace,
 			usage: "first segment of every Redis key and channel; pods of one deployment must share it (letters, digits, - _ .)",
 			apply: func(c *Config, v string) error {
-				if !isNamespace(v) {
+				if !cluster.IsNamespace(v) {
 					return errors.New("want 1-64 letters, digits, '-', '_' or '.'")
 				}
 				c.Cluster.RedisNamespace = v
@@ -97,7 +87,7 @@ func clusterSettings() []setting {
 				c.Cluster.RateLimitEvents = n
 				return nil
 			}},
-		{env: "BUZZ_RATE_LIMIT_WINDOW", flag: "rate-limit-window", def: fmtDuration(defaultRateLimitWindow),
+		{env: "BUZZ_RATE_LIMIT_WINDOW", flag: "rate-limit-window", def: fmtDuration(cluster.DefaultRateLimitWindow),
 			usage: "sliding window of BUZZ_RATE_LIMIT_EVENTS (Go duration, 1ms-24h)",
 			apply: func(c *Config, v string) error {
 				d, err := parsePositiveDuration(v)
@@ -130,7 +120,7 @@ func clusterSettings() []setting {
 				c.Cluster.HostNegativeCacheTTL = d
 				return err
 			}},
-		{env: "BUZZ_REDIS_CONNECT_TIMEOUT", flag: "redis-connect-timeout", def: fmtDuration(defaultRedisConnectTimeout),
+		{env: "BUZZ_REDIS_CONNECT_TIMEOUT", flag: "redis-connect-timeout", def: fmtDuration(cluster.DefaultConnectTimeout),
 			usage: "how long start-up waits for Redis before failing (Go duration); later outages are retried forever",
 			apply: func(c *Config, v string) (err error) {
 				c.Cluster.RedisConnectTimeout, err = parsePositiveDuration(v)
@@ -139,166 +129,30 @@ func clusterSettings() []setting {
 	}
 }
 
-func isPodName(v string) bool {
-	if v == "" || len(v) > 128 {
-		return false
+// openDeployment builds what this pod shares with the others of its
+// deployment (package cluster) over the store's host directory: Redis when
+// REDIS_URL is set, in-process parts otherwise.
+func openDeployment(ctx context.Context, cfg ClusterConfig, dir tenant.Directory, logger *slog.Logger) (*cluster.Deployment, error) {
+	opts := []cluster.Option{
+		cluster.WithRedis(cfg.RedisURL),
+		cluster.WithEventRateLimit(cfg.RateLimitEvents, cfg.RateLimitWindow),
+		cluster.WithHostCache(cfg.HostCacheTTL, cfg.HostNegativeCacheTTL),
+		cluster.WithLogger(logger),
 	}
-	for i := 0; i < len(v); i++ {
-		if v[i] <= ' ' || v[i] > '~' {
-			return false
-		}
+	pod := cfg.PodName
+	if pod == "" {
+		pod = cluster.DefaultPodName()
 	}
-	return true
-}
-
-func isNamespace(v string) bool {
-	if v == "" || len(v) > 64 {
-		return false
+	opts = append(opts, cluster.WithPod(pod, buildVersion()))
+	if cfg.RedisNamespace != "" {
+		opts = append(opts, cluster.WithNamespace(cfg.RedisNamespace))
 	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.", c) >= 0) {
-			return false
-		}
+	if cfg.RedisConnectTimeout > 0 {
+		opts = append(opts, cluster.WithConnectTimeout(cfg.RedisConnectTimeout))
 	}
-	return true
-}
-
-// podName is the configured pod name or hostname-pid.
-func (c ClusterConfig) podName() string {
-	if c.PodName != "" {
-		return c.PodName
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "buzzd"
-	}
-	name := strings.Map(func(r rune) rune {
-		if r <= ' ' || r > '~' {
-			return '-'
-		}
-		return r
-	}, host) + "-" + strconv.Itoa(os.Getpid())
-	if len(name) > 128 {
-		name = name[len(name)-128:]
-	}
-	return name
-}
-
-// cluster is what buzzd builds from ClusterConfig.
-type cluster struct {
-	broker pubsub.Broker
-	// relayOptions configure the relay (broker, limiter).
-	relayOptions []buzz.Option
-	// replayGuard is the operator API's NIP-98 replay guard: Redis when
-	// REDIS_URL is set, else nil (the verifier's in-process default).
-	replayGuard nip98.ReplayGuard
-	// redisPing asks Redis for a PONG (nil without REDIS_URL).
-	redisPing func(context.Context) error
-	close     func() error
-}
-
-// openCluster connects to Redis when configured and builds the broker, the
-// rate limiter and the replay guard.
-func openCluster(ctx context.Context, cfg ClusterConfig, logger *slog.Logger) (*cluster, error) {
-	ns := cfg.RedisNamespace
-	if ns == "" {
-		ns = redis.DefaultNamespace
-	}
-	window := cfg.RateLimitWindow
-	if window == 0 {
-		window = defaultRateLimitWindow
-	}
-	tiers := ratelimit.Tiers{ratelimit.TierHuman: {ratelimit.ClassEvent: {Limit: cfg.RateLimitEvents, Window: window}}}
-	cl := &cluster{}
-
-	if cfg.RedisURL == "" {
-		b, err := pubsub.NewLocal(pubsub.WithLocalLogger(logger))
-		if err != nil {
-			return nil, fmt.Errorf("broker: %w", err)
-		}
-		cl.broker, cl.close = b, b.Close
-		cl.relayOptions = append(cl.relayOptions, buzz.WithBroker(b))
-		if cfg.RateLimitEvents > 0 {
-			l, err := ratelimit.NewMemory(tiers)
-			if err != nil {
-				_ = b.Close()
-				return nil, fmt.Errorf("rate limiter: %w", err)
-			}
-			cl.relayOptions = append(cl.relayOptions, buzz.WithRateLimiter(l))
-		}
-		return cl, nil
-	}
-
-	timeout := cfg.RedisConnectTimeout
-	if timeout == 0 {
-		timeout = defaultRedisConnectTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	pod := cfg.podName()
-	b, err := redis.New(cctx, cfg.RedisURL,
-		redis.WithClientName(pod),
-		redis.WithNamespace(ns),
-		redis.WithLogger(logger),
-	)
+	d, err := cluster.Open(ctx, dir, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to REDIS_URL %s: %w", redactRedisURL(cfg.RedisURL), err)
-	}
-	cl.broker, cl.close = b, b.Close
-	cl.relayOptions = append(cl.relayOptions, buzz.WithBroker(b), buzz.WithControlBus(b), buzz.WithPresence(b), buzz.WithPod(pod, buildVersion()))
-	if cfg.RateLimitEvents > 0 {
-		l, err := redislimit.New(b.Client(), tiers, redislimit.WithNamespace(ns))
-		if err != nil {
-			_ = b.Close()
-			return nil, fmt.Errorf("rate limiter: %w", err)
-		}
-		cl.relayOptions = append(cl.relayOptions, buzz.WithRateLimiter(l))
-	}
-	g, err := redisreplay.New(b.Client(), redisreplay.WithNamespace(ns))
-	if err != nil {
-		_ = b.Close()
-		return nil, fmt.Errorf("NIP-98 replay guard: %w", err)
-	}
-	cl.replayGuard = g
-	cl.redisPing = func(ctx context.Context) error {
-		c := b.Client()
-		return c.Do(ctx, c.B().Ping().Build()).Error()
-	}
-	logger.Info("redis connected", "redis", redactRedisURL(cfg.RedisURL), "pod", pod, "namespace", ns)
-	return cl, nil
-}
-
-// redactRedisURL hides a Redis URL's password, for logs and errors.
-func redactRedisURL(v string) string {
-	if u, err := url.Parse(v); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable URL)"
-}
-
-// hostCache is the relay's caching host directory over backend, with the
-// configured TTLs.
-func (c ClusterConfig) hostCache(backend tenant.Directory) (*tenant.CachingDirectory, error) {
-	var opts []tenant.CacheOption
-	if c.HostCacheTTL > 0 {
-		opts = append(opts, tenant.WithCacheTTL(c.HostCacheTTL))
-	}
-	if c.HostNegativeCacheTTL > 0 {
-		opts = append(opts, tenant.WithNegativeCacheTTL(c.HostNegativeCacheTTL))
-	}
-	d, err := tenant.NewCachingDirectory(backend, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("host directory (BUZZ_HOST_CACHE_TTL, BUZZ_HOST_NEGATIVE_CACHE_TTL): %w", err)
+		return nil, fmt.Errorf("REDIS_URL, BUZZ_HOST_CACHE_TTL, BUZZ_RATE_LIMIT_*: %w", err)
 	}
 	return d, nil
-}
-
-// fenceTTL is how long an archived community stays fenced: as long as the
-// host cache may remember it, plus a margin.
-func (c ClusterConfig) fenceTTL() time.Duration {
-	if c.HostCacheTTL > 0 {
-		return c.HostCacheTTL + time.Second
-	}
-	return tenant.DefaultCacheTTL + time.Second
 }

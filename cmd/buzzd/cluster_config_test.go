@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/buzzrelay/buzz/cluster"
 	"io"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestParseConfigCluster(t *testing.T) {
 	if err != nil || cfg.Cluster != (ClusterConfig{}) {
 		t.Fatalf("default: %+v, %v", cfg.Cluster, err)
 	}
-	if name := cfg.Cluster.podName(); name == "" || strings.ContainsAny(name, " \t") || !isPodName(name) {
+	if name := cluster.DefaultPodName(); name == "" || strings.ContainsAny(name, " \t") || !cluster.IsPodName(name) {
 		t.Fatalf("default pod name %q", name)
 	}
 

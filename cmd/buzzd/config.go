@@ -845,3 +845,13 @@ func configTableMarkdown() string {
 	}
 	return b.String()
 }
+
+// httpScheme is the scheme of the HTTP origins buzzd serves beside the
+// relay (NIP-98 URLs of the owner API and the admin host): https when
+// RELAY_URL is wss://, http when it is ws://.
+func (c Config) httpScheme() string {
+	if u, err := url.Parse(c.RelayURL); err == nil && u.Scheme == "wss" {
+		return "https"
+	}
+	return "http"
+}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/cluster"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/store"
@@ -94,10 +94,10 @@ func (o OperatorConfig) validate() error {
 // withOperatorAPI returns relay wrapped with the operator API when operators
 // are configured, else relay itself. bootID is the community of RELAY_URL,
 // which cannot be archived; dir's cache is invalidated on every mapping
-// change; archive disconnects through d. replay is the NIP-98 replay guard
-// (nil: the verifier's in-process one).
-func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirectory, d operator.Disconnector,
-	bootID tenant.CommunityID, relay *buzz.Relay, logger *slog.Logger, replay nip98.ReplayGuard) (http.Handler, error) {
+// change; archive disconnects through d. NIP-98 tokens are spent once
+// across the deployment cl.
+func withOperatorAPI(cfg Config, backend store.Backend, cl *cluster.Deployment, d operator.Disconnector,
+	bootID tenant.CommunityID, relay *buzz.Relay, logger *slog.Logger) (http.Handler, error) {
 	if len(cfg.Operator.PubKeys) == 0 {
 		return relay, nil
 	}
@@ -105,13 +105,7 @@ func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirec
 	if !ok {
 		return nil, errors.New("operator API: the store does not implement the operator registry")
 	}
-	// replay is the shared Redis guard when REDIS_URL is set; nil leaves
-	// the verifier's in-process guard, sound for one buzzd only.
-	var vopts []nip98.Option
-	if replay != nil {
-		vopts = append(vopts, nip98.WithReplayGuard(replay))
-	}
-	v, err := nip98.NewVerifier(vopts...)
+	v, err := cl.NIP98Verifier()
 	if err != nil {
 		return nil, fmt.Errorf("operator API: %w", err)
 	}
@@ -131,7 +125,7 @@ func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirec
 		operator.WithMaxCommunitiesPerOwner(maxOwned),
 		operator.WithProtectedCommunities(bootID),
 		operator.WithDisconnector(d),
-		operator.WithHostInvalidator(dir.Invalidate),
+		operator.WithHostInvalidator(cl.InvalidateHost),
 		operator.WithControlPublisher(relay),
 		operator.WithLogger(logger),
 	)...)
@@ -145,26 +139,19 @@ func withOperatorAPI(cfg Config, backend store.Backend, dir *tenant.CachingDirec
 
 // mountOwnerAPI serves the owner API (operator.OwnerAPI: a community's
 // owner sets its profile and access policy with NIP-98 on its own host) on
-// every community host. replay is the NIP-98 replay guard (nil: the
-// verifier's in-process one).
-func mountOwnerAPI(cfg Config, backend store.Backend, relay *buzz.Relay, logger *slog.Logger, replay nip98.ReplayGuard) error {
+// every community host, its NIP-98 tokens spent once across the deployment
+// cl.
+func mountOwnerAPI(cfg Config, backend store.Backend, relay *buzz.Relay, logger *slog.Logger, cl *cluster.Deployment) error {
 	reg, ok1 := backend.(operator.Store)
 	ss, ok2 := backend.(operator.SettingsStore)
 	if !ok1 || !ok2 {
 		return nil // the store keeps no owners or settings
 	}
-	var vopts []nip98.Option
-	if replay != nil {
-		vopts = append(vopts, nip98.WithReplayGuard(replay))
-	}
-	v, err := nip98.NewVerifier(vopts...)
+	v, err := cl.NIP98Verifier()
 	if err != nil {
 		return fmt.Errorf("owner API: %w", err)
 	}
-	scheme := "http"
-	if strings.HasPrefix(cfg.RelayURL, "wss://") {
-		scheme = "https"
-	}
+	scheme := cfg.httpScheme()
 	api, err := operator.NewOwnerAPI(operator.OwnerConfig{Registry: reg, Settings: ss, Verifier: v, Publisher: relay, Scheme: scheme, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("owner API: %w", err)

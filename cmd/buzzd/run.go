@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
@@ -214,21 +213,15 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		return err
 	}
 
-	dir, err := cfg.Cluster.hostCache(backend)
-	if err != nil {
-		return err
-	}
-	// Archived on any pod → refused here while dir may still cache it.
-	fence, err := control.NewArchiveFence(dir, cfg.Cluster.fenceTTL())
-	if err != nil {
-		return fmt.Errorf("archive fence: %w", err)
-	}
-	cl, err := openCluster(ctx, cfg.Cluster, logger)
+	// The pods' shared parts: broker, control bus, presence, rate limiter,
+	// NIP-98 replay guard, and the host cache behind the archive fence
+	// (archived on any pod → refused here while a cache may still map it).
+	cl, err := openDeployment(ctx, cfg.Cluster, backend, logger)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := cl.close(); cerr != nil {
+		if cerr := cl.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close broker: %w", cerr))
 		}
 	}()
@@ -238,12 +231,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		auth = buzz.AuthRequired
 	}
 	// The NIP-98 HTTP API on community hosts: replays are refused per
-	// community, through Redis when REDIS_URL is set (shared by every pod).
-	var apiOpts []nip98.Option
-	if cl.replayGuard != nil {
-		apiOpts = append(apiOpts, nip98.WithReplayGuard(cl.replayGuard))
-	}
-	apiVerifier, err := nip98.NewVerifier(apiOpts...)
+	// community, across every pod.
+	apiVerifier, err := cl.NIP98Verifier()
 	if err != nil {
 		return fmt.Errorf("HTTP API: %w", err)
 	}
@@ -251,19 +240,22 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	metricsOpt, msrv, err := startMetrics(cfg.Metrics, cl.redisPing, communityHost(backend), logger)
+	var redisPing func(context.Context) error
+	if cl.Distributed() {
+		redisPing = cl.Ping
+	}
+	metricsOpt, msrv, err := startMetrics(cfg.Metrics, redisPing, communityHost(backend), logger)
 	if err != nil {
 		return err
 	}
+	relayOpts := cl.RelayOptions()
 	if msrv != nil {
 		defer msrv.srv.Close()
-		cl.relayOptions = append(cl.relayOptions, metricsOpt)
+		relayOpts = append(relayOpts, metricsOpt)
 	}
-	relay, err := buzz.New(append(append([]buzz.Option{
+	relay, err := buzz.New(append(append(relayOpts,
 		buzz.WithStore(backend),
 		buzz.WithChannels(),
-		buzz.WithDirectory(fence),
-		buzz.WithControlHook(fence.OnControl),
 		buzz.WithRelayURL(cfg.RelayURL),
 		buzz.WithAuth(auth),
 		buzz.WithLimits(cfg.Limits),
@@ -273,7 +265,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithLogSummary(cfg.LogSummaryInterval),
 		buzz.WithRelayKey(relayKey),
 		buzz.WithHTTPAPI(apiVerifier),
-	}, cl.relayOptions...), wfOpts...)...)
+	), wfOpts...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
 	}
@@ -281,7 +273,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	relay.Mux().Handle("GET "+buzz.ReadyzPath, relay.ReadyzHandler())
 	stopWorkflows := runWorkflows(relay, logger)
 	defer stopWorkflows()
-	if err := mountOwnerAPI(cfg, backend, relay, logger, cl.replayGuard); err != nil {
+	if err := mountOwnerAPI(cfg, backend, relay, logger, cl); err != nil {
 		_ = relay.Shutdown(ctx)
 		return err
 	}
@@ -291,10 +283,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		_ = relay.Shutdown(ctx)
 		return err
 	}
-	handler, err := withOperatorAPI(cfg, backend, dir, disconnect, id, relay, logger, cl.replayGuard)
+	handler, err := withOperatorAPI(cfg, backend, cl, disconnect, id, relay, logger)
 	if err == nil {
 		// Outermost: the admin host is cut before every other route.
-		handler, err = withAdminHost(cfg, backend, handler, logger, cl.replayGuard)
+		handler, err = withAdminHost(cfg, backend, handler, logger, cl)
 	}
 	if err != nil {
 		_ = relay.Shutdown(ctx)

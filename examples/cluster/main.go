@@ -23,8 +23,8 @@
 // API (package operator) under /operator/. Archiving a community through
 // either process closes its connections on both (control.Disconnector),
 // and neither binds a new connection to it while its host cache may still
-// map the host (control.ArchiveFence); NIP-98 replays are refused across
-// processes (redisreplay.Guard).
+// map the host; NIP-98 replays are refused across processes. Package
+// cluster builds all of it from one Redis URL.
 //
 // Like every example, it imports public packages only (no internal
 // package), as an embedder would.
@@ -43,9 +43,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/nip98"
-	"github.com/buzzrelay/buzz/nip98/redisreplay"
-	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/cluster"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/pubsub/redis"
@@ -111,43 +109,24 @@ func run(ctx context.Context, ln net.Listener, cfg config) error {
 	if err := st.AddHostAlias(ctx, self, id); err != nil && !errors.Is(err, store.ErrCommunityExists) {
 		return fmt.Errorf("alias %s: %w", self, err)
 	}
-	// One relay key for the deployment, kept in the database: the first
-	// process stores its candidate, every other one reads it.
-	candidate, err := nostr.GenerateSecretKey()
-	if err != nil {
-		return err
-	}
-	key, err := st.RelayKey(ctx, candidate)
-	if err != nil {
-		return err
-	}
-	b, err := redis.New(ctx, cfg.redisURL, redis.WithNamespace(cfg.namespace))
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	// Host lookups are cached per process; a host change on any process
-	// reaches every cache through the control bus (see WithDirectory). The
-	// fence refuses a community archived on any process for as long as a
+	// What the processes share through Redis: live events, the control
+	// bus (revocations, bans, host changes, archives), presence, the NIP-98
+	// replay guard, and the archive fence over this process's host cache,
+	// which refuses a community archived on any process for as long as a
 	// cache may still map its host.
-	dir, err := tenant.NewCachingDirectory(st)
+	d, err := cluster.Open(ctx, st, cluster.WithRedis(cfg.redisURL), cluster.WithNamespace(cfg.namespace))
 	if err != nil {
 		return err
 	}
-	fence, err := control.NewArchiveFence(dir, tenant.DefaultCacheTTL+time.Second)
-	if err != nil {
-		return err
-	}
-	relay, err := buzz.New(buzz.WithStore(st), buzz.WithChannels(), buzz.WithRelayKey(key),
-		buzz.WithDirectory(fence), buzz.WithControlHook(fence.OnControl),
-		buzz.WithBroker(b),     // live events between processes
-		buzz.WithControlBus(b), // revocations, bans, host changes, archives
-		buzz.WithPresence(b))   // who reads which channel, deployment-wide
+	defer d.Close()
+	// The relay key is the one the database keeps for the deployment: the
+	// first process stores it, every other one reads it.
+	relay, err := buzz.New(append(d.RelayOptions(), buzz.WithStore(st), buzz.WithChannels())...)
 	if err != nil {
 		return err
 	}
 	relay.Mux().Handle("GET "+buzz.ReadyzPath, relay.ReadyzHandler()) // the store and Redis
-	handler, err := operatorAPI(cfg, ln, st, b, relay, fence)
+	handler, err := operatorAPI(cfg, ln, st, d, relay)
 	if err != nil {
 		_ = relay.Shutdown(ctx)
 		return err
@@ -175,15 +154,11 @@ func run(ctx context.Context, ln net.Listener, cfg config) error {
 // wired for several processes: archives disconnect every process's sockets,
 // host changes reach every host cache, and NIP-98 tokens are spent once
 // across processes.
-func operatorAPI(cfg config, ln net.Listener, st *postgres.Store, b *redis.Broker, relay *buzz.Relay, fence *control.ArchiveFence) (http.Handler, error) {
+func operatorAPI(cfg config, ln net.Listener, st *postgres.Store, d *cluster.Deployment, relay *buzz.Relay) (http.Handler, error) {
 	if cfg.operator == "" {
 		return relay, nil
 	}
-	guard, err := redisreplay.New(b.Client(), redisreplay.WithNamespace(cfg.namespace))
-	if err != nil {
-		return nil, err
-	}
-	v, err := nip98.NewVerifier(nip98.WithReplayGuard(guard))
+	v, err := d.NIP98Verifier()
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +172,7 @@ func operatorAPI(cfg config, ln net.Listener, st *postgres.Store, b *redis.Broke
 		operator.WithStore(st),
 		operator.WithVerifier(v),
 		operator.WithDisconnector(disconnect),
-		operator.WithHostInvalidator(fence.Invalidate),
+		operator.WithHostInvalidator(d.InvalidateHost),
 		operator.WithControlPublisher(relay),
 	)
 	if err != nil {

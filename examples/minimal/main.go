@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -53,22 +52,15 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
 		return err
 	}
-	// The relay's master key, kept in the data directory (created on first
-	// start): channel state keeps its signer across restarts.
-	candidate, err := nostr.GenerateSecretKey()
-	if err != nil {
-		return err
-	}
-	key, err := st.RelayKey(ctx, candidate)
-	if err != nil {
-		return err
-	}
 	// Host → community lookups are cached in front of the store.
 	dir, err := tenant.NewCachingDirectory(st)
 	if err != nil {
 		return err
 	}
-	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(dir), buzz.WithChannels(), buzz.WithRelayKey(key))
+	// The relay's master key is the one kept in the data directory
+	// (created on first start): channel state keeps its signer across
+	// restarts.
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(dir), buzz.WithChannels())
 	if err != nil {
 		return err
 	}
