@@ -21,8 +21,11 @@
 // the workflow engine (WithWorkflows: kinds 30620/46020, status events,
 // /workflows, /hooks and /approvals), and HTTP routes on community hosts
 // mounted through HandleCommunity: the NIP-98 API (WithHTTPAPI: /query,
-// /count, /events), NIP-05 names, the audit chain (/audit) and the
-// moderation reads. Reads are bounded and owned (a per-read deadline, a
+// /count, /events), the audit chain (/audit) and the moderation reads.
+// Features in their own packages mount through one seam (WithFeature,
+// Feature, Host): routes on community hosts, NIP-98 authentication,
+// admission, event policies and hooks — e.g. NIP-05 names (package nip05).
+// Reads are bounded and owned (a per-read deadline, a
 // fair queue across communities and connections, cancellation on CLOSE or
 // disconnect); connections are admitted per address, per community and in
 // total. Health handlers and a connection view for hooks (ConnFrom) are
@@ -77,8 +80,8 @@ type Relay struct {
 	readers   *workers   // the goroutines REQ replays and COUNTs run on (workers.go)
 	admission admission  // open connections per address and community (admission.go)
 
-	channels *relayChannels  // nil when the store keeps no channels
-	names    store.NameStore // nil when the store keeps no NIP-05 names
+	channels *relayChannels // nil when the store keeps no channels
+	features *seam          // what the WithFeature features mounted (feature.go)
 	// moderation is the store's moderation state, nil when it keeps none
 	// (moderation.go).
 	moderation store.ModerationStore
@@ -177,10 +180,16 @@ func New(opts ...Option) (*Relay, error) {
 	for i, h := range cfg.onStored {
 		hooks[i] = h
 	}
-	r.setupNames()
-	if r.names != nil {
-		policies = append(policies, r.profileNamePolicy)
-		hooks = append(hooks, r.profileNameStored)
+	feats, err := r.mountFeatures()
+	if err != nil {
+		return nil, err
+	}
+	r.features = feats
+	for _, p := range feats.policies {
+		policies = append(policies, p)
+	}
+	for _, h := range feats.hooks {
+		hooks = append(hooks, h)
 	}
 	if r.wf != nil {
 		hooks = append(hooks, r.wf.onStored)
@@ -221,7 +230,6 @@ func New(opts ...Option) (*Relay, error) {
 	r.registerWebhooks()
 	r.registerApprovalPage()
 	r.registerModerationHTTP()
-	r.registerNIP05()
 	// Idle connections are cheap: the read buffer is small (a larger
 	// message is read straight into the message buffer) and write buffers
 	// are only held while a message is being written.

@@ -19,8 +19,8 @@ type CommunityHandlerFunc func(w http.ResponseWriter, req *http.Request, tc tena
 // lookup by tc.Community(): a foreign id must behave like a random one.
 //
 // It is the one place per-community HTTP routes are mounted; packages that
-// serve routes on community hosts (NIP-05, the NIP-98 HTTP API, …) register
-// through it. It panics, like ServeMux.Handle, on an invalid or conflicting
+// serve routes on community hosts (the NIP-98 HTTP API, features through
+// Host.HandleCommunity, …) register through it. It panics, like ServeMux.Handle, on an invalid or conflicting
 // pattern.
 func (r *Relay) HandleCommunity(pattern string, h CommunityHandlerFunc) {
 	r.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {

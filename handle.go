@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/buzzrelay/buzz/internal/apijson"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
@@ -16,7 +17,7 @@ import (
 
 // Client-facing texts of the relay's own refusals.
 const (
-	msgInternal       = "error: internal server error"
+	msgInternal       = apijson.MsgInternal
 	msgTooManySubs    = "error: too many subscriptions (limit %d)"
 	msgReqAuth        = "auth-required: this relay requires authentication (NIP-42) to read"
 	msgNoFilters      = "invalid: at least one filter is required"

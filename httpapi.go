@@ -2,9 +2,9 @@ package buzz
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/buzzrelay/buzz/internal/apijson"
 	"io"
 	"net/http"
 	"slices"
@@ -92,17 +92,15 @@ func (r *Relay) registerHTTPAPI() {
 
 // apiError writes {"error": code, "message": msg} with status.
 func apiError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]string{"error": code, "message": msg})
+	apijson.Error(w, status, code, msg)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"error","message":"error: internal server error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+func writeJSON(w http.ResponseWriter, status int, v any) { apijson.Write(w, status, v) }
+
+// internalError logs err and answers 500 without details.
+func (r *Relay) internalError(w http.ResponseWriter, req *http.Request, what string, err error) {
+	r.log.ErrorContext(req.Context(), "buzz: "+what, "err", err)
+	apiError(w, http.StatusInternalServerError, "error", msgInternal)
 }
 
 // refusal answers a NIP-01 prefixed reason with the status its prefix maps

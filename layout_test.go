@@ -41,6 +41,7 @@ func TestPackageLayout(t *testing.T) {
 		"search":              allBuzz,
 		"internal/testenv":    allBuzz,
 		"internal/ttlcache":   allBuzz,
+		"internal/apijson":    allBuzz,
 		"internal/doccheck":   allBuzz, // tests of the documentation only
 		"conformance/checker": allBuzz,
 		"audit":               cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/ingest", m + "/pubsub"}),
@@ -74,6 +75,7 @@ func TestPackageLayout(t *testing.T) {
 		"operator":                 cat(relay, drivers, backends),
 		"operator/optest":          cat(relay, drivers, backends),
 		"admin":                    cat(relay, drivers, backends),
+		"nip05":                    cat(drivers, backends, redis),
 		"cluster":                  cat(backends, []string{"github.com/jackc/", "modernc.org/sqlite"}),
 		"metrics":                  cat(relay, drivers, []string{m + "/store"}),
 		"safehttp":                 cat(relay, drivers, []string{m + "/store", m + "/workflow", m + "/nostr", m + "/tenant"}),

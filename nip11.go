@@ -87,7 +87,6 @@ type NIP struct {
 // fails it.
 var nipTable = [...]NIP{
 	{Number: 1, Title: "Basic protocol"},
-	{Number: 5, Title: "DNS-based names (/.well-known/nostr.json)", on: func(r *Relay) bool { return r.names != nil }},
 	{Number: 9, Title: "Event deletion"},
 	{Number: 11, Title: "Relay information document"},
 	{Number: 17, Title: "Private direct messages (delivered to their recipient only)"},
@@ -102,13 +101,21 @@ var nipTable = [...]NIP{
 }
 
 // NIPs returns the NIPs this relay implements, in ascending order: the
-// entries of buzz's NIP table that its options switch on. NIP-11's
-// supported_nips and the home page list exactly these.
+// entries of buzz's NIP table that its options switch on, and those its
+// features advertise (Host.Advertise). NIP-11's supported_nips and the home
+// page list exactly these.
 func (r *Relay) NIPs() []NIP {
 	out := make([]NIP, 0, len(nipTable))
 	for _, n := range nipTable {
 		if n.on == nil || n.on(r) {
 			out = append(out, n)
+		}
+	}
+	if r.features != nil {
+		for _, n := range r.features.nips {
+			if !slices.ContainsFunc(out, func(m NIP) bool { return m.Number == n.Number }) {
+				out = append(out, NIP{Number: n.Number, Title: n.Title})
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b NIP) int { return a.Number - b.Number })

@@ -32,9 +32,6 @@ var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 		}
 		return len(c.req("one", nostr.Filter{IDs: []string{ev.ID}})) == 1
 	},
-	5: func(t *testing.T, tr *testRelay) bool {
-		return tr.routeAnswers(t, "GET", NIP05Path+"?name=nobody")
-	},
 	9: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
 		ev := s.event(nostr.KindNote, now(), "nip-09 probe")

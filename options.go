@@ -67,6 +67,7 @@ type config struct {
 	logger         *slog.Logger
 	verifier       *nostr.Verifier
 	eventPolicies  []EventPolicy
+	features       []Feature
 	filterPolicy   []FilterPolicy
 	onStored       []OnStored
 	onConnect      []OnConnect
@@ -93,7 +94,6 @@ type config struct {
 //   - ReadCapacity: the size of the fair read queue;
 //   - CommunityProfiles: each community's NIP-11 and home-page profile,
 //     unless WithCommunityProfiles names another source;
-//   - store.NameStore: NIP-05 names (/.well-known/nostr.json);
 //   - store.AuditLog: audit chains of refusals and moderation (and, with
 //     WithHTTPAPI and community roles, AuditPath).
 //

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nip05"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
@@ -265,6 +266,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithLogSummary(cfg.LogSummaryInterval),
 		buzz.WithRelayKey(relayKey),
 		buzz.WithHTTPAPI(apiVerifier),
+		buzz.WithFeature(nip05.New()),
 	), wfOpts...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)
