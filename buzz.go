@@ -218,7 +218,6 @@ func New(opts ...Option) (*Relay, error) {
 		return nil, err
 	}
 	r.pipeline = p
-	r.setupAuditRoute()
 	r.nip11, err = r.encodeNIP11()
 	if err != nil {
 		return nil, err

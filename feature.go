@@ -53,7 +53,7 @@ type Host interface {
 	// NIP-01 prefixed message — or "" when it may.
 	Admitted(ctx context.Context, tc tenant.TenantContext, pubkey string) (refusal string, err error)
 	// CommunityRole is pubkey's role in tc's community; ok is false for a
-	// non-member and whenever channels are off (WithChannels).
+	// non-member and when the store keeps no roles (store.ChannelStore).
 	CommunityRole(ctx context.Context, tc tenant.TenantContext, pubkey string) (role channel.Role, ok bool, err error)
 	// RelayURL is the WebSocket URL of tc's community, as clients reach it
 	// through req (the scheme of WithRelayURL, else of req).
@@ -135,10 +135,11 @@ func (s *seam) Admitted(ctx context.Context, tc tenant.TenantContext, pubkey str
 }
 
 func (s *seam) CommunityRole(ctx context.Context, tc tenant.TenantContext, pubkey string) (channel.Role, bool, error) {
-	if s.r.channels == nil {
+	cs, ok := s.r.cfg.store.(store.ChannelStore)
+	if !ok {
 		return "", false, nil
 	}
-	return s.r.channels.store.CommunityRole(ctx, tc.Community(), pubkey)
+	return cs.CommunityRole(ctx, tc.Community(), pubkey)
 }
 
 func (s *seam) RelayURL(req *http.Request, tc tenant.TenantContext) string {

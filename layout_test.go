@@ -23,7 +23,7 @@ func TestPackageLayout(t *testing.T) {
 		// Test helpers and examples: no shipped package builds on them.
 		testOnly = []string{m + "/examples/", m + "/internal/testenv", m + "/store/storetest", m + "/store/postgres/pgtest",
 			m + "/workflow/workflowtest", m + "/operator/optest", m + "/nip98/replaytest", m + "/ratelimit/ratelimittest", m + "/conformance",
-			m + "/internal/doccheck"}
+			m + "/internal/doccheck", m + "/internal/relaytest"}
 	)
 	cat := func(lists ...[]string) []string {
 		var all []string
@@ -42,6 +42,8 @@ func TestPackageLayout(t *testing.T) {
 		"internal/testenv":    allBuzz,
 		"internal/ttlcache":   allBuzz,
 		"internal/apijson":    allBuzz,
+		"internal/relaytest":  redis, // black-box tests only: a relay over both backends
+		"audit/audithttp":     cat(drivers, backends, redis),
 		"internal/doccheck":   allBuzz, // tests of the documentation only
 		"conformance/checker": allBuzz,
 		"audit":               cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/ingest", m + "/pubsub"}),

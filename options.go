@@ -94,8 +94,8 @@ type config struct {
 //   - ReadCapacity: the size of the fair read queue;
 //   - CommunityProfiles: each community's NIP-11 and home-page profile,
 //     unless WithCommunityProfiles names another source;
-//   - store.AuditLog: audit chains of refusals and moderation (and, with
-//     WithHTTPAPI and community roles, AuditPath).
+//   - store.AuditLog: audit chains of refusals and moderation (served by
+//     the audit/audithttp feature).
 //
 // Channels (store.ChannelStore), and what rests on them (community roles and
 // access policy, moderation through store.ModerationStore, workflows), are

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/audit/audithttp"
 	"github.com/buzzrelay/buzz/nip05"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
@@ -267,6 +268,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithRelayKey(relayKey),
 		buzz.WithHTTPAPI(apiVerifier),
 		buzz.WithFeature(nip05.New()),
+		buzz.WithFeature(audithttp.New()),
 	), wfOpts...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)

@@ -1,0 +1,201 @@
+// Package relaytest runs a relay as its users do, for black-box tests of
+// the public API and of the features mounted on it: a buzz.Relay over a
+// real HTTP server on each backend (the embedded store as buzzd opens it by
+// default, and PostgreSQL), requests signed with NIP-98, and go-nostr as
+// the independent client.
+package relaytest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	gonostr "github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Backend is a store with everything both backends keep.
+type Backend interface {
+	store.Backend
+	store.ChannelStore
+	store.AuditLog
+}
+
+// Quiet is a logger that discards everything.
+func Quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// ForBackends runs fn on a new embedded store (events in the LSM engine,
+// as buzzd opens it by default) and on a new PostgreSQL database (which
+// pgtest requires under CI=true).
+func ForBackends(t *testing.T, fn func(t *testing.T, st Backend)) {
+	t.Run("embedded", func(t *testing.T) { fn(t, Embedded(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(context.Background(), pgtest.NewDatabase(t), postgres.WithLogger(Quiet()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		fn(t, st)
+	})
+}
+
+// Embedded opens a new embedded store as buzzd opens it by default,
+// closed at the end of the test.
+func Embedded(t testing.TB) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.WithLSMEvents(), sqlite.WithLogger(Quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// Relay is a relay served over HTTP; Host is the server's own host,
+// mapped to a community, so go-nostr clients dialing URL reach it.
+type Relay struct {
+	T     testing.TB
+	Relay *buzz.Relay
+	Srv   *httptest.Server
+	Host  string
+	URL   string // ws://Host
+}
+
+// Serve maps the server's host to a community of st and serves a relay
+// on st with WithStore, WithDirectory, WithChannels, WithHTTPAPI (a fresh
+// NIP-98 verifier), a quiet logger, then opts. It stops at the end of the
+// test.
+func Serve(t testing.TB, st store.Backend, opts ...buzz.Option) *Relay {
+	t.Helper()
+	v, err := nip98.NewVerifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ServeWith(t, st, append([]buzz.Option{buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(),
+		buzz.WithHTTPAPI(v), buzz.WithLogger(Quiet())}, opts...)...)
+}
+
+// ServeWith is Serve with exactly opts.
+func ServeWith(t testing.TB, st store.Backend, opts ...buzz.Option) *Relay {
+	t.Helper()
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	host, err := tenant.NormalizeHost(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.EnsureCommunity(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := buzz.New(opts...)
+	if err != nil {
+		t.Fatalf("buzz.New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rel.Shutdown(ctx)
+	})
+	h = rel
+	return &Relay{T: t, Relay: rel, Srv: srv, Host: host, URL: "ws://" + host}
+}
+
+// User is one key pair (hex).
+type User struct{ SK, PK string }
+
+// NewUser generates a key pair.
+func NewUser() User {
+	sk := gonostr.GeneratePrivateKey()
+	pk, _ := gonostr.GetPublicKey(sk)
+	return User{sk, pk}
+}
+
+// NIP98 returns an Authorization value signed by u for method and url,
+// with a payload tag when body is not empty and a nonce that keeps two
+// tokens of one second distinct.
+func (u User) NIP98(t testing.TB, method, url string, body []byte) string {
+	t.Helper()
+	n := make([]byte, 8)
+	_, _ = rand.Read(n)
+	tags := gonostr.Tags{{"u", url}, {"method", method}, {"nonce", hex.EncodeToString(n)}}
+	if len(body) > 0 {
+		sum := sha256.Sum256(body)
+		tags = append(tags, gonostr.Tag{"payload", hex.EncodeToString(sum[:])})
+	}
+	ev := gonostr.Event{Kind: 27235, CreatedAt: gonostr.Now(), Tags: tags}
+	if err := ev.Sign(u.SK); err != nil {
+		t.Fatal(err)
+	}
+	return "Nostr " + base64.StdEncoding.EncodeToString([]byte(ev.String()))
+}
+
+// Do sends method path (with its query) to the server with Host host;
+// signer, when not nil, signs it with NIP-98 for http://signedHost+path
+// (signedHost "" means host). It returns the status, headers and body.
+func (r *Relay) Do(signer *User, method, host, signedHost, path string, body []byte) (int, http.Header, []byte) {
+	r.T.Helper()
+	req, err := http.NewRequest(method, r.Srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	req.Host = host
+	if signedHost == "" {
+		signedHost = host
+	}
+	if signer != nil {
+		req.Header.Set("Authorization", signer.NIP98(r.T, method, "http://"+signedHost+path, body))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// Publish signs ev as u and publishes it over a new go-nostr connection;
+// it returns "" when accepted, else the relay's message.
+func (r *Relay) Publish(u User, ev gonostr.Event) string {
+	r.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rl, err := gonostr.RelayConnect(ctx, r.URL)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	defer rl.Close()
+	if err := ev.Sign(u.SK); err != nil {
+		r.T.Fatal(err)
+	}
+	if err := rl.Publish(ctx, ev); err != nil {
+		return strings.TrimPrefix(err.Error(), "msg: ")
+	}
+	return ""
+}
+
+// Eq fails t when got is not want.
+func Eq[T comparable](t testing.TB, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+}
