@@ -71,8 +71,8 @@ type AuditDestination interface {
 // Defaults of ImportOptions.
 const (
 	DefaultMaxLineBytes = 16 << 20
-	DefaultBatch        = 256
-	DefaultWorkers      = 8
+	DefaultBatch        = 512
+	DefaultWorkers      = 16
 )
 
 // ImportOptions tunes Import.
@@ -346,10 +346,6 @@ func (im *importer) line(n int64, line []byte) (*endJSON, error) {
 	}
 	if typ == TypeEvent {
 		im.stats.Events++
-		if err := im.v.Verify(ev); err != nil {
-			im.stats.Refused++
-			return refuse(refusal{fmt.Errorf("event %s: %w", ev.ID, err)})
-		}
 		im.events = append(im.events, pendingEvent{line: n, c: c, ev: ev})
 		if len(im.events) >= im.opts.Batch {
 			return refuse(im.flushEvents())
@@ -583,9 +579,10 @@ func (im *importer) flushAudit() error {
 	return nil
 }
 
-// flushEvents stores the pending batch with Workers concurrent saves. An
-// event's refusal by the destination (a malformed h tag) is reported for
-// its line.
+// flushEvents verifies the pending batch and stores it, both with Workers
+// goroutines. Without KeepGoing, the first refused event (a bad id or
+// signature, or a malformed h tag the destination refuses) stops the
+// import: the events before it are stored, none after it.
 func (im *importer) flushEvents() error {
 	if len(im.events) == 0 {
 		return nil
@@ -593,22 +590,29 @@ func (im *importer) flushEvents() error {
 	batch := im.events
 	im.events = im.events[:0:0]
 	results := make([]error, len(batch))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(im.opts.Workers, len(batch)) {
-		wg.Go(func() {
-			for i := range next {
-				results[i] = im.dst.RestoreEvent(im.ctx, batch[i].c, batch[i].ev)
+	im.parallel(len(batch), func(i int) {
+		if err := im.v.Verify(batch[i].ev); err != nil {
+			results[i] = refusal{fmt.Errorf("event %s: %w", batch[i].ev.ID, err)}
+		}
+	})
+	cut := len(batch)
+	if !im.opts.KeepGoing {
+		for i, err := range results {
+			if err != nil {
+				cut = i
+				break
 			}
-		})
+		}
 	}
-	for i := range batch {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	var refused *LineError
+	im.parallel(cut, func(i int) {
+		if results[i] == nil {
+			results[i] = im.dst.RestoreEvent(im.ctx, batch[i].c, batch[i].ev)
+		}
+	})
 	for i, err := range results {
+		if i > cut || (i == cut && err == nil) {
+			break
+		}
 		switch {
 		case err == nil:
 			im.stats.New++
@@ -616,22 +620,42 @@ func (im *importer) flushEvents() error {
 			im.stats.Duplicate++
 		case errors.Is(err, store.ErrSuperseded), errors.Is(err, store.ErrDeleted):
 			im.stats.Obsolete++
-		case errors.Is(err, channel.ErrInvalidTag):
+		case isRefusal(err), errors.Is(err, channel.ErrInvalidTag):
 			im.stats.Refused++
-			le := &LineError{Line: batch[i].line, Err: fmt.Errorf("event %s: %w", batch[i].ev.ID, err)}
+			if !isRefusal(err) {
+				err = fmt.Errorf("event %s: %w", batch[i].ev.ID, err)
+			}
+			le := &LineError{Line: batch[i].line, Err: err}
 			if !im.opts.KeepGoing {
-				if refused == nil {
-					refused = le
-				}
-			} else if im.opts.OnRefused != nil {
+				return le
+			}
+			if im.opts.OnRefused != nil {
 				im.opts.OnRefused(le)
 			}
 		default:
 			return fmt.Errorf("transfer: import: line %d: store event %s: %w", batch[i].line, batch[i].ev.ID, err)
 		}
 	}
-	if refused != nil {
-		return refused
-	}
 	return nil
+}
+
+// parallel runs fn(0..n-1) on up to Workers goroutines.
+func (im *importer) parallel(n int, fn func(i int)) {
+	if n == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(im.opts.Workers, n) {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
