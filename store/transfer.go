@@ -55,7 +55,6 @@ type NameState struct {
 	UpdatedAt time.Time
 }
 
-
 // noDeletionAudit marks a context whose Saves append no audit entry.
 type noDeletionAudit struct{}
 
