@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/transfer"
@@ -106,3 +107,25 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+// full is every interface Export and Import use: both backends implement
+// them all, so no state is skipped silently.
+type full interface {
+	transfer.Source
+	transfer.MemberSource
+	transfer.ChannelSource
+	transfer.NameSource
+	transfer.ModerationSource
+	transfer.AuditSource
+	transfer.Destination
+	transfer.MemberDestination
+	transfer.ChannelDestination
+	transfer.NameDestination
+	transfer.ModerationDestination
+	transfer.AuditDestination
+}
+
+var (
+	_ full = (*sqlite.Store)(nil)
+	_ full = (*postgres.Store)(nil)
+)

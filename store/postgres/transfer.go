@@ -46,7 +46,7 @@ FROM communities ORDER BY date_trunc('second', created_at), id`)
 		return nil, fmt.Errorf("postgres: community states: %w", err)
 	}
 	for i := range out {
-		rows, err := s.pool.Query(ctx, `SELECT host, created_at FROM community_host_aliases WHERE community_id = $1 ORDER BY host`, out[i].ID.UUID())
+		rows, err := s.pool.Query(ctx, `SELECT host, created_at FROM community_host_aliases WHERE community_id = $1 ORDER BY host COLLATE "C"`, out[i].ID.UUID())
 		if err != nil {
 			return nil, fmt.Errorf("postgres: community aliases: %w", err)
 		}
