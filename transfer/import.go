@@ -75,6 +75,10 @@ const (
 	DefaultWorkers      = 16
 )
 
+// maxBatchBytes bounds the lines of one batch of events, whatever Batch
+// says, so memory stays bounded with large events.
+const maxBatchBytes = 32 << 20
+
 // ImportOptions tunes Import.
 type ImportOptions struct {
 	// MaxLineBytes bounds one line (DefaultMaxLineBytes when 0).
@@ -140,12 +144,14 @@ type importer struct {
 	hosts map[string]tenant.CommunityID
 	// audits holds each community's chain verifier (entries must start at
 	// seq 1 and link) and its entries not yet stored.
-	chains  map[string]*audit.Verifier
-	auditQ  []audit.Entry
-	auditC  tenant.CommunityID
-	auditH  string
-	events  []pendingEvent
-	records int64 // records read, end record excluded
+	chains map[string]*audit.Verifier
+	auditQ []audit.Entry
+	auditC tenant.CommunityID
+	auditH string
+	events []pendingEvent
+	// eventBytes is the size of the pending events' lines.
+	eventBytes int
+	records    int64 // records read, end record excluded
 }
 
 // Import reads an export from r into dst. Every line is checked before it
@@ -347,7 +353,8 @@ func (im *importer) line(n int64, line []byte) (*endJSON, error) {
 	if typ == TypeEvent {
 		im.stats.Events++
 		im.events = append(im.events, pendingEvent{line: n, c: c, ev: ev})
-		if len(im.events) >= im.opts.Batch {
+		im.eventBytes += len(line)
+		if len(im.events) >= im.opts.Batch || im.eventBytes >= maxBatchBytes {
 			return refuse(im.flushEvents())
 		}
 		return nil, nil
@@ -466,7 +473,7 @@ func (im *importer) state(typ, host string, c tenant.CommunityID, line []byte) e
 				return refusal{err}
 			}
 			u, ok := parseUUID(r.Channel)
-			if !ok || !isKey(r.PubKey) || !optKey(r.AddedBy) || !channel.Role(r.Role).Valid() {
+			if !ok || !isKey(r.PubKey) || !optKey(r.AddedBy) || !channel.ValidRole(channel.Role(r.Role)) {
 				return refusal{errors.New("channel member: want a channel UUID, 64-hex keys and a valid role")}
 			}
 			added, err = d.RestoreChannelMember(ctx, c, store.ChannelMemberState{Channel: channel.ID(u), PubKey: r.PubKey,
@@ -588,7 +595,7 @@ func (im *importer) flushEvents() error {
 		return nil
 	}
 	batch := im.events
-	im.events = im.events[:0:0]
+	im.events, im.eventBytes = im.events[:0:0], 0
 	results := make([]error, len(batch))
 	im.parallel(len(batch), func(i int) {
 		if err := im.v.Verify(batch[i].ev); err != nil {

@@ -55,6 +55,7 @@ func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 	open := storetest.CreateChannel(t, st, a.ID, alice, "general", channel.VisibilityOpen)
 	private := storetest.CreateChannel(t, st, a.ID, alice, "staff", channel.VisibilityPrivate)
 	storetest.MustApply(t, st, a.ID, alice, channel.Command{Kind: nostr.KindPutUser, Channel: private, Target: bob.PubKey, Role: channel.RoleAdmin})
+	storetest.MustApply(t, st, a.ID, alice, channel.Command{Kind: nostr.KindPutUser, Channel: open, Target: carol.PubKey, Role: "scribe"})
 	gone := storetest.CreateChannel(t, st, a.ID, alice, "old", channel.VisibilityOpen)
 	storetest.MustApply(t, st, a.ID, alice, channel.Command{Kind: nostr.KindDeleteChannel, Channel: gone})
 	must(st.SetName(ctx, a.ID, alice.PubKey, "Alice"))
@@ -159,11 +160,11 @@ func TestExportImportRoundTrip(t *testing.T) {
 	verify(embedded)
 
 	first := importFrom(pg, "one.jsonl")
-	if !strings.Contains(first, "events: 59 read, 59 new, 0 duplicate") {
+	if !strings.Contains(first, "events: 60 read, 60 new, 0 duplicate") {
 		t.Fatalf("first import:\n%s", first)
 	}
 	second := importFrom(pg, "one.jsonl")
-	if !strings.Contains(second, "events: 59 read, 0 new, 59 duplicate") {
+	if !strings.Contains(second, "events: 60 read, 0 new, 60 duplicate") {
 		t.Fatalf("second import:\n%s", second)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(second), "\n") {
@@ -200,8 +201,8 @@ func checkExport(t *testing.T, data []byte) {
 		}
 		types[r.Type]++
 	}
-	want := map[string]int{"community": 2, "member": 2, "channel": 3, "channel_member": 4, "name": 3,
-		"restriction": 2, "report": 1, "moderation_action": 3, "event": 59, "end": 1}
+	want := map[string]int{"community": 2, "member": 2, "channel": 3, "channel_member": 5, "name": 3,
+		"restriction": 2, "report": 1, "moderation_action": 3, "event": 60, "end": 1}
 	for typ, n := range want {
 		if types[typ] != n {
 			t.Errorf("%d %s records, want %d (all: %v)", types[typ], typ, n, types)
