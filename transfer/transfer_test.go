@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
@@ -129,3 +130,47 @@ var (
 	_ full = (*sqlite.Store)(nil)
 	_ full = (*postgres.Store)(nil)
 )
+
+// TestRoundTripEmbeddedEngines: an export imported into the embedded store
+// with either event engine exports to the same bytes; a deletion request
+// restores its tombstone and appends no second audit entry.
+func TestRoundTripEmbeddedEngines(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t)
+	alice := storetest.NewAuthor(t)
+	a := storetest.Community(t, src, "a.example")
+	var notes []*nostr.Event
+	for i := range 4 {
+		ev := alice.Event(t, nostr.KindNote, int64(1_700_000_000+i), "a")
+		notes = append(notes, ev)
+		storetest.MustSave(t, src, a, ev)
+	}
+	storetest.MustSave(t, src, a, alice.Deletion(t, 1_700_000_100, []string{notes[1].ID}, nil))
+	var want bytes.Buffer
+	if _, err := transfer.Export(ctx, &want, src, transfer.ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, engine := range []struct {
+		name string
+		opts []sqlite.Option
+	}{{"lsm", []sqlite.Option{sqlite.WithLSMEvents()}}, {"sqlite", nil}} {
+		t.Run(engine.name, func(t *testing.T) {
+			dst, err := sqlite.Open(ctx, t.TempDir(), engine.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dst.Close()
+			if _, err := transfer.Import(ctx, bytes.NewReader(want.Bytes()), dst, transfer.ImportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if _, err := transfer.Export(ctx, &got, dst, transfer.ExportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("export after import differs:\n%s\n%s", want.String(), got.String())
+			}
+			storetest.SaveIs(t, dst, a, notes[1], store.ErrDeleted)
+		})
+	}
+}
