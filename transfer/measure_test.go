@@ -55,7 +55,8 @@ func TestMeasureTransfer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := transfer.Import(ctx, bufio.NewReaderSize(f, 1<<20), b.st, transfer.ImportOptions{})
+		workers, _ := strconv.Atoi(os.Getenv("BUZZ_MEASURE_WORKERS")) // 0: the default
+		st, err := transfer.Import(ctx, bufio.NewReaderSize(f, 1<<20), b.st, transfer.ImportOptions{Workers: workers})
 		f.Close()
 		if err != nil || st.New != int64(n) {
 			t.Fatalf("%s: import: %+v %v", b.name, st, err)
