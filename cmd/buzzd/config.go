@@ -797,6 +797,11 @@ Usage:
                           recompute audit chains (buzzd audit help)
   buzzd admin <command>   change communities, members and owners on the
                           configured store (buzzd admin help)
+  buzzd export [-host H | -all] [-since T] [-until T] [-o FILE]
+                          write communities, state and events as JSON lines
+                          (buzzd export help)
+  buzzd import [-f FILE]  read an export into the configured store
+                          (buzzd import help)
   buzzd version           print the version and exit
   buzzd help [SETTING]    print this help, or explain one setting
                           (buzzd help port, buzzd help BUZZ_DATA_DIR)

@@ -166,6 +166,9 @@ func TestHelpPerCommand(t *testing.T) {
 		{[]string{"admin", "--help"}, "member remove HOST PUBKEY"},
 		{[]string{"admin", "help"}, "member remove HOST PUBKEY"},
 		{[]string{"admin", "community", "add", "--help"}, "community add HOST [-owner PUBKEY] [-create-only]"},
+		{[]string{"export", "--help"}, "usage: buzzd export [-host H | -all]"},
+		{[]string{"export", "help"}, "-since T"},
+		{[]string{"import", "-h"}, "usage: buzzd import [-f FILE]"},
 		{[]string{"help", "port"}, "-port value  (BUZZ_PORT"},
 		{[]string{"help", "BUZZ_DATA_DIR"}, "-data-dir value  (BUZZ_DATA_DIR"},
 	} {
@@ -188,6 +191,9 @@ func TestHelpPerCommand(t *testing.T) {
 		{[]string{"audit", "verify"}, "run 'buzzd audit help' for usage"},
 		{[]string{"admin", "community", "frob"}, "run 'buzzd admin help' for usage"},
 		{[]string{"admin", "community"}, "run 'buzzd admin help' for usage"},
+		{[]string{"export", "stray"}, "run 'buzzd export help' for usage"},
+		{[]string{"import", "-keep-going=no"}, "run 'buzzd import help' for usage"},
+		{[]string{"export", "-since", "yesterday"}, "run 'buzzd export help' for usage"},
 		{[]string{"-nope"}, "run 'buzzd -h' for usage"},
 		{[]string{"help", "nope"}, "run 'buzzd -h' for usage"},
 	} {

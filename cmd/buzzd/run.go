@@ -60,6 +60,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runAudit(ctx, args, lookupEnv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args, lookupEnv, stdout, stderr)
+	case "export":
+		return runExport(ctx, args, lookupEnv, stdout, stderr)
+	case "import":
+		return runImport(ctx, args, lookupEnv, os.Stdin, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
 			return usageError{err: fmt.Errorf("version takes no arguments")}
@@ -76,7 +80,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	default:
-		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, export, import, version or help)", cmd)}
 	}
 }
 

@@ -133,7 +133,7 @@ func (s *Store) lsmSave(ctx context.Context, c tenant.CommunityID, ev *nostr.Eve
 	if err := s.eventsOff(); err != nil {
 		return err
 	}
-	if ev.Kind != nostr.KindDeletion || s.cfg.noAudit {
+	if ev.Kind != nostr.KindDeletion || s.cfg.noAudit || store.DeletionAuditOff(ctx) {
 		return s.ev.Save(ctx, c, ev)
 	}
 	rec := store.DeletionAudit(ev)

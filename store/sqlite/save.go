@@ -64,7 +64,7 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	if err != nil {
 		return err
 	}
-	if ev.Kind == nostr.KindDeletion && !s.cfg.noAudit {
+	if ev.Kind == nostr.KindDeletion && !s.cfg.noAudit && !store.DeletionAuditOff(ctx) {
 		r := store.DeletionAudit(ev)
 		p.audit, p.cid = &r, c
 	}

@@ -1,0 +1,176 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/transfer"
+)
+
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.WithLSMEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestImportTenancy: an export's records reach only the community they
+// name. A community whose host belongs to another community of the
+// destination is refused and changes nothing, and a record whose host no
+// community record introduced is refused.
+func TestImportTenancy(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t)
+	alice := storetest.NewAuthor(t)
+	a := storetest.Community(t, src, "a.example")
+	for i := range 5 {
+		storetest.MustSave(t, src, a, alice.Event(t, nostr.KindNote, int64(1_700_000_000+i), "a"))
+	}
+	var exp bytes.Buffer
+	if _, err := transfer.Export(ctx, &exp, src, transfer.ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The destination already serves a.example as another community.
+	dst := openSQLite(t)
+	other := storetest.Community(t, dst, "a.example")
+	_, err := transfer.Import(ctx, bytes.NewReader(exp.Bytes()), dst, transfer.ImportOptions{})
+	var le *transfer.LineError
+	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), "another community") {
+		t.Fatalf("import over a foreign host: %v", err)
+	}
+	if n := storetest.CountOf(t, dst, other, nostr.Filter{}); n != 0 {
+		t.Fatalf("%d events reached the destination's own a.example", n)
+	}
+
+	// An event line for a host the file never introduced.
+	lines := strings.Split(exp.String(), "\n")
+	forged := strings.Join([]string{lines[0], strings.Replace(lines[len(lines)-3], `"host":"a.example"`, `"host":"b.example"`, 1)}, "\n")
+	fresh := openSQLite(t)
+	_, err = transfer.Import(ctx, strings.NewReader(forged+"\n"), fresh, transfer.ImportOptions{})
+	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), `host "b.example" has no community record`) {
+		t.Fatalf("event of an undeclared host: %v", err)
+	}
+	if _, err := fresh.LookupHost(ctx, "b.example"); err == nil {
+		t.Fatal("b.example was created")
+	}
+
+	// The export itself imports cleanly into an empty store, twice.
+	for i, wantNew := range []int64{5, 0} {
+		st, err := transfer.Import(ctx, bytes.NewReader(exp.Bytes()), fresh, transfer.ImportOptions{Batch: 2, Workers: 3})
+		if err != nil || st.Events != 5 || st.New != wantNew || !st.Complete {
+			t.Fatalf("import %d: %+v, %v", i+1, st, err)
+		}
+	}
+}
+
+// FuzzParseLine: the line parser never panics, and what it accepts as an
+// event is an event that re-encodes to JSON it accepts again.
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"event","host":"a.example","event":{"id":"` + strings.Repeat("a", 64) + `","pubkey":"` + strings.Repeat("b", 64) +
+			`","created_at":1,"kind":1,"tags":[["e","x"]],"content":"hi","sig":"` + strings.Repeat("c", 128) + `"}}`,
+		`{"type":"community","host":"a.example","id":"0190c8a4-0000-7000-8000-000000000001","created_at":1,"access":"open","profile":{},"aliases":[]}`,
+		`{"type":"audit","host":"a.example","seq":1,"prev_hash":"","hash":"","version":1,"action":"x","object":"","detail":{},"time_us":1}`,
+		`{"type":"end","communities":1,"events":0,"records":1}`,
+		`{"type":"nope","host":"a"}`, `{"type":"event","host":"a"}`, `{}`, `[]`, `null`, `{"type":1}`, ``, `{"type":"event","host":"a","event":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		typ, host, ev, err := transfer.ParseLine(line)
+		if err != nil {
+			return
+		}
+		if typ == "" || (typ != transfer.TypeEnd && host == "") {
+			t.Fatalf("accepted %q without type or host", line)
+		}
+		if typ == transfer.TypeEvent {
+			if ev == nil {
+				t.Fatal("event record without an event")
+			}
+			again := append(append([]byte(`{"type":"event","host":"a.example","event":`), ev.AppendJSON(nil)...), '}')
+			_, _, ev2, err := transfer.ParseLine(again)
+			if err != nil || ev2.ID != ev.ID || ev2.Content != ev.Content || ev2.Sig != ev.Sig {
+				t.Fatalf("re-encoded event refused: %v", err)
+			}
+		}
+	})
+}
+
+// full is every interface Export and Import use: both backends implement
+// them all, so no state is skipped silently.
+type full interface {
+	transfer.Source
+	transfer.MemberSource
+	transfer.ChannelSource
+	transfer.NameSource
+	transfer.ModerationSource
+	transfer.AuditSource
+	transfer.Destination
+	transfer.MemberDestination
+	transfer.ChannelDestination
+	transfer.NameDestination
+	transfer.ModerationDestination
+	transfer.AuditDestination
+}
+
+var (
+	_ full = (*sqlite.Store)(nil)
+	_ full = (*postgres.Store)(nil)
+)
+
+// TestRoundTripEmbeddedEngines: an export imported into the embedded store
+// with either event engine exports to the same bytes; a deletion request
+// restores its tombstone and appends no second audit entry.
+func TestRoundTripEmbeddedEngines(t *testing.T) {
+	ctx := context.Background()
+	src := openSQLite(t)
+	alice := storetest.NewAuthor(t)
+	a := storetest.Community(t, src, "a.example")
+	var notes []*nostr.Event
+	for i := range 4 {
+		ev := alice.Event(t, nostr.KindNote, int64(1_700_000_000+i), "a")
+		notes = append(notes, ev)
+		storetest.MustSave(t, src, a, ev)
+	}
+	storetest.MustSave(t, src, a, alice.Deletion(t, 1_700_000_100, []string{notes[1].ID}, nil))
+	var want bytes.Buffer
+	if _, err := transfer.Export(ctx, &want, src, transfer.ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, engine := range []struct {
+		name string
+		opts []sqlite.Option
+	}{{"lsm", []sqlite.Option{sqlite.WithLSMEvents()}}, {"sqlite", nil}} {
+		t.Run(engine.name, func(t *testing.T) {
+			dst, err := sqlite.Open(ctx, t.TempDir(), engine.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dst.Close()
+			if _, err := transfer.Import(ctx, bytes.NewReader(want.Bytes()), dst, transfer.ImportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if _, err := transfer.Export(ctx, &got, dst, transfer.ExportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("export after import differs:\n%s\n%s", want.String(), got.String())
+			}
+			storetest.SaveIs(t, dst, a, notes[1], store.ErrDeleted)
+		})
+	}
+}
