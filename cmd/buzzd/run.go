@@ -59,6 +59,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runAudit(ctx, args, lookupEnv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args, lookupEnv, stdout, stderr)
+	case "backup", "restore", "convert":
+		return runBackupCmd(ctx, cmd, args, lookupEnv, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
 			return usageError{err: fmt.Errorf("version takes no arguments")}
@@ -75,7 +77,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	default:
-		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, backup, restore, convert, version or help)", cmd)}
 	}
 }
 
@@ -199,6 +201,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
 		}
 	}()
+	if st, ok := backend.(*sqlite.Store); ok {
+		defer serveControl(ctx, cfg.DataDir, st, logger)()
+	}
 
 	id, created, err := backend.EnsureCommunity(ctx, cfg.RelayHost)
 	if err != nil {
