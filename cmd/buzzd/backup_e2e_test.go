@@ -126,6 +126,9 @@ func TestBackupE2E(t *testing.T) {
 			stopBuzzd(t, p)
 			b := startBuzzd(t, port, backupSettings(bdir))
 			inBackup := storedIDs(t, b.url, pk)
+			if key := relayKeyLine(p.out.String()); key == "" || !strings.Contains(b.out.String(), key+" source=stored") {
+				t.Fatalf("the backup does not hold the relay key %q:\n%s", key, b.out.String())
+			}
 			for _, id := range before {
 				if !inBackup[id] {
 					t.Fatalf("event %.8s acknowledged before the backup is not in it", id)
@@ -327,4 +330,16 @@ func waitOutput(p *buzzdProc, s string) bool {
 		}
 	}
 	return false
+}
+
+// relayKeyLine returns the "pubkey=…" of buzzd's "relay key ready" log
+// line in out.
+func relayKeyLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, `msg="relay key ready" pubkey=`); i >= 0 {
+			f := strings.Fields(l[i+len(`msg="relay key ready" `):])
+			return f[0]
+		}
+	}
+	return ""
 }

@@ -50,6 +50,9 @@ type BackupInfo struct {
 	Bytes int64 `json:"bytes"`
 	// Duration is how long the backup took.
 	Duration time.Duration `json:"duration_ns"`
+	// Pause is how long writes waited for the snapshot: the engine's
+	// checkpoint, with the events in the LSM engine; 0 otherwise.
+	Pause time.Duration `json:"pause_ns"`
 }
 
 // Backup writes a consistent snapshot of the store into dir while the
@@ -156,6 +159,8 @@ func (s *Store) backup(ctx context.Context, dir string, start time.Time) (Backup
 				return nil
 			}
 			ran = true
+			t0 := time.Now()
+			defer func() { info.Pause = time.Since(t0) }()
 			tx, err := w.eventsTx()
 			if err != nil {
 				perr = err
@@ -202,6 +207,15 @@ func (s *Store) backup(ctx context.Context, dir string, start time.Time) (Backup
 		return info, fmt.Errorf("copy the database: %w", err)
 	}
 	if err := syncPath(dbFile); err != nil {
+		return info, err
+	}
+	// The relay key (RelayKey), written once and never changed.
+	key := filepath.Join(filepath.Dir(s.path), RelayKeyFileName)
+	if _, err := os.Stat(key); err == nil {
+		if err := copyFile(key, filepath.Join(dir, RelayKeyFileName)); err != nil {
+			return info, fmt.Errorf("copy the relay key: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return info, err
 	}
 	s.backupStage("database")

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
@@ -232,6 +233,10 @@ func TestBackupRestore(t *testing.T) {
 		evs[i] = alice.Event(t, 1, 1_700_000_000+int64(i), "hello "+strconv.Itoa(i))
 	}
 	storetest.SaveAll(t, s, c, evs)
+	key, err := s.RelayKey(ctx, newSecretKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	bdir := filepath.Join(t.TempDir(), "b")
 	if _, err := s.Backup(ctx, bdir); err != nil {
 		t.Fatal(err)
@@ -250,6 +255,9 @@ func TestBackupRestore(t *testing.T) {
 	defer r.Close()
 	if n := storetest.CountOf(t, r, c, nostr.Filter{}); n != 50 {
 		t.Fatalf("restored store holds %d events, want 50", n)
+	}
+	if got, err := r.RelayKey(ctx, newSecretKey(t)); err != nil || got != key {
+		t.Fatalf("the restored store's relay key is not the store's: %v", err)
 	}
 	if _, err := sqlite.CheckBackup(bdir); err != nil {
 		t.Fatalf("the backup after a restore: %v", err)
@@ -374,4 +382,84 @@ func mustLookup(tb testing.TB, s store.Communities, host string) tenant.Communit
 		tb.Fatalf("LookupHost(%q): %v", host, err)
 	}
 	return c
+}
+
+// TestBackupMeasure measures a backup of a store of
+// BUZZ_BACKUP_MEASURE events (docs/benchmarks.md), with the events in
+// SQLite, then converted to the LSM engine (timed), with them there.
+func TestBackupMeasure(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("BUZZ_BACKUP_MEASURE"))
+	if n <= 0 {
+		t.Skip("set BUZZ_BACKUP_MEASURE to a number of events to measure")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := storetest.Community(t, s, "a.example")
+	authors := storetest.NewAuthors(t, 50)
+	drafts := make([]storetest.Draft, n)
+	for i := range drafts {
+		drafts[i] = storetest.Draft{Author: authors[i%len(authors)], Event: nostr.Event{
+			Kind: 1, CreatedAt: 1_700_000_000 + int64(i),
+			Content: fmt.Sprintf("note %d: the quick brown fox jumps over the lazy dog, %d times", i, i%97),
+			Tags:    nostr.Tags{{"t", fmt.Sprintf("topic%d", i%20)}},
+		}}
+	}
+	evs := storetest.SignAll(t, drafts)
+	storetest.SaveAll(t, s, c, evs)
+	measure := func(s *sqlite.Store, label string) {
+		src, err := dirSizeOf(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := filepath.Join(t.TempDir(), "b")
+		info, err := s.Backup(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d events, data directory %.1f MiB, backup %.1f MiB in %v, writes paused %v", label, n,
+			float64(src)/(1<<20), float64(info.Bytes)/(1<<20), info.Duration.Round(time.Millisecond), info.Pause.Round(time.Microsecond))
+	}
+	measure(s, "events in SQLite")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := sqlite.ConvertToLSM(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("conversion to the LSM engine: %d events in %v (%.0f events/s)", info.Events, info.Duration.Round(time.Millisecond),
+		float64(info.Events)/info.Duration.Seconds())
+	s, err = sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.TextRows(ctx); err != nil { // the text index rebuilt
+		t.Fatal(err)
+	}
+	measure(s, "events in the LSM engine")
+}
+
+func dirSizeOf(dir string) (int64, error) {
+	var n int64
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return err
+	})
+	return n, err
+}
+
+func newSecretKey(t *testing.T) nostr.SecretKey {
+	t.Helper()
+	sk, err := nostr.GenerateSecretKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sk
 }
