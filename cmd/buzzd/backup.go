@@ -146,8 +146,8 @@ func backupCmd(ctx context.Context, cfg Config, dir string, logger *slog.Logger,
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	fmt.Fprintf(stdout, "backed up %s into %s: events in %s, %d bytes, in %v\nrestore with: buzzd restore %s (into BUZZ_DATA_DIR), or start buzzd with BUZZ_DATA_DIR=%s\n",
-		cfg.DataDir, abs, info.Events, info.Bytes, info.Duration.Round(time.Millisecond), abs, abs)
+	fmt.Fprintf(stdout, "backed up %s into %s: events in %s, %d bytes, in %v (writes paused %v)\nrestore with: buzzd restore %s (into BUZZ_DATA_DIR), or start buzzd with BUZZ_DATA_DIR=%s\n",
+		cfg.DataDir, abs, info.Events, info.Bytes, info.Duration.Round(time.Millisecond), info.Pause.Round(time.Microsecond), abs, abs)
 	return nil
 }
 
