@@ -32,7 +32,7 @@ const controlSocketName = "buzzd.sock"
 
 const backupUsage = `usage: buzzd backup DIR [flags]
        buzzd restore DIR [flags]
-       buzzd convert [-to lsm] [flags]
+       buzzd convert [-to lsm|sqlite] [flags]
 
 backup   writes a consistent snapshot of the embedded store (BUZZ_DATA_DIR)
          into DIR, a new or empty directory, while buzzd serves: the
@@ -43,8 +43,9 @@ backup   writes a consistent snapshot of the embedded store (BUZZ_DATA_DIR)
 restore  copies the backup in DIR into BUZZ_DATA_DIR, which must be new or
          empty; an interrupted backup is refused.
 convert  moves the embedded store's events from SQLite's tables into the
-         LSM engine (the layout a new store gets); buzzd must be stopped.
-         Running it again does nothing, and finishes an interrupted one.
+         LSM engine (-to lsm, the default: the layout a new store gets), or
+         back (-to sqlite); buzzd must be stopped. Running it again does
+         nothing, and finishes an interrupted one.
 
 Every buzzd setting and flag applies (BUZZ_DATA_DIR, -data-dir). The
 embedded store only: back PostgreSQL up with its own tools (pg_dump).
@@ -85,8 +86,8 @@ func runBackupCmd(ctx context.Context, cmd string, args []string, lookupEnv func
 			}
 		}
 		args = rest
-		if to != "lsm" {
-			return usageError{err: fmt.Errorf("convert: -to %q: this build converts to lsm only", to), help: help}
+		if to != "lsm" && to != "sqlite" {
+			return usageError{err: fmt.Errorf("convert: -to %q: want lsm or sqlite", to), help: help}
 		}
 	}
 	cfg, err := parseConfig(cmd, args, lookupEnv, stdout)
@@ -113,19 +114,24 @@ func runBackupCmd(ctx context.Context, cmd string, args []string, lookupEnv func
 		if _, ok := dialControl(ctx, cfg.DataDir); ok {
 			return fmt.Errorf("convert: a buzzd is serving %s (it answers on %s): stop it first", cfg.DataDir, filepath.Join(cfg.DataDir, controlSocketName))
 		}
-		info, err := sqlite.ConvertToLSM(ctx, cfg.DataDir)
+		convert := sqlite.ConvertToLSM
+		if to == "sqlite" {
+			convert = sqlite.ConvertToSQLite
+		}
+		info, err := convert(ctx, cfg.DataDir)
 		if errors.Is(err, store.ErrInUse) {
 			return fmt.Errorf("convert: %s is open in another process (a buzzd or a buzzd admin command): stop it first: %w", cfg.DataDir, err)
 		}
 		if err != nil {
 			return fmt.Errorf("convert: %w", err)
 		}
+		engine := map[string]string{"lsm": "the LSM engine", "sqlite": "SQLite"}[to]
 		if info.Already {
-			fmt.Fprintf(stdout, "the events of %s are in the LSM engine already; nothing to do\n", cfg.DataDir)
+			fmt.Fprintf(stdout, "the events of %s are in %s already; nothing to do\n", cfg.DataDir, engine)
 			return nil
 		}
-		fmt.Fprintf(stdout, "converted %s: %d events, %d deleted ids, %d deleted coordinates moved to the LSM engine in %v\n",
-			cfg.DataDir, info.Events, info.Tombstones, info.Watermarks, info.Duration.Round(time.Millisecond))
+		fmt.Fprintf(stdout, "converted %s: %d events, %d deleted ids, %d deleted coordinates moved to %s in %v\n",
+			cfg.DataDir, info.Events, info.Tombstones, info.Watermarks, engine, info.Duration.Round(time.Millisecond))
 		return nil
 	}
 }

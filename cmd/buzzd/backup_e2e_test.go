@@ -278,7 +278,7 @@ func TestBackupKill9E2E(t *testing.T) {
 // TestConvertE2E: buzzd convert moves a data directory's events from
 // SQLite to the LSM engine; it refuses while buzzd serves the directory,
 // and buzzd then starts on it with every event; converting again does
-// nothing.
+// nothing; -to sqlite moves them back.
 func TestConvertE2E(t *testing.T) {
 	data := t.TempDir()
 	settings := backupSettings(data)
@@ -319,6 +319,20 @@ func TestConvertE2E(t *testing.T) {
 	}
 	if len(after) != len(search) {
 		t.Fatalf("search finds %d events after the conversion, %d before", len(after), len(search))
+	}
+
+	// And back to SQLite.
+	stopBuzzd(t, p)
+	out, code = buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "convert", "-to=sqlite")
+	if code != 0 || !strings.Contains(out, "100 events") || !strings.Contains(out, "to SQLite") {
+		t.Fatalf("buzzd convert -to=sqlite: exit %d\n%s", code, out)
+	}
+	p = startBuzzd(t, port, settings)
+	if !waitOutput(p, "events=sqlite") {
+		t.Fatalf("buzzd did not open the events in SQLite:\n%s", p.out.String())
+	}
+	if got := storedIDs(t, p.url, pk); len(got) != len(ids) {
+		t.Fatalf("%d events after converting back, want %d", len(got), len(ids))
 	}
 }
 

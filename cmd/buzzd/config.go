@@ -800,8 +800,9 @@ Usage:
   buzzd backup DIR        snapshot the embedded store into DIR while buzzd
                           serves (buzzd backup help)
   buzzd restore DIR       copy the backup in DIR into BUZZ_DATA_DIR
-  buzzd convert           move the embedded store's events from SQLite to
-                          the LSM engine (buzzd stopped)
+  buzzd convert [-to lsm|sqlite]
+                          move the embedded store's events between SQLite
+                          and the LSM engine (buzzd stopped)
   buzzd version           print the version and exit
   buzzd help [SETTING]    print this help, or explain one setting
                           (buzzd help port, buzzd help BUZZ_DATA_DIR)

@@ -110,25 +110,47 @@ func TestConvertToLSM(t *testing.T) {
 		t.Fatalf("a second ConvertToLSM = %+v, %v", info, err)
 	}
 
-	c, err := sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if !c.LSMEvents() {
-		t.Fatal("the converted store's events are not in the engine")
-	}
-	got := answers(t, c, comms)
-	for ci := range comms {
-		for fi, f := range convertFilters {
-			if !slices.Equal(got[ci][fi], want[ci][fi]) {
-				t.Errorf("community %d, filter %+v: after %v, before %v", ci, f, got[ci][fi], want[ci][fi])
+	check := func(lsmEvents bool) *sqlite.Store {
+		t.Helper()
+		c, err := sqlite.Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.LSMEvents() != lsmEvents {
+			t.Fatalf("the converted store's events in the engine: %v, want %v", c.LSMEvents(), lsmEvents)
+		}
+		got := answers(t, c, comms)
+		for ci := range comms {
+			for fi, f := range convertFilters {
+				if !slices.Equal(got[ci][fi], want[ci][fi]) {
+					t.Errorf("community %d, filter %+v: after %v, before %v", ci, f, got[ci][fi], want[ci][fi])
+				}
 			}
 		}
+		for i, ev := range refused {
+			storetest.SaveIs(t, c, comms[i/2], ev, store.ErrDeleted)
+		}
+		return c
 	}
-	for i, ev := range refused {
-		storetest.SaveIs(t, c, comms[i/2], ev, store.ErrDeleted)
+	if err := check(true).Close(); err != nil {
+		t.Fatal(err)
 	}
+	// And back: SQLite holds the same events, refusing the same ones.
+	back, err := sqlite.ConvertToSQLite(ctx, dir)
+	if err != nil || back.Already || back.Events != info.Events || back.Tombstones != info.Tombstones || back.Watermarks != info.Watermarks {
+		t.Fatalf("ConvertToSQLite = %+v, %v; ConvertToLSM was %+v", back, err, info)
+	}
+	if again, err := sqlite.ConvertToSQLite(ctx, dir); err != nil || !again.Already {
+		t.Fatalf("a second ConvertToSQLite = %+v, %v", again, err)
+	}
+	if err := check(false).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.ConvertToLSM(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	c := check(true)
+	defer c.Close()
 	// A second store opened WithLSMEvents on it is fine too.
 	storetest.MustSave(t, c, comms[0], alice.Event(t, 1, 1_700_000_100, "hello after"))
 	if n := storetest.CountOf(t, c, comms[0], nostr.Filter{Search: "hello"}); n != 40 {
