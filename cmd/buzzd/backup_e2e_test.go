@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -111,6 +114,15 @@ func TestBackupE2E(t *testing.T) {
 				}
 			}()
 			bdir := filepath.Join(t.TempDir(), "backup")
+			// The relay's own listener serves no backups, to any host.
+			resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(port)+"/backup?dir="+url.QueryEscape(bdir), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if _, err := os.Stat(bdir); resp.StatusCode == http.StatusOK || err == nil {
+				t.Fatalf("POST /backup on the relay's port: %s, backup directory: %v", resp.Status, err)
+			}
 			out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "backup", bdir)
 			close(stop)
 			wg.Wait()

@@ -216,11 +216,41 @@ func TestConvertInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
 	if n := storetest.CountOf(t, s, c, nostr.Filter{}); n != 20 || !s.LSMEvents() {
 		t.Fatalf("after finishing: %d events, in the engine %v", n, s.LSMEvents())
 	}
 	if n := storetest.CountOf(t, s, c, nostr.Filter{Search: "hello"}); n != 20 {
 		t.Fatalf("search after finishing: %d", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Back to SQLite, stopped after SQLite's transaction committed but
+	// before the engine's directory was renamed away (put back here).
+	events := filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)
+	saved := filepath.Join(t.TempDir(), "events")
+	if err := os.CopyFS(saved, os.DirFS(events)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.ConvertToSQLite(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(events, os.DirFS(saved)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(ctx, dir); err == nil || !strings.Contains(err.Error(), "conversion was interrupted") {
+		t.Fatalf("Open of a half-converted store = %v", err)
+	}
+	if info, err := sqlite.ConvertToSQLite(ctx, dir); err != nil || info.Already {
+		t.Fatalf("finishing the conversion back = %+v, %v", info, err)
+	}
+	s, err = sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := storetest.CountOf(t, s, c, nostr.Filter{}); n != 20 || s.LSMEvents() {
+		t.Fatalf("after finishing the conversion back: %d events, in the engine %v", n, s.LSMEvents())
 	}
 }
