@@ -802,6 +802,12 @@ Usage:
                           (buzzd export help)
   buzzd import [-f FILE]  read an export into the configured store
                           (buzzd import help)
+  buzzd backup DIR        snapshot the embedded store into DIR while buzzd
+                          serves (buzzd backup help)
+  buzzd restore DIR       copy the backup in DIR into BUZZ_DATA_DIR
+  buzzd convert [-to lsm|sqlite]
+                          move the embedded store's events between SQLite
+                          and the LSM engine (buzzd stopped)
   buzzd version           print the version and exit
   buzzd help [SETTING]    print this help, or explain one setting
                           (buzzd help port, buzzd help BUZZ_DATA_DIR)

@@ -64,6 +64,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runExport(ctx, args, lookupEnv, stdout, stderr)
 	case "import":
 		return runImport(ctx, args, lookupEnv, os.Stdin, stdout, stderr)
+	case "backup", "restore", "convert":
+		return runBackupCmd(ctx, cmd, args, lookupEnv, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
 			return usageError{err: fmt.Errorf("version takes no arguments")}
@@ -80,7 +82,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	default:
-		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, export, import, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, export, import, backup, restore, convert, version or help)", cmd)}
 	}
 }
 
@@ -204,6 +206,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
 		}
 	}()
+	if st, ok := backend.(*sqlite.Store); ok {
+		defer serveControl(ctx, cfg.DataDir, st, logger)()
+	}
 
 	id, created, err := backend.EnsureCommunity(ctx, cfg.RelayHost)
 	if err != nil {

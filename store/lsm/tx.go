@@ -2,6 +2,7 @@ package lsm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -212,6 +213,53 @@ func (tx *Tx) Seen(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) e
 		return err
 	} else if dead {
 		return store.ErrDeleted
+	}
+	return nil
+}
+
+// Checkpoint writes a copy of the store into dir, which must not exist,
+// as the transaction found it: every write committed before Begin, none of
+// the transaction's own. The transaction holds the writer's lock, so no
+// event is written meanwhile; the copy is a directory Open opens, its
+// table files hard-linked to the store's where the file system allows
+// (they are immutable) and its log copied, everything synced before it
+// returns. A store embedding this one takes its own snapshot while the
+// transaction is open, so that the two copies agree (sqlite.Store.Backup).
+func (tx *Tx) Checkpoint(dir string) error {
+	if tx.done {
+		return errors.New("lsm: transaction already ended")
+	}
+	if err := tx.s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("lsm: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Watermark records that the versions of coordinate (kind, pubkey, d) up
+// to and including upTo are deleted (NIP-09 "a" deletions): Save refuses
+// them from then on (store.ErrDeleted). A lower watermark than the one
+// stored changes nothing. It removes no live event: it carries deletion
+// state over from another store (a conversion), where the covered
+// versions are already gone.
+func (tx *Tx) Watermark(ctx context.Context, c tenant.CommunityID, kind int, pubkey, d string, upTo int64) error {
+	var pb [32]byte
+	if !nostr.DecodeLowerHex(pb[:], pubkey) || upTo < 0 {
+		return fmt.Errorf("lsm: watermark of a malformed pubkey or time")
+	}
+	cseq, err := tx.s.communitySeq(ctx, c)
+	if err != nil {
+		return err
+	}
+	wk := waterKey(cseq, kind, pb[:], d)
+	v, ok, err := tx.t.get(wk)
+	if err != nil {
+		return err
+	}
+	if ok && len(v) == 8 && int64(binary.BigEndian.Uint64(v)) >= upTo {
+		return nil
+	}
+	if err := tx.t.b.Set(wk, binary.BigEndian.AppendUint64(nil, uint64(upTo)), nil); err != nil {
+		return fmt.Errorf("lsm: watermark: %w", err)
 	}
 	return nil
 }

@@ -76,6 +76,11 @@ func (s *Store) openEvents(ctx context.Context) error {
 	if !s.cfg.lsmEvents && !exists {
 		return nil
 	}
+	if exists {
+		if err := s.splitEvents(ctx); err != nil {
+			return err
+		}
+	}
 	if s.cfg.noEvents {
 		if s.cfg.lsmEvents {
 			return errors.New("sqlite: WithLSMEvents and WithoutEvents together")

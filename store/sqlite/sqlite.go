@@ -112,6 +112,7 @@ type config struct {
 	slowReads   bool         // tests only: event reads spin in SQLite until cancelled (export_test.go)
 	noAudit     bool         // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
 	beforeSync  func() error // tests only: runs before each sync of the WAL; an error stands for the sync's (export_test.go)
+	backupStage func(string) // tests only: runs after each stage of a backup (export_test.go)
 
 	maintainIdle time.Duration // 0: no background maintenance (maintainLoop)
 	maintainMax  time.Duration
@@ -275,6 +276,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	file, err := resolvePath(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := incompleteBackup(file); err != nil {
 		return nil, err
 	}
 
