@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/internal/ttlcache"
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -291,9 +292,10 @@ func (a *Access) CommunityWrite(ctx context.Context, c tenant.CommunityID, autho
 }
 
 // RequiresChannel reports whether events of kind must name a channel: chat
-// messages (9) and the channel commands.
+// messages (9), Buzz's channel message kinds (40002–40008) and the channel
+// commands.
 func RequiresChannel(kind int) bool {
-	return kind == nostr.KindChatMessage || IsCommand(kind)
+	return kind == nostr.KindChatMessage || messaging.IsChannelMessage(kind) || IsCommand(kind)
 }
 
 // Admission is what Admit decided for one event.
