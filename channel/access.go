@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/internal/ttlcache"
-	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -295,7 +294,14 @@ func (a *Access) CommunityWrite(ctx context.Context, c tenant.CommunityID, autho
 // messages (9), Buzz's channel message kinds (40002–40008) and the channel
 // commands.
 func RequiresChannel(kind int) bool {
-	return kind == nostr.KindChatMessage || messaging.IsChannelMessage(kind) || IsCommand(kind)
+	return kind == nostr.KindChatMessage || isBuzzMessage(kind) || IsCommand(kind)
+}
+
+// isBuzzMessage reports whether kind is one of Buzz's channel message
+// kinds, 40002–40008 (messaging.IsChannelMessage; this package imports
+// none of the feature packages).
+func isBuzzMessage(kind int) bool {
+	return kind >= 40002 && kind <= 40008
 }
 
 // Admission is what Admit decided for one event.

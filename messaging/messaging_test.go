@@ -139,3 +139,12 @@ func FuzzValidate(f *testing.F) {
 		_, _ = ParseKinds(content)
 	})
 }
+
+func TestChannelMessageKinds(t *testing.T) {
+	for kind := 0; kind <= nostr.MaxKind; kind++ {
+		want := kind >= KindMessage && kind <= KindDiff
+		if IsChannelMessage(kind) != want {
+			t.Fatalf("IsChannelMessage(%d) = %v", kind, !want)
+		}
+	}
+}
