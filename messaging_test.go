@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,5 +297,39 @@ func TestDiffPostedWorkflow(t *testing.T) {
 			nostr.Tag{"repo", "https://github.com/x/y"}, nostr.Tag{"commit", "abc1234"}))
 		got := ac.waitFor("live", func(e *nostr.Event) bool { return e.PubKey != alice.pub() })
 		eq(t, "workflow message", got.Content, "diff abc1234 by "+alice.pub())
+	})
+}
+
+// TestReactionSlotTakeover: a slot whose reaction was never stored (a
+// write that did not finish) holds while that write may be in flight and
+// is taken over after the grace period; a stored holder always holds.
+func TestReactionSlotTakeover(t *testing.T) {
+	forBackends(t, func(t *testing.T, st store.Backend) {
+		var skew atomic.Int64 // the relay clock's lead over time.Now
+		tr := backendRelay(t, st, WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
+		rs := st.(store.ReactionStore)
+		alice, bob := newSigner(t), newSigner(t)
+		c := tr.dial(t)
+		target := alice.event(1, now(), "target")
+		c.mustAccept(target)
+		ctx, comm := context.Background(), tr.tc.Community()
+		key := func(emoji string) store.ReactionKey {
+			return store.ReactionKey{PubKey: bob.pub(), Target: target.ID, Emoji: emoji}
+		}
+		ghost := strings.Repeat("f", 64) // an event the store never got
+		if _, ok, err := rs.ClaimReaction(ctx, comm, key("👀"), ghost, time.Now()); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		if _, ok, err := rs.ClaimReaction(ctx, comm, key("🙈"), ghost, time.Now().Add(-2*time.Minute)); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		eq(t, "slot of a write in flight", c.publish(bob.event(7, now(), "👀", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.mustAccept(bob.event(7, now(), "🙈", nostr.Tag{"e", target.ID}))
+		eq(t, "then held by the stored reaction", c.publish(bob.event(7, now()-1, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		// Past the grace period a stored holder still holds; one never
+		// stored is taken over.
+		skew.Store(int64(2 * time.Minute))
+		eq(t, "a stored holder past the grace", c.publish(bob.event(7, now()-2, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.mustAccept(bob.event(7, now()-3, "👀", nostr.Tag{"e", target.ID}))
 	})
 }
