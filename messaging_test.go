@@ -166,6 +166,9 @@ func TestMessagingKinds(t *testing.T) {
 		bob.refusedWith("no target", messaging.MsgReactionNoTarget, 7, "🔥", h)
 		bob.refusedWith("unknown target", messaging.MsgReactionNotFound, 7, "🔥", h, gonostr.Tag{"e", strings.Repeat("0", 64)})
 		bob.refusedWith("channel message without h", messaging.MsgReactionNotFound, 7, "👀", onMsg)
+		wrap := carol.sent("a gift wrap to alice", nostr.KindGiftWrap, "sealed", gonostr.Tag{"p", alice.pk})
+		bob.refusedWith("a gift wrap", messaging.MsgReactionNotFound, 7, "👀", gonostr.Tag{"e", wrap})
+		alice.refusedWith("a gift wrap, by its recipient", messaging.MsgReactionNotFound, 7, "👀", gonostr.Tag{"e", wrap})
 		bob.refusedWith("long emoji", "invalid: reaction emoji exceeds 64 characters (got 65)", 7, strings.Repeat("a", 65), h, onMsg)
 		counts := gonostr.Filter{Kinds: []int{7}, Tags: gonostr.TagMap{"e": {msg}}}
 		eq(t, "reactions on the message", bob.count(counts), 3)

@@ -60,7 +60,9 @@ func (p *Pipeline) admitMessaging(ctx context.Context, s Submission, d channel.A
 }
 
 // lookup finds event id in community c as an event admitted as d may see
-// it: in d's channel or community-wide.
+// it: in d's channel or community-wide. A gift wrap is never found: it
+// exists for its recipient only, and a reaction or an edit naming it would
+// tell anyone who knows an id whether it is stored.
 func (p *Pipeline) lookup(ctx context.Context, c tenant.CommunityID, id string, d channel.Admission) (*nostr.Event, bool, error) {
 	f := nostr.Filter{IDs: []string{id}, Limit: 1, LimitSet: true}
 	var seq func(yield func(store.Record, error) bool)
@@ -81,7 +83,7 @@ func (p *Pipeline) lookup(ctx context.Context, c tenant.CommunityID, id string, 
 		if err != nil {
 			return nil, false, err
 		}
-		return ev, true, nil
+		return ev, ev.Kind != nostr.KindGiftWrap, nil
 	}
 	return nil, false, nil
 }
