@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
@@ -177,9 +176,12 @@ func (p *Pipeline) releaseReactions(ctx context.Context, c tenant.CommunityID, e
 }
 
 // unclaimReaction frees a slot this submission claimed when its write
-// failed.
+// failed, even when the submission's context has ended meanwhile (a slot
+// left claimed is only taken over after the grace period).
 func (p *Pipeline) unclaimReaction(ctx context.Context, c tenant.CommunityID, k store.ReactionKey, id string) {
-	if err := p.cfg.Reactions.ReleaseReactions(ctx, c, k.PubKey, []string{id}); err != nil && !errors.Is(err, context.Canceled) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := p.cfg.Reactions.ReleaseReactions(ctx, c, k.PubKey, []string{id}); err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: free reaction slot", "community", c.String(), "err", err)
 	}
 }
