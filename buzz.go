@@ -209,6 +209,8 @@ func New(opts ...Option) (*Relay, error) {
 		Commands:        r.workflowCommands(),
 		Moderation:      r.ingestModeration(),
 		Feedback:        feedbackStore(r.cfg.store),
+		Kinds:           cfg.kinds,
+		Reactions:       reactionStore(cfg.store),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,
 		OnRateLimited:   r.refusalHook(),

@@ -53,6 +53,7 @@ func TestPackageLayout(t *testing.T) {
 		"nostr/nip59":         cat(relay, drivers, []string{m + "/tenant"}),
 		"nostr/nip17":         cat(relay, drivers, []string{m + "/tenant"}),
 		"channel":             cat(relay, drivers, []string{m + "/store", m + "/ingest", m + "/pubsub"}),
+		"messaging":           cat(relay, drivers, backends, []string{m + "/channel", m + "/store", m + "/ingest", m + "/pubsub", m + "/tenant"}),
 		"store":               cat(relay, drivers, backends, []string{m + "/ingest", m + "/pubsub"}),
 		"store/storetest":     cat(relay, drivers, backends),
 		// store/sqlite may import store/lsm, which holds its events when

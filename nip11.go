@@ -90,6 +90,7 @@ var nipTable = [...]NIP{
 	{Number: 9, Title: "Event deletion"},
 	{Number: 11, Title: "Relay information document"},
 	{Number: 17, Title: "Private direct messages (delivered to their recipient only)"},
+	{Number: 25, Title: "Reactions (one per author, emoji and target where the store keeps reaction slots)"},
 	{Number: 29, Title: "Relay-based groups (channels)", on: func(r *Relay) bool { return r.channels != nil }},
 	{Number: 40, Title: "Expiration timestamp"},
 	{Number: 42, Title: "Authentication of clients to relays"},

@@ -47,6 +47,15 @@ var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 		return st == http.StatusOK && h.Get("Content-Type") == "application/nostr+json" && json.Unmarshal([]byte(body), &d) == nil
 	},
 	17: giftWrapsGated,
+	25: func(t *testing.T, tr *testRelay) bool {
+		c, s := tr.dial(t), newSigner(t)
+		ev := s.event(nostr.KindNote, now(), "nip-25 probe")
+		c.mustAccept(ev)
+		if !c.publish(s.event(7, now(), "+", nostr.Tag{"e", ev.ID}, nostr.Tag{"p", s.pub()})).OK {
+			return false
+		}
+		return len(c.req("reactions", nostr.Filter{Kinds: []int{7}, Tags: map[string][]string{"e": {ev.ID}}})) == 1
+	},
 	29: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
 		c.authAs(s, tr.host)

@@ -3,6 +3,7 @@ package buzz
 import (
 	"context"
 	"errors"
+	"github.com/buzzrelay/buzz/messaging"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -84,6 +85,7 @@ type config struct {
 	metrics        Metrics         // noMetrics unless WithMetrics (metrics_hook.go)
 	logSummary     time.Duration   // WithLogSummary (oplog.go)
 	logSummarySet  bool
+	kinds          messaging.Kinds // WithKindAllowList (options_messaging.go)
 }
 
 // WithStore sets the event store. Required.
@@ -96,6 +98,8 @@ type config struct {
 //     unless WithCommunityProfiles names another source;
 //   - store.AuditLog: audit chains of refusals and moderation (served by
 //     the audit/audithttp feature).
+//   - store.ReactionStore: one reaction per (author, target, emoji) in a
+//     community (NIP-25).
 //
 // Channels (store.ChannelStore), and what rests on them (community roles and
 // access policy, moderation through store.ModerationStore, workflows), are

@@ -71,7 +71,7 @@ func TestReqMultiFilterDedupe(t *testing.T) {
 	a, b := newSigner(t), newSigner(t)
 	e1 := a.event(1, now()-3, "a1", nostr.Tag{"t", "x"})
 	e2 := b.event(1, now()-2, "b1", nostr.Tag{"t", "x"})
-	e3 := b.event(7, now()-1, "b7")
+	e3 := b.event(7, now()-1, "b7", nostr.Tag{"e", e1.ID})
 	for _, e := range []*nostr.Event{e1, e2, e3} {
 		c.mustAccept(e)
 	}

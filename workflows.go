@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/buzzrelay/buzz/messaging"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,11 +346,12 @@ func response(v map[string]any) string {
 	return "response:" + string(b)
 }
 
-// onStored feeds stored events to the workflows: triggers (kinds 9 and 7
-// of a channel) and deletions of 30620 coordinates.
+// onStored feeds stored events to the workflows: triggers (messages 9 and
+// 40002, reactions 7 and diffs 40008 of a channel) and deletions of 30620
+// coordinates.
 func (h *WorkflowHost) onStored(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) {
 	switch ev.Kind {
-	case nostr.KindChatMessage, 7:
+	case nostr.KindChatMessage, messaging.KindMessage, messaging.KindReaction, messaging.KindDiff:
 		if err := h.engine.HandleEvent(ctx, tc.Community(), ev); err != nil {
 			h.r.log.WarnContext(ctx, "buzz: workflow triggers of an event failed; retrying", "event", ev.ID, "err", err)
 			h.enqueue(tc.Community(), ev)

@@ -291,9 +291,17 @@ func (a *Access) CommunityWrite(ctx context.Context, c tenant.CommunityID, autho
 }
 
 // RequiresChannel reports whether events of kind must name a channel: chat
-// messages (9) and the channel commands.
+// messages (9), Buzz's channel message kinds (40002–40008) and the channel
+// commands.
 func RequiresChannel(kind int) bool {
-	return kind == nostr.KindChatMessage || IsCommand(kind)
+	return kind == nostr.KindChatMessage || isBuzzMessage(kind) || IsCommand(kind)
+}
+
+// isBuzzMessage reports whether kind is one of Buzz's channel message
+// kinds, 40002–40008 (messaging.IsChannelMessage; this package imports
+// none of the feature packages).
+func isBuzzMessage(kind int) bool {
+	return kind >= 40002 && kind <= 40008
 }
 
 // Admission is what Admit decided for one event.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 )
 
@@ -19,7 +20,8 @@ import (
 //
 // Kind 30617 (NIP-34 repository announcement): ValidateRepository.
 // Kind 30621 (NIP-MP project): ValidateProject.
-// Both are global-only, as in Buzz: community-wide, never filed in a
+// Kinds 0, 7, 40003 and 40008: messaging.Validate (Buzz's messaging rules).
+// Both 30617 and 30621 are global-only, as in Buzz: community-wide, never filed in a
 // channel. After their own rules (so Buzz's rejection order stands), an
 // h tag on them is refused rather than silently dropped.
 func validateKind(ev *nostr.Event) error {
@@ -31,7 +33,7 @@ func validateKind(ev *nostr.Event) error {
 	case nostr.KindProject:
 		return globalOnly(ev, ValidateProject(ev))
 	}
-	return nil
+	return messaging.Validate(ev)
 }
 
 // globalOnly returns err, or, when the kind's own rules passed, a refusal

@@ -34,6 +34,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/internal/ttlcache"
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/ratelimit"
@@ -108,6 +109,16 @@ type Config struct {
 	// Feedback keeps product feedback (kind 42000, see queueFeedback);
 	// nil refuses it.
 	Feedback store.FeedbackStore
+	// Kinds is the kind allow-list (step 7b): an event of a kind it does
+	// not allow is refused with messaging.MsgUnknownKind. The zero value
+	// allows every kind.
+	Kinds messaging.Kinds
+	// Reactions keeps one reaction per (author, target, emoji) of a
+	// community (step 10b); nil stores every reaction.
+	Reactions store.ReactionStore
+	// ReactionGrace: how long a reaction slot whose event is not stored
+	// stays claimed (0: DefaultReactionGrace; negative is refused).
+	ReactionGrace time.Duration
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -135,6 +146,11 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, errors.New("ingest: Config.MaxContentBytes must be positive")
 	case cfg.AuthorityWindow < 0:
 		return nil, errors.New("ingest: Config.AuthorityWindow must be positive (0: the default)")
+	case cfg.ReactionGrace < 0:
+		return nil, errors.New("ingest: Config.ReactionGrace must be positive (0: the default)")
+	}
+	if cfg.ReactionGrace == 0 {
+		cfg.ReactionGrace = DefaultReactionGrace
 	}
 	if cfg.AuthorityWindow == 0 {
 		cfg.AuthorityWindow = DefaultAuthorityWindow
@@ -321,6 +337,11 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{Message: fmt.Sprintf(msgContentTooLong, p.cfg.MaxContentBytes)}
 	}
 
+	// 7b. The kind allow-list (off unless configured; Buzz's refusal).
+	if !p.cfg.Kinds.Allows(ev.Kind) {
+		return Outcome{Message: messaging.MsgUnknownKind}
+	}
+
 	// 8. Rate limit per (community, author), shared by every process when
 	// the limiter is: after the cheap checks and the signature (so forged
 	// events cost nobody's quota), before policies and storage. A limiter
@@ -372,9 +393,13 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{Message: refusal}
 	}
 
-	// 9. Per-kind validators.
+	// 9. Per-kind validators: first what the event says by itself, then
+	// what needs a lookup (an edit's author, a reaction's target).
 	if err := validateKind(ev); err != nil {
 		return Outcome{Message: err.Error()}
+	}
+	if refusal := p.admitMessaging(ctx, s, dec); refusal != "" {
+		return Outcome{Message: refusal}
 	}
 
 	// 9a. From here on an authority event's effect is written with its
@@ -438,12 +463,24 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{OK: true}
 	}
 
+	// 10b. A reaction claims its (author, target, emoji) slot before it is
+	// written: a second identical reaction, from any process, is refused.
+	rkey, claimed, refusal := p.claimReaction(ctx, s)
+	if refusal != "" {
+		return Outcome{Message: refusal}
+	}
+
 	// 11. Durable write (a channel command is applied atomically with its
 	// event). OK true is only ever returned after the write returned.
 	out, change := p.storeEvent(ctx, s, dec, g, st)
 	if !out.Stored {
+		if claimed && out.Message != MsgDuplicate {
+			p.unclaimReaction(ctx, s.Tenant.Community(), rkey, ev.ID)
+		}
 		return out
 	}
+	// 11b. A deletion that removed reactions frees their slots.
+	p.releaseReactions(ctx, s.Tenant.Community(), ev, dec.Command)
 	if change != nil && p.cfg.Channels.OnChange != nil {
 		p.cfg.Channels.OnChange(ctx, s.Tenant, *change)
 	}

@@ -42,6 +42,7 @@ type TriggerKind string
 const (
 	TriggerMessagePosted TriggerKind = "message_posted"
 	TriggerReactionAdded TriggerKind = "reaction_added"
+	TriggerDiffPosted    TriggerKind = "diff_posted"
 	TriggerWebhook       TriggerKind = "webhook"
 	TriggerSchedule      TriggerKind = "schedule"
 )
@@ -401,7 +402,7 @@ func parseTrigger(f Fields, stored bool) (Trigger, error) {
 	}
 	t := Trigger{On: TriggerKind(on)}
 	switch t.On {
-	case TriggerMessagePosted, TriggerWebhook:
+	case TriggerMessagePosted, TriggerDiffPosted, TriggerWebhook:
 		allowed := []string{"on", "filter"}
 		if t.On == TriggerWebhook {
 			allowed = []string{"on"}
@@ -421,10 +422,8 @@ func parseTrigger(f Fields, stored bool) (Trigger, error) {
 			return Trigger{}, err
 		}
 		return t, nil
-	case "diff_posted":
-		return Trigger{}, fieldErr("on", "diff_posted triggers are not supported by this relay")
 	default:
-		return Trigger{}, fieldErr("on", "unknown trigger %q (want message_posted, reaction_added, webhook or schedule)", on)
+		return Trigger{}, fieldErr("on", "unknown trigger %q (want message_posted, reaction_added, diff_posted, webhook or schedule)", on)
 	}
 	if t.Filter, err = f.String("filter", false); err != nil {
 		return Trigger{}, err

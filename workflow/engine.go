@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/cel-go/interpreter"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -648,10 +650,12 @@ func (e *Engine) TriggerStats() TriggerStats {
 func triggerOf(ev *nostr.Event) (TriggerKind, bool) {
 	var on TriggerKind
 	switch ev.Kind {
-	case nostr.KindChatMessage:
+	case nostr.KindChatMessage, messaging.KindMessage:
 		on = TriggerMessagePosted
-	case 7:
+	case messaging.KindReaction:
 		on = TriggerReactionAdded
+	case messaging.KindDiff:
+		on = TriggerDiffPosted
 	default:
 		// Status kinds, commands, state, gift wraps: never triggers.
 		return "", false
@@ -683,6 +687,21 @@ func eventTrigger(ev *nostr.Event, ch channel.ID) map[string]any {
 			}
 			if len(t) >= 4 && t[3] == "reply" {
 				reply = t[1]
+			}
+		}
+	}
+	if ev.Kind == messaging.KindDiff {
+		for _, t := range ev.Tags {
+			if len(t) >= 2 {
+				switch t[0] {
+				case "repo", "commit", "parent-commit", "pr":
+					v[strings.ReplaceAll(t[0], "-", "_")] = t[1]
+				case "branch":
+					v["branch"] = t[1]
+					if len(t) >= 3 {
+						v["target_branch"] = t[2]
+					}
+				}
 			}
 		}
 	}

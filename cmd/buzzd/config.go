@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/buzzrelay/buzz/messaging"
 	"io"
 	"log/slog"
 	"net"
@@ -65,6 +66,9 @@ type Config struct {
 	AuthRequired bool
 	// Limits are enforced by the relay and advertised in NIP-11.
 	Limits buzz.Limits
+	// KindAllowList is the kinds clients may publish (BUZZ_KIND_ALLOWLIST);
+	// off (every kind) by default.
+	KindAllowList messaging.Kinds
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For header
 	// names the client (buzz.WithTrustedProxies).
 	TrustedProxies []netip.Prefix
@@ -326,6 +330,15 @@ func settings() []setting {
 		{env: "BUZZ_TRUSTED_PROXIES", flag: "trusted-proxies", def: "(none)",
 			usage: "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client",
 			apply: func(c *Config, v string) (err error) { c.TrustedProxies, err = parsePrefixes(v); return err }},
+		{env: "BUZZ_KIND_ALLOWLIST", flag: "kind-allowlist", def: "off",
+			usage: "the kinds clients may publish, others refused restricted: unknown event kind: off (every kind), buzz (the kinds a Buzz relay accepts), or a comma-separated list of kinds, low-high ranges and buzz, such as buzz,30023,5000-5999",
+			apply: func(c *Config, v string) (err error) {
+				c.KindAllowList, err = messaging.ParseKinds(v)
+				if err != nil {
+					return errors.New("want off, buzz, or a comma-separated list of kinds, low-high ranges and buzz")
+				}
+				return nil
+			}},
 		{env: "BUZZ_EVENT_CONCURRENCY", flag: "event-concurrency", def: strconv.Itoa(lim.EventConcurrency),
 			usage: "EVENTs of one connection processed at once (pipelined clients get OKs out of order)",
 			apply: func(c *Config, v string) (err error) { c.Limits.EventConcurrency, err = parsePositive(v); return err }},

@@ -245,6 +245,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{name: "future duration", env: map[string]string{"BUZZ_MAX_FUTURE": "15"}, want: []string{"BUZZ_MAX_FUTURE", "duration"}},
 		{name: "pubkey", env: map[string]string{"BUZZ_RELAY_PUBKEY": "npub1notakey"}, want: []string{"BUZZ_RELAY_PUBKEY", "hex"}},
 		{name: "log level", env: map[string]string{"BUZZ_LOG_LEVEL": "loud"}, want: []string{"BUZZ_LOG_LEVEL"}},
+		{name: "kind allow-list", env: map[string]string{"BUZZ_KIND_ALLOWLIST": "buzz,7-1"}, want: []string{"BUZZ_KIND_ALLOWLIST", "off, buzz"}},
+		{name: "kind allow-list flag", args: []string{"-kind-allowlist", "nostr"}, want: []string{"-kind-allowlist"}, wantUsage: true},
 		{name: "log format", env: map[string]string{"BUZZ_LOG_FORMAT": "xml"}, want: []string{"BUZZ_LOG_FORMAT", "text or json"}},
 		{name: "debug addr", env: map[string]string{"BUZZ_DEBUG_ADDR": "localhost"}, want: []string{"BUZZ_DEBUG_ADDR", "host:port"}},
 		{name: "shutdown timeout", env: map[string]string{"BUZZ_SHUTDOWN_TIMEOUT": "-3s"}, want: []string{"BUZZ_SHUTDOWN_TIMEOUT"}},
@@ -417,5 +419,23 @@ func TestLogSummaryIntervalSetting(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "BUZZ_LOG_SUMMARY_INTERVAL") {
 			t.Errorf("%q: %v", v, err)
 		}
+	}
+}
+
+// TestKindAllowListSetting: off by default; "buzz" and lists parse.
+func TestKindAllowListSetting(t *testing.T) {
+	cfg, err := parseConfig("serve", nil, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.KindAllowList.On() {
+		t.Fatalf("default allow-list %s, want off", cfg.KindAllowList)
+	}
+	cfg, err = parseConfig("serve", nil, envMap(map[string]string{"BUZZ_KIND_ALLOWLIST": "buzz,5000-5999"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.KindAllowList.Allows(40003) || !cfg.KindAllowList.Allows(5500) || cfg.KindAllowList.Allows(4) {
+		t.Fatalf("allow-list %s", cfg.KindAllowList)
 	}
 }

@@ -271,6 +271,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithAuth(auth),
 		buzz.WithLimits(cfg.Limits),
 		buzz.WithTrustedProxies(cfg.TrustedProxies...),
+		buzz.WithKindAllowList(cfg.KindAllowList),
 		buzz.WithInfo(cfg.Info),
 		buzz.WithLogger(logger),
 		buzz.WithLogSummary(cfg.LogSummaryInterval),

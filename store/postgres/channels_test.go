@@ -29,3 +29,7 @@ func TestNames(t *testing.T) {
 func TestListings(t *testing.T) {
 	storetest.RunListings(t, func(t *testing.T) storetest.ListingBackend { return openStore(t) })
 }
+
+func TestReactions(t *testing.T) {
+	storetest.RunReactions(t, func(t *testing.T) storetest.ReactionBackend { return openStore(t) })
+}

@@ -25,3 +25,7 @@ func TestNames(t *testing.T) {
 func TestListings(t *testing.T) {
 	storetest.RunListings(t, func(t *testing.T) storetest.ListingBackend { return openTemp(t) })
 }
+
+func TestReactions(t *testing.T) {
+	storetest.RunReactions(t, func(t *testing.T) storetest.ReactionBackend { return openTemp(t) })
+}

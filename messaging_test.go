@@ -1,0 +1,338 @@
+package buzz
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gonostr "github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/messaging"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
+	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/workflow"
+)
+
+// Buzz's messaging kinds driven by an independent client (go-nostr): the
+// message kinds 40002–40008, edits by their author only, reactions one per
+// (author, emoji, target) with NIP-09 removal and cheap counts, kind 0 as
+// JSON, on both backends and isolated per community.
+
+// sendBase is the created_at send counts from: a minute in the past.
+var sendBase = gonostr.Now() - 60
+
+// send signs an event of kind with content and tags as u and publishes
+// it; it returns "" when accepted, else the relay's message, and the id.
+func (u *nip29User) send(kind int, content string, tags ...gonostr.Tag) (string, string) {
+	u.t.Helper()
+	u.seq++
+	// A created_at of its own per event: two events alike in all else
+	// are distinct (a clock tick must not make them one).
+	ev := gonostr.Event{Kind: kind, CreatedAt: sendBase + gonostr.Timestamp(u.seq), Content: content, Tags: append(gonostr.Tags{}, tags...)}
+	if err := ev.Sign(u.sk); err != nil {
+		u.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := u.rl.Publish(ctx, ev); err != nil {
+		return strings.TrimPrefix(err.Error(), "msg: "), ev.ID
+	}
+	return "", ev.ID
+}
+
+// sent is send that must be accepted; it returns the id.
+func (u *nip29User) sent(what string, kind int, content string, tags ...gonostr.Tag) string {
+	u.t.Helper()
+	msg, id := u.send(kind, content, tags...)
+	if msg != "" {
+		u.t.Fatalf("%s refused: %s", what, msg)
+	}
+	return id
+}
+
+// refusedWith is send that must be refused with exactly want.
+func (u *nip29User) refusedWith(what, want string, kind int, content string, tags ...gonostr.Tag) {
+	u.t.Helper()
+	if msg, _ := u.send(kind, content, tags...); msg != want {
+		u.t.Fatalf("%s: %q, want %q", what, msg, want)
+	}
+}
+
+// count is a COUNT over one filter.
+func (u *nip29User) count(f gonostr.Filter) int64 {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, _, err := u.rl.Count(ctx, gonostr.Filters{f})
+	if err != nil {
+		u.t.Fatalf("count: %v", err)
+	}
+	return n
+}
+
+func toEvent(e *gonostr.Event) *nostr.Event {
+	tags := make(nostr.Tags, len(e.Tags))
+	for i, t := range e.Tags {
+		tags[i] = nostr.Tag(t)
+	}
+	return &nostr.Event{ID: e.ID, PubKey: e.PubKey, CreatedAt: int64(e.CreatedAt), Kind: e.Kind, Tags: tags, Content: e.Content}
+}
+
+// forEmbeddedAndPostgres runs fn on both backends of forEachBackend and on
+// the embedded store as buzzd opens it by default (events in the LSM).
+func forEmbeddedAndPostgres(t *testing.T, fn func(t *testing.T, b testBackend)) {
+	forEachBackend(t, fn)
+	t.Run("lsm", func(t *testing.T) {
+		dir := t.TempDir()
+		fn(t, testBackend{name: "lsm", open: func(t testing.TB) store.Backend {
+			st, err := sqlite.Open(context.Background(), dir, sqlite.WithLogger(quietLogger()), sqlite.WithLSMEvents())
+			if err != nil {
+				t.Fatalf("sqlite.Open: %v", err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}})
+	})
+}
+
+func TestMessagingKinds(t *testing.T) {
+	forEmbeddedAndPostgres(t, func(t *testing.T, b testBackend) {
+		r := startNIP29Relay(t, b)
+		alice, bob, carol := r.connect(t, r.url, true), r.connect(t, r.url, true), r.connect(t, r.url, true)
+		gid := storetest.NewChannelID().String()
+		h := gonostr.Tag{"h", gid}
+		alice.must("create", nostr.KindCreateChannel, gid, gonostr.Tag{"name", "general"})
+
+		// Messages: every kind of 40002–40008 needs its channel.
+		for kind := messaging.KindMessage; kind <= messaging.KindDiff; kind++ {
+			alice.refusedWith("no h", "invalid: kind "+strconv.Itoa(kind)+" requires an h tag naming its channel", kind, "x")
+		}
+		msg := alice.sent("message", messaging.KindMessage, "hello", h)
+		alice.sent("pinned", messaging.KindPinned, "", h, gonostr.Tag{"e", msg})
+		alice.sent("bookmarked", messaging.KindBookmarked, "", h, gonostr.Tag{"e", msg})
+		alice.sent("scheduled", messaging.KindScheduled, "later", h)
+		ghost := storetest.NewChannelID().String()
+		alice.refusedWith("unknown channel", channel.MsgChannelDenied, messaging.KindMessage, "x", gonostr.Tag{"h", ghost})
+
+		// Edits: the author's only, of a message of the same channel.
+		bob.refusedWith("bob edits alice's", messaging.MsgEditNotAuthor, messaging.KindEdit, "hijacked", h, gonostr.Tag{"e", msg})
+		alice.refusedWith("edit without e", messaging.MsgEditNoTarget, messaging.KindEdit, "x", h)
+		alice.refusedWith("edit of nothing", messaging.MsgEditNotFound, messaging.KindEdit, "x", h, gonostr.Tag{"e", strings.Repeat("0", 64)})
+		note := alice.sent("community-wide note", 1, "a note")
+		alice.refusedWith("edit of a community-wide note", messaging.MsgEditNoChannel, messaging.KindEdit, "x", h, gonostr.Tag{"e", note})
+		alice.sent("edit", messaging.KindEdit, "hello, edited", h, gonostr.Tag{"e", msg})
+		orig := bob.query(gonostr.Filter{IDs: []string{msg}})
+		edits := bob.query(gonostr.Filter{Kinds: []int{messaging.KindEdit}, Tags: gonostr.TagMap{"e": {msg}}})
+		if len(orig) != 1 || len(edits) != 1 {
+			t.Fatalf("message %d, edits %d", len(orig), len(edits))
+		}
+		var evs []*nostr.Event
+		for _, e := range edits {
+			evs = append(evs, toEvent(e))
+		}
+		eq(t, "current text", messaging.CurrentText(toEvent(orig[0]), evs), "hello, edited")
+
+		// Diffs.
+		diff := []gonostr.Tag{h, {"repo", "https://github.com/x/y"}, {"commit", "abc1234"}}
+		alice.sent("diff", messaging.KindDiff, "--- a\n+++ b\n", diff...)
+		alice.refusedWith("big diff", "invalid: diff content exceeds 60KB limit (got 61441 bytes)", messaging.KindDiff, strings.Repeat("x", 61441), diff...)
+		alice.refusedWith("diff without commit", messaging.MsgDiffNoCommit, messaging.KindDiff, "d", h, gonostr.Tag{"repo", "https://x"})
+		if got := bob.query(gonostr.Filter{Search: "edited"}); len(got) != 1 || got[0].Kind != messaging.KindEdit {
+			t.Fatalf("search of an edit: %d events", len(got))
+		}
+
+		// Profiles.
+		alice.refusedWith("profile not JSON", messaging.MsgProfileNotJSON, 0, "{name")
+		alice.refusedWith("profile array", messaging.MsgProfileNotObject, 0, "[]")
+		alice.sent("profile", 0, `{"name":"alice"}`)
+
+		// Reactions: one per (author, emoji, target); "" is "+".
+		onMsg := gonostr.Tag{"e", msg}
+		fire := bob.sent("bob 🔥", 7, "🔥", h, onMsg)
+		bob.refusedWith("bob 🔥 again", messaging.MsgReactionExists, 7, "🔥", h, onMsg)
+		bob.sent("bob +", 7, "", h, onMsg)
+		bob.refusedWith("bob + spelled out", messaging.MsgReactionExists, 7, "+", h, onMsg)
+		carol.sent("carol 🔥", 7, "🔥", h, onMsg)
+		bob.sent("bob 🔥 on the note", 7, "🔥", gonostr.Tag{"e", note})
+		bob.refusedWith("no target", messaging.MsgReactionNoTarget, 7, "🔥", h)
+		bob.refusedWith("unknown target", messaging.MsgReactionNotFound, 7, "🔥", h, gonostr.Tag{"e", strings.Repeat("0", 64)})
+		bob.refusedWith("channel message without h", messaging.MsgReactionNotFound, 7, "👀", onMsg)
+		wrap := carol.sent("a gift wrap to alice", nostr.KindGiftWrap, "sealed", gonostr.Tag{"p", alice.pk})
+		bob.refusedWith("a gift wrap", messaging.MsgReactionNotFound, 7, "👀", gonostr.Tag{"e", wrap})
+		alice.refusedWith("a gift wrap, by its recipient", messaging.MsgReactionNotFound, 7, "👀", gonostr.Tag{"e", wrap})
+		bob.refusedWith("long emoji", "invalid: reaction emoji exceeds 64 characters (got 65)", 7, strings.Repeat("a", 65), h, onMsg)
+		counts := gonostr.Filter{Kinds: []int{7}, Tags: gonostr.TagMap{"e": {msg}}}
+		eq(t, "reactions on the message", bob.count(counts), 3)
+		// NIP-09 removal frees the slot.
+		bob.sent("bob deletes his 🔥", 5, "", gonostr.Tag{"e", fire})
+		eq(t, "after the deletion", bob.count(counts), 2)
+		bob.sent("bob 🔥 once more", 7, "🔥", h, onMsg)
+		eq(t, "after the new reaction", bob.count(counts), 3)
+		// A channel admin's delete-event (9005) frees it too.
+		carols := carol.query(gonostr.Filter{Kinds: []int{7}, Authors: []string{carol.pk}, Tags: gonostr.TagMap{"e": {msg}}})
+		if len(carols) != 1 {
+			t.Fatalf("carol's reactions: %d", len(carols))
+		}
+		alice.sent("admin deletes carol's", nostr.KindDeleteEvent, "", h, gonostr.Tag{"e", carols[0].ID})
+		carol.sent("carol 🔥 again", 7, "🔥", h, onMsg)
+
+		// Another community: none of the events exist there, and the same
+		// reaction is a new slot.
+		zed := r.connect(t, r.otherURL, true)
+		zed.refusedWith("reaction to a foreign note", messaging.MsgReactionNotFound, 7, "🔥", gonostr.Tag{"e", note})
+		zed.refusedWith("edit in a foreign channel", channel.MsgChannelDenied, messaging.KindEdit, "x", h, gonostr.Tag{"e", msg})
+		other := zed.sent("a note there", 1, "there")
+		zed.sent("zed 🔥", 7, "🔥", gonostr.Tag{"e", other})
+		zed.refusedWith("zed 🔥 again", messaging.MsgReactionExists, 7, "🔥", gonostr.Tag{"e", other})
+		eq(t, "no foreign reactions counted", zed.count(counts), 0)
+	})
+}
+
+// TestKindAllowList: off by default; with Buzz's list, other kinds get
+// Buzz's refusal and Buzz's kinds are accepted.
+func TestKindAllowList(t *testing.T) {
+	plain := newTestRelay(t)
+	c, s := plain.dial(t), newSigner(t)
+	c.mustAccept(s.event(4, now(), "any kind"))
+	c.mustAccept(s.event(30402, now(), "any kind", nostr.Tag{"d", "x"}))
+
+	tr := newTestRelay(t, WithKindAllowList(messaging.BuzzKinds()))
+	c = tr.dial(t)
+	eq(t, "kind 4", c.publish(s.event(4, now(), "not buzz")).Message, messaging.MsgUnknownKind)
+	eq(t, "kind 30402", c.publish(s.event(30402, now(), "not buzz", nostr.Tag{"d", "x"})).Message, messaging.MsgUnknownKind)
+	c.mustAccept(s.event(1, now(), "a note"))
+	c.mustAccept(s.event(0, now(), `{"name":"s"}`))
+	eq(t, "typing is relayed", c.publish(s.event(20002, now(), "")).OK, true)
+
+	k, err := messaging.ParseKinds("1,5000-5999")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr = newTestRelay(t, WithKindAllowList(k))
+	c = tr.dial(t)
+	c.mustAccept(s.event(5001, now(), "in range"))
+	eq(t, "kind 9 outside the list", c.publish(s.event(7, now(), "+", nostr.Tag{"e", strings.Repeat("a", 64)})).Message, messaging.MsgUnknownKind)
+}
+
+// TestReactionUniqueAcrossPods: many identical reactions sent at once, to
+// two relays sharing one PostgreSQL database, store exactly one.
+func TestReactionUniqueAcrossPods(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	open := func() store.Backend {
+		st, err := postgres.Open(context.Background(), url, postgres.WithLogger(quietLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	const host = "react.example"
+	pods := []*pod{startPod(t, open(), host), startPod(t, open(), host)}
+	alice, bob := newSigner(t), newSigner(t)
+	c := pods[0].dial(t)
+	target := alice.event(1, now(), "react to me")
+	c.mustAccept(target)
+
+	const n = 16
+	conns := make([]*rawClient, n)
+	evs := make([]*nostr.Event, n)
+	for i := range n {
+		conns[i] = pods[i%2].dial(t)
+		// Distinct events (created_at), one slot.
+		evs[i] = bob.event(7, now()-int64(i), "🎉", nostr.Tag{"e", target.ID})
+	}
+	oks := make([]*nostr.OKMessage, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			oks[i] = conns[i].publishOnce(evs[i])
+		}()
+	}
+	wg.Wait()
+	accepted := 0
+	for i, ok := range oks {
+		switch {
+		case ok.OK:
+			accepted++
+		case ok.Message != messaging.MsgReactionExists:
+			t.Errorf("reaction %d: %q", i, ok.Message)
+		}
+	}
+	eq(t, "accepted", accepted, 1)
+	for _, p := range pods {
+		got, err := p.st.Count(context.Background(), p.tc.Community(), []nostr.Filter{{Kinds: []int{7}, Tags: map[string][]string{"e": {target.ID}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "stored reactions", got, int64(1))
+	}
+}
+
+// TestDiffPostedWorkflow: a diff_posted workflow is accepted and runs on a
+// diff (40008), with the diff's tags as trigger variables.
+func TestDiffPostedWorkflow(t *testing.T) {
+	forBackends(t, func(t *testing.T, b store.Backend) {
+		st, ok := b.(wfBackend)
+		if !ok {
+			t.Fatalf("%T does not implement the workflow store", b)
+		}
+		tr := workflowRelay(t, st, newHookServer(t))
+		alice := newSigner(t)
+		ac := tr.dial(t)
+		ac.authAs(alice, tr.host)
+		ch := ac.createChannel(alice, "code", channel.VisibilityOpen)
+		const yaml = "name: Diffs\ntrigger: {on: diff_posted, filter: 'trigger_repo == \"https://github.com/x/y\"'}\nsteps:\n  - id: note\n    action: send_message\n    text: \"diff {{trigger.commit}} by {{trigger.author}}\"\n"
+		_, okm := ac.define(alice, workflow.NewID(), ch, yaml)
+		okResponse(t, okm)
+		ac.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {ch.String()}}})
+		ac.mustAccept(alice.event(messaging.KindDiff, now(), "--- a\n+++ b\n", chanTag(ch),
+			nostr.Tag{"repo", "https://github.com/x/y"}, nostr.Tag{"commit", "abc1234"}))
+		got := ac.waitFor("live", func(e *nostr.Event) bool { return e.PubKey != alice.pub() })
+		eq(t, "workflow message", got.Content, "diff abc1234 by "+alice.pub())
+	})
+}
+
+// TestReactionSlotTakeover: a slot whose reaction was never stored (a
+// write that did not finish) holds while that write may be in flight and
+// is taken over after the grace period; a stored holder always holds.
+func TestReactionSlotTakeover(t *testing.T) {
+	forBackends(t, func(t *testing.T, st store.Backend) {
+		var skew atomic.Int64 // the relay clock's lead over time.Now
+		tr := backendRelay(t, st, WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
+		rs := st.(store.ReactionStore)
+		alice, bob := newSigner(t), newSigner(t)
+		c := tr.dial(t)
+		target := alice.event(1, now(), "target")
+		c.mustAccept(target)
+		ctx, comm := context.Background(), tr.tc.Community()
+		key := func(emoji string) store.ReactionKey {
+			return store.ReactionKey{PubKey: bob.pub(), Target: target.ID, Emoji: emoji}
+		}
+		ghost := strings.Repeat("f", 64) // an event the store never got
+		if _, ok, err := rs.ClaimReaction(ctx, comm, key("👀"), ghost, time.Now()); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		if _, ok, err := rs.ClaimReaction(ctx, comm, key("🙈"), ghost, time.Now().Add(-2*time.Minute)); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		eq(t, "slot of a write in flight", c.publish(bob.event(7, now(), "👀", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.mustAccept(bob.event(7, now(), "🙈", nostr.Tag{"e", target.ID}))
+		eq(t, "then held by the stored reaction", c.publish(bob.event(7, now()-1, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		// Past the grace period a stored holder still holds; one never
+		// stored is taken over.
+		skew.Store(int64(2 * time.Minute))
+		eq(t, "a stored holder past the grace", c.publish(bob.event(7, now()-2, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.mustAccept(bob.event(7, now()-3, "👀", nostr.Tag{"e", target.ID}))
+	})
+}

@@ -1,0 +1,26 @@
+package buzz
+
+import (
+	"github.com/buzzrelay/buzz/messaging"
+	"github.com/buzzrelay/buzz/store"
+)
+
+// WithKindAllowList restricts the kinds clients may publish: an event of
+// a kind k does not allow is refused with "restricted: unknown event kind"
+// (Buzz's answer), before rate limiting and storage. The default allows
+// every kind, as a general-purpose relay does; messaging.BuzzKinds() is
+// the list of a Buzz-compatible relay, and messaging.ParseKinds reads the
+// setting's text form ("buzz,30023,5000-5999").
+func WithKindAllowList(k messaging.Kinds) Option {
+	return func(c *config) error {
+		c.kinds = k
+		return nil
+	}
+}
+
+// reactionStore is the store's reaction slots (store.ReactionStore), or
+// nil when it keeps none: then identical reactions are all stored.
+func reactionStore(s store.EventStore) store.ReactionStore {
+	rs, _ := s.(store.ReactionStore)
+	return rs
+}
