@@ -65,6 +65,7 @@ func TestPackageLayout(t *testing.T) {
 		"workflow":                 cat(relay, drivers, backends, []string{m + "/store", m + "/pubsub", m + "/ingest"}),
 		"workflow/workflowtest":    cat(relay, drivers, backends),
 		"relaykey":                 cat(relay, drivers, []string{m + "/store", m + "/ingest", m + "/pubsub"}),
+		"nip77":                    cat(relay, drivers, backends, redis, []string{m + "/store", m + "/ingest", m + "/pubsub", m + "/channel", m + "/tenant"}),
 		"nip98":                    cat(relay, drivers, []string{m + "/store"}),
 		"nip98/replaytest":         cat(relay, drivers, []string{m + "/store"}),
 		"nip98/redisreplay":        cat(relay, backends, []string{m + "/store", m + "/pubsub"}),

@@ -59,6 +59,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runAudit(ctx, args, lookupEnv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args, lookupEnv, stdout, stderr)
+	case "sync":
+		return runSync(ctx, args, lookupEnv, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
 			return usageError{err: fmt.Errorf("version takes no arguments")}
@@ -75,7 +77,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	default:
-		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, sync, version or help)", cmd)}
 	}
 }
 
