@@ -355,4 +355,3 @@ func (r *Relay) NegentropyItems(ctx context.Context, community tenant.CommunityI
 	}
 	return items, err
 }
-
