@@ -161,19 +161,23 @@ func hexElem(raw json.RawMessage) (string, error) {
 	return s, nil
 }
 
-// ParseRelayMessage decodes a NEG-MSG (*Msg) or NEG-ERR (*Err) a relay
-// sent; ok is false for any other message (EVENT, NOTICE, AUTH, …) or a
-// malformed one.
+// labelErrLong is how some relays spell NEG-ERR (go-nostr's envelopes,
+// and so khatru, send "NEG-ERROR"); ParseRelayMessage reads both.
+const labelErrLong = "NEG-ERROR"
+
+// ParseRelayMessage decodes a NEG-MSG (*Msg) or NEG-ERR (*Err; also read
+// as "NEG-ERROR") a relay sent; ok is false for any other message (EVENT,
+// NOTICE, AUTH, …) or a malformed one.
 func ParseRelayMessage(data []byte) (msg any, ok bool) {
 	l := label(data)
-	if l != LabelMsg && l != LabelErr {
+	if l != LabelMsg && l != LabelErr && l != labelErrLong {
 		return nil, false
 	}
 	var elems []string
 	if err := json.Unmarshal(data, &elems); err != nil || len(elems) < 3 {
 		return nil, false
 	}
-	if l == LabelErr {
+	if l != LabelMsg {
 		return &Err{SubID: elems[1], Reason: elems[2]}, true
 	}
 	return &Msg{SubID: elems[1], Message: elems[2]}, true

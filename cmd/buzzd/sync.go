@@ -189,7 +189,13 @@ func runSync(ctx context.Context, args []string, lookupEnv func(string) (string,
 		return fmt.Errorf("sync: %s: %w", o.url, err)
 	}
 	defer remote.close()
-	res, err := nip77.Reconcile(ctx, remote, "buzzd-sync", filter.AppendJSON(nil), items, syncFrameBytes, nil)
+	res, err := nip77.Reconcile(ctx, remote, "buzzd-sync", filter.AppendJSON(nil), items, syncFrameBytes, func(m []byte) {
+		if n, err := nostr.ParseRelayMessage(m); err == nil {
+			if notice, ok := n.(*nostr.NoticeMessage); ok {
+				logger.Warn("sync: the remote relay sent a NOTICE", "relay", o.url, "notice", notice.Message)
+			}
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("sync: reconcile with %s: %w", o.url, err)
 	}
