@@ -164,4 +164,3 @@ func (w wsTransport) Recv(context.Context) ([]byte, error) {
 	_, b, err := w.ws.ReadMessage()
 	return b, err
 }
-

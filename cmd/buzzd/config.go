@@ -253,7 +253,10 @@ func settings() []setting {
 			apply: func(c *Config, v string) (err error) { c.Limits.MaxNegentropyItems, err = parsePositive(v); return err }},
 		{env: "BUZZ_MAX_NEGENTROPY_SESSIONS", flag: "max-negentropy-sessions", def: strconv.Itoa(lim.MaxNegentropySessions),
 			usage: "NIP-77 sessions one connection may have open at once",
-			apply: func(c *Config, v string) (err error) { c.Limits.MaxNegentropySessions, err = parsePositive(v); return err }},
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.MaxNegentropySessions, err = parsePositive(v)
+				return err
+			}},
 		{env: "BUZZ_MAX_CONTENT_BYTES", flag: "max-content-bytes", def: strconv.Itoa(lim.MaxContentBytes),
 			usage: "largest event content accepted, in bytes",
 			apply: func(c *Config, v string) (err error) { c.Limits.MaxContentBytes, err = parsePositive(v); return err }},
