@@ -174,41 +174,52 @@ func (c *conn) negOpen(m *nip77.Open) {
 	c.r.readers.do(func() {
 		defer c.tasks.Done()
 		defer c.releaseQuery()
-		defer s.mu.Unlock()
-		items, err := c.r.negItems(ctx, c.tc.Community(), c, m.Filter, scope, c.readers())
-		if err != nil {
-			if ctx.Err() != nil {
-				return // closed, replaced, or the connection is gone
-			}
-			switch {
-			case errors.Is(err, errNegTooMany):
-				c.negFail(m.SubID, s, fmt.Sprintf(msgNegTooMany, c.limits.MaxNegentropyItems))
-			case errors.Is(err, errQueryTimeout):
-				c.log.InfoContext(ctx, "buzz: negentropy read timed out", "err", err)
-				c.negFail(m.SubID, s, c.timeoutReason())
-			default:
-				c.log.ErrorContext(ctx, "buzz: negentropy read", "err", err)
-				c.negFail(m.SubID, s, msgInternal)
-			}
-			s.failed = true
-			return
+		out, reason := c.negStart(ctx, s, m, scope)
+		// Unlocked before the reply goes out: the client's next NEG-MSG,
+		// sent once it has the reply, finds the session ready.
+		s.mu.Unlock()
+		switch {
+		case reason != "":
+			c.negFail(m.SubID, s, reason)
+		case ctx.Err() == nil:
+			c.replyCtx(ctx, nip77.AppendMsg(nil, m.SubID, out))
 		}
-		srv, err := nip77.NewServer(items, nip77.FrameBytes(c.limits.MaxFrameBytes))
-		if err != nil {
-			c.log.ErrorContext(ctx, "buzz: negentropy set", "err", err)
-			c.negFail(m.SubID, s, msgInternal)
-			s.failed = true
-			return
-		}
-		out, err := srv.Reconcile(m.Message)
-		if err != nil {
-			c.negFail(m.SubID, s, err.Error())
-			s.failed = true
-			return
-		}
-		s.srv = srv
-		c.replyCtx(ctx, nip77.AppendMsg(nil, m.SubID, out))
 	})
+}
+
+// negStart reads the set of session s and answers the NEG-OPEN's initial
+// message: the reply, or the NEG-ERR reason ("" with out "" when ctx ended:
+// nothing to answer). s.mu is held.
+func (c *conn) negStart(ctx context.Context, s *negSession, m *nip77.Open, scope channel.Scope) (out, reason string) {
+	items, err := c.r.negItems(ctx, c.tc.Community(), c, m.Filter, scope, c.readers())
+	if err != nil {
+		s.failed = true
+		switch {
+		case ctx.Err() != nil:
+			return "", "" // closed, replaced, or the connection is gone
+		case errors.Is(err, errNegTooMany):
+			return "", fmt.Sprintf(msgNegTooMany, c.limits.MaxNegentropyItems)
+		case errors.Is(err, errQueryTimeout):
+			c.log.InfoContext(ctx, "buzz: negentropy read timed out", "err", err)
+			return "", c.timeoutReason()
+		default:
+			c.log.ErrorContext(ctx, "buzz: negentropy read", "err", err)
+			return "", msgInternal
+		}
+	}
+	srv, err := nip77.NewServer(items, nip77.FrameBytes(c.limits.MaxFrameBytes))
+	if err != nil {
+		s.failed = true
+		c.log.ErrorContext(ctx, "buzz: negentropy set", "err", err)
+		return "", msgInternal
+	}
+	out, err = srv.Reconcile(m.Message)
+	if err != nil {
+		s.failed = true
+		return "", err.Error()
+	}
+	s.srv = srv
+	return out, ""
 }
 
 // negMsg answers one NEG-MSG of an open session.
