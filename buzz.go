@@ -24,7 +24,8 @@
 // /count, /events), the audit chain (/audit) and the moderation reads.
 // Features in their own packages mount through one seam (WithFeature,
 // Feature, Host): routes on community hosts, NIP-98 authentication,
-// admission, event policies and hooks — e.g. NIP-05 names (package nip05).
+// admission, event policies and hooks — e.g. names per community (package
+// nip05).
 // Reads are bounded and owned (a per-read deadline, a
 // fair queue across communities and connections, cancellation on CLOSE or
 // disconnect); connections are admitted per address, per community and in

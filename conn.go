@@ -77,10 +77,11 @@ type conn struct {
 
 	mu           sync.Mutex
 	subs         map[string]*subscription
-	filterBytes  int                  // charged by the open subscriptions (see subscription.bytes)
-	pendingBytes int                  // live events held back by replaying subscriptions
-	counts       map[string]*countRun // COUNTs running, by subscription id
-	authed       []string             // pubkeys authenticated with NIP-42, in order
+	filterBytes  int                    // charged by the open subscriptions (see subscription.bytes)
+	pendingBytes int                    // live events held back by replaying subscriptions
+	counts       map[string]*countRun   // COUNTs running, by subscription id
+	negs         map[string]*negSession // NIP-77 sessions open, by subscription id (negentropy.go)
+	authed       []string               // pubkeys authenticated with NIP-42, in order
 
 	reader  *channel.Reader        // channel read access (see access.go); nil without channels
 	actorPK atomic.Pointer[string] // first authenticated pubkey (traces)
@@ -145,6 +146,7 @@ func (c *conn) serve() {
 	// Teardown: no new deliveries, let in-flight EVENTs finish (each gets
 	// its OK), then let the writer drain and send the close frame.
 	c.dropAllSubs()
+	c.dropNegs()
 	c.tasks.Wait()
 	c.finishing.Store(true)
 	c.signalWriter()

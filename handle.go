@@ -9,6 +9,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nip77"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
@@ -36,6 +37,10 @@ const (
 // MaxFilterValues, MaxSubscriptionBytes), and a message beyond the
 // connection's rate (Limits.MessageRate) is refused unprocessed.
 func (c *conn) handle(data []byte) {
+	if nip77.IsClientMessage(data) {
+		c.handleNeg(data) // NIP-77 negentropy: negentropy.go
+		return
+	}
 	msg, err := nostr.ParseClientMessageLimited(data, c.limits.filterLimits())
 	if err != nil {
 		c.refuseMessage(err)

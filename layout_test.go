@@ -83,6 +83,7 @@ func TestPackageLayout(t *testing.T) {
 		// transfer works over interfaces of its own: the backends implement
 		// them, embedders call it with any store.
 		"transfer":                 cat(relay, drivers, backends, redis, []string{m + "/ingest", m + "/pubsub"}),
+		"nip77":                    cat(relay, drivers, backends, redis, []string{m + "/store", m + "/ingest", m + "/pubsub", m + "/channel", m + "/tenant"}),
 		"metrics":                  cat(relay, drivers, []string{m + "/store"}),
 		"safehttp":                 cat(relay, drivers, []string{m + "/store", m + "/workflow", m + "/nostr", m + "/tenant"}),
 		"examples/internal/wstest": cat(relay, drivers, []string{m + "/store", m + "/tenant"}),

@@ -118,6 +118,15 @@ type Limits struct {
 	MaxConnections           int
 	MaxConnectionsPerAddress int
 	MaxCommunityConnections  int
+	// MaxNegentropyItems bounds the set one NIP-77 reconciliation
+	// (NEG-OPEN) runs over: the events its filter matches that the client
+	// may read. A larger set gets NEG-ERR "blocked: too many events to
+	// reconcile (limit N); narrow the filter". The relay holds about 100
+	// bytes per item while the session is open.
+	MaxNegentropyItems int
+	// MaxNegentropySessions is the number of NIP-77 sessions one connection
+	// may have open at once (NEG-ERR "blocked: ..." beyond).
+	MaxNegentropySessions int
 	// ExpirySweepInterval is the period of the NIP-40 sweeper that deletes
 	// expired events from the store.
 	ExpirySweepInterval time.Duration
@@ -161,6 +170,8 @@ func DefaultLimits() Limits {
 		MessageBurst:             2000,
 		MaxConnections:           10000,
 		MaxConnectionsPerAddress: 256,
+		MaxNegentropyItems:       500_000,
+		MaxNegentropySessions:    2,
 		ExpirySweepInterval:      time.Minute,
 	}
 }
@@ -212,6 +223,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	fillInt("MaxConnections", &l.MaxConnections, d.MaxConnections)
 	fillInt("MaxConnectionsPerAddress", &l.MaxConnectionsPerAddress, d.MaxConnectionsPerAddress)
 	fillInt("MaxCommunityConnections", &l.MaxCommunityConnections, d.MaxCommunityConnections)
+	fillInt("MaxNegentropyItems", &l.MaxNegentropyItems, d.MaxNegentropyItems)
+	fillInt("MaxNegentropySessions", &l.MaxNegentropySessions, d.MaxNegentropySessions)
 	fillDur("ExpirySweepInterval", &l.ExpirySweepInterval, d.ExpirySweepInterval)
 	if l.MaxFrameBytes > 0 && l.MaxFrameBytes < 1024 {
 		errs = append(errs, errors.New("buzz: Limits.MaxFrameBytes must be at least 1024"))

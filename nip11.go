@@ -98,6 +98,7 @@ var nipTable = [...]NIP{
 	{Number: 50, Title: "Search"},
 	{Number: 56, Title: "Reporting", on: func(r *Relay) bool { return r.moderation != nil }},
 	{Number: 59, Title: "Gift wrap (readable by its recipient only)"},
+	{Number: 77, Title: "Negentropy syncing (NEG-OPEN, NEG-MSG, NEG-CLOSE)"},
 	{Number: 98, Title: "HTTP auth (the HTTP API)", on: func(r *Relay) bool { return r.cfg.httpAPI != nil }},
 }
 

@@ -77,6 +77,12 @@ var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 		ev := s.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.challenge}, nostr.Tag{"relay", "ws://" + tr.host})
 		return c.auth(ev).OK
 	},
+	77: func(t *testing.T, tr *testRelay) bool {
+		c := tr.dial(t)
+		c.send("NEG-OPEN", "n", nostr.Filter{Kinds: []int{nostr.KindNote}}, "6100000200")
+		raw, err := c.nextRaw()
+		return err == nil && strings.HasPrefix(string(raw), `["NEG-MSG","n","61`)
+	},
 	45: func(t *testing.T, tr *testRelay) bool {
 		c := tr.dial(t)
 		c.send("COUNT", "n", nostr.Filter{Kinds: []int{nostr.KindNote}})

@@ -252,6 +252,15 @@ func settings() []setting {
 		{env: "BUZZ_MAX_LIMIT", flag: "max-limit", def: strconv.Itoa(lim.MaxLimit),
 			usage: "most stored events one filter returns (larger limits are clamped)",
 			apply: func(c *Config, v string) (err error) { c.Limits.MaxLimit, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_NEGENTROPY_ITEMS", flag: "max-negentropy-items", def: strconv.Itoa(lim.MaxNegentropyItems),
+			usage: "most events one NIP-77 reconciliation (NEG-OPEN, buzzd sync) runs over; larger sets are refused",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxNegentropyItems, err = parsePositive(v); return err }},
+		{env: "BUZZ_MAX_NEGENTROPY_SESSIONS", flag: "max-negentropy-sessions", def: strconv.Itoa(lim.MaxNegentropySessions),
+			usage: "NIP-77 sessions one connection may have open at once",
+			apply: func(c *Config, v string) (err error) {
+				c.Limits.MaxNegentropySessions, err = parsePositive(v)
+				return err
+			}},
 		{env: "BUZZ_MAX_CONTENT_BYTES", flag: "max-content-bytes", def: strconv.Itoa(lim.MaxContentBytes),
 			usage: "largest event content accepted, in bytes",
 			apply: func(c *Config, v string) (err error) { c.Limits.MaxContentBytes, err = parsePositive(v); return err }},
@@ -821,6 +830,9 @@ Usage:
   buzzd convert [-to lsm|sqlite]
                           move the embedded store's events between SQLite
                           and the LSM engine (buzzd stopped)
+  buzzd sync URL [-host H] [-filter JSON] [-dir up|down|both] [flags]
+                          reconcile a community with another relay over
+                          NIP-77 (buzzd sync -h)
   buzzd version           print the version and exit
   buzzd help [SETTING]    print this help, or explain one setting
                           (buzzd help port, buzzd help BUZZ_DATA_DIR)

@@ -66,6 +66,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runImport(ctx, args, lookupEnv, os.Stdin, stdout, stderr)
 	case "backup", "restore", "convert":
 		return runBackupCmd(ctx, cmd, args, lookupEnv, stdout, stderr)
+	case "sync":
+		return runSync(ctx, args, lookupEnv, stdout, stderr)
 	case "version":
 		if len(args) > 0 {
 			return usageError{err: fmt.Errorf("version takes no arguments")}
@@ -82,7 +84,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	default:
-		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, export, import, backup, restore, convert, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, export, import, backup, restore, convert, sync, version or help)", cmd)}
 	}
 }
 
