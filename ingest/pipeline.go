@@ -108,6 +108,12 @@ type Config struct {
 	// Feedback keeps product feedback (kind 42000, see queueFeedback);
 	// nil refuses it.
 	Feedback store.FeedbackStore
+	// MaxNotBeforeDelta bounds a reminder's not_before ahead of Now
+	// (reminder.go; 0: one year, as Buzz).
+	MaxNotBeforeDelta time.Duration
+	// Reminders, when set, schedules stored reminders for due-time
+	// delivery (reminder.go).
+	Reminders store.ReminderStore
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -138,6 +144,12 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.AuthorityWindow == 0 {
 		cfg.AuthorityWindow = DefaultAuthorityWindow
+	}
+	switch {
+	case cfg.MaxNotBeforeDelta < 0:
+		return nil, errors.New("ingest: Config.MaxNotBeforeDelta must not be negative (0: one year)")
+	case cfg.MaxNotBeforeDelta == 0:
+		cfg.MaxNotBeforeDelta = defaultMaxNotBeforeSpan
 	}
 	cfg.AuthorityKinds = slices.Clone(cfg.AuthorityKinds)
 	if cfg.Now == nil {
@@ -376,6 +388,12 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	if err := validateKind(ev); err != nil {
 		return Outcome{Message: err.Error()}
 	}
+	// 9'. A reminder's public tags (NIP-ER), against the clock.
+	if ev.Kind == nostr.KindReminder {
+		if msg := validateReminder(ev, now, p.cfg.MaxNotBeforeDelta); msg != "" {
+			return Outcome{Message: msg}
+		}
+	}
 
 	// 9a. From here on an authority event's effect is written with its
 	// store.Authority mark (the authority rule): the first write of the
@@ -447,6 +465,8 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	if change != nil && p.cfg.Channels.OnChange != nil {
 		p.cfg.Channels.OnChange(ctx, s.Tenant, *change)
 	}
+	// 11b. A reminder still ahead is scheduled for its due signal.
+	p.scheduleReminder(ctx, s.Tenant.Community(), ev, now)
 
 	// 12. Fan-out. The event is stored and will be acknowledged: a broker
 	// failure only costs live delivery (subscribers find it by REQ), so it
