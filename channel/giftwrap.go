@@ -30,6 +30,9 @@ import (
 //   - a live event is delivered only when GiftWrapVisible allows it, as
 //     Reader.Deliverable checks.
 //
+// Membership notifications (44100, 44101: nostr.IsPGated) are p-gated as
+// gift wraps are, by the same functions.
+//
 // Author-only kinds (nostr.IsAuthorOnly: NIP-ER reminders, kind 30300, and
 // Buzz's other author-only kinds) are read under the same rule with the
 // author in place of the recipient — together with gift wraps, the
@@ -82,9 +85,14 @@ func giftWrapKinds(f *nostr.Filter) (may, only bool) {
 	return kindsOf(f, func(k int) bool { return k == nostr.KindGiftWrap })
 }
 
+// pGatedKinds reports whether f can match a p-gated kind (gift wraps,
+// membership notifications: nostr.IsPGated), and whether it asks for them
+// only.
+func pGatedKinds(f *nostr.Filter) (may, only bool) { return kindsOf(f, nostr.IsPGated) }
+
 // isPrivate reports whether kind k is read under the private-kind rule:
 // a gift wrap (p-gated) or an author-only kind (nostr.IsAuthorOnly).
-func isPrivate(k int) bool { return k == nostr.KindGiftWrap || nostr.IsAuthorOnly(k) }
+func isPrivate(k int) bool { return nostr.IsPGated(k) || nostr.IsAuthorOnly(k) }
 
 // privateKinds reports whether f can match an event of a private kind,
 // and whether it asks for private kinds only.
@@ -142,7 +150,7 @@ func GiftWrapQuery(f nostr.Filter, readers []string) (q nostr.Filter, check, ok 
 	if len(readers) == 0 {
 		return f, false, false
 	}
-	if _, wrapsOnly := giftWrapKinds(&f); wrapsOnly {
+	if _, wrapsOnly := pGatedKinds(&f); wrapsOnly {
 		q, ok = narrowToReaders(f, readers)
 		return q, false, ok
 	}
@@ -206,7 +214,7 @@ func GiftWrapVisible(ev *nostr.Event, readers []string) bool {
 	if nostr.IsAuthorOnly(ev.Kind) {
 		return slices.Contains(readers, ev.PubKey)
 	}
-	if ev.Kind != nostr.KindGiftWrap {
+	if !nostr.IsPGated(ev.Kind) {
 		return true
 	}
 	for _, t := range ev.Tags {
@@ -224,6 +232,8 @@ var privateKindTexts = [][]byte{
 	[]byte(strconv.Itoa(nostr.KindReminder)),
 	[]byte(strconv.Itoa(nostr.KindPushLease)),
 	[]byte(strconv.Itoa(nostr.KindPrivateManagedAgent)),
+	[]byte(strconv.Itoa(nostr.KindMemberAdded)),
+	[]byte(strconv.Itoa(nostr.KindMemberRemoved)),
 }
 
 // GiftWrapVisibleRaw is GiftWrapVisible for a stored event's JSON (as
@@ -279,7 +289,8 @@ func GiftWrapPart(filters []nostr.Filter) []nostr.Filter {
 
 // PrivateKinds are the kinds read under the private-kind rule, ascending:
 // the gift wrap (p-gated) and the author-only kinds.
-var PrivateKinds = []int{nostr.KindGiftWrap, nostr.KindPrivateManagedAgent, nostr.KindReminder, nostr.KindPushLease}
+var PrivateKinds = []int{nostr.KindGiftWrap, nostr.KindPrivateManagedAgent, nostr.KindReminder, nostr.KindPushLease,
+	nostr.KindMemberAdded, nostr.KindMemberRemoved}
 
 // IsPrivateKind reports whether events of kind k reach only some readers:
 // a gift wrap its recipient, an author-only kind its author.
@@ -305,7 +316,7 @@ func mineOf(part []nostr.Filter, readers []string) []nostr.Filter {
 	for _, w := range part {
 		var wraps, own []int
 		for _, k := range w.Kinds {
-			if k == nostr.KindGiftWrap {
+			if nostr.IsPGated(k) {
 				wraps = append(wraps, k)
 			} else {
 				own = append(own, k)

@@ -219,17 +219,20 @@ type Outcome struct {
 
 // Messages of the pipeline's own refusals.
 const (
-	MsgAuthRequired   = "auth-required: this relay requires authentication (NIP-42) to publish"
-	MsgNotAuthor      = channel.MsgNotAuthor
-	MsgAuthAsEvent    = "invalid: AUTH events are not accepted as EVENT"
-	MsgFuture         = "invalid: created_at too far in the future"
-	MsgExpired        = "invalid: event has expired"
-	MsgBadExpiration  = "invalid: malformed expiration tag"
-	MsgDuplicate      = "duplicate: already have this event"
-	MsgSuperseded     = "invalid: a newer version of this event is already stored"
-	MsgDeleted        = "blocked: this event was deleted by its author"
-	MsgInternal       = "error: internal server error"
-	msgContentTooLong = "invalid: content too long (limit %d bytes)"
+	MsgAuthRequired  = "auth-required: this relay requires authentication (NIP-42) to publish"
+	MsgNotAuthor     = channel.MsgNotAuthor
+	MsgAuthAsEvent   = "invalid: AUTH events are not accepted as EVENT"
+	MsgFuture        = "invalid: created_at too far in the future"
+	MsgExpired       = "invalid: event has expired"
+	MsgBadExpiration = "invalid: malformed expiration tag"
+	MsgDuplicate     = "duplicate: already have this event"
+	MsgSuperseded    = "invalid: a newer version of this event is already stored"
+	MsgDeleted       = "blocked: this event was deleted by its author"
+	MsgInternal      = "error: internal server error"
+	// MsgNotificationRelaySigned refuses a client's 44100 or 44101 (Buzz's
+	// words).
+	MsgNotificationRelaySigned = "invalid: membership notifications are relay-signed only"
+	msgContentTooLong          = "invalid: content too long (limit %d bytes)"
 )
 
 // Ingest runs ev through the admission steps, in this order, and returns the
@@ -348,9 +351,13 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		}
 	}
 
-	// 8c. Relay-signed channel state (39000–39003) never comes from clients.
+	// 8c. Relay-signed channel state (39000–39003) and membership
+	// notifications (44100, 44101) never come from clients.
 	if channel.IsState(ev.Kind) {
 		return Outcome{Message: channel.MsgRelaySigned}
+	}
+	if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved {
+		return Outcome{Message: MsgNotificationRelaySigned}
 	}
 
 	// 8d. Bans and timeouts in this community, before membership; a store

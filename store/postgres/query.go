@@ -728,9 +728,9 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 	return sqlStr, args, nil
 }
 
-// unsearchableKinds are the kinds a search never matches: the gift wrap and
+// unsearchableKinds are the kinds a search never matches: the p-gated and
 // the author-only kinds (nostr.IsSearchable).
-var unsearchableKinds = []int32{nostr.KindGiftWrap, nostr.KindReminder, nostr.KindPushLease, nostr.KindPrivateManagedAgent}
+var unsearchableKinds = []int32{nostr.KindGiftWrap, nostr.KindReminder, nostr.KindPushLease, nostr.KindPrivateManagedAgent, nostr.KindMemberAdded, nostr.KindMemberRemoved}
 
 // privateKindList is channel.PrivateKinds as SQL: the kinds whose rows a
 // private part (channel.GiftWrapPart) counts.
