@@ -78,12 +78,12 @@ func (c *conn) traceState() trace.State { return trace.State{Tenant: c.tc, Actor
 
 // liveAllowed reports whether a live event may be delivered to this
 // connection: channel.Reader.Deliverable, which applies the channel and
-// gift wrap rules; without channels, community-wide events only, gift
-// wraps to their recipient alone.
+// private-kind rules; without channels, community-wide events only, gift
+// wraps to their recipient alone, author-only kinds to their author.
 func (c *conn) liveAllowed(ev *nostr.Event) bool {
 	if c.reader == nil {
 		_, has, err := channel.OfEvent(ev)
-		return err == nil && !has && (ev.Kind != nostr.KindGiftWrap || channel.GiftWrapVisible(ev, c.readers()))
+		return err == nil && !has && (!channel.IsPrivateKind(ev.Kind) || channel.GiftWrapVisible(ev, c.readers()))
 	}
 	return c.reader.Deliverable(ev)
 }
@@ -112,8 +112,9 @@ func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tr
 // the community's access policy and the channel rule for readers (the
 // pubkeys the client authenticated as) through rd, their channel.Reader
 // (nil without channels: then no event has a channel, and a filter
-// naming one reads nothing). It returns the scope to query with, or the
-// refusal (needAuth when authenticating could change it).
+// naming one reads nothing), and last the author-only rule on the
+// filters alone (channel.AuthorOnlyRefusal). It returns the scope to query
+// with, or the refusal (needAuth when authenticating could change it).
 func (r *Relay) readAccess(ctx context.Context, community tenant.CommunityID, readers []string, rd *channel.Reader,
 	filters []nostr.Filter, checked func(id *channel.ID, ok bool)) (scope channel.Scope, reason string, needAuth bool, err error) {
 	if msg, err := r.bannedReaders(ctx, community, readers); err != nil {
@@ -121,6 +122,16 @@ func (r *Relay) readAccess(ctx context.Context, community tenant.CommunityID, re
 	} else if msg != "" {
 		return channel.Scope{}, msg, false, nil
 	}
+	scope, reason, needAuth, err = r.channelAccess(ctx, readers, rd, filters, checked)
+	if err == nil && reason == "" {
+		reason, needAuth = channel.AuthorOnlyRefusal(filters, readers)
+	}
+	return scope, reason, needAuth, err
+}
+
+// channelAccess is readAccess's community policy and channel rule.
+func (r *Relay) channelAccess(ctx context.Context, readers []string, rd *channel.Reader,
+	filters []nostr.Filter, checked func(id *channel.ID, ok bool)) (scope channel.Scope, reason string, needAuth bool, err error) {
 	if rd == nil {
 		if !channel.Readable(filters, channel.Scope{}, checked) {
 			if len(readers) == 0 {

@@ -96,6 +96,9 @@ type Relay struct {
 	oplog        *opLog        // summary and refusal lines (oplog.go)
 	oplogDone    chan struct{} // closed when the summary loop ends; nil without one
 	refusalsDone chan struct{}
+	// remindersDone is closed when the reminder sweeper ends; nil without
+	// one (reminders.go).
+	remindersDone chan struct{}
 
 	stopListen func()
 	bgCancel   context.CancelFunc
@@ -216,6 +219,9 @@ func New(opts ...Option) (*Relay, error) {
 		RateLimitTier:   cfg.cluster.tier,
 		OnRateLimited:   r.refusalHook(),
 		StoreLatency:    cfg.metrics.StoreLatency,
+
+		MaxNotBeforeDelta: cfg.limits.MaxNotBeforeDelta,
+		Reminders:         reminderStore(cfg.store),
 	})
 	if err != nil {
 		return nil, err
@@ -257,6 +263,10 @@ func New(opts ...Option) (*Relay, error) {
 	r.bgCancel = cancel
 	r.bgDone = make(chan struct{})
 	go r.sweep(bg)
+	if reminderStore(cfg.store) != nil {
+		r.remindersDone = make(chan struct{})
+		go r.sweepReminders(bg, r.remindersDone)
+	}
 	if cfg.logSummary > 0 {
 		r.oplogDone = make(chan struct{})
 		go r.oplog.run(bg, cfg.logSummary, r.oplogDone)
@@ -460,6 +470,9 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.bgCancel()
 	r.readers.close()
 	<-r.bgDone
+	if r.remindersDone != nil {
+		<-r.remindersDone
+	}
 	r.pipeline.Close()
 	if r.channels != nil {
 		r.channels.access.Close()

@@ -130,6 +130,13 @@ type Limits struct {
 	// ExpirySweepInterval is the period of the NIP-40 sweeper that deletes
 	// expired events from the store.
 	ExpirySweepInterval time.Duration
+	// MaxNotBeforeDelta bounds how far ahead of now a NIP-ER reminder's
+	// "not_before" may be (Buzz: one year); NIP-11 advertises it as
+	// limitation.max_not_before_delta.
+	MaxNotBeforeDelta time.Duration
+	// ReminderSweepInterval is the period of the sweeper that tells
+	// authors' subscriptions of their reminders falling due (reminders.go).
+	ReminderSweepInterval time.Duration
 }
 
 // filterLimits is the bound on the filters of one read, the same for a
@@ -173,6 +180,8 @@ func DefaultLimits() Limits {
 		MaxNegentropyItems:       500_000,
 		MaxNegentropySessions:    2,
 		ExpirySweepInterval:      time.Minute,
+		MaxNotBeforeDelta:        365 * 24 * time.Hour,
+		ReminderSweepInterval:    time.Second,
 	}
 }
 
@@ -226,6 +235,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	fillInt("MaxNegentropyItems", &l.MaxNegentropyItems, d.MaxNegentropyItems)
 	fillInt("MaxNegentropySessions", &l.MaxNegentropySessions, d.MaxNegentropySessions)
 	fillDur("ExpirySweepInterval", &l.ExpirySweepInterval, d.ExpirySweepInterval)
+	fillDur("MaxNotBeforeDelta", &l.MaxNotBeforeDelta, d.MaxNotBeforeDelta)
+	fillDur("ReminderSweepInterval", &l.ReminderSweepInterval, d.ReminderSweepInterval)
 	if l.MaxFrameBytes > 0 && l.MaxFrameBytes < 1024 {
 		errs = append(errs, errors.New("buzz: Limits.MaxFrameBytes must be at least 1024"))
 	}

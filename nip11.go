@@ -39,13 +39,16 @@ type NIP11Document struct {
 	// community's host (with channels) the key that signs that community's
 	// NIP-29 group state, derived from the relay key; in the relay-wide
 	// document, the relay key itself (WithRelayKey).
-	Self          string          `json:"self,omitempty"`
-	Contact       string          `json:"contact,omitempty"`
-	Software      string          `json:"software,omitempty"`
-	Version       string          `json:"version,omitempty"`
-	Icon          string          `json:"icon,omitempty"`
-	SupportedNIPs []int           `json:"supported_nips"`
-	Limitation    NIP11Limitation `json:"limitation"`
+	Self          string `json:"self,omitempty"`
+	Contact       string `json:"contact,omitempty"`
+	Software      string `json:"software,omitempty"`
+	Version       string `json:"version,omitempty"`
+	Icon          string `json:"icon,omitempty"`
+	SupportedNIPs []int  `json:"supported_nips"`
+	// SupportedExtensions names draft extensions without a NIP number:
+	// "nip-er" (event reminders, kind 30300) when the store keeps reminders.
+	SupportedExtensions []string        `json:"supported_extensions,omitempty"`
+	Limitation          NIP11Limitation `json:"limitation"`
 }
 
 // NIP11Limitation is the "limitation" object of a NIP-11 document. Every
@@ -69,6 +72,11 @@ type NIP11Limitation struct {
 	MaxConnectionFilterBytes int `json:"max_connection_filter_bytes"`
 	MaxMessageRate           int `json:"max_message_rate"`
 	MaxQuerySeconds          int `json:"max_query_seconds"`
+	// NIP-ER, with "nip-er" in supported_extensions: "push" (due
+	// reminders are sent to their author's subscriptions) and the horizon
+	// of not_before, in seconds.
+	DueDeliveryMode   string `json:"due_delivery_mode,omitempty"`
+	MaxNotBeforeDelta int64  `json:"max_not_before_delta,omitempty"`
 }
 
 // NIP is one entry of the relay's NIP table: a NIP the relay implements,
@@ -145,7 +153,7 @@ func (r *Relay) NIP11Document() NIP11Document {
 	if !nostr.IsLowerHex(pub, 64) {
 		pub = self // no administrator named: the relay's own key
 	}
-	return NIP11Document{
+	doc := NIP11Document{
 		Name:          i.Name,
 		Description:   i.Description,
 		PubKey:        pub,
@@ -174,6 +182,12 @@ func (r *Relay) NIP11Document() NIP11Document {
 			MaxQuerySeconds:          int(max(1, l.QueryTimeout.Round(time.Second)/time.Second)),
 		},
 	}
+	if reminderStore(r.cfg.store) != nil {
+		doc.SupportedExtensions = []string{"nip-er"}
+		doc.Limitation.DueDeliveryMode = "push"
+		doc.Limitation.MaxNotBeforeDelta = int64(l.MaxNotBeforeDelta / time.Second)
+	}
+	return doc
 }
 
 // documentFor returns the document for a request bound to tc: the

@@ -62,6 +62,10 @@ type Change struct {
 	// Revoked lists the users who stopped being members (9001, 9022). For
 	// a private channel they lost read access.
 	Revoked []string
+	// Added lists the users who became members (9021, 9000 of a
+	// non-member); Removed those who were members and are no more (9022,
+	// 9001 of a member). The relay narrates them (Notices).
+	Added, Removed []string
 	// BecamePrivate: a 9002 turned an open channel private; every non-member
 	// lost read access.
 	BecamePrivate bool

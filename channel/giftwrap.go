@@ -29,6 +29,51 @@ import (
 //   - a count goes through CountGiftWrapped;
 //   - a live event is delivered only when GiftWrapVisible allows it, as
 //     Reader.Deliverable checks.
+//
+// Membership notifications (44100, 44101: nostr.IsPGated) are p-gated as
+// gift wraps are, by the same functions.
+//
+// Author-only kinds (nostr.IsAuthorOnly: NIP-ER reminders, kind 30300, and
+// Buzz's other author-only kinds) are read under the same rule with the
+// author in place of the recipient — together with gift wraps, the
+// private kinds (IsPrivateKind). Every function below applies both, so
+// each chokepoint that gates gift wraps gates them too; besides:
+//
+//   - a REQ or COUNT with a filter asking for author-only kinds only is
+//     refused (AuthorOnlyRefusal): with MsgAuthorOnlyAuth before
+//     authentication, with MsgAuthorOnly when its authors are not all
+//     readers (Buzz's rule: such a filter must name authors=[self]);
+//   - a filter asking for author-only kinds only is narrowed to
+//     authors ∩ readers (GiftWrapQuery); a search never matches them
+//     (nostr.IsSearchable).
+
+// Refusals of a read of author-only kinds (AuthorOnlyRefusal), as Buzz
+// words them.
+const (
+	MsgAuthorOnlyAuth = "auth-required: author-only kinds (reminders, kind 30300) are readable only by their authenticated author"
+	MsgAuthorOnly     = "restricted: author-only kinds require authors=[self]"
+)
+
+// AuthorOnlyRefusal returns the CLOSED reason for a read by readers with a
+// filter asking for author-only kinds only (nostr.IsAuthorOnly), and
+// whether authentication is what is missing: none authenticated, or its
+// authors empty or not all among readers. "" when every filter may be
+// read. It looks at the filters only, never at what is stored.
+func AuthorOnlyRefusal(filters []nostr.Filter, readers []string) (reason string, needAuth bool) {
+	for i := range filters {
+		f := &filters[i]
+		if _, only := authorOnlyKinds(f); !only {
+			continue
+		}
+		if len(readers) == 0 {
+			return MsgAuthorOnlyAuth, true
+		}
+		if len(f.Authors) == 0 || slices.ContainsFunc(f.Authors, func(a string) bool { return !slices.Contains(readers, a) }) {
+			return MsgAuthorOnly, false
+		}
+	}
+	return "", false
+}
 
 // MsgGiftWrapAuth refuses a read of gift wraps only before authentication.
 const MsgGiftWrapAuth = "auth-required: gift wraps (kind 1059) are delivered only to their authenticated recipient"
@@ -37,18 +82,41 @@ const MsgGiftWrapAuth = "auth-required: gift wraps (kind 1059) are delivered onl
 // asks for gift wraps only. Kinds nil matches every kind; an empty,
 // non-nil Kinds matches none, as nostr.Filter does.
 func giftWrapKinds(f *nostr.Filter) (may, only bool) {
+	return kindsOf(f, func(k int) bool { return k == nostr.KindGiftWrap })
+}
+
+// pGatedKinds reports whether f can match a p-gated kind (gift wraps,
+// membership notifications: nostr.IsPGated), and whether it asks for them
+// only.
+func pGatedKinds(f *nostr.Filter) (may, only bool) { return kindsOf(f, nostr.IsPGated) }
+
+// isPrivate reports whether kind k is read under the private-kind rule:
+// a gift wrap (p-gated) or an author-only kind (nostr.IsAuthorOnly).
+func isPrivate(k int) bool { return nostr.IsPGated(k) || nostr.IsAuthorOnly(k) }
+
+// privateKinds reports whether f can match an event of a private kind,
+// and whether it asks for private kinds only.
+func privateKinds(f *nostr.Filter) (may, only bool) { return kindsOf(f, isPrivate) }
+
+// authorOnlyKinds reports whether f can match an author-only kind, and
+// whether it asks for author-only kinds only.
+func authorOnlyKinds(f *nostr.Filter) (may, only bool) { return kindsOf(f, nostr.IsAuthorOnly) }
+
+// kindsOf reports whether f can match a kind in the set in, and whether
+// every kind it asks for is in it.
+func kindsOf(f *nostr.Filter, in func(int) bool) (may, only bool) {
 	if f.Kinds == nil {
 		return true, false
 	}
-	if !slices.Contains(f.Kinds, nostr.KindGiftWrap) {
-		return false, false
-	}
+	only = len(f.Kinds) > 0
 	for _, k := range f.Kinds {
-		if k != nostr.KindGiftWrap {
-			return true, false
+		if in(k) {
+			may = true
+		} else {
+			only = false
 		}
 	}
-	return true, true
+	return may, only && may
 }
 
 // GiftWrapAuthNeeded reports whether a read by readers must be refused with
@@ -67,18 +135,30 @@ func GiftWrapAuthNeeded(filters []nostr.Filter, readers []string) bool {
 }
 
 // GiftWrapQuery returns how to read f's stored events for readers under
-// the gift wrap rule: q is the filter to ask the store — f itself, or,
-// when f asks for gift wraps only, f with its "#p" narrowed to readers —
-// and check reports whether each event the store returns must still pass
-// GiftWrapVisibleRaw (f may match others' wraps). ok is false when f can
-// return nothing to readers (gift wraps only, addressed to none of them).
+// the private-kind rule (gift wraps and author-only kinds): q is the
+// filter to ask the store — f itself; or, when f asks for gift wraps only,
+// f with its "#p" narrowed to readers; or, when f asks for author-only
+// kinds only, f with its authors narrowed to readers — and check reports
+// whether each event the store returns must still pass GiftWrapVisibleRaw
+// (f may match others' private events). ok is false when f can return
+// nothing to readers.
 func GiftWrapQuery(f nostr.Filter, readers []string) (q nostr.Filter, check, ok bool) {
-	may, only := giftWrapKinds(&f)
+	may, only := privateKinds(&f)
 	if !only {
 		return f, may, true
 	}
-	q, ok = narrowToReaders(f, readers)
-	return q, false, ok
+	if len(readers) == 0 {
+		return f, false, false
+	}
+	if _, wrapsOnly := pGatedKinds(&f); wrapsOnly {
+		q, ok = narrowToReaders(f, readers)
+		return q, false, ok
+	}
+	if _, authorOnly := authorOnlyKinds(&f); authorOnly {
+		q, ok = narrowAuthors(f, readers)
+		return q, false, ok
+	}
+	return f, true, true
 }
 
 // narrowToReaders returns f with its "#p" condition restricted to readers
@@ -106,11 +186,35 @@ func narrowToReaders(f nostr.Filter, readers []string) (nostr.Filter, bool) {
 	return f, true
 }
 
+// narrowAuthors returns f with its authors restricted to readers (set to
+// readers when f names none), and false when nothing is left.
+func narrowAuthors(f nostr.Filter, readers []string) (nostr.Filter, bool) {
+	var as []string
+	if f.Authors != nil {
+		for _, a := range f.Authors {
+			if slices.Contains(readers, a) && !slices.Contains(as, a) {
+				as = append(as, a)
+			}
+		}
+	} else {
+		as = append(as, readers...)
+	}
+	if len(as) == 0 {
+		return f, false
+	}
+	f.Authors = as
+	return f, true
+}
+
 // GiftWrapVisible reports whether ev may reach a reader authenticated as
-// readers: any event but a gift wrap, and a gift wrap one of whose "p"
-// tags names a reader.
+// readers: any event of a kind that is not private; an event of an
+// author-only kind (nostr.IsAuthorOnly) only when a reader is its author;
+// a gift wrap one of whose "p" tags names a reader.
 func GiftWrapVisible(ev *nostr.Event, readers []string) bool {
-	if ev.Kind != nostr.KindGiftWrap {
+	if nostr.IsAuthorOnly(ev.Kind) {
+		return slices.Contains(readers, ev.PubKey)
+	}
+	if !nostr.IsPGated(ev.Kind) {
 		return true
 	}
 	for _, t := range ev.Tags {
@@ -121,15 +225,23 @@ func GiftWrapVisible(ev *nostr.Event, readers []string) bool {
 	return false
 }
 
-// giftWrapKindText is the kind field's value in a gift wrap's JSON.
-var giftWrapKindText = []byte(strconv.Itoa(nostr.KindGiftWrap))
+// privateKindTexts are the kind field's values in private events' JSON:
+// the gift wrap's and the author-only kinds'.
+var privateKindTexts = [][]byte{
+	[]byte(strconv.Itoa(nostr.KindGiftWrap)),
+	[]byte(strconv.Itoa(nostr.KindReminder)),
+	[]byte(strconv.Itoa(nostr.KindPushLease)),
+	[]byte(strconv.Itoa(nostr.KindPrivateManagedAgent)),
+	[]byte(strconv.Itoa(nostr.KindMemberAdded)),
+	[]byte(strconv.Itoa(nostr.KindMemberRemoved)),
+}
 
 // GiftWrapVisibleRaw is GiftWrapVisible for a stored event's JSON (as
 // store.Record.Raw holds it, written by nostr.Event.AppendJSON): an event
-// that is not a gift wrap is recognised without being parsed; one that
-// does not parse is not visible.
+// of a kind that is not private is recognised without being parsed; one
+// that does not parse is not visible.
 func GiftWrapVisibleRaw(raw []byte, readers []string) bool {
-	if !rawKindIs(raw, giftWrapKindText) {
+	if !slices.ContainsFunc(privateKindTexts, func(k []byte) bool { return rawKindIs(raw, k) }) {
 		return true
 	}
 	if len(readers) == 0 {
@@ -155,44 +267,95 @@ func rawKindIs(raw, kind []byte) bool {
 	return bytes.HasPrefix(rest, kind) && len(rest) > len(kind) && rest[len(kind)] == ','
 }
 
-// GiftWrapPart is the part of filters that may match gift wraps, as
-// CountGiftWrapped asks a store to count it right after filters: each
-// filter that may match kind 1059, in order, narrowed to kind 1059; nil
-// when none may. Its count is the count of filters' events of kind 1059,
-// so a store answering several sets at once may recognise the pair and
-// count both in one pass over filters' events.
+// GiftWrapPart is the part of filters that may match private events (gift
+// wraps and author-only kinds), as CountGiftWrapped asks a store to count
+// it right after filters: each filter that may match a private kind, in
+// order, narrowed to the private kinds it asks for (all of them when it
+// names no kinds); nil when none may. Its count is the count of filters'
+// events of private kinds (IsPrivateKind), so a store answering several
+// sets at once may recognise the pair and count both in one pass over
+// filters' events.
 func GiftWrapPart(filters []nostr.Filter) []nostr.Filter {
 	var part []nostr.Filter
 	for i := range filters {
-		if may, _ := giftWrapKinds(&filters[i]); may {
+		if may, _ := privateKinds(&filters[i]); may {
 			w := filters[i]
-			w.Kinds = []int{nostr.KindGiftWrap}
+			w.Kinds = privateOf(w.Kinds)
 			part = append(part, w)
 		}
 	}
 	return part
 }
 
-// CountGiftWrapped counts filters for readers under the gift wrap rule:
-// the filters' count, minus their gift wraps, plus the gift wraps
-// addressed to readers. It calls count once, with up to three filter sets
-// to count each of, in order (the store's count under the read's Scope;
-// in one round trip where the store can answer several sets): the total
-// first, so a wrap stored meanwhile can only lower the answer.
+// PrivateKinds are the kinds read under the private-kind rule, ascending:
+// the gift wrap (p-gated) and the author-only kinds.
+var PrivateKinds = []int{nostr.KindGiftWrap, nostr.KindPrivateManagedAgent, nostr.KindReminder, nostr.KindPushLease,
+	nostr.KindMemberAdded, nostr.KindMemberRemoved}
+
+// IsPrivateKind reports whether events of kind k reach only some readers:
+// a gift wrap its recipient, an author-only kind its author.
+func IsPrivateKind(k int) bool { return isPrivate(k) }
+
+// privateOf returns the private kinds among kinds (every private kind when
+// kinds is nil), in PrivateKinds order.
+func privateOf(kinds []int) []int {
+	var out []int
+	for _, k := range PrivateKinds {
+		if kinds == nil || slices.Contains(kinds, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// mineOf returns the filters counting readers' own private events of part
+// (GiftWrapPart's filters): for each, its gift wraps addressed to readers
+// and its author-only events by readers.
+func mineOf(part []nostr.Filter, readers []string) []nostr.Filter {
+	var mine []nostr.Filter
+	for _, w := range part {
+		var wraps, own []int
+		for _, k := range w.Kinds {
+			if nostr.IsPGated(k) {
+				wraps = append(wraps, k)
+			} else {
+				own = append(own, k)
+			}
+		}
+		if len(wraps) > 0 {
+			f := w
+			f.Kinds = wraps
+			if m, ok := narrowToReaders(f, readers); ok {
+				mine = append(mine, m)
+			}
+		}
+		if len(own) > 0 {
+			f := w
+			f.Kinds = own
+			if m, ok := narrowAuthors(f, readers); ok {
+				mine = append(mine, m)
+			}
+		}
+	}
+	return mine
+}
+
+// CountGiftWrapped counts filters for readers under the private-kind rule:
+// the filters' count, minus their private events, plus those of them
+// readers may read (gift wraps addressed to them, author-only events they
+// wrote). It calls count once, with up to three filter sets to count each
+// of, in order (the store's count under the read's Scope; in one round
+// trip where the store can answer several sets): the total first, so a
+// private event stored meanwhile can only lower the answer.
 func CountGiftWrapped(ctx context.Context, filters []nostr.Filter, readers []string,
 	count func(ctx context.Context, sets [][]nostr.Filter) ([]int64, error)) (int64, error) {
 	allOnly := true
 	for i := range filters {
-		_, only := giftWrapKinds(&filters[i])
+		_, only := privateKinds(&filters[i])
 		allOnly = allOnly && only
 	}
 	wraps := GiftWrapPart(filters)
-	var mine []nostr.Filter
-	for _, w := range wraps {
-		if m, ok := narrowToReaders(w, readers); ok {
-			mine = append(mine, m)
-		}
-	}
+	mine := mineOf(wraps, readers)
 	var sets [][]nostr.Filter
 	switch {
 	case len(wraps) == 0:

@@ -139,8 +139,13 @@ func GroupIDOf(ev *nostr.Event) string {
 
 // OfEvent returns the channel an event names with its "h" tag. An
 // event without "h" tag has none (ok false). Repeated "h" tags must all hold
-// the same value.
+// the same value. A membership notification (44100, 44101) names its
+// channel but is none of its events: it is community-wide, read by the
+// user it names (p-gated), a removed user included.
 func OfEvent(ev *nostr.Event) (id ID, ok bool, err error) {
+	if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved {
+		return ID{}, false, nil
+	}
 	var val string
 	for _, t := range ev.Tags {
 		if len(t) == 0 || t[0] != "h" {

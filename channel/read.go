@@ -231,13 +231,14 @@ func (r *Reader) Refresh(ctx context.Context) (Scope, error) {
 
 // Deliverable reports whether a live event may be delivered to the
 // connection — the one question live fan-out asks: a gift wrap only when
-// one of its "p" tags names a reader (GiftWrapVisible); community-wide
+// one of its "p" tags names a reader, an author-only event only when a
+// reader wrote it (GiftWrapVisible); community-wide
 // events always; channel events when the channel is in the cached readable
 // set. A stale set is refreshed in the background (the event is judged by
 // the set as it is); before any set was computed, no channel event is
 // delivered.
 func (r *Reader) Deliverable(ev *nostr.Event) bool {
-	if ev.Kind == nostr.KindGiftWrap {
+	if isPrivate(ev.Kind) {
 		r.mu.Lock()
 		visible := GiftWrapVisible(ev, r.readers)
 		r.mu.Unlock()

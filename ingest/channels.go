@@ -260,17 +260,25 @@ func (p *Pipeline) publishState(ctx context.Context, tc tenant.TenantContext, ch
 	if cs == nil || cs.StateKey == nil || cmd == nil || change.Deleted {
 		return
 	}
-	ev := channel.MembershipEvent(*change, cmd)
-	if ev == nil {
-		return
+	if ev := channel.MembershipEvent(*change, cmd); ev != nil {
+		kind := ev.Kind
+		ev.CreatedAt = p.membershipClock(ctx, c, change.Channel, cmd.Actor)
+		if err := ev.Sign(cs.StateKey(c)); err != nil {
+			p.cfg.Logger.ErrorContext(ctx, "ingest: sign relay membership event", "kind", kind, "err", err)
+			return
+		}
+		p.saveAndPublish(ctx, c, ev)
 	}
-	kind := ev.Kind
-	ev.CreatedAt = p.membershipClock(ctx, c, change.Channel, cmd.Actor)
-	if err := ev.Sign(cs.StateKey(c)); err != nil {
-		p.cfg.Logger.ErrorContext(ctx, "ingest: sign relay membership event", "kind", kind, "err", err)
-		return
+	// Buzz's notices: system messages in the channel, membership
+	// notifications to the user added or removed (channel.Notices).
+	for _, ev := range channel.Notices(*change, cmd) {
+		ev.CreatedAt = p.cfg.Now().Unix()
+		if err := ev.Sign(cs.StateKey(c)); err != nil {
+			p.cfg.Logger.ErrorContext(ctx, "ingest: sign relay notice", "kind", ev.Kind, "err", err)
+			return
+		}
+		p.saveAndPublish(ctx, c, ev)
 	}
-	p.saveAndPublish(ctx, c, ev)
 }
 
 // saveAndPublish stores a relay-signed event and fans it out; failures are

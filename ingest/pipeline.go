@@ -119,6 +119,12 @@ type Config struct {
 	// ReactionGrace: how long a reaction slot whose event is not stored
 	// stays claimed (0: DefaultReactionGrace; negative is refused).
 	ReactionGrace time.Duration
+	// MaxNotBeforeDelta bounds a reminder's not_before ahead of Now
+	// (reminder.go; 0: one year, as Buzz).
+	MaxNotBeforeDelta time.Duration
+	// Reminders, when set, schedules stored reminders for due-time
+	// delivery (reminder.go).
+	Reminders store.ReminderStore
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -154,6 +160,12 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.AuthorityWindow == 0 {
 		cfg.AuthorityWindow = DefaultAuthorityWindow
+	}
+	switch {
+	case cfg.MaxNotBeforeDelta < 0:
+		return nil, errors.New("ingest: Config.MaxNotBeforeDelta must not be negative (0: one year)")
+	case cfg.MaxNotBeforeDelta == 0:
+		cfg.MaxNotBeforeDelta = defaultMaxNotBeforeSpan
 	}
 	cfg.AuthorityKinds = slices.Clone(cfg.AuthorityKinds)
 	if cfg.Now == nil {
@@ -223,17 +235,20 @@ type Outcome struct {
 
 // Messages of the pipeline's own refusals.
 const (
-	MsgAuthRequired   = "auth-required: this relay requires authentication (NIP-42) to publish"
-	MsgNotAuthor      = channel.MsgNotAuthor
-	MsgAuthAsEvent    = "invalid: AUTH events are not accepted as EVENT"
-	MsgFuture         = "invalid: created_at too far in the future"
-	MsgExpired        = "invalid: event has expired"
-	MsgBadExpiration  = "invalid: malformed expiration tag"
-	MsgDuplicate      = "duplicate: already have this event"
-	MsgSuperseded     = "invalid: a newer version of this event is already stored"
-	MsgDeleted        = "blocked: this event was deleted by its author"
-	MsgInternal       = "error: internal server error"
-	msgContentTooLong = "invalid: content too long (limit %d bytes)"
+	MsgAuthRequired  = "auth-required: this relay requires authentication (NIP-42) to publish"
+	MsgNotAuthor     = channel.MsgNotAuthor
+	MsgAuthAsEvent   = "invalid: AUTH events are not accepted as EVENT"
+	MsgFuture        = "invalid: created_at too far in the future"
+	MsgExpired       = "invalid: event has expired"
+	MsgBadExpiration = "invalid: malformed expiration tag"
+	MsgDuplicate     = "duplicate: already have this event"
+	MsgSuperseded    = "invalid: a newer version of this event is already stored"
+	MsgDeleted       = "blocked: this event was deleted by its author"
+	MsgInternal      = "error: internal server error"
+	// MsgNotificationRelaySigned refuses a client's 44100 or 44101 (Buzz's
+	// words).
+	MsgNotificationRelaySigned = "invalid: membership notifications are relay-signed only"
+	msgContentTooLong          = "invalid: content too long (limit %d bytes)"
 )
 
 // Ingest runs ev through the admission steps, in this order, and returns the
@@ -357,9 +372,13 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		}
 	}
 
-	// 8c. Relay-signed channel state (39000–39003) never comes from clients.
+	// 8c. Relay-signed channel state (39000–39003) and membership
+	// notifications (44100, 44101) never come from clients.
 	if channel.IsState(ev.Kind) {
 		return Outcome{Message: channel.MsgRelaySigned}
+	}
+	if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved {
+		return Outcome{Message: MsgNotificationRelaySigned}
 	}
 
 	// 8d. Bans and timeouts in this community, before membership; a store
@@ -400,6 +419,12 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	}
 	if refusal := p.admitMessaging(ctx, s, dec); refusal != "" {
 		return Outcome{Message: refusal}
+	}
+	// 9'. A reminder's public tags (NIP-ER), against the clock.
+	if ev.Kind == nostr.KindReminder {
+		if msg := validateReminder(ev, now, p.cfg.MaxNotBeforeDelta); msg != "" {
+			return Outcome{Message: msg}
+		}
 	}
 
 	// 9a. From here on an authority event's effect is written with its
@@ -484,6 +509,8 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	if change != nil && p.cfg.Channels.OnChange != nil {
 		p.cfg.Channels.OnChange(ctx, s.Tenant, *change)
 	}
+	// 11b. A reminder still ahead is scheduled for its due signal.
+	p.scheduleReminder(ctx, s.Tenant.Community(), ev, now)
 
 	// 12. Fan-out. The event is stored and will be acknowledged: a broker
 	// failure only costs live delivery (subscribers find it by REQ), so it

@@ -100,8 +100,9 @@ const (
 )
 
 // IsSearchable reports whether events of kind k can match a NIP-50 search:
-// every kind except the p-gated gift wraps.
-func IsSearchable(k int) bool { return k != KindGiftWrap }
+// every kind except the p-gated kinds (IsPGated: gift wraps, membership
+// notifications) and the author-only kinds (IsAuthorOnly).
+func IsSearchable(k int) bool { return !IsPGated(k) && !IsAuthorOnly(k) }
 
 // IsEphemeral reports whether events of kind k are delivered live and never
 // stored (20000–29999).

@@ -473,6 +473,9 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 		reason, needAuth = channel.MsgGiftWrapAuth, true
 	}
 	if err == nil && reason == "" {
+		reason, needAuth = channel.AuthorOnlyRefusal([]nostr.Filter{flt}, readers)
+	}
+	if err == nil && reason == "" {
 		var recs []store.Record
 		if recs, err = f.stored(ctx, tc, flt, scope, readers, rt); err == nil {
 			if live {

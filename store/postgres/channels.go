@@ -357,13 +357,16 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 			if err := putMember(ctx, tx, cu, chID, a.pubkey, channel.RoleMember, a.pubkey); err != nil {
 				return nil, err
 			}
-			change.Members = true
+			change.Members, change.Added = true, []string{cmd.Actor}
 		}
 	case nostr.KindLeaveRequest:
 		if err := removeMember(ctx, tx, cu, chID, a.pubkey, a.pubkey); err != nil {
 			return nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Actor}
+		if st.ActorRole != "" {
+			change.Removed = []string{cmd.Actor}
+		}
 	case nostr.KindPutUser:
 		r := cmd.Role
 		if r == "" {
@@ -373,11 +376,17 @@ VALUES ($1, $2, $3, 'owner', $3)`, cu, chID, a.pubkey); err != nil {
 			return nil, err
 		}
 		change.Members = true
+		if st.TargetRole == "" {
+			change.Added = []string{cmd.Target}
+		}
 	case nostr.KindRemoveUser:
 		if err := removeMember(ctx, tx, cu, chID, target, a.pubkey); err != nil {
 			return nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Target}
+		if st.TargetRole != "" {
+			change.Removed = []string{cmd.Target}
+		}
 	case nostr.KindEditMetadata:
 		// An edit older than the channel's newest metadata event never
 		// overwrites it.

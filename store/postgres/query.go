@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,8 +184,9 @@ func (p *predicate) conds(skip string) sq.And {
 	}
 	if p.tsquery != "" {
 		// The match itself is searchFrom's (event_search); gift wraps are
-		// never indexed there, and never match here either.
-		and = append(and, sq.Expr("e.kind <> ?", nostr.KindGiftWrap))
+		// never indexed there, and never match here either, nor do the
+		// author-only kinds (nostr.IsSearchable).
+		and = append(and, sq.Expr("e.kind <> ALL(?)", unsearchableKinds))
 	}
 	return and
 }
@@ -670,7 +672,7 @@ func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]no
 // buildCount compiles a COUNT over filters in the access scope sc to one
 // statement; errNothing when no filter can match. With wraps, the
 // statement answers two counts from the same rows: all of them, and the
-// gift wraps (kind 1059) among them.
+// private events (gift wraps and author-only kinds) among them.
 func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc channel.Scope, wraps bool) (string, []any, error) {
 	var or sq.Or           // filters counted as conditions on events
 	var parts []sq.Sqlizer // the others, each selecting cols
@@ -678,8 +680,8 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 	cols, tcols, agg, direct := "e.created_at, e.id", "t.created_at, t.event_id", "count(*)", "count(*)"
 	if wraps {
 		cols, tcols = "e.created_at, e.id, e.kind", "t.created_at, t.event_id, t.kind"
-		agg = fmt.Sprintf("count(*), count(*) FILTER (WHERE x.kind = %d)", nostr.KindGiftWrap)
-		direct = fmt.Sprintf("count(*), count(*) FILTER (WHERE e.kind = %d)", nostr.KindGiftWrap)
+		agg = fmt.Sprintf("count(*), count(*) FILTER (WHERE x.kind IN (%s))", privateKindList)
+		direct = fmt.Sprintf("count(*), count(*) FILTER (WHERE e.kind IN (%s))", privateKindList)
 	}
 	for i := range filters {
 		p, err := compileFilter(&filters[i])
@@ -726,9 +728,23 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 	return sqlStr, args, nil
 }
 
-// wrapsOf reports whether set w is set f's gift-wrap part
+// unsearchableKinds are the kinds a search never matches: the p-gated and
+// the author-only kinds (nostr.IsSearchable).
+var unsearchableKinds = []int32{nostr.KindGiftWrap, nostr.KindReminder, nostr.KindPushLease, nostr.KindPrivateManagedAgent, nostr.KindMemberAdded, nostr.KindMemberRemoved}
+
+// privateKindList is channel.PrivateKinds as SQL: the kinds whose rows a
+// private part (channel.GiftWrapPart) counts.
+var privateKindList = func() string {
+	s := make([]string, len(channel.PrivateKinds))
+	for i, k := range channel.PrivateKinds {
+		s[i] = strconv.Itoa(k)
+	}
+	return strings.Join(s, ", ")
+}()
+
+// wrapsOf reports whether set w is set f's private part
 // (channel.GiftWrapPart), as channel.CountGiftWrapped asks for it right
-// after f. Its count is then the count of f's rows of kind 1059, which the
+// after f. Its count is then the count of f's rows of private kinds, which the
 // statement counting f answers too (buildCount with wraps). Not for a set
 // with a search filter: its rows come through probe, which selects no
 // kind.

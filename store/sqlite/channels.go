@@ -357,13 +357,16 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 				p.community, chID, p.pubkey, now); err != nil {
 				return none, nil, err
 			}
-			change.Members = true
+			change.Members, change.Added = true, []string{cmd.Actor}
 		}
 	case nostr.KindLeaveRequest:
 		if err := exec(`DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`, p.community, chID, p.pubkey); err != nil {
 			return none, nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Actor}
+		if st.ActorRole != "" {
+			change.Removed = []string{cmd.Actor}
+		}
 	case nostr.KindPutUser:
 		r := cmd.Role
 		if r == "" {
@@ -375,11 +378,17 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 			return none, nil, err
 		}
 		change.Members = true
+		if st.TargetRole == "" {
+			change.Added = []string{cmd.Target}
+		}
 	case nostr.KindRemoveUser:
 		if err := exec(`DELETE FROM channel_members WHERE community = ? AND channel = ? AND pubkey = ?`, p.community, chID, target); err != nil {
 			return none, nil, err
 		}
 		change.Members, change.Revoked = true, []string{cmd.Target}
+		if st.TargetRole != "" {
+			change.Removed = []string{cmd.Target}
+		}
 	case nostr.KindEditMetadata:
 		// An edit older than the channel's newest metadata event never
 		// overwrites it.
