@@ -21,11 +21,11 @@
 // the workflow engine (WithWorkflows: kinds 30620/46020, status events,
 // /workflows, /hooks and /approvals), and HTTP routes on community hosts
 // mounted through HandleCommunity: the NIP-98 API (WithHTTPAPI: /query,
-// /count, /events), the audit chain (/audit) and the moderation reads.
-// Features in their own packages mount through one seam (WithFeature,
-// Feature, Host): routes on community hosts, NIP-98 authentication,
-// admission, event policies and hooks — e.g. names per community (package
-// nip05).
+// /count, /events). Features in their own packages mount through one seam
+// (WithFeature, Feature, Host): routes on community hosts, NIP-98
+// authentication, admission, event policies and hooks — names per
+// community (package nip05), the audit chain route (audit/audithttp) and
+// the moderation reads (modhttp).
 // Reads are bounded and owned (a per-read deadline, a
 // fair queue across communities and connections, cancellation on CLOSE or
 // disconnect); connections are admitted per address, per community and in
@@ -237,7 +237,6 @@ func New(opts ...Option) (*Relay, error) {
 	r.registerWorkflowAPI()
 	r.registerWebhooks()
 	r.registerApprovalPage()
-	r.registerModerationHTTP()
 	// Idle connections are cheap: the read buffer is small (a larger
 	// message is read straight into the message buffer) and write buffers
 	// are only held while a message is being written.

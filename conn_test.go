@@ -51,7 +51,7 @@ func TestNIP11(t *testing.T) {
 	eq(t, "name", doc["name"], any("buzz test"))
 	eq(t, "pubkey", doc["pubkey"], any(pub))
 	nips, _ := json.Marshal(doc["supported_nips"])
-	eq(t, "supported_nips", string(nips), "[1,9,11,17,25,29,40,42,45,50,56,59]") // NIP-05 is a feature (package nip05)
+	eq(t, "supported_nips", string(nips), "[1,9,11,17,25,29,40,42,45,50,56,59,77]") // NIP-05 is a feature (package nip05)
 	lim, _ := json.Marshal(doc["limitation"])
 	eq(t, "limitation", string(lim), `{"auth_required":false,"created_at_upper_limit":60,"default_limit":50,"due_delivery_mode":"push","max_connection_filter_bytes":1048576,"max_content_length":999,"max_filter_values":1000,"max_filters":3,"max_limit":50,"max_message_length":100000,"max_message_rate":1000,"max_not_before_delta":31536000,"max_query_seconds":10,"max_subid_length":20,"max_subscription_bytes":131072,"max_subscriptions":7,"restricted_writes":false}`)
 	// NIP-ER is a draft without a number: an extension, not a NIP.

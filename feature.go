@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/apijson"
@@ -36,6 +37,8 @@ type Host interface {
 	Store() store.EventStore
 	// Logger is the relay's logger.
 	Logger() *slog.Logger
+	// Now is the relay's clock (WithClock).
+	Now() time.Time
 	// HandleCommunity mounts a route on every community host (see
 	// Relay.HandleCommunity): the request's Host is bound to its community
 	// first, and an unmapped host never reaches h.
@@ -107,6 +110,7 @@ func (r *Relay) mountFeatures() (*seam, error) {
 
 func (s *seam) Store() store.EventStore { return s.r.cfg.store }
 func (s *seam) Logger() *slog.Logger    { return s.r.log }
+func (s *seam) Now() time.Time          { return s.r.cfg.now() }
 
 func (s *seam) HandleCommunity(pattern string, h CommunityHandlerFunc) {
 	s.mustMount("HandleCommunity")

@@ -105,27 +105,10 @@ func (r *Relay) internalError(w http.ResponseWriter, req *http.Request, what str
 
 // refusal answers a NIP-01 prefixed reason with the status its prefix maps
 // to.
-func refusal(w http.ResponseWriter, reason string) {
-	code, _, _ := strings.Cut(reason, ":")
-	apiError(w, prefixStatus(reason), code, reason)
-}
+func refusal(w http.ResponseWriter, reason string) { apijson.Refusal(w, reason) }
 
 // prefixStatus maps a NIP-01 prefixed message to an HTTP status.
-func prefixStatus(msg string) int {
-	switch {
-	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
-		return http.StatusBadRequest
-	case strings.HasPrefix(msg, "restricted:"), strings.HasPrefix(msg, "blocked:"):
-		return http.StatusForbidden
-	case strings.HasPrefix(msg, "auth-required:"):
-		return http.StatusUnauthorized
-	case strings.HasPrefix(msg, "rate-limited:"):
-		return http.StatusTooManyRequests
-	case strings.HasPrefix(msg, "duplicate:"):
-		return http.StatusOK
-	}
-	return http.StatusInternalServerError
-}
+func prefixStatus(msg string) int { return apijson.Status(msg) }
 
 // origin is the scheme and host a NIP-98 u tag must name on tc's host: the
 // scheme of the relay URL (https for wss, http for ws), or of the request

@@ -20,6 +20,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/audit/audithttp"
+	"github.com/buzzrelay/buzz/modhttp"
 	"github.com/buzzrelay/buzz/nip05"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
@@ -281,6 +282,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithHTTPAPI(apiVerifier),
 		buzz.WithFeature(nip05.New()),
 		buzz.WithFeature(audithttp.New()),
+		buzz.WithFeature(modhttp.New()),
 	), wfOpts...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)

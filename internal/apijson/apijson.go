@@ -7,6 +7,7 @@ package apijson
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // MsgInternal is the message of every 500 answer: details go to the log,
@@ -28,4 +29,30 @@ func Write(w http.ResponseWriter, status int, v any) {
 // Error answers status with {"error": code, "message": msg}.
 func Error(w http.ResponseWriter, status int, code, msg string) {
 	Write(w, status, map[string]string{"error": code, "message": msg})
+}
+
+// Refusal answers a NIP-01 prefixed reason with the status its prefix maps
+// to (Status) and the prefix, without its colon, as the code.
+func Refusal(w http.ResponseWriter, reason string) {
+	code, _, _ := strings.Cut(reason, ":")
+	Error(w, Status(reason), code, reason)
+}
+
+// Status maps a NIP-01 prefixed message to an HTTP status: invalid and pow
+// 400, restricted and blocked 403, auth-required 401, rate-limited 429,
+// duplicate 200, anything else 500.
+func Status(msg string) int {
+	switch {
+	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
+		return http.StatusBadRequest
+	case strings.HasPrefix(msg, "restricted:"), strings.HasPrefix(msg, "blocked:"):
+		return http.StatusForbidden
+	case strings.HasPrefix(msg, "auth-required:"):
+		return http.StatusUnauthorized
+	case strings.HasPrefix(msg, "rate-limited:"):
+		return http.StatusTooManyRequests
+	case strings.HasPrefix(msg, "duplicate:"):
+		return http.StatusOK
+	}
+	return http.StatusInternalServerError
 }

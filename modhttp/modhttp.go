@@ -1,19 +1,7 @@
-package buzz
-
-import (
-	"encoding/json"
-	"net/http"
-	"net/url"
-	"strconv"
-	"time"
-
-	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store"
-	"github.com/buzzrelay/buzz/tenant"
-)
-
-// Moderation reads over NIP-98, on a community's own host (served with the
-// HTTP API, WithHTTPAPI, when the store keeps moderation):
+// Package modhttp serves a community's moderation reads over NIP-98, as a
+// feature mounted on a relay (buzz.WithFeature(modhttp.New())), on the
+// community's own host. The relay must authenticate HTTP requests
+// (buzz.WithHTTPAPI) and its store keep moderation (store.ModerationStore):
 //
 //	GET /moderation/reports?status=&limit=&before=   the report queue, newest first
 //	GET /moderation/actions?limit=&before=           the action log, newest first
@@ -27,15 +15,35 @@ import (
 // 1..500 (default 100); a page that may continue carries "next", the
 // cursor to pass as before (reports, actions) or after (restricted).
 // Unknown parameters are refused (400).
+package modhttp
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/apijson"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/tenant"
+)
+
+// Routes of the feature on every community host.
 const (
-	ModerationReportsPath    = "/moderation/reports"
-	ModerationActionsPath    = "/moderation/actions"
-	ModerationRestrictedPath = "/moderation/restricted"
+	ReportsPath    = "/moderation/reports"
+	ActionsPath    = "/moderation/actions"
+	RestrictedPath = "/moderation/restricted"
 )
 
 const (
-	defaultModerationPage = 100
-	msgNotModerator       = "restricted: only the community's owner, admins and moderators read moderation"
+	defaultPage = 100
+	// MsgNotModerator answers a signer who does not moderate the community.
+	MsgNotModerator = "restricted: only the community's owner, admins and moderators read moderation"
 )
 
 // ReportJSON is one report of GET /moderation/reports.
@@ -77,35 +85,54 @@ type RestrictionJSON struct {
 	CreatedAt string `json:"created_at"`
 }
 
-func (r *Relay) registerModerationHTTP() {
-	if r.cfg.httpAPI == nil || r.moderation == nil {
-		return
-	}
-	r.HandleCommunity("GET "+ModerationReportsPath, r.serveModerationReports)
-	r.HandleCommunity("GET "+ModerationActionsPath, r.serveModerationActions)
-	r.HandleCommunity("GET "+ModerationRestrictedPath, r.serveModerationRestricted)
+// Feature is the moderation reads mounted on a relay. Create it with New.
+type Feature struct {
+	h   buzz.Host
+	mod store.ModerationStore
 }
 
-// moderator authenticates a moderation read: the NIP-98 signer must
-// moderate tc's community and not be banned from it. It answers the
-// request itself and returns ok false on any failure.
-func (r *Relay) moderator(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) bool {
-	pubkey, _, ok := r.authenticate(w, req, tc)
+// New returns the moderation reads feature, to mount with
+// buzz.WithFeature.
+func New() *Feature { return &Feature{} }
+
+// Mount implements buzz.Feature: it needs HTTP authentication
+// (buzz.WithHTTPAPI) and a store that keeps moderation.
+func (f *Feature) Mount(h buzz.Host) error {
+	mod, ok := h.Store().(store.ModerationStore)
+	if !ok {
+		return errors.New("modhttp: the relay's store keeps no moderation (store.ModerationStore)")
+	}
+	if !h.HTTPAuth() {
+		return errors.New("modhttp: the relay authenticates no HTTP requests (buzz.WithHTTPAPI)")
+	}
+	f.h, f.mod = h, mod
+	h.HandleCommunity("GET "+ReportsPath, f.serveReports)
+	h.HandleCommunity("GET "+ActionsPath, f.serveActions)
+	h.HandleCommunity("GET "+RestrictedPath, f.serveRestricted)
+	return nil
+}
+
+// moderator authenticates a moderation read: the NIP-98 signer must not
+// be banned from tc's community and must moderate it (owner, admin or
+// moderator). It answers the request itself and returns ok false on any
+// failure.
+func (f *Feature) moderator(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) bool {
+	pubkey, _, ok := f.h.AuthenticateHTTP(w, req, tc)
 	if !ok {
 		return false
 	}
 	ctx := req.Context()
-	reason, err := r.bannedReaders(ctx, tc.Community(), []string{pubkey})
-	if err == nil && reason == "" {
-		var mod bool
-		mod, err = r.isModerator(ctx, tc.Community(), pubkey)
-		if err == nil && !mod {
-			reason = msgNotModerator
-		}
+	role, member, err := f.h.CommunityRole(ctx, tc, pubkey)
+	reason := ""
+	if err == nil {
+		reason, err = f.h.Admitted(ctx, tc, pubkey)
+	}
+	if err == nil && reason == "" && !(member && (role == channel.RoleOwner || role == channel.RoleAdmin || role == store.RoleModerator)) {
+		reason = MsgNotModerator
 	}
 	if err != nil {
-		r.log.ErrorContext(ctx, "buzz: moderation read", "err", err)
-		refusal(w, msgInternal)
+		f.h.Logger().ErrorContext(ctx, "modhttp: moderation read", "err", err)
+		refusal(w, apijson.MsgInternal)
 		return false
 	}
 	if reason != "" {
@@ -113,6 +140,12 @@ func (r *Relay) moderator(w http.ResponseWriter, req *http.Request, tc tenant.Te
 		return false
 	}
 	return true
+}
+
+// refusal answers a NIP-01 prefixed reason with the status its prefix maps
+// to.
+func refusal(w http.ResponseWriter, reason string) {
+	apijson.Refusal(w, reason)
 }
 
 // pageParams reads the query: only the allowed names, each at most once;
@@ -138,7 +171,7 @@ func pageParams(w http.ResponseWriter, req *http.Request, allowed ...string) (ur
 			return bad("query parameter " + strconv.Quote(k) + " given more than once")
 		}
 	}
-	limit := defaultModerationPage
+	limit := defaultPage
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > store.MaxModerationPage {
@@ -169,8 +202,8 @@ func rfc3339(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func (r *Relay) serveModerationReports(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	if !r.moderator(w, req, tc) {
+func (f *Feature) serveReports(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	if !f.moderator(w, req, tc) {
 		return
 	}
 	q, limit, ok := pageParams(w, req, "status", "before")
@@ -186,10 +219,10 @@ func (r *Relay) serveModerationReports(w http.ResponseWriter, req *http.Request,
 		refusal(w, "invalid: status must be open, resolved, dismissed or escalated")
 		return
 	}
-	rs, err := r.moderation.Reports(req.Context(), tc.Community(), store.ReportQuery{Status: status, Before: before, Limit: limit})
+	rs, err := f.mod.Reports(req.Context(), tc.Community(), store.ReportQuery{Status: status, Before: before, Limit: limit})
 	if err != nil {
-		r.log.ErrorContext(req.Context(), "buzz: moderation reports", "err", err)
-		refusal(w, msgInternal)
+		f.h.Logger().ErrorContext(req.Context(), "modhttp: reports", "err", err)
+		refusal(w, apijson.MsgInternal)
 		return
 	}
 	out := make([]ReportJSON, 0, len(rs))
@@ -203,11 +236,11 @@ func (r *Relay) serveModerationReports(w http.ResponseWriter, req *http.Request,
 		s := strconv.FormatInt(rs[len(rs)-1].Seq, 10)
 		next = &s
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"reports": out, "next": next})
+	apijson.Write(w, http.StatusOK, map[string]any{"reports": out, "next": next})
 }
 
-func (r *Relay) serveModerationActions(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	if !r.moderator(w, req, tc) {
+func (f *Feature) serveActions(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	if !f.moderator(w, req, tc) {
 		return
 	}
 	q, limit, ok := pageParams(w, req, "before")
@@ -218,10 +251,10 @@ func (r *Relay) serveModerationActions(w http.ResponseWriter, req *http.Request,
 	if !ok {
 		return
 	}
-	as, err := r.moderation.ModerationActions(req.Context(), tc.Community(), before, limit)
+	as, err := f.mod.ModerationActions(req.Context(), tc.Community(), before, limit)
 	if err != nil {
-		r.log.ErrorContext(req.Context(), "buzz: moderation actions", "err", err)
-		refusal(w, msgInternal)
+		f.h.Logger().ErrorContext(req.Context(), "modhttp: actions", "err", err)
+		refusal(w, apijson.MsgInternal)
 		return
 	}
 	out := make([]ActionJSON, 0, len(as))
@@ -238,11 +271,11 @@ func (r *Relay) serveModerationActions(w http.ResponseWriter, req *http.Request,
 		s := strconv.FormatInt(as[len(as)-1].Seq, 10)
 		next = &s
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"actions": out, "next": next})
+	apijson.Write(w, http.StatusOK, map[string]any{"actions": out, "next": next})
 }
 
-func (r *Relay) serveModerationRestricted(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	if !r.moderator(w, req, tc) {
+func (f *Feature) serveRestricted(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	if !f.moderator(w, req, tc) {
 		return
 	}
 	q, limit, ok := pageParams(w, req, "after")
@@ -254,10 +287,10 @@ func (r *Relay) serveModerationRestricted(w http.ResponseWriter, req *http.Reque
 		refusal(w, "invalid: after must be a pubkey from a previous page")
 		return
 	}
-	rs, err := r.moderation.Restrictions(req.Context(), tc.Community(), r.cfg.now(), after, limit)
+	rs, err := f.mod.Restrictions(req.Context(), tc.Community(), f.h.Now(), after, limit)
 	if err != nil {
-		r.log.ErrorContext(req.Context(), "buzz: moderation restrictions", "err", err)
-		refusal(w, msgInternal)
+		f.h.Logger().ErrorContext(req.Context(), "modhttp: restrictions", "err", err)
+		refusal(w, apijson.MsgInternal)
 		return
 	}
 	var next *string
@@ -285,5 +318,5 @@ func (r *Relay) serveModerationRestricted(w http.ResponseWriter, req *http.Reque
 		}
 		out = append(out, j)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"restricted": out, "next": next})
+	apijson.Write(w, http.StatusOK, map[string]any{"restricted": out, "next": next})
 }
