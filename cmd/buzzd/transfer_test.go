@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -21,6 +22,8 @@ import (
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
 )
 
 // seedTransfer fills an embedded store (the default engine) with two
@@ -92,6 +95,8 @@ func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 		t.Fatal(err)
 	}
 
+	seedWorkflow(t, ctx, st, a.ID, open, alice.PubKey)
+
 	b, _, err := st.EnsureCommunity(ctx, "b.example")
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +106,46 @@ func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 	}
 	must(st.SetName(ctx, b, dave.PubKey, "alice")) // the same name, another community
 	return aOnly
+}
+
+// seedWorkflow adds to community c a schedule-triggered workflow with a
+// webhook secret hash, one fired slot, its run parked on an approval with
+// a recorded effect, and the approval.
+func seedWorkflow(t *testing.T, ctx context.Context, st *sqlite.Store, c tenant.CommunityID, ch channel.ID, owner string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	def, err := workflow.Parse([]byte("name: Tick\ntrigger: {on: schedule, interval: 1h}\nsteps:\n  - {id: ask, action: request_approval, message: \"ok <now>?\"}\n"), nil)
+	must(err)
+	wf, err := st.PutWorkflow(ctx, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ch, Owner: owner, Definition: def})
+	must(err)
+	_, err = st.SetWebhookSecret(ctx, c, wf.ID, sha256.Sum256([]byte("secret")), false)
+	must(err)
+	slot := time.UnixMilli(1_750_003_600_000).UTC()
+	run, _, fired, err := st.FireSchedule(ctx, c, workflow.ScheduleFire{Workflow: wf.ID, Seen: time.UnixMilli(0), Next: slot.Add(time.Hour),
+		Slot: slot, Trigger: map[string]any{"scheduled_for": slot.Unix(), "text": "tick"}})
+	must(err)
+	if !fired {
+		t.Fatal("schedule did not fire")
+	}
+	leases, err := st.ClaimRuns(ctx, "seed", time.Minute, 10)
+	must(err)
+	if len(leases) != 1 || leases[0].Run != run.ID {
+		t.Fatalf("claimed %v", leases)
+	}
+	l := leases[0]
+	_, _, err = st.BeginEffect(ctx, l, "ask/post", []byte(`{"kind":9}`))
+	must(err)
+	must(st.FinishEffect(ctx, l, "ask/post", []byte(`{"ok":true}`)))
+	must(st.CreateApproval(ctx, c, workflow.Approval{TokenHash: sha256.Sum256([]byte("token")), Workflow: wf.ID, Run: run.ID, StepID: "ask",
+		Approver: workflow.ApproverAny, Message: "ok <now>?", Status: workflow.ApprovalPending, ExpiresAt: time.UnixMilli(4_000_000_000_123)}))
+	must(st.UpdateRun(ctx, l, workflow.RunUpdate{Status: workflow.RunWaitingApproval, Trace: []workflow.StepTrace{{StepID: "ask",
+		Status: workflow.StepCompleted, Output: map[string]any{"approval_id": "x", "n": 1.5}, StartedAt: slot, FinishedAt: slot.Add(time.Second)}},
+		ResumeAt: time.UnixMilli(4_000_000_000_000)}))
 }
 
 // buzzdRun runs buzzd with env and returns its stdout and stderr.
@@ -202,7 +247,8 @@ func checkExport(t *testing.T, data []byte) {
 		types[r.Type]++
 	}
 	want := map[string]int{"community": 2, "member": 2, "channel": 3, "channel_member": 5, "name": 3,
-		"restriction": 2, "report": 1, "moderation_action": 3, "event": 60, "end": 1}
+		"restriction": 2, "report": 1, "moderation_action": 3, "event": 60, "end": 1,
+		"workflow": 1, "workflow_run": 1, "approval": 1, "schedule_fire": 1}
 	for typ, n := range want {
 		if types[typ] != n {
 			t.Errorf("%d %s records, want %d (all: %v)", types[typ], typ, n, types)
