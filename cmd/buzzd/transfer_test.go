@@ -388,3 +388,59 @@ func TestImportRefusesTamperedEvents(t *testing.T) {
 		t.Errorf("junk: %v", err)
 	}
 }
+
+// TestImportWorkflowIsolation: a workflow run and an approval carried
+// under another community's host (naming workflow and run ids of the
+// first) are refused on both backends: workflow state reaches only the
+// community whose records introduced it.
+func TestImportWorkflowIsolation(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "src")
+	seedTransfer(t, src)
+	good := filepath.Join(tmp, "good.jsonl")
+	if _, e, err := buzzdRun(t, map[string]string{"BUZZ_DATA_DIR": src}, "export", "-all", "-o", good); err != nil {
+		t.Fatalf("%v\n%s", err, e)
+	}
+	var lines, moved []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(readFile(t, good)), "\n"), "\n") {
+		if strings.HasPrefix(l, `{"type":"workflow_run",`) || strings.HasPrefix(l, `{"type":"approval",`) {
+			moved = append(moved, strings.Replace(l, `"host":"a.example"`, `"host":"b.example"`, 1))
+			continue
+		}
+		lines = append(lines, l)
+		if strings.HasPrefix(l, `{"type":"community","host":"b.example"`) {
+			lines = append(lines, moved...) // filled: a's records come first
+		}
+	}
+	if len(moved) != 2 {
+		t.Fatalf("moved %d lines", len(moved))
+	}
+	bad := filepath.Join(tmp, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, env := range map[string]map[string]string{
+		"embedded": {"BUZZ_DATA_DIR": filepath.Join(tmp, "dst")},
+		"postgres": {"DATABASE_URL": pgtest.NewDatabase(t)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := buzzdRun(t, env, "import", "-f", bad)
+			if err == nil || !strings.Contains(err.Error(), "workflow_run: its workflow or run is not in the destination") {
+				t.Fatalf("import: %v", err)
+			}
+			out, e, err := buzzdRun(t, env, "import", "-f", bad, "-keep-going")
+			if err != nil || strings.Count(e, "refused line ") != 2 || !strings.Contains(out, "workflow: 1 read") {
+				t.Fatalf("-keep-going: %v\n%s%s", err, out, e)
+			}
+			for _, h := range []string{"a.example", "b.example"} {
+				exp, _, err := buzzdRun(t, env, "export", "-host", h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(exp, `"type":"workflow_run"`) || strings.Contains(exp, `"type":"approval"`) {
+					t.Errorf("%s holds a run or approval after the import", h)
+				}
+			}
+		})
+	}
+}
