@@ -19,6 +19,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
@@ -218,6 +219,12 @@ func TestExportImportRoundTrip(t *testing.T) {
 		}
 	}
 	verify(pg)
+	pgStore, err := postgres.Open(context.Background(), pg["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRestoredWorkflow(t, pgStore)
+	pgStore.Close()
 	two := exportTo(pg, "two.jsonl")
 	if !bytes.Equal(one, two) {
 		t.Fatalf("embedded and PostgreSQL exports differ:\n%s", firstDiff(one, two))
@@ -225,6 +232,12 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	importFrom(back, "two.jsonl")
 	verify(back)
+	backStore, err := sqlite.Open(context.Background(), back["BUZZ_DATA_DIR"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRestoredWorkflow(t, backStore)
+	backStore.Close()
 	three := exportTo(back, "three.jsonl")
 	if !bytes.Equal(one, three) {
 		t.Fatalf("round-trip export differs:\n%s", firstDiff(one, three))
@@ -442,5 +455,71 @@ func TestImportWorkflowIsolation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// workflowReader is what the workflow engine reads of a store.
+type workflowReader interface {
+	LookupHost(ctx context.Context, host string) (tenant.CommunityID, error)
+	Channels(ctx context.Context, c tenant.CommunityID) ([]channel.Channel, error)
+	workflow.Store
+	workflow.ApprovalStore
+	workflow.WebhookSecretStore
+}
+
+// checkRestoredWorkflow reads seedWorkflow's state through the engine's
+// own store calls: the workflow, its parked run, the approval, the claimed
+// slot and the webhook secret hash are in a.example and nowhere else.
+func checkRestoredWorkflow(t *testing.T, st workflowReader) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := st.LookupHost(ctx, "a.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chans, err := st.Channels(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wfs []workflow.Workflow
+	for _, ch := range chans {
+		w, err := st.Workflows(ctx, a, ch.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wfs = append(wfs, w...)
+	}
+	if len(wfs) != 1 || wfs[0].Name != "Tick" || !wfs[0].Enabled {
+		t.Fatalf("workflows %+v", wfs)
+	}
+	wf := wfs[0]
+	runs, _, err := st.Runs(ctx, a, wf.ID, workflow.RunPage{})
+	if err != nil || len(runs) != 1 || runs[0].Status != workflow.RunWaitingApproval || runs[0].DefinitionHash != wf.Hash || len(runs[0].Trace) != 1 {
+		t.Fatalf("runs %+v: %v", runs, err)
+	}
+	run := runs[0]
+	ap, err := st.Approval(ctx, a, sha256.Sum256([]byte("token")))
+	if err != nil || ap.Run != run.ID || ap.Status != workflow.ApprovalPending || ap.Message != "ok <now>?" {
+		t.Fatalf("approval %+v: %v", ap, err)
+	}
+	fires, err := st.ScheduledFires(ctx, a, wf.ID)
+	if err != nil || len(fires) != 1 || fires[0].Run != run.ID || fires[0].Slot.UnixMilli() != 1_750_003_600_000 {
+		t.Fatalf("fires %+v: %v", fires, err)
+	}
+	if h, ok, err := st.WebhookSecret(ctx, a, wf.ID); err != nil || !ok || h != sha256.Sum256([]byte("secret")) {
+		t.Fatalf("webhook secret: %v %v", ok, err)
+	}
+	b, err := st.LookupHost(ctx, "b.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Workflow(ctx, b, wf.ID); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("b.example sees a.example's workflow: %v", err)
+	}
+	if _, err := st.Run(ctx, b, run.ID); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("b.example sees a.example's run: %v", err)
+	}
+	if _, err := st.Approval(ctx, b, ap.TokenHash); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("b.example sees a.example's approval: %v", err)
 	}
 }
