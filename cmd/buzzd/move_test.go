@@ -92,7 +92,7 @@ func TestMoveEmbeddedToPostgres(t *testing.T) {
 		t.Fatalf("community add: %v\n%s", err, out)
 	}
 
-	// 1. The relay on the embedded store, written to by clients.
+	// The relay on the embedded store, written to by clients.
 	port := freePort(t)
 	p := startBuzzd(t, port, e2eSettings("BUZZ_DATA_DIR", dir))
 	c := dialAs(t, port, host)
@@ -128,17 +128,20 @@ func TestMoveEmbeddedToPostgres(t *testing.T) {
 		t.Fatalf("alice@%s is %q before the move", host, got)
 	}
 
+	// 1. PostgreSQL prepared while the relay serves: a new database, migrated.
+	pg := map[string]string{"DATABASE_URL": freshDatabase(t)}
+	if out, err := buzzdCmd(t, pg, "migrate"); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+
 	// 2. The write pause: stop buzzd. 3. Export, with the relay key.
+	pause := time.Now()
 	stopBuzzd(t, p)
 	file := filepath.Join(t.TempDir(), "buzz-export.jsonl")
 	if out, err := buzzdCmd(t, embedded, "export", "-all", "-with-relay-key", "-o", file); err != nil {
 		t.Fatalf("export: %v\n%s", err, out)
 	}
-	// 4. A new database: migrate, import (twice: the second adds nothing).
-	pg := map[string]string{"DATABASE_URL": freshDatabase(t)}
-	if out, err := buzzdCmd(t, pg, "migrate"); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	// 4. Import (twice: the second adds nothing).
 	out, err := buzzdCmd(t, pg, "import", "-f", file)
 	if err != nil || !strings.Contains(out, "relay_key: 1 read, 1 new") || !strings.Contains(out, " 0 refused") {
 		t.Fatalf("import: %v\n%s", err, out)
@@ -153,6 +156,7 @@ func TestMoveEmbeddedToPostgres(t *testing.T) {
 	// 5. buzzd on PostgreSQL: a client reads everything, signed as before.
 	port2 := freePort(t)
 	startBuzzd(t, port2, e2eSettings("DATABASE_URL", pg["DATABASE_URL"]))
+	t.Logf("write pause (stop, export, import twice, audit verify, start): %v", time.Since(pause).Round(time.Millisecond))
 	if got := relayPubKey(t, port2, host); got != relayPK {
 		t.Errorf("NIP-11 pubkey %s after the move, want %s", got, relayPK)
 	}
