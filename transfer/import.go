@@ -703,6 +703,10 @@ func (im *importer) relayKey(line []byte) error {
 		return refusal{errors.New("the destination keeps no relay key")}
 	}
 	im.stats.Read[TypeRelayKey]++
+	had, err := ks.HasRelayKey(im.ctx)
+	if err != nil {
+		return fmt.Errorf("transfer: import: relay key: %w", err)
+	}
 	got, err := ks.RelayKey(im.ctx, sk)
 	if err != nil {
 		return fmt.Errorf("transfer: import: relay key: %w", err)
@@ -711,6 +715,8 @@ func (im *importer) relayKey(line []byte) error {
 		return refusal{fmt.Errorf("%w (public key %s; the export's is %s): import into a fresh store, or export without the relay key",
 			ErrRelayKeyDiffers, got.PublicKey(), sk.PublicKey())}
 	}
-	im.stats.Added[TypeRelayKey]++
+	if !had {
+		im.stats.Added[TypeRelayKey]++
+	}
 	return nil
 }

@@ -47,9 +47,11 @@ type WorkflowDestination interface {
 }
 
 // RelayKeyStore keeps the deployment's relay master key: RelayKey stores
-// candidate when no key is stored and returns the stored key.
+// candidate when no key is stored and returns the stored key; HasRelayKey
+// reports whether one is stored, changing nothing.
 type RelayKeyStore interface {
 	RelayKey(ctx context.Context, candidate nostr.SecretKey) (nostr.SecretKey, error)
+	HasRelayKey(ctx context.Context) (bool, error)
 }
 
 // ErrRelayKeyDiffers: the export's relay key is not the one the

@@ -1,10 +1,6 @@
 package workflow
 
-import (
-	"bytes"
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // Durable state as an export carries it (package transfer): a store that
 // implements the export and restore side reads and writes these. Times
@@ -53,23 +49,4 @@ type FireState struct {
 	Slot      time.Time
 	ClaimedAt time.Time
 	Run       ID // zero when none was recorded
-}
-
-// CanonicalValue re-encodes the JSON value b in one form whatever the
-// store kept it as (object keys sorted, no spaces, numbers as written), so
-// the same value exports as the same bytes from every backend.
-func CanonicalValue(b []byte) (json.RawMessage, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	e := json.NewEncoder(&out)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
