@@ -28,14 +28,32 @@
 //	                   resolved_by, resolved_at, event (the report event)
 //	moderation_action  action, actor, target, reason, until, status,
 //	                   event_id, created_at
+//	workflow           id, channel, owner, name, definition (canonical
+//	                   JSON), hash, event_id, enabled, created_ms,
+//	                   updated_ms, webhook_secret_hash,
+//	                   schedule {next_fire_ms, since_ms}
+//	workflow_run       id, workflow, status, trigger_event_id, trigger,
+//	                   definition_hash, current_step, trace, error_code,
+//	                   error, resume_ms, created_ms, started_ms,
+//	                   completed_ms, effects [{key, intent, done, result,
+//	                   created_ms, finished_ms}]
+//	approval           token_hash, workflow, run, step_id, step_index,
+//	                   approver, message, status, decided_by, decided_ms,
+//	                   expires_ms, created_ms
+//	schedule_fire      workflow, slot_ms, claimed_ms, run
 //	audit              seq, prev_hash, hash, version, action, actor,
 //	                   object, detail, time_us
 //	event              event: the event exactly as signed and stored
 //
-// and last the end record, {"type":"end","communities":N,"events":N,
+// An export asked to carry the deployment's relay key
+// (ExportOptions.RelayKey) has, right after the header and before any
+// community, {"type":"relay_key","secret_key":…,"pubkey":…}: a secret.
+//
+// The last record is the end record, {"type":"end","communities":N,"events":N,
 // "records":N}, whose counts let a reader tell a complete export from a
-// truncated one. Times are unix seconds, audit entries' microseconds
-// (time_us, part of their hash). Keys and ids are lowercase hex; optional
+// truncated one. Times are unix seconds; the workflow records' (fields
+// ending in _ms) milliseconds, audit entries' microseconds (time_us, part
+// of their hash). Keys and ids are lowercase hex; optional
 // fields are omitted when empty. Events come newest first (created_at
 // descending, then id), as stored: the live version of each replaceable
 // event, no deleted or expired event, deletion requests included. A
@@ -43,9 +61,13 @@
 // as it goes. Exporting the same state twice, from either backend, gives
 // the same bytes.
 //
-// Not carried (version 1): workflows and their runs, approvals, schedules
-// and webhooks; product feedback; the deployment's settings, main host and
-// relay key. Deletion tombstones are not records of their own: the
+// The workflow records were added to version 1 compatibly: a reader that
+// predates them refuses them as unknown types rather than misreading them.
+//
+// Not carried (version 1): product feedback; the deployment's settings and
+// main host; the relay key unless asked for; run leases (a restored run
+// that is not terminal is claimable again, from its resume time); webhook
+// secrets themselves (only their hash is stored anywhere). Deletion tombstones are not records of their own: the
 // deletion requests that made them are carried, and storing those again
 // makes the tombstones again.
 //
@@ -58,7 +80,12 @@
 // whose id exists there gains only the aliases it lacks, rows already
 // present are kept, and a host or name held by another community or key
 // refuses the line. A second import of the same export therefore adds
-// nothing. A refused line stops the import unless ImportOptions.KeepGoing.
+// nothing. Workflows, runs (with their effects), approvals and schedule
+// slots are inserted only when absent, and only into the community whose
+// record introduced them: a run, approval or slot naming a workflow or run
+// the community lacks is refused. A relay_key record stores the key when
+// the destination holds none, and is refused (ErrRelayKeyDiffers) when it
+// holds another, which is kept. A refused line stops the import unless ImportOptions.KeepGoing.
 // Import reads line by line and stores events in batches, so its memory
 // does not grow with the export.
 package transfer

@@ -75,6 +75,10 @@ type ExportOptions struct {
 	// (inclusive, unix seconds). They apply to events only: the state
 	// records are always complete.
 	Since, Until int64
+	// RelayKey, when set, is written as a relay_key record after the
+	// header: the deployment's relay master key, a secret. Leave it nil
+	// unless the export moves the deployment itself.
+	RelayKey *nostr.SecretKey
 }
 
 // Counts are the records an export or import went through, by type.
@@ -147,6 +151,11 @@ func Export(ctx context.Context, w io.Writer, src Source, opts ExportOptions) (E
 	}
 	if err := x.enc.Encode(header{BuzzExport: Version}); err != nil {
 		return x.stats, fmt.Errorf("transfer: export: %w", err)
+	}
+	if k := opts.RelayKey; k != nil {
+		if err := x.record(TypeRelayKey, relayKeyJSON{Type: TypeRelayKey, SecretKey: k.Hex(), PubKey: k.PublicKey()}); err != nil {
+			return x.stats, err
+		}
 	}
 	for _, st := range chosen {
 		if err := x.community(src, st, opts); err != nil {
@@ -279,6 +288,11 @@ func (x *exporter) community(src Source, st store.CommunityState, opts ExportOpt
 				Reason: a.Reason, Until: unix(a.Until), Status: string(a.Status), EventID: a.EventID, CreatedAt: a.CreatedAt.Unix()})
 		}); err != nil {
 			return wrap("moderation actions", err)
+		}
+	}
+	if s, ok := src.(WorkflowSource); ok {
+		if err := x.exportWorkflows(s, h, c, wrap); err != nil {
+			return err
 		}
 	}
 	if s, ok := src.(AuditSource); ok {

@@ -16,6 +16,7 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
 )
 
 // EventDestination stores restored events: Save's semantics, except that
@@ -292,7 +293,10 @@ func ParseLine(line []byte) (typ, host string, ev *nostr.Event, err error) {
 		}
 	case TypeEnd:
 		return env.Type, "", nil, nil
-	case TypeCommunity, TypeMember, TypeChannel, TypeChannelMember, TypeName, TypeRestriction, TypeReport, TypeModerationAction, TypeAudit:
+	case TypeRelayKey:
+		return env.Type, "", nil, nil
+	case TypeCommunity, TypeMember, TypeChannel, TypeChannelMember, TypeName, TypeRestriction, TypeReport, TypeModerationAction, TypeAudit,
+		TypeWorkflow, TypeWorkflowRun, TypeApproval, TypeScheduleFire:
 	case "":
 		return "", "", nil, errors.New(`no "type"`)
 	default:
@@ -334,6 +338,9 @@ func (im *importer) line(n int64, line []byte) (*endJSON, error) {
 		return &e, nil
 	}
 	im.records++
+	if typ == TypeRelayKey {
+		return refuse(im.relayKey(line))
+	}
 	if typ == TypeCommunity {
 		return refuse(im.community(line))
 	}
@@ -383,7 +390,7 @@ func isRefusal(err error) bool {
 
 // verdicts a destination returns for a refused record.
 var refusedBy = []error{store.ErrCommunityExists, store.ErrInvalidHost, store.ErrNameTaken, store.ErrInvalidName,
-	store.ErrInvalidModeration, store.ErrAuditConflict, store.ErrNoCommunity}
+	store.ErrInvalidModeration, store.ErrAuditConflict, store.ErrNoCommunity, workflow.ErrNotFound}
 
 // asRefusal turns a destination's verdict on a record into a refusal.
 func asRefusal(err error) error {
@@ -521,6 +528,15 @@ func (im *importer) state(typ, host string, c tenant.CommunityID, line []byte) e
 			added, err = d.RestoreModerationAction(ctx, c, store.ModerationAction{Action: r.Action, Actor: r.Actor, Target: r.Target,
 				Reason: r.Reason, Until: fromUnix(r.Until), Status: store.ReportStatus(r.Status), EventID: r.EventID,
 				CreatedAt: time.Unix(r.CreatedAt, 0).UTC()})
+		}
+	case TypeWorkflow, TypeWorkflowRun, TypeApproval, TypeScheduleFire:
+		d, ok := im.dst.(WorkflowDestination)
+		if !ok {
+			return lacks("workflows")
+		}
+		added, err = restoreWorkflowRecord(ctx, d, typ, c, line)
+		if errors.Is(err, workflow.ErrNotFound) {
+			err = refusal{fmt.Errorf("%s: its workflow or run is not in the destination (it comes after them in an export)", typ)}
 		}
 	case TypeAudit:
 		var r auditJSON
@@ -665,4 +681,42 @@ func (im *importer) parallel(n int, fn func(i int)) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// relayKey restores the deployment's relay key: stored when the
+// destination holds none, accepted when it holds the same, refused
+// (ErrRelayKeyDiffers) when it holds another, which it keeps.
+func (im *importer) relayKey(line []byte) error {
+	var r relayKeyJSON
+	if err := strict(line, &r); err != nil {
+		return refusal{err}
+	}
+	sk, err := nostr.ParseSecretKeyAny(r.SecretKey)
+	if err != nil || !nostr.IsLowerHex(r.SecretKey, 64) {
+		return refusal{errors.New("relay_key: want a 64-hex secret_key")}
+	}
+	if r.PubKey != "" && r.PubKey != sk.PublicKey() {
+		return refusal{errors.New("relay_key: pubkey is not the secret key's")}
+	}
+	ks, ok := im.dst.(RelayKeyStore)
+	if !ok {
+		return refusal{errors.New("the destination keeps no relay key")}
+	}
+	im.stats.Read[TypeRelayKey]++
+	had, err := ks.HasRelayKey(im.ctx)
+	if err != nil {
+		return fmt.Errorf("transfer: import: relay key: %w", err)
+	}
+	got, err := ks.RelayKey(im.ctx, sk)
+	if err != nil {
+		return fmt.Errorf("transfer: import: relay key: %w", err)
+	}
+	if got != sk {
+		return refusal{fmt.Errorf("%w (public key %s; the export's is %s): import into a fresh store, or export without the relay key",
+			ErrRelayKeyDiffers, got.PublicKey(), sk.PublicKey())}
+	}
+	if !had {
+		im.stats.Added[TypeRelayKey]++
+	}
+	return nil
 }

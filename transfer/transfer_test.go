@@ -84,6 +84,8 @@ func FuzzParseLine(f *testing.F) {
 		`{"type":"community","host":"a.example","id":"0190c8a4-0000-7000-8000-000000000001","created_at":1,"access":"open","profile":{},"aliases":[]}`,
 		`{"type":"audit","host":"a.example","seq":1,"prev_hash":"","hash":"","version":1,"action":"x","object":"","detail":{},"time_us":1}`,
 		`{"type":"end","communities":1,"events":0,"records":1}`,
+		`{"type":"relay_key","secret_key":"` + strings.Repeat("1", 64) + `"}`,
+		`{"type":"workflow_run","host":"a.example","id":"x"}`, `{"type":"schedule_fire","host":"a.example","workflow":"x","slot_ms":1}`,
 		`{"type":"nope","host":"a"}`, `{"type":"event","host":"a"}`, `{}`, `[]`, `null`, `{"type":1}`, ``, `{"type":"event","host":"a","event":"x"}`,
 	} {
 		f.Add([]byte(s))
@@ -93,7 +95,7 @@ func FuzzParseLine(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if typ == "" || (typ != transfer.TypeEnd && host == "") {
+		if typ == "" || (typ != transfer.TypeEnd && typ != transfer.TypeRelayKey && host == "") {
 			t.Fatalf("accepted %q without type or host", line)
 		}
 		if typ == transfer.TypeEvent {
@@ -124,6 +126,9 @@ type full interface {
 	transfer.NameDestination
 	transfer.ModerationDestination
 	transfer.AuditDestination
+	transfer.WorkflowSource
+	transfer.WorkflowDestination
+	transfer.RelayKeyStore
 }
 
 var (

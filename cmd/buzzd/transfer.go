@@ -15,7 +15,7 @@ import (
 )
 
 // exportUsage is buzzd export's help.
-const exportUsage = `usage: buzzd export [-host H | -all] [-since T] [-until T] [-o FILE] [flags]
+const exportUsage = `usage: buzzd export [-host H | -all] [-since T] [-until T] [-with-relay-key] [-o FILE] [flags]
 
 Writes the communities of the configured store (DATABASE_URL, else
 BUZZ_DATA_DIR; every buzzd setting and flag applies) as a buzz export:
@@ -26,6 +26,10 @@ its events, and an end record (docs/operator.md, "Moving data").
   -all       every community (the default)
   -since T   only events created at or after T (unix seconds or RFC 3339)
   -until T   only events created at or before T
+  -with-relay-key
+             also write the deployment's relay master key (a secret:
+             keep the file as private as the key), for moving the
+             deployment to another store that must sign with it
   -o FILE    write to FILE (through FILE.tmp, renamed when complete)
              instead of stdout
 
@@ -39,6 +43,8 @@ Reads a buzz export (from FILE, else stdin) into the configured store
 (DATABASE_URL, else BUZZ_DATA_DIR; every buzzd setting and flag applies).
 Every event's id and signature is verified; what the store already holds
 is kept, so importing the same export twice adds nothing the second time.
+An export made with -with-relay-key stores its relay key when the store
+holds none; a store holding another key refuses the line and keeps its own.
 A refused line stops the import ("buzzd import: line N: …"; the lines
 before it stay imported) unless -keep-going, which counts and reports it
 and goes on. Prints a summary; a progress line when stderr is a terminal.
@@ -111,7 +117,7 @@ func runExport(ctx context.Context, args []string, lookupEnv func(string) (strin
 		fmt.Fprint(stdout, exportUsage)
 		return nil
 	}
-	vals, bools, rest, err := transferFlags("export", args, []string{"host", "since", "until", "o"}, []string{"all"})
+	vals, bools, rest, err := transferFlags("export", args, []string{"host", "since", "until", "o"}, []string{"all", "with-relay-key"})
 	if err != nil {
 		return err
 	}
@@ -149,6 +155,15 @@ func runExport(ctx context.Context, args []string, lookupEnv func(string) (strin
 	src, ok := st.(transfer.Source)
 	if !ok {
 		return errors.New("export: the store cannot be exported")
+	}
+	if bools["with-relay-key"] {
+		// The key buzzd would sign with: the stored one (generated and
+		// stored if the store holds none yet, as at buzzd's first start).
+		sk, err := deploymentRelayKey(ctx, cfg, st, newLogger(cfg, io.Discard))
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		opts.RelayKey = &sk
 	}
 	out := stdout
 	var file *os.File
@@ -261,8 +276,9 @@ func runImport(ctx context.Context, args []string, lookupEnv func(string) (strin
 // printImportSummary writes what an import did.
 func printImportSummary(w io.Writer, s transfer.ImportStats) {
 	fmt.Fprintf(w, "events: %d read, %d new, %d duplicate, %d obsolete, %d refused\n", s.Events, s.New, s.Duplicate, s.Obsolete, s.Refused)
-	for _, typ := range []string{transfer.TypeCommunity, transfer.TypeMember, transfer.TypeChannel, transfer.TypeChannelMember,
-		transfer.TypeName, transfer.TypeRestriction, transfer.TypeReport, transfer.TypeModerationAction, transfer.TypeAudit} {
+	for _, typ := range []string{transfer.TypeRelayKey, transfer.TypeCommunity, transfer.TypeMember, transfer.TypeChannel, transfer.TypeChannelMember,
+		transfer.TypeName, transfer.TypeRestriction, transfer.TypeReport, transfer.TypeModerationAction, transfer.TypeWorkflow,
+		transfer.TypeWorkflowRun, transfer.TypeApproval, transfer.TypeScheduleFire, transfer.TypeAudit} {
 		if s.Read[typ] > 0 {
 			fmt.Fprintf(w, "%s: %d read, %d new\n", typ, s.Read[typ], s.Added[typ])
 		}

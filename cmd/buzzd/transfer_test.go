@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,9 +19,12 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
 )
 
 // seedTransfer fills an embedded store (the default engine) with two
@@ -92,6 +96,8 @@ func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 		t.Fatal(err)
 	}
 
+	seedWorkflow(t, ctx, st, a.ID, open, alice.PubKey)
+
 	b, _, err := st.EnsureCommunity(ctx, "b.example")
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +107,46 @@ func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 	}
 	must(st.SetName(ctx, b, dave.PubKey, "alice")) // the same name, another community
 	return aOnly
+}
+
+// seedWorkflow adds to community c a schedule-triggered workflow with a
+// webhook secret hash, one fired slot, its run parked on an approval with
+// a recorded effect, and the approval.
+func seedWorkflow(t *testing.T, ctx context.Context, st *sqlite.Store, c tenant.CommunityID, ch channel.ID, owner string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	def, err := workflow.Parse([]byte("name: Tick\ntrigger: {on: schedule, interval: 1h}\nsteps:\n  - {id: ask, action: request_approval, message: \"ok <now>?\"}\n"), nil)
+	must(err)
+	wf, err := st.PutWorkflow(ctx, c, workflow.PutWorkflow{ID: workflow.NewID(), Channel: ch, Owner: owner, Definition: def})
+	must(err)
+	_, err = st.SetWebhookSecret(ctx, c, wf.ID, sha256.Sum256([]byte("secret")), false)
+	must(err)
+	slot := time.UnixMilli(1_750_003_600_000).UTC()
+	run, _, fired, err := st.FireSchedule(ctx, c, workflow.ScheduleFire{Workflow: wf.ID, Seen: time.UnixMilli(0), Next: slot.Add(time.Hour),
+		Slot: slot, Trigger: map[string]any{"scheduled_for": slot.Unix(), "text": "tick"}})
+	must(err)
+	if !fired {
+		t.Fatal("schedule did not fire")
+	}
+	leases, err := st.ClaimRuns(ctx, "seed", time.Minute, 10)
+	must(err)
+	if len(leases) != 1 || leases[0].Run != run.ID {
+		t.Fatalf("claimed %v", leases)
+	}
+	l := leases[0]
+	_, _, err = st.BeginEffect(ctx, l, "ask/post", []byte(`{"kind":9}`))
+	must(err)
+	must(st.FinishEffect(ctx, l, "ask/post", []byte(`{"ok":true}`)))
+	must(st.CreateApproval(ctx, c, workflow.Approval{TokenHash: sha256.Sum256([]byte("token")), Workflow: wf.ID, Run: run.ID, StepID: "ask",
+		Approver: workflow.ApproverAny, Message: "ok <now>?", Status: workflow.ApprovalPending, ExpiresAt: time.UnixMilli(4_000_000_000_123)}))
+	must(st.UpdateRun(ctx, l, workflow.RunUpdate{Status: workflow.RunWaitingApproval, Trace: []workflow.StepTrace{{StepID: "ask",
+		Status: workflow.StepCompleted, Output: map[string]any{"approval_id": "x", "n": 1.5}, StartedAt: slot, FinishedAt: slot.Add(time.Second)}},
+		ResumeAt: time.UnixMilli(4_000_000_000_000)}))
 }
 
 // buzzdRun runs buzzd with env and returns its stdout and stderr.
@@ -173,6 +219,12 @@ func TestExportImportRoundTrip(t *testing.T) {
 		}
 	}
 	verify(pg)
+	pgStore, err := postgres.Open(context.Background(), pg["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRestoredWorkflow(t, pgStore)
+	pgStore.Close()
 	two := exportTo(pg, "two.jsonl")
 	if !bytes.Equal(one, two) {
 		t.Fatalf("embedded and PostgreSQL exports differ:\n%s", firstDiff(one, two))
@@ -180,6 +232,12 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	importFrom(back, "two.jsonl")
 	verify(back)
+	backStore, err := sqlite.Open(context.Background(), back["BUZZ_DATA_DIR"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRestoredWorkflow(t, backStore)
+	backStore.Close()
 	three := exportTo(back, "three.jsonl")
 	if !bytes.Equal(one, three) {
 		t.Fatalf("round-trip export differs:\n%s", firstDiff(one, three))
@@ -202,7 +260,8 @@ func checkExport(t *testing.T, data []byte) {
 		types[r.Type]++
 	}
 	want := map[string]int{"community": 2, "member": 2, "channel": 3, "channel_member": 5, "name": 3,
-		"restriction": 2, "report": 1, "moderation_action": 3, "event": 60, "end": 1}
+		"restriction": 2, "report": 1, "moderation_action": 3, "event": 60, "end": 1,
+		"workflow": 1, "workflow_run": 1, "approval": 1, "schedule_fire": 1}
 	for typ, n := range want {
 		if types[typ] != n {
 			t.Errorf("%d %s records, want %d (all: %v)", types[typ], typ, n, types)
@@ -340,5 +399,127 @@ func TestImportRefusesTamperedEvents(t *testing.T) {
 	_ = os.WriteFile(junk, []byte(`{"id":"x"}`+"\n"), 0o600)
 	if _, _, err := buzzdRun(t, dst, "import", "-f", junk); err == nil || !strings.Contains(err.Error(), "line 1: not a buzz export") {
 		t.Errorf("junk: %v", err)
+	}
+}
+
+// TestImportWorkflowIsolation: a workflow run and an approval carried
+// under another community's host (naming workflow and run ids of the
+// first) are refused on both backends: workflow state reaches only the
+// community whose records introduced it.
+func TestImportWorkflowIsolation(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "src")
+	seedTransfer(t, src)
+	good := filepath.Join(tmp, "good.jsonl")
+	if _, e, err := buzzdRun(t, map[string]string{"BUZZ_DATA_DIR": src}, "export", "-all", "-o", good); err != nil {
+		t.Fatalf("%v\n%s", err, e)
+	}
+	var lines, moved []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(readFile(t, good)), "\n"), "\n") {
+		if strings.HasPrefix(l, `{"type":"workflow_run",`) || strings.HasPrefix(l, `{"type":"approval",`) {
+			moved = append(moved, strings.Replace(l, `"host":"a.example"`, `"host":"b.example"`, 1))
+			continue
+		}
+		lines = append(lines, l)
+		if strings.HasPrefix(l, `{"type":"community","host":"b.example"`) {
+			lines = append(lines, moved...) // filled: a's records come first
+		}
+	}
+	if len(moved) != 2 {
+		t.Fatalf("moved %d lines", len(moved))
+	}
+	bad := filepath.Join(tmp, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, env := range map[string]map[string]string{
+		"embedded": {"BUZZ_DATA_DIR": filepath.Join(tmp, "dst")},
+		"postgres": {"DATABASE_URL": pgtest.NewDatabase(t)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := buzzdRun(t, env, "import", "-f", bad)
+			if err == nil || !strings.Contains(err.Error(), "workflow_run: its workflow or run is not in the destination") {
+				t.Fatalf("import: %v", err)
+			}
+			out, e, err := buzzdRun(t, env, "import", "-f", bad, "-keep-going")
+			if err != nil || strings.Count(e, "refused line ") != 2 || !strings.Contains(out, "workflow: 1 read") {
+				t.Fatalf("-keep-going: %v\n%s%s", err, out, e)
+			}
+			for _, h := range []string{"a.example", "b.example"} {
+				exp, _, err := buzzdRun(t, env, "export", "-host", h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(exp, `"type":"workflow_run"`) || strings.Contains(exp, `"type":"approval"`) {
+					t.Errorf("%s holds a run or approval after the import", h)
+				}
+			}
+		})
+	}
+}
+
+// workflowReader is what the workflow engine reads of a store.
+type workflowReader interface {
+	LookupHost(ctx context.Context, host string) (tenant.CommunityID, error)
+	Channels(ctx context.Context, c tenant.CommunityID) ([]channel.Channel, error)
+	workflow.Store
+	workflow.ApprovalStore
+	workflow.WebhookSecretStore
+}
+
+// checkRestoredWorkflow reads seedWorkflow's state through the engine's
+// own store calls: the workflow, its parked run, the approval, the claimed
+// slot and the webhook secret hash are in a.example and nowhere else.
+func checkRestoredWorkflow(t *testing.T, st workflowReader) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := st.LookupHost(ctx, "a.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chans, err := st.Channels(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wfs []workflow.Workflow
+	for _, ch := range chans {
+		w, err := st.Workflows(ctx, a, ch.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wfs = append(wfs, w...)
+	}
+	if len(wfs) != 1 || wfs[0].Name != "Tick" || !wfs[0].Enabled {
+		t.Fatalf("workflows %+v", wfs)
+	}
+	wf := wfs[0]
+	runs, _, err := st.Runs(ctx, a, wf.ID, workflow.RunPage{})
+	if err != nil || len(runs) != 1 || runs[0].Status != workflow.RunWaitingApproval || runs[0].DefinitionHash != wf.Hash || len(runs[0].Trace) != 1 {
+		t.Fatalf("runs %+v: %v", runs, err)
+	}
+	run := runs[0]
+	ap, err := st.Approval(ctx, a, sha256.Sum256([]byte("token")))
+	if err != nil || ap.Run != run.ID || ap.Status != workflow.ApprovalPending || ap.Message != "ok <now>?" {
+		t.Fatalf("approval %+v: %v", ap, err)
+	}
+	fires, err := st.ScheduledFires(ctx, a, wf.ID)
+	if err != nil || len(fires) != 1 || fires[0].Run != run.ID || fires[0].Slot.UnixMilli() != 1_750_003_600_000 {
+		t.Fatalf("fires %+v: %v", fires, err)
+	}
+	if h, ok, err := st.WebhookSecret(ctx, a, wf.ID); err != nil || !ok || h != sha256.Sum256([]byte("secret")) {
+		t.Fatalf("webhook secret: %v %v", ok, err)
+	}
+	b, err := st.LookupHost(ctx, "b.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Workflow(ctx, b, wf.ID); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("b.example sees a.example's workflow: %v", err)
+	}
+	if _, err := st.Run(ctx, b, run.ID); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("b.example sees a.example's run: %v", err)
+	}
+	if _, err := st.Approval(ctx, b, ap.TokenHash); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("b.example sees a.example's approval: %v", err)
 	}
 }

@@ -43,3 +43,13 @@ LIMIT 1`, candidate[:]).Scan(&raw)
 	}
 	return sk, nil
 }
+
+// HasRelayKey reports whether the deployment's relay master key is stored
+// (it neither reads nor stores the key).
+func (s *Store) HasRelayKey(ctx context.Context) (bool, error) {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deployment_keys WHERE name = 'relay')`).Scan(&ok); err != nil {
+		return false, fmt.Errorf("postgres: relay key: %w", err)
+	}
+	return ok, nil
+}

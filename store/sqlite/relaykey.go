@@ -69,3 +69,16 @@ func readRelayKey(path string) (nostr.SecretKey, error) {
 	}
 	return sk, nil
 }
+
+// HasRelayKey reports whether the relay master key file exists beside the
+// database (it neither reads nor creates the key).
+func (s *Store) HasRelayKey(context.Context) (bool, error) {
+	_, err := os.Stat(filepath.Join(filepath.Dir(s.path), RelayKeyFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite: relay key: %w", err)
+	}
+	return true, nil
+}
