@@ -146,6 +146,10 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			<-c.eventSem
 			c.tasks.Done()
 		}()
+		if !c.admitTyping(ev) {
+			c.reply(nostr.AppendOK(nil, ev.ID, false, msgTypingTooSoon))
+			return
+		}
 		ticket := c.r.inflight.Begin()
 		sub := ingest.Submission{Tenant: c.tc, Event: ev, AuthedAs: authedAs, Actor: c.actor()}
 		if c.tracer != nil {
@@ -154,6 +158,9 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 		out := c.r.pipeline.Ingest(c.ctx, sub)
 		c.r.inflight.End(ticket)
 		c.r.cfg.metrics.EventIngested(c.tc, out.OK, out.Stored, out.Message)
+		if !out.OK {
+			c.releaseTyping(ev)
+		}
 		c.r.afterIngest(c, ev, out)
 		if out.RequestAuth {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))

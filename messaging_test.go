@@ -12,6 +12,7 @@ import (
 	gonostr "github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -211,7 +212,7 @@ func TestKindAllowList(t *testing.T) {
 	eq(t, "kind 30402", c.publish(s.event(30402, now(), "not buzz", nostr.Tag{"d", "x"})).Message, messaging.MsgUnknownKind)
 	c.mustAccept(s.event(1, now(), "a note"))
 	c.mustAccept(s.event(0, now(), `{"name":"s"}`))
-	eq(t, "typing is relayed", c.publish(s.event(20002, now(), "")).OK, true)
+	eq(t, "typing passes the list (and needs its h tag)", c.publish(s.event(20002, now(), "")).Message, ingest.MsgTypingNoChannel)
 
 	k, err := messaging.ParseKinds("1,5000-5999")
 	if err != nil {

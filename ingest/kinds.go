@@ -32,6 +32,8 @@ func validateKind(ev *nostr.Event) error {
 		return globalOnly(ev, ValidateRepository(ev))
 	case nostr.KindProject:
 		return globalOnly(ev, ValidateProject(ev))
+	case nostr.KindTyping:
+		return validateTyping(ev)
 	}
 	return messaging.Validate(ev)
 }
@@ -75,4 +77,24 @@ func validateDeletion(ev *nostr.Event) error {
 		return errors.New("invalid: deletion request must have at least one e or a tag")
 	}
 	return nil
+}
+
+// MsgTypingNoChannel refuses a typing indicator (kind 20002) that does not
+// name exactly one channel: it is never delivered community-wide.
+const MsgTypingNoChannel = "invalid: typing indicator requires exactly one h tag"
+
+func validateTyping(ev *nostr.Event) error {
+	n := 0
+	for _, t := range ev.Tags {
+		if len(t) >= 1 && t[0] == "h" {
+			n++
+			if len(t) < 2 || t[1] == "" {
+				return errors.New(MsgTypingNoChannel)
+			}
+		}
+	}
+	if n != 1 {
+		return errors.New(MsgTypingNoChannel)
+	}
+	return messaging.Validate(ev)
 }

@@ -49,6 +49,10 @@ const (
 // (content "online", "away", "offline", or JSON {"status": …}); Buzz.
 const KindPresence = 20001
 
+// KindTyping is the ephemeral typing indicator (Buzz): it names exactly one
+// channel with an h tag and reaches only that channel's readers.
+const KindTyping = 20002
+
 // Community membership and moderation (Buzz; see package ingest). The
 // owner and admins add and remove members and change roles; moderators
 // ban, time out and resolve reports. Reports (NIP-56) are queued, never
