@@ -21,10 +21,12 @@ const maxRelease = 500
 
 // admitMessaging applies the rules of Buzz's messaging kinds that need a
 // lookup (step 9'): an edit (40003) names a message of its own channel by
-// the same author; a reaction (7) names an event its own scope can read —
-// in the reaction's channel, or community-wide for a reaction without h
-// (so a reaction never makes a channel message's existence known outside
-// it). It returns "" or the refusal.
+// the same author; a reaction (7) in a channel (with h) names an event of
+// that channel. A reaction without h is a NIP-25 reaction as any relay
+// takes it — its target may be stored elsewhere — and is not looked up:
+// accepting it whatever it names tells nothing of what is stored here
+// (a private channel's message, a gift wrap, another community's event).
+// It returns "" or the refusal.
 func (p *Pipeline) admitMessaging(ctx context.Context, s Submission, d channel.Admission) string {
 	ev, c := s.Event, s.Tenant.Community()
 	switch ev.Kind {
@@ -45,6 +47,9 @@ func (p *Pipeline) admitMessaging(ctx context.Context, s Submission, d channel.A
 			return messaging.MsgEditNotAuthor
 		}
 	case messaging.KindReaction:
+		if !d.InChannel {
+			return ""
+		}
 		r, _ := messaging.ParseReaction(ev) // checked by messaging.Validate
 		_, found, err := p.lookup(ctx, c, r.Target, d)
 		switch {

@@ -24,7 +24,7 @@ import (
 
 // corpusVersion changes whenever generation changes, so that a cached corpus
 // of an older generator is never reused.
-const corpusVersion = 4
+const corpusVersion = 5
 
 // corpusEvent is one signed event of the corpus.
 type corpusEvent struct {
@@ -234,11 +234,25 @@ func buildCorpus(seed uint64, size int) (*corpus, error) {
 		tags := nostr.Tags{{"e", t.ID, "", "root"}, {"p", t.PubKey}}
 		add(authors[skewed(r, nAuthors)], later(t.CreatedAt), 1, tags, text(r, lognormalLen(r, 80, 2, 1000)))
 	}
+	// One reaction per (author, target, emoji), as a relay keeping NIP-25
+	// reactions unique stores them: a repeat is drawn again.
 	reactions := []string{"+", "+", "+", "+", "🤙", "❤️", "-"}
+	type reactionKey struct{ author, target, emoji string }
+	reacted := map[reactionKey]bool{}
 	for i := 0; i < nReactions; i++ {
-		t := target()
+		var a author
+		var t nostr.Event
+		var emoji string
+		for {
+			t, a, emoji = target(), authors[skewed(r, nAuthors)], reactions[r.IntN(len(reactions))]
+			k := reactionKey{a.Pub, t.ID, emoji}
+			if !reacted[k] {
+				reacted[k] = true
+				break
+			}
+		}
 		tags := nostr.Tags{{"e", t.ID}, {"p", t.PubKey}, {"k", "1"}}
-		add(authors[skewed(r, nAuthors)], later(t.CreatedAt), 7, tags, reactions[r.IntN(len(reactions))])
+		add(a, later(t.CreatedAt), 7, tags, emoji)
 	}
 	for i := 0; i < nReposts; i++ {
 		t := target()

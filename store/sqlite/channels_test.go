@@ -29,3 +29,7 @@ func TestListings(t *testing.T) {
 func TestReactions(t *testing.T) {
 	storetest.RunReactions(t, func(t *testing.T) storetest.ReactionBackend { return openTemp(t) })
 }
+
+func TestReminders(t *testing.T) {
+	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openTemp(t) })
+}

@@ -14,11 +14,8 @@ import (
 // each held for its lease (no second claim meanwhile, even by claims at
 // once), claimed again after it, and never after FinishReminder;
 // scheduling twice changes nothing; communities do not mix.
-func testReminders(t *testing.T, b store.Backend) {
-	rs, ok := b.(store.ReminderStore)
-	if !ok {
-		t.Fatalf("%T is no store.ReminderStore", b)
-	}
+func testReminders(t *testing.T, b ReminderBackend) {
+	var rs store.ReminderStore = b
 	ctx := ctxb()
 	a, o := Community(t, b, "a.example"), Community(t, b, "b.example")
 	t0 := time.Unix(base, 0)
@@ -111,4 +108,15 @@ func testReminders(t *testing.T, b store.Backend) {
 			t.Fatalf("reminder %s claimed %d times", id, n)
 		}
 	}
+}
+
+// ReminderBackend is a backend that schedules reminders.
+type ReminderBackend interface {
+	store.Backend
+	store.ReminderStore
+}
+
+// RunReminders is the conformance suite of store.ReminderStore.
+func RunReminders(t *testing.T, open func(t *testing.T) ReminderBackend) {
+	t.Run("Reminders", func(t *testing.T) { testReminders(t, open(t)) })
 }

@@ -50,7 +50,6 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"ContextCancellation", testContextCancellation},
 		{"EarlyStop", testEarlyStop},
 		{"Communities", testCommunities},
-		{"Reminders", testReminders},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
