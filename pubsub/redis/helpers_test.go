@@ -158,6 +158,18 @@ func eventually(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
+// within reports whether cond holds within d, polling it.
+func within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 var testKey = sync.OnceValue(func() nostr.SecretKey {
 	sk, err := nostr.GenerateSecretKey()
 	if err != nil {
