@@ -252,9 +252,6 @@ func New(opts ...Option) (*Relay, error) {
 	if r.cfg.profiles == nil {
 		r.cfg.profiles, _ = cfg.store.(CommunityProfiles)
 	}
-	if !cfg.noHomePage {
-		r.HandleCommunity("GET /{$}", r.serveHomePage)
-	}
 
 	r.stopListen = r.cfg.broker.Listen(r.onMessage)
 	r.startCluster()

@@ -67,8 +67,16 @@ type Host interface {
 	// AddOnStored adds a hook called after an event was stored and
 	// published; see OnStored.
 	AddOnStored(h OnStored)
-	// Advertise lists n in NIP-11's supported_nips and on the home page.
+	// Advertise lists n in NIP-11's supported_nips (and so on the home
+	// page).
 	Advertise(n NIP)
+	// Document is the NIP-11 document the relay serves for tc's host: the
+	// relay's, with the community's own profile and keys in place.
+	Document(ctx context.Context, tc tenant.TenantContext) NIP11Document
+	// NIPs are the NIPs the relay implements with their titles, in the
+	// order of NIP-11's supported_nips (see Relay.NIPs). Call it once the
+	// relay serves: features mounted later advertise theirs in Mount.
+	NIPs() []NIP
 }
 
 // WithFeature mounts f on the relay (see Feature). Features mount in the
@@ -166,6 +174,12 @@ func (s *seam) Advertise(n NIP) {
 		s.nips = append(s.nips, n)
 	}
 }
+
+func (s *seam) Document(ctx context.Context, tc tenant.TenantContext) NIP11Document {
+	return s.r.documentFor(ctx, tc)
+}
+
+func (s *seam) NIPs() []NIP { return s.r.NIPs() }
 
 // mustMount panics when a mounting method is called after Mount returned:
 // the relay's routes, policies and hooks are fixed once it serves.

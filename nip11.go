@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -29,6 +30,12 @@ type Info struct {
 
 // Info returns the relay information given with WithInfo.
 func (r *Relay) Info() Info { return r.cfg.info }
+
+// CommunityProfiles supplies each community's own self-description.
+// store/sqlite and store/postgres implement it (store.ProfileStore).
+type CommunityProfiles interface {
+	CommunityProfile(ctx context.Context, c tenant.CommunityID) (store.CommunityProfile, error)
+}
 
 // NIP11Document is the NIP-11 relay information document.
 type NIP11Document struct {

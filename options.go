@@ -59,7 +59,6 @@ type config struct {
 	channels       bool // WithChannels
 	directory      tenant.Directory
 	profiles       CommunityProfiles
-	noHomePage     bool
 	broker         pubsub.Broker
 	relayScheme    string // "" = ws or wss
 	auth           AuthPolicy
@@ -94,7 +93,7 @@ type config struct {
 // implement (store/sqlite and store/postgres implement all of them):
 //   - Pinger: the store's readiness check (/readyz, Relay.Ready);
 //   - ReadCapacity: the size of the fair read queue;
-//   - CommunityProfiles: each community's NIP-11 and home-page profile,
+//   - CommunityProfiles: each community's NIP-11 profile (and so its home page, package homepage),
 //     unless WithCommunityProfiles names another source;
 //   - store.AuditLog: audit chains of refusals and moderation (served by
 //     the audit/audithttp feature).
@@ -168,16 +167,6 @@ func WithCommunityProfiles(p CommunityProfiles) Option {
 			return errors.New("buzz: WithCommunityProfiles: nil source")
 		}
 		c.profiles = p
-		return nil
-	}
-}
-
-// WithoutHomePage turns off the HTML page the relay serves at "/" on
-// community hosts (for example to mount an embedder's own page with
-// HandleCommunity).
-func WithoutHomePage() Option {
-	return func(c *config) error {
-		c.noHomePage = true
 		return nil
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/audit/audithttp"
+	"github.com/buzzrelay/buzz/homepage"
 	"github.com/buzzrelay/buzz/modhttp"
 	"github.com/buzzrelay/buzz/nip05"
 	"github.com/buzzrelay/buzz/nostr"
@@ -280,6 +281,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithLogSummary(cfg.LogSummaryInterval),
 		buzz.WithRelayKey(relayKey),
 		buzz.WithHTTPAPI(apiVerifier),
+		buzz.WithFeature(homepage.New()),
 		buzz.WithFeature(nip05.New()),
 		buzz.WithFeature(audithttp.New()),
 		buzz.WithFeature(modhttp.New()),

@@ -1,26 +1,35 @@
-package buzz
+// Package homepage serves the page people see when they open a
+// community's address in a browser, as a feature mounted on a relay
+// (buzz.WithFeature(homepage.New())): the community's name, description and
+// icon (its profile, else the relay's — the same fields NIP-11 serves for
+// that host), the ws(s):// URL to paste into a client, the supported NIPs
+// (exactly NIP-11's supported_nips) and how to fetch the NIP-11 document.
+//
+// The page loads nothing from elsewhere (inline style, no scripts, no
+// fonts) and says so in its Content-Security-Policy; every value is
+// escaped for its context by html/template, and an icon URL that is not
+// http(s) is replaced by "#ZgotmplZ". Requests for an unmapped host never
+// reach it (the relay's fixed 404).
+package homepage
 
 import (
 	"bytes"
-	"context"
 	"html/template"
 	"net/http"
+	"strings"
 
-	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// CommunityProfiles supplies each community's own self-description.
-// store/sqlite and store/postgres implement it (store.ProfileStore).
-type CommunityProfiles interface {
-	CommunityProfile(ctx context.Context, c tenant.CommunityID) (store.CommunityProfile, error)
-}
+// csp is the page's Content-Security-Policy, also in its <meta>.
+const csp = "default-src 'none'; img-src https: http:; style-src 'unsafe-inline'"
 
-// pageTemplate is the home page served on a community's hosts. It loads
+// page is the home page served on a community's hosts. It loads
 // nothing from elsewhere (inline style, no scripts, no fonts); html/template
 // escapes every value for its context, and an icon URL that is not http(s)
 // is replaced by "#ZgotmplZ".
-var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+var page = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -54,42 +63,46 @@ footer{margin-top:2rem;font-size:.9rem;color:#666}
 type pageData struct {
 	Name, Description, Icon, Contact string
 	URL, HTTPURL                     string
-	NIPs                             []NIP
+	NIPs                             []buzz.NIP
 }
 
-// serveHomePage serves the page for people who open the relay's address in
-// a browser: the community's name, description and icon (its profile, else
-// the relay's), the ws(s):// URL to paste into a client, the supported
-// NIPs and how to fetch the NIP-11 document. Only mapped hosts get here
-// (HandleCommunity); the rest get the fixed 404.
-func (r *Relay) serveHomePage(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	doc := r.documentFor(req.Context(), tc)
-	scheme, httpScheme := r.cfg.relayScheme, "http"
-	if scheme == "" {
-		scheme = "ws"
-		if req.TLS != nil {
-			scheme = "wss"
-		}
-	}
-	if scheme == "wss" {
-		httpScheme = "https"
-	}
+// Feature serves the home page; New makes one.
+type Feature struct {
+	h buzz.Host
+}
+
+// New returns the home page feature, to mount with buzz.WithFeature.
+func New() *Feature { return &Feature{} }
+
+// Mount serves the page at "/" on every community host.
+func (f *Feature) Mount(h buzz.Host) error {
+	f.h = h
+	h.HandleCommunity("GET /{$}", f.serve)
+	return nil
+}
+
+// serve renders the page for tc's community. Only mapped hosts get here
+// (Host.HandleCommunity); the rest get the relay's fixed 404.
+func (f *Feature) serve(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	doc := f.h.Document(req.Context(), tc)
+	wsURL := f.h.RelayURL(req, tc)
+	httpURL := "http" + strings.TrimPrefix(wsURL, "ws") + "/" // ws→http, wss→https
 	var buf bytes.Buffer
-	err := pageTemplate.Execute(&buf, pageData{
+	err := page.Execute(&buf, pageData{
 		Name: doc.Name, Description: doc.Description, Icon: doc.Icon, Contact: doc.Contact,
-		URL: scheme + "://" + tc.Host(), HTTPURL: httpScheme + "://" + tc.Host() + "/",
-		NIPs: r.NIPs(), // the table NIP-11's supported_nips is read from
+		URL: wsURL, HTTPURL: httpURL,
+		NIPs: f.h.NIPs(), // the table NIP-11's supported_nips is read from
 	})
 	if err != nil {
-		r.log.ErrorContext(req.Context(), "buzz: home page", "err", err)
+		f.h.Logger().ErrorContext(req.Context(), "homepage: render", "err", err)
 		http.Error(w, "internal server error", http.StatusInternalServerError)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; img-src https: http:; style-src 'unsafe-inline'")
-	h.Set("Referrer-Policy", "no-referrer")
+	hd := w.Header()
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("Referrer-Policy", "no-referrer")
 	if req.Method == http.MethodHead {
 		return
 	}
