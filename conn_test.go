@@ -240,7 +240,11 @@ func TestTenantIsolation(t *testing.T) {
 	// AUTH naming A's host is refused on B.
 	ok := b.auth(b.authEvent(s, now(), nostr.Tag{"challenge", b.challenge}, nostr.Tag{"relay", tr.url}))
 	eq(t, "cross-host AUTH", ok.OK, false)
-	b.expectSilence(100 * time.Millisecond)
+	// Nothing of A's reached B's live subscription before B's own next
+	// event.
+	sentinel := s.event(1, now(), "B's sentinel")
+	b.sendEvent(sentinel)
+	b.expectNext("live", sentinel.ID)
 	_ = tenant.ErrUnmappedHost
 }
 

@@ -325,15 +325,17 @@ func (c *rawClient) expectClosed(sub, prefix string) string {
 	}
 }
 
-// expectSilence checks nothing arrives for d.
-func (c *rawClient) expectSilence(d time.Duration) {
+// expectNext checks that the next message is the event id on sub. Tests
+// use it as a barrier for a negative check: publish a sentinel the
+// subscription matches after whatever must not be delivered; any such
+// delivery arrives before the sentinel (a connection's messages are
+// ordered) and fails here, with no wait for a silence.
+func (c *rawClient) expectNext(sub, id string) {
 	c.t.Helper()
-	_ = c.ws.SetReadDeadline(time.Now().Add(d))
-	_, b, err := c.ws.ReadMessage()
-	if err == nil {
-		c.t.Fatalf("unexpected message %s", b)
+	m, ok := c.next().(*nostr.EventMessage)
+	if !ok || m.SubID != sub || m.Event.ID != id {
+		c.t.Fatalf("got %#v, want the sentinel %s on %q", m, id, sub)
 	}
-	// A read deadline poisons a gorilla connection; callers must not read after.
 }
 
 // signer creates signed events for one key.

@@ -151,9 +151,11 @@ func TestReqReplaceAndClose(t *testing.T) {
 	}
 	c.sendRaw(nostr.AppendClose(nil, "s"))
 	// A later REQ on another id proves the CLOSE was processed in order.
-	c.req("probe", nostr.Filter{Kinds: []int{9999}})
+	c.subscribe("probe", nostr.Filter{Kinds: []int{9999}})
 	pub.mustAccept(s.event(2, now(), "after close"))
-	c.expectSilence(200 * time.Millisecond)
+	sentinel := s.event(9999, now(), "sentinel")
+	pub.mustAccept(sentinel)
+	c.expectNext("probe", sentinel.ID)
 }
 
 // TestLiveNoLossNoDuplicates publishes continuously while REQs open: every
@@ -207,7 +209,9 @@ func TestLiveNoLossNoDuplicates(t *testing.T) {
 				t.Fatal("no EOSE")
 			}
 		}
-		sub.expectSilence(100 * time.Millisecond)
+		sentinel := s.event(1, now(), "sentinel", nostr.Tag{"t", tag})
+		pub.mustAccept(sentinel)
+		sub.expectNext("live", sentinel.ID) // nothing delivered twice before it
 	}
 }
 
@@ -354,7 +358,9 @@ func TestExpiredNotServedNorDelivered(t *testing.T) {
 	}
 	time.Sleep(time.Until(time.Unix(expiry+1, 0)))
 	eq(t, "after expiry", len(c.req("b", nostr.Filter{})), 0)
-	sub.expectSilence(100 * time.Millisecond)
+	sentinel := s.event(1, now(), "sentinel")
+	c.mustAccept(sentinel)
+	sub.expectNext("live", sentinel.ID) // neither expired event before it
 }
 
 // sweepCounter counts DeleteExpired calls.
