@@ -95,8 +95,10 @@ const maxBatchBytes = 32 << 20
 type ImportOptions struct {
 	// MaxLineBytes bounds one line (DefaultMaxLineBytes when 0).
 	MaxLineBytes int
-	// Batch is how many events are read before they are stored, by Workers
-	// concurrent saves (DefaultBatch, DefaultWorkers when 0).
+	// Batch is how many events are read before they are stored; Workers
+	// goroutines verify them, and store them one by one when the
+	// destination is no EventBatchDestination (DefaultBatch,
+	// DefaultWorkers when 0).
 	Batch, Workers int
 	// KeepGoing makes a refused line (malformed, a bad id or signature, a
 	// record the destination refuses) count as refused and the import go
