@@ -86,6 +86,7 @@
 // the community lacks is refused. A relay_key record stores the key when
 // the destination holds none, and is refused (ErrRelayKeyDiffers) when it
 // holds another, which is kept. A refused line stops the import unless ImportOptions.KeepGoing.
-// Import reads line by line and stores events in batches, so its memory
-// does not grow with the export.
+// Import reads line by line and stores events in batches (each one write
+// of an EventBatchDestination), so its memory does not grow with the
+// export.
 package transfer

@@ -26,6 +26,17 @@ type EventDestination interface {
 	RestoreEvent(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error
 }
 
+// EventBatchDestination is an EventDestination that stores a batch of
+// events of one community at once: results[i] is what RestoreEvent would
+// have returned for evs[i], the events restored in their order, as one
+// write (one transaction, one sync). err is a failure of the store; then
+// results is nil. It returns errors.ErrUnsupported, having written
+// nothing, when it cannot store a batch at once (Import then stores the
+// events one by one). store/sqlite and store/postgres implement it.
+type EventBatchDestination interface {
+	RestoreEvents(ctx context.Context, c tenant.CommunityID, evs []*nostr.Event) (results []error, err error)
+}
+
 // CommunityDestination creates a community with the id, hosts and
 // settings of an export, or finds it (created false).
 type CommunityDestination interface {
@@ -84,8 +95,10 @@ const maxBatchBytes = 32 << 20
 type ImportOptions struct {
 	// MaxLineBytes bounds one line (DefaultMaxLineBytes when 0).
 	MaxLineBytes int
-	// Batch is how many events are read before they are stored, by Workers
-	// concurrent saves (DefaultBatch, DefaultWorkers when 0).
+	// Batch is how many events are read before they are stored; Workers
+	// goroutines verify them, and store them one by one when the
+	// destination is no EventBatchDestination (DefaultBatch,
+	// DefaultWorkers when 0).
 	Batch, Workers int
 	// KeepGoing makes a refused line (malformed, a bad id or signature, a
 	// record the destination refuses) count as refused and the import go
@@ -153,6 +166,8 @@ type importer struct {
 	// eventBytes is the size of the pending events' lines.
 	eventBytes int
 	records    int64 // records read, end record excluded
+	// oneByOne: the destination cannot store a batch of events at once.
+	oneByOne bool
 }
 
 // Import reads an export from r into dst. Every line is checked before it
@@ -602,10 +617,12 @@ func (im *importer) flushAudit() error {
 	return nil
 }
 
-// flushEvents verifies the pending batch and stores it, both with Workers
-// goroutines. Without KeepGoing, the first refused event (a bad id or
-// signature, or a malformed h tag the destination refuses) stops the
-// import: the events before it are stored, none after it.
+// flushEvents verifies the pending batch with Workers goroutines and
+// stores it: through the destination's RestoreEvents when it has one (one
+// write per run of events of one community), else by Workers concurrent
+// RestoreEvents. Without KeepGoing, the first refused event (a bad id or
+// signature, or a malformed h tag) stops the import: the events before it
+// are stored, none after it.
 func (im *importer) flushEvents() error {
 	if len(im.events) == 0 {
 		return nil
@@ -614,8 +631,13 @@ func (im *importer) flushEvents() error {
 	im.events, im.eventBytes = im.events[:0:0], 0
 	results := make([]error, len(batch))
 	im.parallel(len(batch), func(i int) {
-		if err := im.v.Verify(batch[i].ev); err != nil {
-			results[i] = refusal{fmt.Errorf("event %s: %w", batch[i].ev.ID, err)}
+		ev := batch[i].ev
+		if err := im.v.Verify(ev); err != nil {
+			results[i] = refusal{fmt.Errorf("event %s: %w", ev.ID, err)}
+		} else if _, _, err := channel.OfEvent(ev); err != nil {
+			// What either store refuses; checked here so that the
+			// events after it are not stored either.
+			results[i] = refusal{fmt.Errorf("event %s: %w", ev.ID, err)}
 		}
 	})
 	cut := len(batch)
@@ -627,11 +649,9 @@ func (im *importer) flushEvents() error {
 			}
 		}
 	}
-	im.parallel(cut, func(i int) {
-		if results[i] == nil {
-			results[i] = im.dst.RestoreEvent(im.ctx, batch[i].c, batch[i].ev)
-		}
-	})
+	if err := im.store(batch[:cut], results); err != nil {
+		return err
+	}
 	for i, err := range results {
 		if i > cut || (i == cut && err == nil) {
 			break
@@ -659,6 +679,45 @@ func (im *importer) flushEvents() error {
 			return fmt.Errorf("transfer: import: line %d: store event %s: %w", batch[i].line, batch[i].ev.ID, err)
 		}
 	}
+	return nil
+}
+
+// store restores the events of batch not yet refused in results, setting
+// each one's outcome there.
+func (im *importer) store(batch []pendingEvent, results []error) error {
+	if bd, ok := im.dst.(EventBatchDestination); ok && !im.oneByOne {
+		evs := make([]*nostr.Event, 0, len(batch))
+		at := make([]int, 0, len(batch))
+		for i := 0; i < len(batch); {
+			c := batch[i].c
+			evs, at = evs[:0], at[:0]
+			for ; i < len(batch) && batch[i].c == c; i++ {
+				if results[i] == nil {
+					evs, at = append(evs, batch[i].ev), append(at, i)
+				}
+			}
+			if len(evs) == 0 {
+				continue
+			}
+			out, err := bd.RestoreEvents(im.ctx, c, evs)
+			if errors.Is(err, errors.ErrUnsupported) {
+				im.oneByOne = true
+				return im.store(batch[at[0]:], results[at[0]:])
+			}
+			if err != nil {
+				return fmt.Errorf("transfer: import: lines %d to %d: store events: %w", batch[at[0]].line, batch[at[len(at)-1]].line, err)
+			}
+			for j, r := range out {
+				results[at[j]] = r
+			}
+		}
+		return nil
+	}
+	im.parallel(len(batch), func(i int) {
+		if results[i] == nil {
+			results[i] = im.dst.RestoreEvent(im.ctx, batch[i].c, batch[i].ev)
+		}
+	})
 	return nil
 }
 

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
+	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/transfer"
 )
 
@@ -178,4 +181,70 @@ func TestRoundTripEmbeddedEngines(t *testing.T) {
 			storetest.SaveIs(t, dst, a, notes[1], store.ErrDeleted)
 		})
 	}
+}
+
+// TestImportStopsAtRefusedEvent: within one batch, an event the store
+// refuses (two different h tags) stops the import at its line on either
+// backend: the events before it are stored, none after it; with KeepGoing
+// it is counted as refused and the rest are stored.
+func TestImportStopsAtRefusedEvent(t *testing.T) {
+	ctx := context.Background()
+	alice := storetest.NewAuthor(t)
+	evs := []*nostr.Event{
+		alice.Event(t, nostr.KindNote, 1_700_000_000, "before"),
+		alice.Event(t, nostr.KindNote, 1_700_000_001, "two groups", nostr.Tag{"h", "one"}, nostr.Tag{"h", "two"}),
+		alice.Event(t, nostr.KindNote, 1_700_000_002, "after"),
+	}
+	cid := tenant.NewCommunityID()
+	src := `{"buzz_export":1}` + "\n" +
+		`{"type":"community","host":"a.example","id":"` + cid.String() + `","created_at":1700000000,"access":"open","profile":{"name":"","description":"","icon":"","contact":""},"aliases":[]}` + "\n"
+	for _, ev := range evs {
+		src += `{"type":"event","host":"a.example","event":` + string(ev.AppendJSON(nil)) + "}\n"
+	}
+	src += `{"type":"end","communities":1,"events":3,"records":4}` + "\n"
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) backend
+	}{
+		{"embedded", func(t *testing.T) backend { return openSQLite(t) }},
+		{"postgres", func(t *testing.T) backend { return openPostgres(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			for _, keepGoing := range []bool{false, true} {
+				dst := b.open(t)
+				st, err := transfer.Import(ctx, strings.NewReader(src), dst, transfer.ImportOptions{KeepGoing: keepGoing})
+				var le *transfer.LineError
+				if keepGoing {
+					if err != nil || st.New != 2 || st.Refused != 1 {
+						t.Fatalf("keep going: %+v, %v", st, err)
+					}
+				} else if !errors.As(err, &le) || le.Line != 4 || !strings.Contains(err.Error(), "h tag") || st.New != 1 {
+					t.Fatalf("import = %+v, %v; want line 4 refused for its h tags, one event stored", st, err)
+				}
+				want := []string{evs[0].ID}
+				if keepGoing {
+					want = []string{evs[2].ID, evs[0].ID}
+				}
+				if got := storetest.QueryIDs(t, dst, cid, nostr.Filter{}); !slices.Equal(got, want) {
+					t.Fatalf("keep going %v: stored %v, want %v", keepGoing, got, want)
+				}
+			}
+		})
+	}
+}
+
+// backend is a destination whose events a test reads back.
+type backend interface {
+	transfer.Destination
+	store.EventStore
+}
+
+func openPostgres(t *testing.T) *postgres.Store {
+	t.Helper()
+	pg, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	return pg
 }

@@ -115,6 +115,66 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	return err
 }
 
+// SaveBatch saves evs in community c as Save would one after another, in
+// their order, but as one write and one sync. results[i] is what Save
+// would have returned for evs[i]: nil, one of its sentinel errors, or why
+// the event is malformed (an event refused writes nothing). err is a
+// failure of the store; then nothing of the batch was written and results
+// is nil. It is for bulk loads (a restore), where one sync per event is the
+// cost.
+func (s *Store) SaveBatch(ctx context.Context, c tenant.CommunityID, evs []*nostr.Event) (results []error, err error) {
+	results = make([]error, len(evs))
+	ps := make([]*prepared, len(evs))
+	for i, ev := range evs {
+		switch {
+		case ev == nil:
+			results[i] = errors.New("lsm: Save(nil)")
+		case nostr.IsEphemeral(ev.Kind):
+			results[i] = fmt.Errorf("lsm: ephemeral kind %d is never stored", ev.Kind)
+		default:
+			ps[i], results[i] = prepare(ev)
+		}
+	}
+	if err := s.life.enter(); err != nil {
+		return nil, err
+	}
+	defer s.life.leave()
+	cseq, err := s.communitySeq(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	t := s.newTxn(true)
+	for i, p := range ps {
+		if p == nil {
+			continue
+		}
+		p.h.cseq = cseq
+		if err = t.apply(p); err != nil {
+			if !isOutcome(err) {
+				break
+			}
+			results[i], err = err, nil
+		}
+	}
+	if err == nil {
+		err = t.commit()
+	}
+	t.close()
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	// As for Save: acknowledged once on disk, refusals included.
+	if err := s.durable(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
 // isOutcome reports whether err is one of Save's sentinel results.
 func isOutcome(err error) bool {
 	return errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrDeleted)

@@ -37,3 +37,8 @@ func TestReactions(t *testing.T) {
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openStore(t) })
 }
+
+// TestRestoreBatch runs the batch restore conformance suite.
+func TestRestoreBatch(t *testing.T) {
+	storetest.RunRestoreBatch(t, func(t *testing.T) storetest.RestoreBatchBackend { return openStore(t) })
+}

@@ -524,3 +524,68 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)`, cu, e.Seq, e.Hash[:], 
 func (s *Store) RestoreEvent(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	return s.Save(store.WithoutDeletionAudit(ctx), c, ev)
 }
+
+// RestoreEvents implements transfer.EventBatchDestination: RestoreEvent of
+// each event in order, in one transaction (the group commit's, with the
+// plain events inserted set-based). If that transaction fails, each event
+// is retried in its own, so one bad event cannot fail its neighbours.
+func (s *Store) RestoreEvents(ctx context.Context, c tenant.CommunityID, evs []*nostr.Event) ([]error, error) {
+	if c.IsZero() {
+		return nil, errors.New("postgres: restore events: zero community")
+	}
+	results := make([]error, len(evs))
+	batch := make([]*saveReq, 0, len(evs))
+	at := make([]int, 0, len(evs))
+	for i, ev := range evs {
+		if ev == nil {
+			results[i] = errors.New("postgres: save: nil event")
+			continue
+		}
+		args, err := encodeEvent(c, ev)
+		if err != nil {
+			results[i] = err
+			continue
+		}
+		batch = append(batch, &saveReq{ctx: ctx, args: args})
+		at = append(at, i)
+	}
+	if len(batch) == 0 {
+		return results, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Held until the batch is written, so Close waits for it.
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	tctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	var stored int64
+	codes, err := s.saveMany(tctx, batch)
+	if err != nil {
+		s.cfg.logger.Debug("postgres: restore batch failed; retrying events one by one", "events", len(batch), "err", err)
+		for j, r := range batch {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			octx, ocancel := context.WithTimeout(ctx, commitTimeout)
+			results[at[j]] = s.saveOne(octx, r.args)
+			ocancel()
+			if results[at[j]] == nil {
+				stored++
+			}
+		}
+	} else {
+		for j, code := range codes {
+			results[at[j]] = saveResult(code)
+			if code == 0 {
+				stored++
+			}
+		}
+	}
+	s.noteSaved(stored)
+	return results, nil
+}

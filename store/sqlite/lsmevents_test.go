@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,21 @@ func openLSM(tb testing.TB) *sqlite.Store {
 
 func TestLSMConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Backend { return openLSM(t) })
+}
+
+// TestRestoreBatch: with the events in the LSM engine a batch is restored
+// at once; with them in SQLite RestoreEvents declines, writing nothing.
+func TestRestoreBatch(t *testing.T) {
+	storetest.RunRestoreBatch(t, func(t *testing.T) storetest.RestoreBatchBackend { return openLSM(t) })
+	s := openTemp(t)
+	c := storetest.Community(t, s, "a.example")
+	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "one by one")
+	if _, err := s.RestoreEvents(context.Background(), c, []*nostr.Event{ev}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("RestoreEvents with the events in SQLite = %v, want errors.ErrUnsupported", err)
+	}
+	if n := storetest.CountOf(t, s, c, nostr.Filter{}); n != 0 {
+		t.Fatalf("%d events stored, want none", n)
+	}
 }
 
 func TestLSMChannels(t *testing.T) {

@@ -559,3 +559,20 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, cseq, e.Seq, e.Hash[:], e.PrevHash[:], e
 func (s *Store) RestoreEvent(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	return s.Save(store.WithoutDeletionAudit(ctx), c, ev)
 }
+
+// RestoreEvents implements transfer.EventBatchDestination: RestoreEvent of
+// each event in order, as one write and one sync of the LSM engine. With
+// the events in SQLite it returns errors.ErrUnsupported, having written
+// nothing (restore them one by one).
+func (s *Store) RestoreEvents(ctx context.Context, c tenant.CommunityID, evs []*nostr.Event) ([]error, error) {
+	if s.ev == nil && !s.evOff {
+		return nil, errors.ErrUnsupported
+	}
+	if _, err := s.communitySeq(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := s.eventsOff(); err != nil {
+		return nil, err
+	}
+	return s.ev.SaveBatch(ctx, c, evs)
+}
