@@ -222,6 +222,9 @@ func New(opts ...Option) (*Relay, error) {
 
 		MaxNotBeforeDelta: cfg.limits.MaxNotBeforeDelta,
 		Reminders:         reminderStore(cfg.store),
+		Projects:          projectStore(cfg.store),
+		RepoNames:         repoNameStore(cfg.store),
+		MaxReposPerPubKey: cfg.limits.MaxReposPerPubKey,
 	})
 	if err != nil {
 		return nil, err

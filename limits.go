@@ -137,6 +137,10 @@ type Limits struct {
 	// ReminderSweepInterval is the period of the sweeper that tells
 	// authors' subscriptions of their reminders falling due (reminders.go).
 	ReminderSweepInterval time.Duration
+	// MaxReposPerPubKey is how many git repository names (kind 30617 d
+	// values) one owner may hold in a community (Buzz: 100); a new name
+	// beyond it is refused "invalid: repository quota exceeded".
+	MaxReposPerPubKey int
 }
 
 // filterLimits is the bound on the filters of one read, the same for a
@@ -182,6 +186,7 @@ func DefaultLimits() Limits {
 		ExpirySweepInterval:      time.Minute,
 		MaxNotBeforeDelta:        365 * 24 * time.Hour,
 		ReminderSweepInterval:    time.Second,
+		MaxReposPerPubKey:        100,
 	}
 }
 
@@ -237,6 +242,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	fillDur("ExpirySweepInterval", &l.ExpirySweepInterval, d.ExpirySweepInterval)
 	fillDur("MaxNotBeforeDelta", &l.MaxNotBeforeDelta, d.MaxNotBeforeDelta)
 	fillDur("ReminderSweepInterval", &l.ReminderSweepInterval, d.ReminderSweepInterval)
+	fillInt("MaxReposPerPubKey", &l.MaxReposPerPubKey, d.MaxReposPerPubKey)
 	if l.MaxFrameBytes > 0 && l.MaxFrameBytes < 1024 {
 		errs = append(errs, errors.New("buzz: Limits.MaxFrameBytes must be at least 1024"))
 	}

@@ -24,3 +24,17 @@ func reactionStore(s store.EventStore) store.ReactionStore {
 	rs, _ := s.(store.ReactionStore)
 	return rs
 }
+
+// projectStore is the store's project state (NIP-PC project changes), if
+// it keeps one.
+func projectStore(s store.EventStore) store.ProjectStore {
+	ps, _ := s.(store.ProjectStore)
+	return ps
+}
+
+// repoNameStore is the store's repository name reservations (kind 30617),
+// if it keeps them.
+func repoNameStore(s store.EventStore) store.RepoNameStore {
+	rs, _ := s.(store.RepoNameStore)
+	return rs
+}

@@ -291,10 +291,16 @@ func (a *Access) CommunityWrite(ctx context.Context, c tenant.CommunityID, autho
 }
 
 // RequiresChannel reports whether events of kind must name a channel: chat
-// messages (9), Buzz's channel message kinds (40002–40008) and the channel
-// commands.
+// messages (9), Buzz's channel message kinds (40002–40008), its forum kinds
+// (45001–45003) and the channel commands.
 func RequiresChannel(kind int) bool {
-	return kind == nostr.KindChatMessage || isBuzzMessage(kind) || IsCommand(kind)
+	return kind == nostr.KindChatMessage || isBuzzMessage(kind) || isForum(kind) || IsCommand(kind)
+}
+
+// isForum reports whether kind is one of Buzz's forum kinds, 45001–45003
+// (messaging.IsForum).
+func isForum(kind int) bool {
+	return kind >= 45001 && kind <= 45003
 }
 
 // isBuzzMessage reports whether kind is one of Buzz's channel message

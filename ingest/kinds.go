@@ -20,7 +20,7 @@ import (
 //
 // Kind 30617 (NIP-34 repository announcement): ValidateRepository.
 // Kind 30621 (NIP-MP project): ValidateProject.
-// Kinds 0, 7, 40003 and 40008: messaging.Validate (Buzz's messaging rules).
+// Kinds 0, 7, 40003, 40008 and 45002: messaging.Validate (Buzz's messaging rules).
 // Both 30617 and 30621 are global-only, as in Buzz: community-wide, never filed in a
 // channel. After their own rules (so Buzz's rejection order stands), an
 // h tag on them is refused rather than silently dropped.

@@ -21,7 +21,8 @@ const maxRelease = 500
 
 // admitMessaging applies the rules of Buzz's messaging kinds that need a
 // lookup (step 9'): an edit (40003) names a message of its own channel by
-// the same author; a reaction (7) in a channel (with h) names an event of
+// the same author; a forum vote (45002) names a forum post or comment of
+// its own channel; a reaction (7) in a channel (with h) names an event of
 // that channel. A reaction without h is a NIP-25 reaction as any relay
 // takes it — its target may be stored elsewhere — and is not looked up:
 // accepting it whatever it names tells nothing of what is stored here
@@ -45,6 +46,21 @@ func (p *Pipeline) admitMessaging(ctx context.Context, s Submission, d channel.A
 		}
 		if target.PubKey != ev.PubKey {
 			return messaging.MsgEditNotAuthor
+		}
+	case messaging.KindForumVote:
+		id, _ := messaging.VoteTarget(ev) // checked by messaging.Validate
+		target, found, err := p.lookup(ctx, c, id, d)
+		switch {
+		case err != nil:
+			p.cfg.Logger.ErrorContext(ctx, "ingest: vote target lookup", "community", c.String(), "err", err)
+			return MsgInternal
+		case !found:
+			return messaging.MsgVoteNotFound
+		case !messaging.IsVoteTarget(target.Kind):
+			return messaging.MsgVoteNotForum
+		}
+		if tid, has, _ := channel.OfEvent(target); !has || tid != d.Channel {
+			return messaging.MsgVoteNoChannel
 		}
 	case messaging.KindReaction:
 		if !d.InChannel {

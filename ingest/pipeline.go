@@ -125,6 +125,17 @@ type Config struct {
 	// Reminders, when set, schedules stored reminders for due-time
 	// delivery (reminder.go).
 	Reminders store.ReminderStore
+	// Projects keeps the revisioned state of projects, which project
+	// changes (kind 47010, projectchange.go) compare-and-swap; nil refuses
+	// them.
+	Projects store.ProjectStore
+	// RepoNames reserves the names of git repository announcements (kind
+	// 30617, reponames.go): unique per community, at most MaxReposPerPubKey
+	// per owner; nil reserves nothing.
+	RepoNames store.RepoNameStore
+	// MaxReposPerPubKey is the quota of repository names per owner per
+	// community (0: DefaultMaxReposPerPubKey; negative is refused).
+	MaxReposPerPubKey int
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -157,6 +168,12 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.ReactionGrace == 0 {
 		cfg.ReactionGrace = DefaultReactionGrace
+	}
+	switch {
+	case cfg.MaxReposPerPubKey < 0:
+		return nil, errors.New("ingest: Config.MaxReposPerPubKey must be positive (0: the default)")
+	case cfg.MaxReposPerPubKey == 0:
+		cfg.MaxReposPerPubKey = DefaultMaxReposPerPubKey
 	}
 	if cfg.AuthorityWindow == 0 {
 		cfg.AuthorityWindow = DefaultAuthorityWindow
@@ -427,6 +444,33 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		}
 	}
 
+	// 9''. A project change (47010) is a compare-and-swap on the
+	// project's revision, in the store's transaction; a repository
+	// announcement (30617) reserves its name within its owner's quota.
+	// Both before 9a: their store writes are not the event's authority
+	// mark (the change keeps a receipt of its own).
+	var (
+		changeOK *Outcome
+		repoName string
+	)
+	switch ev.Kind {
+	case KindProjectChange:
+		out, done := p.applyProjectChange(ctx, s)
+		if done {
+			if out.OK {
+				g.AcceptEphemeral(ctx, st)
+			}
+			return out
+		}
+		changeOK = &out
+	case nostr.KindRepository:
+		name, msg := p.reserveRepoName(ctx, s)
+		if msg != "" {
+			return Outcome{Message: msg}
+		}
+		repoName = name
+	}
+
 	// 9a. From here on an authority event's effect is written with its
 	// store.Authority mark (the authority rule): the first write of the
 	// effect records it in its transaction, and the write of a replay
@@ -502,6 +546,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		if claimed && out.Message != MsgDuplicate {
 			p.unclaimReaction(ctx, s.Tenant.Community(), rkey, ev.ID)
 		}
+		if repoName != "" && out.Message != MsgDuplicate {
+			p.releaseRepoName(ctx, s, repoName)
+		}
 		return out
 	}
 	// 11b. A deletion that removed reactions frees their slots.
@@ -529,6 +576,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	}
 	if cmdOut != nil {
 		return Outcome{OK: true, Stored: true, Message: cmdOut.Message}
+	}
+	if changeOK != nil {
+		return Outcome{OK: true, Stored: true, Message: changeOK.Message}
 	}
 	return Outcome{OK: true, Stored: true}
 }

@@ -36,6 +36,7 @@ var buzzKinds = []int{
 	44200,               // agent turn metric
 	45001, 45002, 45003, // forum
 	46020, 46030, 46031, // workflow trigger, approvals
+	47010,                             // project change (NIP-PC)
 	48100, 48101, 48102, 48103, 48106, // huddles
 }
 

@@ -1,6 +1,7 @@
 // Package messaging holds the rules of Buzz's messaging kinds that an event
 // carries by itself: the channel message kinds 40002–40008 (message, edit,
-// pinned, bookmarked, scheduled, reminder, diff), reactions (kind 7, NIP-25),
+// pinned, bookmarked, scheduled, reminder, diff), the forum kinds
+// 45001–45003 (post, vote, comment), reactions (kind 7, NIP-25),
 // profile metadata (kind 0) and the kind allow-list of a Buzz-compatible
 // relay. It speaks Buzz's wire format: the kind numbers, tags, limits and
 // refusal texts are Buzz's, so a Buzz client works unchanged.

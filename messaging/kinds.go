@@ -38,3 +38,22 @@ func IsChannelMessage(kind int) bool {
 func IsMessage(kind int) bool {
 	return kind == nostr.KindChatMessage || kind == KindMessage
 }
+
+// Buzz's forum kinds. Each requires an h tag naming its channel and is
+// admitted, fenced, read, searched and deleted as a chat message (kind 9).
+const (
+	KindForumPost    = 45001 // a forum post: the root of a thread; content is markdown
+	KindForumVote    = 45002 // a vote: content "+" or "-", e names a forum post or comment of the channel
+	KindForumComment = 45003 // a comment on a forum post (NIP-10 e tags)
+)
+
+// IsForum reports whether kind is one of the forum kinds 45001–45003.
+func IsForum(kind int) bool {
+	return kind >= KindForumPost && kind <= KindForumComment
+}
+
+// IsVoteTarget reports whether a forum vote may name an event of kind: a
+// forum post or a forum comment.
+func IsVoteTarget(kind int) bool {
+	return kind == KindForumPost || kind == KindForumComment
+}

@@ -47,6 +47,10 @@ func TestValidate(t *testing.T) {
 		{"diff branch ok", ev(KindDiff, "d", append(diffTags, nostr.Tag{"branch", "feature", "main"})...), ""},
 		{"diff pr 0", ev(KindDiff, "d", append(diffTags, nostr.Tag{"pr", "0"})...), MsgDiffPR},
 		{"diff pr", ev(KindDiff, "d", append(diffTags, nostr.Tag{"pr", "12"})...), ""},
+		{"vote", ev(KindForumVote, "+", nostr.Tag{"e", idA}), ""},
+		{"vote without e", ev(KindForumVote, "+"), MsgVoteNoTarget},
+		{"vote with a bad e", ev(KindForumVote, "+", nostr.Tag{"e", "xyz"}), MsgVoteNoTarget},
+		{"a forum post", ev(KindForumPost, "# hi"), ""},
 		{"a message", ev(KindMessage, "hi"), ""},
 		{"a note", ev(1, "not json"), ""},
 	}

@@ -29,11 +29,16 @@ const (
 	MsgDiffParent       = "invalid: parent-commit SHA must be at least 7 hex characters"
 	MsgDiffBranch       = "invalid: branch tag requires both source and target"
 	MsgDiffPR           = "invalid: pr number must be a positive integer"
+	MsgVoteNoTarget     = "invalid: missing e tag for vote target"
+	MsgVoteNotFound     = "invalid: vote target event not found"
+	MsgVoteNotForum     = "invalid: vote target must be a forum post or comment"
+	MsgVoteNoChannel    = "invalid: target event has no channel"
 )
 
 // Validate applies the rules of ev's kind that need nothing but the event:
 // kind 0 content is a JSON object; an edit (40003) names its target; a
-// diff (40008) passes ValidateDiff; a reaction (7) passes ParseReaction.
+// diff (40008) passes ValidateDiff; a reaction (7) passes ParseReaction;
+// a forum vote (45002) names its target (VoteTarget).
 // It returns nil for every other kind. The error's text is the OK message.
 func Validate(ev *nostr.Event) error {
 	switch ev.Kind {
@@ -47,8 +52,22 @@ func Validate(ev *nostr.Event) error {
 	case KindReaction:
 		_, err := ParseReaction(ev)
 		return err
+	case KindForumVote:
+		_, err := VoteTarget(ev)
+		return err
 	}
 	return nil
+}
+
+// VoteTarget returns the id of the forum post or comment a vote (45002)
+// names: its first e tag holding an event id, as Buzz reads it.
+func VoteTarget(ev *nostr.Event) (string, error) {
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && t[0] == "e" && nostr.IsLowerHex(t[1], 64) {
+			return t[1], nil
+		}
+	}
+	return "", errors.New(MsgVoteNoTarget)
 }
 
 // ValidateProfile checks a kind 0 content: a JSON object (NIP-01's

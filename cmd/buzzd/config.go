@@ -261,6 +261,9 @@ func settings() []setting {
 				c.Limits.MaxNegentropySessions, err = parsePositive(v)
 				return err
 			}},
+		{env: "BUZZ_GIT_MAX_REPOS_PER_PUBKEY", flag: "git-max-repos-per-pubkey", def: strconv.Itoa(lim.MaxReposPerPubKey),
+			usage: "git repository names (kind 30617) one pubkey may hold in a community",
+			apply: func(c *Config, v string) (err error) { c.Limits.MaxReposPerPubKey, err = parsePositive(v); return err }},
 		{env: "BUZZ_MAX_CONTENT_BYTES", flag: "max-content-bytes", def: strconv.Itoa(lim.MaxContentBytes),
 			usage: "largest event content accepted, in bytes",
 			apply: func(c *Config, v string) (err error) { c.Limits.MaxContentBytes, err = parsePositive(v); return err }},

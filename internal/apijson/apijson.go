@@ -53,6 +53,8 @@ func Status(msg string) int {
 		return http.StatusTooManyRequests
 	case strings.HasPrefix(msg, "duplicate:"):
 		return http.StatusOK
+	case strings.HasPrefix(msg, "conflict:"): // a stale compare-and-swap (NIP-PC)
+		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
 }

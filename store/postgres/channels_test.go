@@ -1,8 +1,11 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/buzzrelay/buzz/store/postgres"
+	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/storetest"
 )
 
@@ -41,4 +44,21 @@ func TestReminders(t *testing.T) {
 // TestRestoreBatch runs the batch restore conformance suite.
 func TestRestoreBatch(t *testing.T) {
 	storetest.RunRestoreBatch(t, func(t *testing.T) storetest.RestoreBatchBackend { return openStore(t) })
+}
+
+func TestProjects(t *testing.T) {
+	storetest.RunProjects(t, func(t *testing.T) (storetest.ProjectBackend, storetest.ProjectBackend) {
+		url := pgtest.NewDatabase(t)
+		a, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		b, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return a, b
+	})
 }

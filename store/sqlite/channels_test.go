@@ -33,3 +33,10 @@ func TestReactions(t *testing.T) {
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openTemp(t) })
 }
+
+func TestProjects(t *testing.T) {
+	storetest.RunProjects(t, func(t *testing.T) (storetest.ProjectBackend, storetest.ProjectBackend) {
+		s := openTemp(t)
+		return s, s
+	})
+}
