@@ -19,6 +19,7 @@ import (
 //   - NIP-29 group commands 9000–9009 and join/leave requests 9021/9022;
 //   - community membership 9030–9033;
 //   - moderation 9040–9044;
+//   - DM conversation commands 41010–41012;
 //   - every kind the relay executes (Config.Commands: the workflow engine's
 //     30620 definitions, 46020 manual triggers, 46030/46031 approval
 //     decisions);
@@ -66,7 +67,8 @@ func IsAuthorityKind(kind int) bool {
 	case kind >= nostr.KindPutUser && kind <= 9009, // NIP-29 group commands
 		kind == nostr.KindJoinRequest, kind == nostr.KindLeaveRequest, // NIP-29 join and leave
 		kind >= nostr.KindAddCommunityMember && kind <= 9033, // community membership
-		kind >= nostr.KindBan && kind <= 9044:                // moderation
+		kind >= nostr.KindBan && kind <= 9044,                // moderation
+		IsDMCommand(kind):                                    // DM conversations
 		return true
 	}
 	return false

@@ -37,3 +37,7 @@ func TestReactions(t *testing.T) {
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openStore(t) })
 }
+
+func TestDMs(t *testing.T) {
+	storetest.RunDMs(t, func(t *testing.T) storetest.DMBackend { return openStore(t) })
+}
