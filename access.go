@@ -372,8 +372,9 @@ func (r *Relay) ingestChannels() *ingest.Channels {
 	if r.channels == nil {
 		return nil
 	}
+	dms, _ := r.channels.store.(store.DMStore) // nil: DM commands are refused
 	return &ingest.Channels{Access: r.channels.access, Store: r.channels.store, StateKey: r.keys.For, OnChange: r.onChannelChange,
-		OnMemberRemoved: r.onMemberRemoved, MaxAge: r.cfg.limits.MaxGroupEventAge}
+		OnMemberRemoved: r.onMemberRemoved, MaxAge: r.cfg.limits.MaxGroupEventAge, DMs: dms}
 }
 
 // queryScoped reads one filter of community under scope (the plain query when the store

@@ -241,6 +241,18 @@ func (a *Access) ChannelChanged(c tenant.CommunityID, id ID, cmd *Command) {
 	a.gen(c).Add(1)
 }
 
+// MembersChanged is ChannelChanged for a change of channel id that the
+// relay made itself (a DM conversation opened or a participant's state):
+// the channel's entry and the roles of pubkeys are dropped, and every
+// Reader of c recomputes its readable set on its next use.
+func (a *Access) MembersChanged(c tenant.CommunityID, id ID, pubkeys []string) {
+	a.cache.Del(cacheKey(keyChannel, c, &id, ""))
+	for _, pk := range pubkeys {
+		a.cache.Del(cacheKey(keyRole, c, &id, pk))
+	}
+	a.gen(c).Add(1)
+}
+
 // PolicyChanged drops c's cached access policy (it was changed, here or by
 // another process).
 func (a *Access) PolicyChanged(c tenant.CommunityID) {

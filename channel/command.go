@@ -160,6 +160,11 @@ func (cmd *Command) Validate() error {
 		if cmd.Name != nil && *cmd.Name == "" {
 			return ErrInvalidCommand
 		}
+		// DM conversations are opened by 41010 only, in their own id space
+		// (DMID), which nobody can claim first.
+		if cmd.Type == TypeDM || IsDMID(cmd.Channel) {
+			return ErrInvalidCommand
+		}
 		if cmd.Visibility != "" && !cmd.Visibility.Valid() || cmd.Type != "" && !cmd.Type.Valid() {
 			return ErrInvalidCommand
 		}

@@ -30,8 +30,9 @@ import (
 //   - a live event is delivered only when GiftWrapVisible allows it, as
 //     Reader.Deliverable checks.
 //
-// Membership notifications (44100, 44101: nostr.IsPGated) are p-gated as
-// gift wraps are, by the same functions.
+// Membership notifications (44100, 44101) and DM visibility snapshots
+// (30622) are p-gated (nostr.IsPGated) as gift wraps are, by the same
+// functions.
 //
 // Author-only kinds (nostr.IsAuthorOnly: NIP-ER reminders, kind 30300, and
 // Buzz's other author-only kinds) are read under the same rule with the
@@ -234,6 +235,7 @@ var privateKindTexts = [][]byte{
 	[]byte(strconv.Itoa(nostr.KindPrivateManagedAgent)),
 	[]byte(strconv.Itoa(nostr.KindMemberAdded)),
 	[]byte(strconv.Itoa(nostr.KindMemberRemoved)),
+	[]byte(strconv.Itoa(nostr.KindDMVisibility)),
 }
 
 // GiftWrapVisibleRaw is GiftWrapVisible for a stored event's JSON (as
@@ -290,7 +292,7 @@ func GiftWrapPart(filters []nostr.Filter) []nostr.Filter {
 // PrivateKinds are the kinds read under the private-kind rule, ascending:
 // the gift wrap (p-gated) and the author-only kinds.
 var PrivateKinds = []int{nostr.KindGiftWrap, nostr.KindPrivateManagedAgent, nostr.KindReminder, nostr.KindPushLease,
-	nostr.KindMemberAdded, nostr.KindMemberRemoved}
+	nostr.KindDMVisibility, nostr.KindMemberAdded, nostr.KindMemberRemoved}
 
 // IsPrivateKind reports whether events of kind k reach only some readers:
 // a gift wrap its recipient, an author-only kind its author.

@@ -141,9 +141,11 @@ func GroupIDOf(ev *nostr.Event) string {
 // event without "h" tag has none (ok false). Repeated "h" tags must all hold
 // the same value. A membership notification (44100, 44101) names its
 // channel but is none of its events: it is community-wide, read by the
-// user it names (p-gated), a removed user included.
+// user it names (p-gated), a removed user included. A DM visibility
+// snapshot (30622) names conversations with its h tags and is
+// community-wide too, read by its viewer alone.
 func OfEvent(ev *nostr.Event) (id ID, ok bool, err error) {
-	if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved {
+	if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved || ev.Kind == nostr.KindDMVisibility {
 		return ID{}, false, nil
 	}
 	var val string

@@ -21,7 +21,8 @@ var roleDescriptions = [...]struct {
 
 // StateEvents builds the relay-signed NIP-29 state events a change calls
 // for, unsigned and without created_at (the caller signs them with the
-// community's state key): 39000 on metadata changes; 39001, 39002 and 39003
+// community's state key): 39000 on metadata changes (for a DM
+// conversation with "t" dm and a "p" per member, as Buzz); 39001, 39002 and 39003
 // on membership changes. Every one carries d = the group id, and h too
 // unless the channel is private and not hidden, so it is stored in the
 // channel and read under the channel's access rules. Nothing for a deleted
@@ -72,6 +73,14 @@ func StateEvents(change Change, members []Member) []*nostr.Event {
 			tags = append(tags, nostr.Tag{"hidden"})
 		}
 		tags = append(tags, nostr.Tag{"visibility", string(ch.Visibility)}, nostr.Tag{"channel_type", string(ch.Type)})
+		if ch.Type == TypeDM {
+			// Buzz's clients list conversations by 39000 with t = dm and a
+			// p per participant (when the change carries the members).
+			tags = append(tags, nostr.Tag{"t", string(TypeDM)})
+			for _, m := range members {
+				tags = append(tags, nostr.Tag{"p", m.PubKey})
+			}
+		}
 		add(nostr.KindChannelMetadata, tags)
 	}
 	if change.Members {

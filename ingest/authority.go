@@ -21,6 +21,7 @@ import (
 //   - moderation 9040–9044;
 //   - project changes 47010 (NIP-PC; their own receipt makes them applied
 //     once, see projectchange.go);
+//   - DM conversation commands 41010–41012;
 //   - every kind the relay executes (Config.Commands: the workflow engine's
 //     30620 definitions, 46020 manual triggers, 46030/46031 approval
 //     decisions);
@@ -69,7 +70,8 @@ func IsAuthorityKind(kind int) bool {
 		kind == nostr.KindJoinRequest, kind == nostr.KindLeaveRequest, // NIP-29 join and leave
 		kind >= nostr.KindAddCommunityMember && kind <= 9033, // community membership
 		kind >= nostr.KindBan && kind <= 9044,                // moderation
-		kind == KindProjectChange:                            // NIP-PC project change
+		kind == KindProjectChange,                            // NIP-PC project change
+		IsDMCommand(kind):                                    // DM conversations
 		return true
 	}
 	return false

@@ -47,6 +47,9 @@ type Channels struct {
 	// removed pubkey from the community's members (the relay ends that
 	// key's reads in a members-only community). It must not block for long.
 	OnMemberRemoved func(ctx context.Context, tc tenant.TenantContext, pubkey string)
+	// DMs keeps DM conversations (41010–41012, see dm.go); nil refuses
+	// those commands.
+	DMs store.DMStore
 	// MaxAge bounds how far behind the pipeline's clock the created_at of
 	// an event naming a group (h) may be; 0: unbounded.
 	MaxAge time.Duration

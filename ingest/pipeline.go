@@ -397,6 +397,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved {
 		return Outcome{Message: MsgNotificationRelaySigned}
 	}
+	if ev.Kind == nostr.KindDMVisibility {
+		return Outcome{Message: channel.MsgDMVisibilityRelaySigned}
+	}
 
 	// 8d. Bans and timeouts in this community, before membership; a store
 	// that cannot answer refuses the event.
@@ -489,6 +492,16 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		} else {
 			out = p.applyModeration(ctx, s)
 		}
+		if out.OK {
+			g.AcceptEphemeral(ctx, st)
+		}
+		return out
+	}
+
+	// 9b''. DM conversation commands are executed, never stored nor
+	// published (dm.go).
+	if IsDMCommand(ev.Kind) {
+		out := p.applyDM(ctx, s)
 		if out.OK {
 			g.AcceptEphemeral(ctx, st)
 		}

@@ -62,3 +62,7 @@ func TestProjects(t *testing.T) {
 		return a, b
 	})
 }
+
+func TestDMs(t *testing.T) {
+	storetest.RunDMs(t, func(t *testing.T) storetest.DMBackend { return openStore(t) })
+}

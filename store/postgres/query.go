@@ -730,7 +730,7 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 
 // unsearchableKinds are the kinds a search never matches: the p-gated and
 // the author-only kinds (nostr.IsSearchable).
-var unsearchableKinds = []int32{nostr.KindGiftWrap, nostr.KindReminder, nostr.KindPushLease, nostr.KindPrivateManagedAgent, nostr.KindMemberAdded, nostr.KindMemberRemoved}
+var unsearchableKinds = []int32{nostr.KindGiftWrap, nostr.KindReminder, nostr.KindPushLease, nostr.KindPrivateManagedAgent, nostr.KindMemberAdded, nostr.KindMemberRemoved, nostr.KindDMVisibility}
 
 // privateKindList is channel.PrivateKinds as SQL: the kinds whose rows a
 // private part (channel.GiftWrapPart) counts.

@@ -40,3 +40,7 @@ func TestProjects(t *testing.T) {
 		return s, s
 	})
 }
+
+func TestDMs(t *testing.T) {
+	storetest.RunDMs(t, func(t *testing.T) storetest.DMBackend { return openTemp(t) })
+}

@@ -790,7 +790,7 @@ func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool
 		if err != nil {
 			return false, false
 		}
-		q.add(` AND e.kind NOT IN (?, ?, ?, ?, ?, ?)`, nostr.KindGiftWrap, nostr.KindReminder, nostr.KindPushLease, nostr.KindPrivateManagedAgent, nostr.KindMemberAdded, nostr.KindMemberRemoved)
+		q.add(` AND e.kind NOT IN (?, ?, ?, ?, ?, ?, ?)`, nostr.KindGiftWrap, nostr.KindReminder, nostr.KindPushLease, nostr.KindPrivateManagedAgent, nostr.KindMemberAdded, nostr.KindMemberRemoved, nostr.KindDMVisibility)
 		if !q.searchDriven {
 			q.add(` AND e.seq IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)`, ftsMatch(community, sq))
 		}
