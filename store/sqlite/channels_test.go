@@ -33,3 +33,11 @@ func TestReactions(t *testing.T) {
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openTemp(t) })
 }
+
+func TestThreads(t *testing.T) {
+	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openTemp(t) })
+}
+
+func TestLSMThreads(t *testing.T) {
+	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openLSM(t) })
+}
