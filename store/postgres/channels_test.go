@@ -37,3 +37,7 @@ func TestReactions(t *testing.T) {
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openStore(t) })
 }
+
+func TestThreads(t *testing.T) {
+	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openStore(t) })
+}
