@@ -222,6 +222,7 @@ func New(opts ...Option) (*Relay, error) {
 
 		MaxNotBeforeDelta: cfg.limits.MaxNotBeforeDelta,
 		Reminders:         reminderStore(cfg.store),
+		Threads:           threadStore(cfg.store),
 	})
 	if err != nil {
 		return nil, err

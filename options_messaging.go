@@ -24,3 +24,9 @@ func reactionStore(s store.EventStore) store.ReactionStore {
 	rs, _ := s.(store.ReactionStore)
 	return rs
 }
+
+// threadStore is the store's ThreadStore, nil when it keeps no threads.
+func threadStore(s store.EventStore) store.ThreadStore {
+	ts, _ := s.(store.ThreadStore)
+	return ts
+}

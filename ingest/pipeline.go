@@ -125,6 +125,10 @@ type Config struct {
 	// Reminders, when set, schedules stored reminders for due-time
 	// delivery (reminder.go).
 	Reminders store.ReminderStore
+	// Threads, when set, checks thread replies against the threads the
+	// store keeps (threads.go: parent in the channel, root, depth); nil
+	// admits replies unchecked.
+	Threads store.ThreadStore
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -418,6 +422,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{Message: err.Error()}
 	}
 	if refusal := p.admitMessaging(ctx, s, dec); refusal != "" {
+		return Outcome{Message: refusal}
+	}
+	if refusal := p.admitThread(ctx, s, dec); refusal != "" {
 		return Outcome{Message: refusal}
 	}
 	// 9'. A reminder's public tags (NIP-ER), against the clock.
