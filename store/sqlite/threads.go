@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -17,8 +18,8 @@ var _ store.ThreadStore = (*Store)(nil)
 // created_at) at its parent's depth plus one in its parent's thread, or at
 // depth 1 below a parent that is not a recorded reply; the
 // thread_nodes_insert trigger counts it.
-const insertNodeSQL = `INSERT OR IGNORE INTO thread_nodes (community, id, parent, root, depth, pubkey, created_at)
-SELECT ?1, ?2, ?3, coalesce(p.root, ?3), coalesce(p.depth, 0) + 1, ?4, ?5
+const insertNodeSQL = `INSERT OR IGNORE INTO thread_nodes (community, id, parent, root, depth, pubkey, created_at, expires_at)
+SELECT ?1, ?2, ?3, coalesce(p.root, ?3), coalesce(p.depth, 0) + 1, ?4, ?5, ?6
 FROM (SELECT 1) LEFT JOIN thread_nodes p ON p.community = ?1 AND p.id = ?3`
 
 // threadParent returns the parent of ev as a 32-byte id when ev is a reply
@@ -34,7 +35,11 @@ func threadParent(ev *nostr.Event) []byte {
 
 // addReply records the reply p just stored (p.parent set).
 func (w *writer) addReply(p *prepared) error {
-	if _, err := w.conn.ExecContext(w.ctx, insertNodeSQL, p.community, p.id, p.parent, p.pubkey, p.createdAt); err != nil {
+	var expires any
+	if p.hasExpiry {
+		expires = p.expiresAt
+	}
+	if _, err := w.conn.ExecContext(w.ctx, insertNodeSQL, p.community, p.id, p.parent, p.pubkey, p.createdAt, expires); err != nil {
 		return internal("thread", err)
 	}
 	return nil
@@ -78,7 +83,20 @@ func (s *Store) lsmSaveReply(ctx context.Context, c tenant.CommunityID, cseq int
 			}
 			return internal("save", err)
 		}
-		return w.addReply(&prepared{community: cseq, id: id, pubkey: pk, createdAt: ev.CreatedAt, parent: parent})
+		p := &prepared{community: cseq, id: id, pubkey: pk, createdAt: ev.CreatedAt, parent: parent}
+		p.expiresAt, p.hasExpiry = ev.Expiration()
+		return w.addReply(p)
+	})
+}
+
+// deleteExpiredReplies takes the replies expired at now out of their
+// threads, once the events engine has removed them.
+func (s *Store) deleteExpiredReplies(ctx context.Context, now time.Time) error {
+	return s.submit(ctx, func(w *writer) error {
+		if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM thread_nodes WHERE expires_at <= ?`, now.Unix()); err != nil {
+			return internal("thread", err)
+		}
+		return nil
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
@@ -30,6 +31,7 @@ func RunThreads(t *testing.T, open func(t *testing.T) ThreadBackend) {
 		{"Markers", testThreadMarkers},
 		{"Deletions", testThreadDeletions},
 		{"PerCommunity", testThreadPerCommunity},
+		{"Expiry", testThreadExpiry},
 		{"ConcurrentRepliesAndDeletions", testThreadConcurrent},
 	}
 	for _, tc := range tests {
@@ -313,4 +315,24 @@ func testThreadConcurrent(t *testing.T, b ThreadBackend) {
 	if want := base + 51; sum.LastReplyAt != want {
 		t.Fatalf("last reply at %d, want %d", sum.LastReplyAt, want)
 	}
+}
+
+// testThreadExpiry: an expired reply leaves the counts once the backend
+// removes expired events.
+func testThreadExpiry(t *testing.T, b ThreadBackend) {
+	c := Community(t, b, "expiry.example")
+	ch := NewChannelID()
+	a := NewAuthor(t)
+	root := a.Event(t, nostr.KindChatMessage, base, "root", hTag(ch))
+	keep := a.Event(t, nostr.KindChatMessage, base+1, "keep", replyTags(ch, root.ID, root.ID)...)
+	gone := a.Event(t, nostr.KindChatMessage, base+2, "gone", append(replyTags(ch, root.ID, root.ID), nostr.Tag{"expiration", fmt.Sprint(base + 10)})...)
+	for _, ev := range []*nostr.Event{root, keep, gone} {
+		MustSave(t, b, c, ev)
+	}
+	wantSummary(t, b, c, root.ID, store.ThreadSummary{ReplyCount: 2, DescendantCount: 2, LastReplyAt: base + 2, Participants: []string{a.PubKey}})
+	if _, err := b.DeleteExpired(ctxb(), time.Unix(base+10, 0)); err != nil {
+		t.Fatal(err)
+	}
+	wantNode(t, b, c, gone.ID, store.ThreadNode{}, false)
+	wantSummary(t, b, c, root.ID, store.ThreadSummary{ReplyCount: 1, DescendantCount: 1, LastReplyAt: base + 1, Participants: []string{a.PubKey}})
 }

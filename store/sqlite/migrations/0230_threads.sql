@@ -7,7 +7,9 @@
 -- transaction that adds or removes a node; removing a stored reply from
 -- events (a deletion, a channel's delete-event, expiry) removes its node.
 -- With the events in the LSM engine the writer adds and removes nodes
--- itself, in the transaction that writes the engine's part.
+-- itself, in the transaction that writes the engine's part, and
+-- DeleteExpired removes the nodes of expired replies after the engine
+-- removed them.
 CREATE TABLE thread_nodes (
     community  INTEGER NOT NULL,
     id         BLOB    NOT NULL,
@@ -16,9 +18,11 @@ CREATE TABLE thread_nodes (
     depth      INTEGER NOT NULL,
     pubkey     BLOB    NOT NULL,
     created_at INTEGER NOT NULL,
+    expires_at INTEGER, -- the reply's NIP-40 expiration, if any
     PRIMARY KEY (community, id)
 ) WITHOUT ROWID;
 CREATE INDEX thread_nodes_root ON thread_nodes (community, root, created_at);
+CREATE INDEX thread_nodes_expiry ON thread_nodes (expires_at) WHERE expires_at IS NOT NULL;
 
 CREATE TABLE thread_stats (
     community     INTEGER NOT NULL,
