@@ -53,25 +53,27 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON thread_stats TO buzz_app;
 CREATE FUNCTION buzz_thread_node_insert() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO thread_stats AS s (community_id, event, replies) VALUES (NEW.community_id, NEW.parent, 1)
-    ON CONFLICT (community_id, event) DO UPDATE SET replies = s.replies + 1;
     INSERT INTO thread_stats AS s (community_id, event, descendants, last_reply_at) VALUES (NEW.community_id, NEW.root, 1, NEW.created_at)
     ON CONFLICT (community_id, event) DO UPDATE SET descendants = s.descendants + 1,
         last_reply_at = GREATEST(s.last_reply_at, EXCLUDED.last_reply_at);
+    INSERT INTO thread_stats AS s (community_id, event, replies) VALUES (NEW.community_id, NEW.parent, 1)
+    ON CONFLICT (community_id, event) DO UPDATE SET replies = s.replies + 1;
     RETURN NULL;
 END
 $$;
 -- +goose StatementEnd
 
--- The root's row is locked before the newest remaining reply is read: the
--- read is a statement of its own, so under READ COMMITTED it sees every
--- reply committed by a transaction that held the lock before.
+-- Both triggers lock the root's row first, then the parent's, so replies
+-- and deletions in one thread take their locks in one order. The root's
+-- row is locked before the newest remaining reply is read: the read is a
+-- statement of its own, so under READ COMMITTED it sees every reply
+-- committed by a transaction that held the lock before.
 -- +goose StatementBegin
 CREATE FUNCTION buzz_thread_node_delete() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE thread_stats SET replies = replies - 1 WHERE community_id = OLD.community_id AND event = OLD.parent;
     PERFORM 1 FROM thread_stats WHERE community_id = OLD.community_id AND event = OLD.root FOR UPDATE;
+    UPDATE thread_stats SET replies = replies - 1 WHERE community_id = OLD.community_id AND event = OLD.parent;
     UPDATE thread_stats SET descendants = descendants - 1,
         last_reply_at = (SELECT max(n.created_at) FROM thread_nodes n WHERE n.community_id = OLD.community_id AND n.root = OLD.root)
     WHERE community_id = OLD.community_id AND event = OLD.root;
