@@ -225,6 +225,7 @@ func New(opts ...Option) (*Relay, error) {
 		Projects:          projectStore(cfg.store),
 		RepoNames:         repoNameStore(cfg.store),
 		MaxReposPerPubKey: cfg.limits.MaxReposPerPubKey,
+		Threads:           threadStore(cfg.store),
 	})
 	if err != nil {
 		return nil, err

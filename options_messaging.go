@@ -38,3 +38,9 @@ func repoNameStore(s store.EventStore) store.RepoNameStore {
 	rs, _ := s.(store.RepoNameStore)
 	return rs
 }
+
+// threadStore is the store's ThreadStore, nil when it keeps no threads.
+func threadStore(s store.EventStore) store.ThreadStore {
+	ts, _ := s.(store.ThreadStore)
+	return ts
+}

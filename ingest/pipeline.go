@@ -136,6 +136,10 @@ type Config struct {
 	// MaxReposPerPubKey is the quota of repository names per owner per
 	// community (0: DefaultMaxReposPerPubKey; negative is refused).
 	MaxReposPerPubKey int
+	// Threads, when set, checks thread replies against the threads the
+	// store keeps (threads.go: parent in the channel, root, depth); nil
+	// admits replies unchecked.
+	Threads store.ThreadStore
 }
 
 // Pipeline admits events. It is safe for concurrent use.
@@ -438,6 +442,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{Message: err.Error()}
 	}
 	if refusal := p.admitMessaging(ctx, s, dec); refusal != "" {
+		return Outcome{Message: refusal}
+	}
+	if refusal := p.admitThread(ctx, s, dec); refusal != "" {
 		return Outcome{Message: refusal}
 	}
 	// 9'. A reminder's public tags (NIP-ER), against the clock.

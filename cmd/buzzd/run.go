@@ -28,6 +28,7 @@ import (
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/threads"
 )
 
 // run is buzzd without the process around it: args excludes the program
@@ -285,6 +286,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithFeature(nip05.New()),
 		buzz.WithFeature(audithttp.New()),
 		buzz.WithFeature(modhttp.New()),
+		buzz.WithFeature(threads.New()),
 	), wfOpts...)...)
 	if err != nil {
 		return fmt.Errorf("relay configuration: %w", err)

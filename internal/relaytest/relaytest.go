@@ -37,6 +37,7 @@ type Backend interface {
 	store.Backend
 	store.ChannelStore
 	store.AuditLog
+	store.ThreadStore
 }
 
 // Quiet is a logger that discards everything.

@@ -66,3 +66,7 @@ func TestProjects(t *testing.T) {
 func TestDMs(t *testing.T) {
 	storetest.RunDMs(t, func(t *testing.T) storetest.DMBackend { return openStore(t) })
 }
+
+func TestThreads(t *testing.T) {
+	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openStore(t) })
+}

@@ -742,7 +742,8 @@ func (w *writer) deleteChannelEvent(p *prepared, id string, seq int64, author []
 		if err := tx.Tombstone(w.ctx, p.cid, id, hex.EncodeToString(author)); err != nil {
 			return internal("delete event", err)
 		}
-		return nil
+		eid, _ := nostr.DecodeHex32(id)
+		return w.removeReplies(p.community, nil, eid)
 	}
 	if err := w.removeSeq(seq); err != nil {
 		return err

@@ -44,3 +44,11 @@ func TestProjects(t *testing.T) {
 func TestDMs(t *testing.T) {
 	storetest.RunDMs(t, func(t *testing.T) storetest.DMBackend { return openTemp(t) })
 }
+
+func TestThreads(t *testing.T) {
+	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openTemp(t) })
+}
+
+func TestLSMThreads(t *testing.T) {
+	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openLSM(t) })
+}

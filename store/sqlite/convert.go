@@ -319,7 +319,13 @@ func dropSQLiteEvents(ctx context.Context, db *sql.DB) error {
 	for _, q := range []string{
 		`INSERT INTO events_fts (events_fts) VALUES ('delete-all')`,
 		`DELETE FROM tags`,
+		// Thread nodes stay (the events move, they are not deleted): kept
+		// aside from the events' delete trigger and put back, which
+		// leaves the counters as they were.
+		`CREATE TEMP TABLE kept_thread_nodes AS SELECT * FROM thread_nodes`,
 		`DELETE FROM events`,
+		`INSERT INTO thread_nodes SELECT * FROM kept_thread_nodes`,
+		`DROP TABLE kept_thread_nodes`,
 		`DELETE FROM deleted_ids`,
 		`DELETE FROM coord_deletions`,
 		`UPDATE lsm_text_index SET indexed_through = 0`,

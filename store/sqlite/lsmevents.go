@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/lsm"
@@ -128,7 +129,9 @@ func (w *writer) eventsTx() (*lsm.Tx, error) {
 }
 
 // lsmSave is Save with the events in the engine. A deletion request goes
-// through the writer, with its audit entry; any other event to the engine
+// through the writer, with its audit entry and the removal of the replies
+// it deletes from their threads, and so does a thread reply, recorded in
+// its thread (store.ThreadStore); any other event goes to the engine
 // directly.
 func (s *Store) lsmSave(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	cseq, err := s.communitySeq(ctx, c)
@@ -138,10 +141,25 @@ func (s *Store) lsmSave(ctx context.Context, c tenant.CommunityID, ev *nostr.Eve
 	if err := s.eventsOff(); err != nil {
 		return err
 	}
-	if ev.Kind != nostr.KindDeletion || s.cfg.noAudit || store.DeletionAuditOff(ctx) {
+	if parent := threadParent(ev); parent != nil {
+		return s.lsmSaveReply(ctx, c, cseq, ev, parent)
+	}
+	if ev.Kind != nostr.KindDeletion {
 		return s.ev.Save(ctx, c, ev)
 	}
-	rec := store.DeletionAudit(ev)
+	var rec *audit.Record
+	if !s.cfg.noAudit && !store.DeletionAuditOff(ctx) {
+		r := store.DeletionAudit(ev)
+		rec = &r
+	}
+	pk, _ := nostr.DecodeHex32(ev.PubKey)
+	var ids [][]byte
+	targets, _ := store.DeletionTargets(ev)
+	for _, id := range targets {
+		if b, ok := nostr.DecodeHex32(id); ok {
+			ids = append(ids, b)
+		}
+	}
 	return s.submit(ctx, func(w *writer) error {
 		tx, err := w.eventsTx()
 		if err != nil {
@@ -153,6 +171,12 @@ func (s *Store) lsmSave(ctx context.Context, c tenant.CommunityID, ev *nostr.Eve
 			}
 			return internal("save", err)
 		}
-		return w.appendAudit(cseq, c, rec)
+		if err := w.removeReplies(cseq, pk, ids...); err != nil {
+			return err
+		}
+		if rec == nil {
+			return nil
+		}
+		return w.appendAudit(cseq, c, *rec)
 	})
 }

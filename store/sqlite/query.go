@@ -918,7 +918,11 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 		return 0, err
 	}
 	if s.ev != nil {
-		return s.ev.DeleteExpired(ctx, now)
+		n, err := s.ev.DeleteExpired(ctx, now)
+		if err != nil {
+			return n, err
+		}
+		return n, s.deleteExpiredReplies(ctx, now)
 	}
 	const chunk = 500
 	var total int64

@@ -34,6 +34,8 @@ type prepared struct {
 
 	tags []store.IndexedTag
 
+	parent []byte // a reply's parent (store.IsThreadReply), else nil
+
 	delIDs    [][]byte           // kind 5: ids named by "e" tags
 	delCoords []store.Coordinate // kind 5: the requester's own coordinates named by "a" tags
 
@@ -104,6 +106,7 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 	p.expiresAt, p.hasExpiry = ev.Expiration()
 
 	p.tags = store.IndexedTags(ev)
+	p.parent = threadParent(ev)
 	if ev.Kind == nostr.KindDeletion {
 		ids, coords := store.DeletionTargets(ev)
 		for _, id := range ids {

@@ -716,6 +716,11 @@ func (w *writer) save(p *prepared) error {
 	if err := w.insertTags(p, seq); err != nil {
 		return err
 	}
+	if p.parent != nil {
+		if err := w.addReply(p); err != nil {
+			return err
+		}
+	}
 	if p.kind == nostr.KindDeletion {
 		if err := w.applyDeletion(p); err != nil {
 			return err
