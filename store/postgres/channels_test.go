@@ -37,3 +37,9 @@ func TestReactions(t *testing.T) {
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openStore(t) })
 }
+
+// TestMembershipAnnouncements runs the membership announcement suite, each
+// subtest on its own database.
+func TestMembershipAnnouncements(t *testing.T) {
+	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openStore(t) })
+}

@@ -33,3 +33,11 @@ func TestReactions(t *testing.T) {
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openTemp(t) })
 }
+
+func TestMembershipAnnouncements(t *testing.T) {
+	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openTemp(t) })
+}
+
+func TestLSMMembershipAnnouncements(t *testing.T) {
+	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openLSM(t) })
+}
