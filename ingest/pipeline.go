@@ -380,6 +380,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved {
 		return Outcome{Message: MsgNotificationRelaySigned}
 	}
+	if IsMembershipAnnouncement(ev.Kind) {
+		return Outcome{Message: MsgMembershipRelaySig}
+	}
 
 	// 8d. Bans and timeouts in this community, before membership; a store
 	// that cannot answer refuses the event.
@@ -445,6 +448,15 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		} else {
 			out = p.applyModeration(ctx, s)
 		}
+		if out.OK {
+			g.AcceptEphemeral(ctx, st)
+		}
+		return out
+	}
+
+	// 9b''. A NIP-43 leave request is executed, never stored (membership.go).
+	if ev.Kind == nostr.KindLeaveRelay {
+		out := p.applyLeave(ctx, s)
 		if out.OK {
 			g.AcceptEphemeral(ctx, st)
 		}
