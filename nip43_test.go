@@ -16,6 +16,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
 )
 
 // nip11 reads the NIP-11 document of the relay's community.
@@ -244,4 +245,67 @@ func TestRelayMembershipNotAdvertised(t *testing.T) {
 		buzz.WithRelayMembershipRequired()); err == nil {
 		t.Fatal("WithRelayMembershipRequired without channels accepted")
 	}
+}
+
+// TestWorkspaceProfile: Buzz's 9033 sets the community's icon, served in
+// its NIP-11 document, from its owner or an admin only; refused input
+// changes nothing; nothing reaches another community.
+func TestWorkspaceProfile(t *testing.T) {
+	relaytest.ForBackends(t, func(t *testing.T, st relaytest.Backend) {
+		r := relaytest.Serve(t, st)
+		ctx := context.Background()
+		cid, _, err := st.EnsureCommunity(ctx, r.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, _, err := st.EnsureCommunity(ctx, "other.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin, member := relaytest.NewUser(), relaytest.NewUser()
+		if err := st.PutCommunityMember(ctx, cid, admin.PK, channel.RoleAdmin); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutCommunityMember(ctx, cid, member.PK, channel.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		icon := func() string {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, r.Srv.URL+"/", nil)
+			req.Header.Set("Accept", "application/nostr+json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var doc struct {
+				Icon string `json:"icon"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+				t.Fatal(err)
+			}
+			return doc.Icon
+		}
+		set := func(u string) gonostr.Event {
+			return gonostr.Event{Kind: nostr.KindWorkspaceProfile, Tags: gonostr.Tags{{"icon", u}}}
+		}
+		ac, mc := r.Connect(admin, true), r.Connect(member, true)
+		relaytest.Eq(t, "member's 9033", mc.Publish(set("https://example.com/m.png")), "invalid: actor not authorized: must be admin or owner")
+		relaytest.Eq(t, "data URL", ac.Publish(set("data:image/png;base64,AAAA")), "invalid: icon must be an http(s) URL on this relay")
+		relaytest.Eq(t, "thread policy", ac.Publish(gonostr.Event{Kind: nostr.KindWorkspaceProfile, Tags: gonostr.Tags{{"thread_replies_in_channel", "true"}}}),
+			"invalid: thread_replies_in_channel is not supported on this relay")
+		relaytest.Eq(t, "icon after refusals", icon(), "")
+		ac.Must("9033", set("https://example.com/a.png"))
+		relaytest.Eq(t, "icon", icon(), "https://example.com/a.png")
+		if p, err := st.(store.ProfileStore).CommunityProfile(ctx, other); err != nil || p.Icon != "" {
+			t.Fatalf("other community's profile: %+v %v", p, err)
+		}
+		// Executed, never stored; an empty icon clears it.
+		evs, reason, _ := read(t, ac, gonostr.Filter{Kinds: []int{nostr.KindWorkspaceProfile}}, false)
+		if reason != "" || len(evs) != 0 {
+			t.Fatalf("stored 9033s: %d %q", len(evs), reason)
+		}
+		ac.Must("clear", gonostr.Event{Kind: nostr.KindWorkspaceProfile})
+		relaytest.Eq(t, "icon after clearing", icon(), "")
+	})
 }

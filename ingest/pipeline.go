@@ -454,9 +454,15 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return out
 	}
 
-	// 9b''. A NIP-43 leave request is executed, never stored (membership.go).
-	if ev.Kind == nostr.KindLeaveRelay {
-		out := p.applyLeave(ctx, s)
+	// 9b''. A NIP-43 leave request and a workspace profile command are
+	// executed, never stored (membership.go, workspace.go).
+	if ev.Kind == nostr.KindLeaveRelay || ev.Kind == nostr.KindWorkspaceProfile {
+		var out Outcome
+		if ev.Kind == nostr.KindLeaveRelay {
+			out = p.applyLeave(ctx, s)
+		} else {
+			out = p.applyWorkspaceProfile(ctx, s)
+		}
 		if out.OK {
 			g.AcceptEphemeral(ctx, st)
 		}
