@@ -231,6 +231,19 @@ func TestRelayMembership(t *testing.T) {
 			n++
 		}
 		relaytest.Eq(t, "announcements in another community", n, 0)
+
+		// The owner cannot leave.
+		owner := relaytest.NewUser()
+		tr, ok := st.(interface {
+			TransferCommunity(ctx context.Context, id [16]byte, newOwner, expectedOwner string, maxPerOwner int) (store.Community, string, bool, error)
+		})
+		if !ok {
+			t.Fatal("the backend cannot transfer a community")
+		}
+		if _, _, _, err := tr.TransferCommunity(ctx, cid.UUID(), owner.PK, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		relaytest.Eq(t, "owner's leave", r.Connect(owner, true).Publish(leave(at, gonostr.Tags{{"-"}})), "invalid: relay owner cannot leave")
 	})
 }
 
@@ -307,5 +320,9 @@ func TestWorkspaceProfile(t *testing.T) {
 		}
 		ac.Must("clear", gonostr.Event{Kind: nostr.KindWorkspaceProfile})
 		relaytest.Eq(t, "icon after clearing", icon(), "")
+
+		// In an open community a non-member may ask to leave: Buzz's answer.
+		relaytest.Eq(t, "non-member's leave", r.Connect(relaytest.NewUser(), true).Publish(
+			gonostr.Event{Kind: nostr.KindLeaveRelay, Tags: gonostr.Tags{{"-"}}}), "invalid: you are not a relay member")
 	})
 }
