@@ -350,13 +350,20 @@ func (r *Relay) setupChannels() error {
 	}
 	r.keys = keys
 	if !r.cfg.channels {
+		if r.cfg.membersOnly {
+			return errors.New("buzz: WithRelayMembershipRequired needs WithChannels (membership is kept with channels)")
+		}
 		return nil
 	}
 	cs, ok := r.cfg.store.(store.ChannelStore)
 	if !ok {
 		return errors.New("buzz: WithChannels: the store does not implement store.ChannelStore")
 	}
-	access, err := channel.NewAccess(cs, channel.WithClock(r.cfg.now), channel.WithLogger(r.log))
+	aopts := []channel.Option{channel.WithClock(r.cfg.now), channel.WithLogger(r.log)}
+	if r.cfg.membersOnly {
+		aopts = append(aopts, channel.WithMembershipRequired())
+	}
+	access, err := channel.NewAccess(cs, aopts...)
 	if err != nil {
 		return fmt.Errorf("buzz: WithChannels: %w", err)
 	}

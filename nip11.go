@@ -109,6 +109,9 @@ var nipTable = [...]NIP{
 	{Number: 29, Title: "Relay-based groups (channels)", on: func(r *Relay) bool { return r.channels != nil }},
 	{Number: 40, Title: "Expiration timestamp"},
 	{Number: 42, Title: "Authentication of clients to relays"},
+	{Number: 43, Title: "Relay access metadata (membership required; 8000, 8001, 13534, 28936)", on: func(r *Relay) bool {
+		return r.channels != nil && r.cfg.membersOnly && r.cfg.hasRelayKey
+	}},
 	{Number: 45, Title: "Event counts (COUNT)"},
 	{Number: 50, Title: "Search"},
 	{Number: 56, Title: "Reporting", on: func(r *Relay) bool { return r.moderation != nil }},

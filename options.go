@@ -57,6 +57,7 @@ type OnStored = func(ctx context.Context, tc tenant.TenantContext, ev *nostr.Eve
 type config struct {
 	store          store.EventStore
 	channels       bool // WithChannels
+	membersOnly    bool // WithRelayMembershipRequired
 	directory      tenant.Directory
 	profiles       CommunityProfiles
 	broker         pubsub.Broker
@@ -124,6 +125,22 @@ func WithStore(s store.EventStore) Option {
 func WithChannels() Option {
 	return func(c *config) error {
 		c.channels = true
+		return nil
+	}
+}
+
+// WithRelayMembershipRequired requires NIP-43 relay membership to read and
+// write: every community served is members-only, whatever its own access
+// policy, so only its owner and members (9030–9032), authenticated, may
+// read or write anything (Buzz's BUZZ_REQUIRE_RELAY_MEMBERSHIP). A client
+// that has not authenticated is answered auth-required (with an AUTH
+// challenge); an authenticated non-member "restricted: not a relay
+// member". NIP-11 then lists NIP-43 when the relay key is stable (given
+// with WithRelayKey or kept by the store). It needs WithChannels (New
+// fails otherwise).
+func WithRelayMembershipRequired() Option {
+	return func(c *config) error {
+		c.membersOnly = true
 		return nil
 	}
 }

@@ -86,6 +86,16 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithMembershipRequired makes every community members-only, whatever
+// its own policy (NIP-43 relay membership required, Buzz's
+// BUZZ_REQUIRE_RELAY_MEMBERSHIP): Policy answers AccessMembers for all.
+func WithMembershipRequired() Option {
+	return func(a *Access) error {
+		a.membersOnly = true
+		return nil
+	}
+}
+
 // WithLogger sets where background failures are logged (default
 // slog.Default()).
 func WithLogger(l *slog.Logger) Option {
@@ -113,6 +123,8 @@ type Access struct {
 	now      func() time.Time
 	log      *slog.Logger
 	cache    *ttlcache.Cache[string, any]
+	// membersOnly: WithMembershipRequired.
+	membersOnly bool
 
 	mu   sync.Mutex
 	gens map[tenant.CommunityID]*atomic.Uint64 // bumped on every channel change
@@ -168,8 +180,12 @@ type (
 	}
 )
 
-// Policy returns c's access policy (cached).
+// Policy returns c's access policy (cached): AccessMembers for every
+// community under WithMembershipRequired.
 func (a *Access) Policy(ctx context.Context, c tenant.CommunityID) (AccessPolicy, error) {
+	if a.membersOnly {
+		return AccessMembers, nil
+	}
 	v, err := a.cache.Load(cacheKey(keyPolicy, c, nil, ""), func() (any, error) {
 		return a.store.CommunityAccess(ctx, c)
 	})

@@ -21,8 +21,9 @@ const (
 	// access to a members-only community.
 	MsgCommunityRevoked = "restricted: community access revoked"
 	// MsgMembersOnly answers an authenticated non-member of a members-only
-	// community.
-	MsgMembersOnly = "restricted: this community is open to its members only"
+	// community (Buzz's words: the community is the relay its clients see,
+	// and its members are the NIP-43 relay members).
+	MsgMembersOnly = "restricted: not a relay member"
 	// MsgMembersOnlyAuth answers an unauthenticated client of a
 	// members-only community.
 	MsgMembersOnlyAuth = "auth-required: this community is open to its members only; authenticate (NIP-42)"

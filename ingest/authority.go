@@ -17,7 +17,7 @@ import (
 // changes what someone may do:
 //
 //   - NIP-29 group commands 9000–9009 and join/leave requests 9021/9022;
-//   - community membership 9030–9033;
+//   - community membership 9030–9033 and the NIP-43 leave request 28936;
 //   - moderation 9040–9044;
 //   - project changes 47010 (NIP-PC; their own receipt makes them applied
 //     once, see projectchange.go);
@@ -69,6 +69,7 @@ func IsAuthorityKind(kind int) bool {
 	case kind >= nostr.KindPutUser && kind <= 9009, // NIP-29 group commands
 		kind == nostr.KindJoinRequest, kind == nostr.KindLeaveRequest, // NIP-29 join and leave
 		kind >= nostr.KindAddCommunityMember && kind <= 9033, // community membership
+		kind == nostr.KindLeaveRelay,                         // NIP-43 leave
 		kind >= nostr.KindBan && kind <= 9044,                // moderation
 		kind == KindProjectChange,                            // NIP-PC project change
 		IsDMCommand(kind):                                    // DM conversations

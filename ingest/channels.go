@@ -64,7 +64,7 @@ func (p *Pipeline) admitChannel(ctx context.Context, s Submission, g trace.Trace
 	ev, c, cs := s.Event, s.Tenant.Community(), p.cfg.Channels
 	id, has, err := channel.OfEvent(ev)
 	if err == nil && has {
-		if IsModerationCommand(ev.Kind) || isCommunityCommand(ev.Kind) {
+		if IsModerationCommand(ev.Kind) || isCommunityCommand(ev.Kind) || ev.Kind == nostr.KindLeaveRelay || ev.Kind == nostr.KindWorkspaceProfile {
 			// Community-level commands never name a group (any h is refused
 			// before it is resolved).
 			return channel.Admission{}, channel.MsgCommunityCommandH

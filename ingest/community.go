@@ -84,7 +84,9 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) (msg
 		p.cfg.Logger.ErrorContext(ctx, "ingest: community role", "community", c.String(), "err", err)
 		return MsgInternal, false
 	}
-	actx := audit.WithActor(ctx, ev.PubKey) // the audit entry's actor
+	// The audit entry's actor, and the change's NIP-43 announcements
+	// (membership.go), stored with it.
+	actx, built := p.announcing(audit.WithActor(ctx, ev.PubKey), c)
 	switch ev.Kind {
 	case nostr.KindAddCommunityMember, nostr.KindChangeCommunityRole:
 		if current == channel.RoleOwner {
@@ -111,6 +113,7 @@ func (p *Pipeline) applyCommunityCommand(ctx context.Context, s Submission) (msg
 	if ev.Kind == nostr.KindRemoveCommunityMember && targetIsMember && cs.OnMemberRemoved != nil {
 		cs.OnMemberRemoved(ctx, s.Tenant, target)
 	}
+	p.publishAnnouncements(ctx, c, *built)
 	return "", false
 }
 

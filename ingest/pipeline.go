@@ -404,6 +404,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	if ev.Kind == nostr.KindDMVisibility {
 		return Outcome{Message: channel.MsgDMVisibilityRelaySigned}
 	}
+	if IsMembershipAnnouncement(ev.Kind) {
+		return Outcome{Message: MsgMembershipRelaySig}
+	}
 
 	// 8d. Bans and timeouts in this community, before membership; a store
 	// that cannot answer refuses the event.
@@ -509,6 +512,21 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	// published (dm.go).
 	if IsDMCommand(ev.Kind) {
 		out := p.applyDM(ctx, s)
+		if out.OK {
+			g.AcceptEphemeral(ctx, st)
+		}
+		return out
+	}
+
+	// 9b'''. A NIP-43 leave request and a workspace profile command are
+	// executed, never stored (membership.go, workspace.go).
+	if ev.Kind == nostr.KindLeaveRelay || ev.Kind == nostr.KindWorkspaceProfile {
+		var out Outcome
+		if ev.Kind == nostr.KindLeaveRelay {
+			out = p.applyLeave(ctx, s)
+		} else {
+			out = p.applyWorkspaceProfile(ctx, s)
+		}
 		if out.OK {
 			g.AcceptEphemeral(ctx, st)
 		}

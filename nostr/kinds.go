@@ -62,11 +62,28 @@ const (
 	KindAddCommunityMember    = 9030
 	KindRemoveCommunityMember = 9031
 	KindChangeCommunityRole   = 9032
-	KindBan                   = 9040
-	KindUnban                 = 9041
-	KindTimeout               = 9042
-	KindUntimeout             = 9043
-	KindResolveReport         = 9044
+	// KindWorkspaceProfile sets the community's workspace profile (Buzz's
+	// 9033: its icon).
+	KindWorkspaceProfile = 9033
+	KindBan              = 9040
+	KindUnban            = 9041
+	KindTimeout          = 9042
+	KindUntimeout        = 9043
+	KindResolveReport    = 9044
+)
+
+// NIP-43 relay access metadata: the membership a community announces,
+// signed by the community's relay key (the NIP-11 "self" of its hosts), and
+// the member's leave request.
+const (
+	// KindMembershipAdded (8000) announces a member added: p = the member.
+	KindMembershipAdded = 8000
+	// KindMembershipRemoved (8001) announces a member removed.
+	KindMembershipRemoved = 8001
+	// KindMembershipList (13534, replaceable) lists every member.
+	KindMembershipList = 13534
+	// KindLeaveRelay (28936, ephemeral) is a member's request to leave.
+	KindLeaveRelay = 28936
 )
 
 // Kinds package ingest validates.

@@ -64,6 +64,9 @@ type Config struct {
 	DBEvents string
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
+	// RequireRelayMembership makes every community members-only (NIP-43
+	// relay membership; buzz.WithRelayMembershipRequired).
+	RequireRelayMembership bool
 	// Limits are enforced by the relay and advertised in NIP-11.
 	Limits buzz.Limits
 	// KindAllowList is the kinds clients may publish (BUZZ_KIND_ALLOWLIST);
@@ -237,6 +240,9 @@ func settings() []setting {
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
 			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",
 			apply: func(c *Config, v string) (err error) { c.AuthRequired, err = parseBool(v); return err }},
+		{env: "BUZZ_REQUIRE_RELAY_MEMBERSHIP", flag: "require-relay-membership", def: "false", isBool: true,
+			usage: "require relay membership (NIP-43) to read and write: in every community only its owner and members (9030), authenticated; others are refused restricted: not a relay member",
+			apply: func(c *Config, v string) (err error) { c.RequireRelayMembership, err = parseBool(v); return err }},
 		{env: "BUZZ_MAX_FRAME_BYTES", flag: "max-frame-bytes", def: strconv.Itoa(lim.MaxFrameBytes),
 			usage: "largest WebSocket message accepted; larger ones get a NOTICE and the connection is closed",
 			apply: func(c *Config, v string) (err error) { c.Limits.MaxFrameBytes, err = parsePositive(v); return err }},

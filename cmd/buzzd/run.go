@@ -265,6 +265,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		return err
 	}
 	relayOpts := cl.RelayOptions()
+	if cfg.RequireRelayMembership {
+		relayOpts = append(relayOpts, buzz.WithRelayMembershipRequired())
+	}
 	if msrv != nil {
 		defer msrv.srv.Close()
 		relayOpts = append(relayOpts, metricsOpt)

@@ -566,11 +566,28 @@ func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pu
 	if !store.ValidCommunityRole(role) {
 		return fmt.Errorf("postgres: community role must be admin, moderator or member, not %q", role)
 	}
+	ann := store.MembershipAnnouncerFrom(ctx)
 	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		var last int64
+		var prev channel.Role
+		if ann != nil {
+			var err error
+			if last, err = lockMembership(ctx, tx, c); err != nil {
+				return err
+			}
+			if prev, err = memberRole(ctx, tx, c, pk); err != nil {
+				return err
+			}
+		}
 		_, err := tx.Exec(ctx, `INSERT INTO community_members (community_id, pubkey, role) VALUES ($1, $2, $3)
 ON CONFLICT (community_id, pubkey) DO UPDATE SET role = EXCLUDED.role`, c.UUID(), pk, string(role))
 		if err != nil {
 			return err
+		}
+		if ann != nil && prev != role {
+			if err := announceMembership(ctx, tx, ann, c, pubkey, prev == "", false, last); err != nil {
+				return err
+			}
 		}
 		return queueAudit(ctx, tx, c, audit.Record{Action: audit.CommunityMemberPut, Actor: audit.ActorFrom(ctx),
 			Object: pubkey, Detail: map[string]any{"role": string(role)}})
@@ -588,10 +605,23 @@ func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID,
 	if !ok {
 		return nil
 	}
+	ann := store.MembershipAnnouncerFrom(ctx)
 	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+		var last int64
+		if ann != nil {
+			var err error
+			if last, err = lockMembership(ctx, tx, c); err != nil {
+				return err
+			}
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM community_members WHERE community_id = $1 AND pubkey = $2`, c.UUID(), pk)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
+		}
+		if ann != nil {
+			if err := announceMembership(ctx, tx, ann, c, pubkey, false, true, last); err != nil {
+				return err
+			}
 		}
 		return queueAudit(ctx, tx, c, audit.Record{Action: audit.CommunityMemberRemoved, Actor: audit.ActorFrom(ctx), Object: pubkey})
 	})

@@ -70,3 +70,9 @@ func TestDMs(t *testing.T) {
 func TestThreads(t *testing.T) {
 	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openStore(t) })
 }
+
+// TestMembershipAnnouncements runs the membership announcement suite, each
+// subtest on its own database.
+func TestMembershipAnnouncements(t *testing.T) {
+	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openStore(t) })
+}

@@ -542,10 +542,20 @@ func (s *Store) PutCommunityMember(ctx context.Context, c tenant.CommunityID, pu
 	if err != nil {
 		return err
 	}
+	ann := store.MembershipAnnouncerFrom(ctx)
 	return s.submit(ctx, func(w *writer) error {
+		prev, err := w.memberRole(cseq, pk)
+		if err != nil {
+			return err
+		}
 		if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO community_members (community, pubkey, role, added_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (community, pubkey) DO UPDATE SET role = excluded.role`, cseq, pk, string(role), time.Now().Unix()); err != nil {
 			return internal("put community member", err)
+		}
+		if ann != nil && prev != role {
+			if err := w.announceMembership(ann, cseq, c, pubkey, prev == "", false); err != nil {
+				return err
+			}
 		}
 		return w.appendAudit(cseq, c, audit.Record{Action: audit.CommunityMemberPut, Actor: audit.ActorFrom(ctx),
 			Object: pubkey, Detail: map[string]any{"role": string(role)}})
@@ -562,6 +572,7 @@ func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID,
 	if err != nil {
 		return err
 	}
+	ann := store.MembershipAnnouncerFrom(ctx)
 	return s.submit(ctx, func(w *writer) error {
 		res, err := w.conn.ExecContext(w.ctx, `DELETE FROM community_members WHERE community = ? AND pubkey = ?`, cseq, pk)
 		if err != nil {
@@ -569,6 +580,11 @@ func (s *Store) RemoveCommunityMember(ctx context.Context, c tenant.CommunityID,
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err
+		}
+		if ann != nil {
+			if err := w.announceMembership(ann, cseq, c, pubkey, false, true); err != nil {
+				return err
+			}
 		}
 		return w.appendAudit(cseq, c, audit.Record{Action: audit.CommunityMemberRemoved, Actor: audit.ActorFrom(ctx), Object: pubkey})
 	})

@@ -52,3 +52,11 @@ func TestThreads(t *testing.T) {
 func TestLSMThreads(t *testing.T) {
 	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openLSM(t) })
 }
+
+func TestMembershipAnnouncements(t *testing.T) {
+	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openTemp(t) })
+}
+
+func TestLSMMembershipAnnouncements(t *testing.T) {
+	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openLSM(t) })
+}
