@@ -80,6 +80,7 @@ func TestPackageLayout(t *testing.T) {
 		"admin":                   cat(relay, drivers, backends),
 		"nip05":                   cat(drivers, backends, redis),
 		"modhttp":                 cat(drivers, backends, redis),
+		"workflowhost":            cat(drivers, backends, redis),
 		"cluster":                 cat(backends, []string{"github.com/jackc/", "modernc.org/sqlite"}),
 		// transfer works over interfaces of its own: the backends implement
 		// them, embedders call it with any store.
