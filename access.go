@@ -177,8 +177,8 @@ func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch
 	}
 	id := ch.Channel.ID
 	r.revokeChannel(ctx, tc.Community(), id, ch.Deleted || ch.BecamePrivate, ch.Revoked)
-	if r.wf != nil {
-		r.wf.onChannelChange(ctx, tc.Community(), ch)
+	for _, f := range r.features.channelHooks {
+		f(ctx, tc.Community(), ch)
 	}
 	for _, m := range ingest.ControlMessages(ch) {
 		r.announce(ctx, tc.Community(), m)

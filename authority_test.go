@@ -17,7 +17,6 @@ import (
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
-	"github.com/buzzrelay/buzz/workflow"
 )
 
 // The authority rule (ingest/authority.go) as an attacker meets it: signed
@@ -26,16 +25,22 @@ import (
 // in the LSM engine), on SQLite with its events in its tables, and on
 // PostgreSQL.
 
+// authStore is a store with channels, as every backend keeps them.
+type authStore interface {
+	store.Backend
+	store.ChannelStore
+}
+
 // authBackend opens the store of one backend; a shared backend's opens
 // are several processes (pods) on one database.
 type authBackend struct {
 	shared bool
-	open   func(t testing.TB) wfBackend
+	open   func(t testing.TB) authStore
 }
 
 func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 	embedded := func(opts ...sqlite.Option) authBackend {
-		return authBackend{open: func(t testing.TB) wfBackend {
+		return authBackend{open: func(t testing.TB) authStore {
 			st, err := sqlite.Open(context.Background(), t.TempDir(), append(opts, sqlite.WithLogger(quietLogger()))...)
 			if err != nil {
 				t.Fatal(err)
@@ -48,7 +53,7 @@ func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, embedded()) })
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.NewDatabase(t)
-		fn(t, authBackend{shared: true, open: func(t testing.TB) wfBackend {
+		fn(t, authBackend{shared: true, open: func(t testing.TB) authStore {
 			st, err := postgres.Open(context.Background(), url, postgres.WithLogger(quietLogger()), postgres.WithMaxConns(6))
 			if err != nil {
 				t.Fatal(err)
@@ -197,66 +202,6 @@ func (c *rawClient) readAll(sub string, f nostr.Filter) []*nostr.Event {
 			}
 		}
 	}
-}
-
-// TestAuthorityWorkflowReplay (row 4): O's signed webhook definition,
-// re-submitted by others before O (in O's community, or copied into
-// another community under a channel of the same id): refused, no secret;
-// O then gets the secret once. A 46020 and a 46030 re-sent by a non-author
-// are refused; O's own 46020 sent twice starts one run.
-func TestAuthorityWorkflowReplay(t *testing.T) {
-	forAuthorityBackends(t, func(t *testing.T, b authBackend) {
-		st := b.open(t)
-		tr := workflowRelay(t, st, newHookServer(t))
-		owner, x := newSigner(t), newSigner(t)
-		oc := tr.authedOn(t, tr.host, owner)
-		ch := oc.createChannel(owner, "ops", channel.VisibilityOpen)
-		id := workflow.NewID()
-		def := owner.event(nostr.KindDefinition, now(), hookYAML, nostr.Tag{"d", id.String()}, chanTag(ch))
-
-		noSecret := func(what string, ok *nostr.OKMessage) {
-			t.Helper()
-			if ok.OK || strings.Contains(ok.Message, "webhook_secret") {
-				t.Fatalf("%s: OK %v %q", what, ok.OK, ok.Message)
-			}
-		}
-		noSecret("anonymous", tr.dial(t).publishOnce(def))
-		xc := tr.authedOn(t, tr.host, x)
-		noSecret("attacker", xc.publishOnce(def))
-		eq(t, "attacker's message", xc.publishOnce(def).Message, ingest.MsgAuthorityNotAuthor)
-		// Copied into another community where the attacker made a channel
-		// with the same id.
-		if _, _, err := st.EnsureCommunity(context.Background(), "b.example"); err != nil {
-			t.Fatal(err)
-		}
-		xb := tr.authedOn(t, "b.example", x)
-		xb.mustAccept(x.event(nostr.KindCreateChannel, now(), "", chanTag(ch), nostr.Tag{"name", "ops"}))
-		noSecret("copy in another community", xb.publishOnce(def))
-
-		// O's own submission: the secret, once.
-		ok := oc.publish(def)
-		webhookSecretOf(t, ok)
-		ok = oc.publish(def)
-		eq(t, "O's second submission", ok.Message, ingest.MsgDuplicate)
-
-		// 46020: O's own manual trigger runs once; anyone else's copy is
-		// refused.
-		trig := owner.event(nostr.KindManualTrigger, now(), `{"who":"o"}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(ch))
-		eq(t, "anonymous 46020", tr.dial(t).publishOnce(trig).Message, ingest.MsgAuthorityAuth)
-		okResponse(t, oc.publish(trig))
-		eq(t, "attacker's 46020", xc.publishOnce(trig).Message, ingest.MsgAuthorityNotAuthor)
-		eq(t, "O's 46020 again", oc.publish(trig).Message, ingest.MsgDuplicate)
-		runs, _, err := st.Runs(context.Background(), tr.tc.Community(), id, workflow.RunPage{Limit: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		eq(t, "runs of the workflow", len(runs), 1)
-
-		// 46030: an approver's grant, re-sent by someone else.
-		grant := owner.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))
-		eq(t, "attacker's 46030", xc.publishOnce(grant).Message, ingest.MsgAuthorityNotAuthor)
-		eq(t, "anonymous 46030", tr.dial(t).publishOnce(grant).Message, ingest.MsgAuthorityAuth)
-	})
 }
 
 // TestAuthorityFreshAndOnce: a command older than the authority window is

@@ -18,14 +18,14 @@
 // same Host binding: NIP-29 channels and groups (WithChannels, with
 // moderation 9032/9040–9044 and NIP-56 reports), NIP-50 search (when the
 // store searches), gift wraps readable by their recipient only (NIP-17/59),
-// the workflow engine (WithWorkflows: kinds 30620/46020, status events,
-// /workflows, /hooks and /approvals), and HTTP routes on community hosts
-// mounted through HandleCommunity: the NIP-98 API (WithHTTPAPI: /query,
-// /count, /events). Features in their own packages mount through one seam
-// (WithFeature, Feature, Host): routes on community hosts, NIP-98
-// authentication, admission, event policies and hooks — names per
-// community (package nip05), the audit chain route (audit/audithttp) and
-// the moderation reads (modhttp).
+// and HTTP routes on community hosts mounted through HandleCommunity: the
+// NIP-98 API (WithHTTPAPI: /query, /count, /events). Features in their own
+// packages mount through one seam (WithFeature, Feature, Host): routes on
+// community hosts, NIP-98 authentication, admission, commands, event
+// policies, hooks, background work and relay-signed publishing — names per
+// community (package nip05), the audit chain route (audit/audithttp), the
+// moderation reads (modhttp) and the workflow engine (workflowhost: kinds
+// 30620/46020, status events, /workflows, /hooks and /approvals).
 // Reads are bounded and owned (a per-read deadline, a
 // fair queue across communities and connections, cancellation on CLOSE or
 // disconnect); connections are admitted per address, per community and in
@@ -87,7 +87,6 @@ type Relay struct {
 	// (moderation.go).
 	moderation store.ModerationStore
 	keys       *relaykey.Keys // per-community signing keys of relay-signed events
-	wf         *WorkflowHost  // nil without WithWorkflows (workflows.go)
 
 	readBufs sync.Pool        // *[]byte: a connection's buffer for one inbound message
 	inflight *pubsub.Inflight // EVENTs being ingested (see pubsub.Inflight)
@@ -173,9 +172,6 @@ func New(opts ...Option) (*Relay, error) {
 		return nil, err
 	}
 	r.setupModeration()
-	if err := r.setupWorkflows(); err != nil {
-		return nil, err
-	}
 	policies := make([]ingest.EventPolicy, len(cfg.eventPolicies))
 	for i, p := range cfg.eventPolicies {
 		policies[i] = p
@@ -195,9 +191,6 @@ func New(opts ...Option) (*Relay, error) {
 	for _, h := range feats.hooks {
 		hooks = append(hooks, h)
 	}
-	if r.wf != nil {
-		hooks = append(hooks, r.wf.onStored)
-	}
 	p, err := ingest.New(ingest.Config{
 		Store:           cfg.store,
 		Broker:          r.cfg.broker,
@@ -210,7 +203,7 @@ func New(opts ...Option) (*Relay, error) {
 		OnStored:        hooks,
 		Logger:          cfg.logger,
 		Channels:        r.ingestChannels(),
-		Commands:        r.workflowCommands(),
+		Commands:        feats.commands,
 		Moderation:      r.ingestModeration(),
 		Feedback:        feedbackStore(r.cfg.store),
 		Kinds:           cfg.kinds,
@@ -238,9 +231,6 @@ func New(opts ...Option) (*Relay, error) {
 	r.reads = newReadGate(cfg.limits, cfg.store)
 	r.readers = newWorkers(r.reads.slots)
 	r.registerHTTPAPI()
-	r.registerWorkflowAPI()
-	r.registerWebhooks()
-	r.registerApprovalPage()
 	// Idle connections are cheap: the read buffer is small (a larger
 	// message is read straight into the message buffer) and write buffers
 	// are only held while a message is being written.
@@ -275,6 +265,7 @@ func New(opts ...Option) (*Relay, error) {
 		r.refusalsDone = make(chan struct{})
 		go r.refusals.run(bg, r.refusalsDone)
 	}
+	r.features.startBackground()
 	return r, nil
 }
 
@@ -445,6 +436,9 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	}
 	defer close(r.closed)
 
+	// The features' background work (a workflow engine handing its runs
+	// back) stops first, while everything it uses still works.
+	r.features.stopBackground(ctx)
 	for _, c := range conns {
 		c.beginClose(websocket.CloseServiceRestart, "relay restarting")
 	}

@@ -2,7 +2,6 @@ package buzz
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/store"
-	"github.com/buzzrelay/buzz/workflow"
 )
 
 // An embedder mounts the health handlers where it wants them, and may
@@ -53,10 +51,6 @@ func TestChannelsOnlyWithWithChannels(t *testing.T) {
 		t.Fatal("WithChannels accepted a store that keeps no channels")
 	} else if !strings.Contains(err.Error(), "store.ChannelStore") {
 		t.Fatalf("error %q does not name what the store lacks", err)
-	}
-	build := func(*WorkflowHost) (*workflow.Engine, error) { return nil, errors.New("not reached") }
-	if _, err := New(WithStore(st), WithDirectory(st), WithWorkflows(st, build), WithLogger(quietLogger())); err == nil || !strings.Contains(err.Error(), "WithChannels") {
-		t.Fatalf("WithWorkflows without WithChannels: %v", err)
 	}
 
 	// The store keeps channels, but nobody asked for them.

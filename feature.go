@@ -3,15 +3,23 @@ package buzz
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/nostr/nip17"
+	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -77,6 +85,74 @@ type Host interface {
 	// order of NIP-11's supported_nips (see Relay.NIPs). Call it once the
 	// relay serves: features mounted later advertise theirs in Mount.
 	NIPs() []NIP
+
+	// Channels is the relay's channel store, nil without WithChannels.
+	Channels() store.ChannelStore
+	// AddCommand makes kind a command: an EVENT of that kind, once every
+	// admission check has passed, is handed to f instead of being stored
+	// (unless f says to store it too), and it is an authority event (see
+	// ingest.CommandFunc). A kind may have one command.
+	AddCommand(kind int, f ingest.CommandFunc)
+	// AddOnChannelChange adds a hook called after a channel command
+	// committed on this process (and the relay applied it to its
+	// connections), before the command's event is published.
+	AddOnChannelChange(f func(ctx context.Context, c tenant.CommunityID, change channel.Change))
+	// AddReadyCheck adds a dependency to the readiness check
+	// (Relay.ReadyzHandler): name is reported "ok", or "unavailable"
+	// when check fails within ReadyTimeout.
+	AddReadyCheck(name string, check func(ctx context.Context) error)
+	// Go runs f on its own goroutine from the end of New until Shutdown:
+	// Shutdown cancels ctx before it closes anything and waits for f to
+	// return (as long as its own context allows).
+	Go(f func(ctx context.Context))
+	// Metrics is the relay's Metrics (WithMetrics). It also implements
+	// the workflow and webhook counters (WorkflowRunStarted,
+	// WorkflowRunFinished, WorkflowStepFinished, WebhookDelivered), each
+	// passed on when the embedder's Metrics implements it; a finished run
+	// is counted in the summary log line (WithLogSummary).
+	Metrics() Metrics
+	// Sign signs ev with community c's relay key (WithRelayKey), the key
+	// of the relay-signed events of c.
+	Sign(c tenant.CommunityID, ev *nostr.Event) error
+	// SealDM returns a NIP-17 direct message from community c's relay key
+	// to the pubkey to, gift-wrapped (readable by to only).
+	SealDM(c tenant.CommunityID, to, text string) (*nostr.Event, error)
+	// Publish stores ev in community c and delivers it live, as the relay
+	// stores its own events: no admission (the caller vouches for ev), the
+	// in-flight count Shutdown drains, the isolation trace (WithTracer)
+	// with c's relay key as actor. An event already stored is not an error
+	// and is not delivered again. A failed live delivery is logged.
+	Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error
+	// PublishChannelState stores and publishes the relay-signed state
+	// events (NIP-29 39000–39003) a change of channel made through the
+	// channel store calls for.
+	PublishChannelState(ctx context.Context, c tenant.CommunityID, change channel.Change)
+	// CommunityOrigin is the HTTP origin of community c outside any
+	// request: its primary host, with http when WithRelayURL names a ws://
+	// URL and https otherwise. It needs a store that finds communities by
+	// id (both backends do).
+	CommunityOrigin(ctx context.Context, c tenant.CommunityID) (string, error)
+	// ReadHTTP begins the read of an HTTP request on tc's host that
+	// pubkey signed (AuthenticateHTTP), traced under seam (WithTracer)
+	// like a REQ on a connection. Every read ends with Refused or
+	// Returned.
+	ReadHTTP(tc tenant.TenantContext, pubkey, seam string) HTTPRead
+}
+
+// HTTPRead is one read of an HTTP request by its NIP-98 signer (see
+// Host.ReadHTTP).
+type HTTPRead interface {
+	// MayReadChannel reports whether the signer may read channel id,
+	// which exists: the decision of a REQ whose filter is {"#h": [id]}
+	// (not banned, a member of a members-only community, a member of a
+	// private channel). Any refusal is false, never a reason.
+	MayReadChannel(ctx context.Context, id channel.ID) (bool, error)
+	// Refused ends the read with the refusal reason (a NIP-01 prefixed
+	// message).
+	Refused(ctx context.Context, reason string)
+	// Returned ends the read with the rows it returned, each labelled
+	// with the community it belongs to.
+	Returned(ctx context.Context, rows []tenant.CommunityID)
 }
 
 // WithFeature mounts f on the relay (see Feature). Features mount in the
@@ -101,6 +177,20 @@ type seam struct {
 	policies []EventPolicy
 	hooks    []OnStored
 	nips     []NIP
+
+	commands      map[int]ingest.CommandFunc
+	channelHooks  []func(ctx context.Context, c tenant.CommunityID, change channel.Change)
+	readyChecks   []readyCheck
+	background    []func(ctx context.Context)
+	stopBG        context.CancelFunc // cancels the background's context; nil before start
+	backgroundWG  sync.WaitGroup
+	traceMu       sync.Mutex
+	publishTraces map[tenant.CommunityID]publishTrace // with WithTracer only
+}
+
+type readyCheck struct {
+	name  string
+	check func(ctx context.Context) error
 }
 
 // mountFeatures mounts every WithFeature feature on a new seam, which
@@ -199,4 +289,223 @@ func (r *Relay) relayURL(req *http.Request, tc tenant.TenantContext) string {
 		}
 	}
 	return scheme + "://" + tc.Host()
+}
+
+func (s *seam) Channels() store.ChannelStore {
+	if s.r.channels == nil {
+		return nil
+	}
+	return s.r.channels.store
+}
+
+func (s *seam) AddCommand(kind int, f ingest.CommandFunc) {
+	s.mustMount("AddCommand")
+	if _, dup := s.commands[kind]; dup {
+		panic("buzz: Host.AddCommand: kind " + strconv.Itoa(kind) + " already has a command")
+	}
+	if s.commands == nil {
+		s.commands = map[int]ingest.CommandFunc{}
+	}
+	s.commands[kind] = f
+}
+
+func (s *seam) AddOnChannelChange(f func(ctx context.Context, c tenant.CommunityID, change channel.Change)) {
+	s.mustMount("AddOnChannelChange")
+	s.channelHooks = append(s.channelHooks, f)
+}
+
+func (s *seam) AddReadyCheck(name string, check func(ctx context.Context) error) {
+	s.mustMount("AddReadyCheck")
+	s.readyChecks = append(s.readyChecks, readyCheck{name, check})
+}
+
+func (s *seam) Go(f func(ctx context.Context)) {
+	s.mustMount("Go")
+	s.background = append(s.background, f)
+}
+
+// startBackground starts what the features asked to run (Host.Go); New
+// calls it last.
+func (s *seam) startBackground() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopBG = cancel
+	for _, f := range s.background {
+		s.backgroundWG.Add(1)
+		go func() {
+			defer s.backgroundWG.Done()
+			f(ctx)
+		}()
+	}
+}
+
+// stopBackground cancels the features' background work and waits for it
+// until ctx ends.
+func (s *seam) stopBackground(ctx context.Context) {
+	if s.stopBG == nil {
+		return
+	}
+	s.stopBG()
+	done := make(chan struct{})
+	go func() {
+		s.backgroundWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+func (s *seam) Metrics() Metrics { return s.r.cfg.metrics }
+
+func (s *seam) Sign(c tenant.CommunityID, ev *nostr.Event) error {
+	return ev.Sign(s.r.keys.For(c))
+}
+
+func (s *seam) SealDM(c tenant.CommunityID, to, text string) (*nostr.Event, error) {
+	return nip17.Message(s.r.keys.For(c), to, text)
+}
+
+func (s *seam) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	r := s.r
+	ticket := r.inflight.Begin()
+	defer r.inflight.End(ticket)
+	err := r.cfg.store.Save(ctx, c, ev)
+	if errors.Is(err, store.ErrDuplicate) {
+		if pt, ok := s.publishTrace(ctx, c); ok {
+			pt.t.WriteDuplicate(ctx, pt.st, ev.ID)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pt, ok := s.publishTrace(ctx, c); ok {
+		if ch, has, _ := channel.OfEvent(ev); has {
+			pt.t.WriteInsert(ctx, pt.st, ev.ID, ch.String(), c)
+		} else {
+			pt.t.WriteInsertGlobal(ctx, pt.st, ev.ID)
+		}
+	}
+	if err := r.cfg.broker.Publish(ctx, pubsub.Message{Community: c, Event: ev, Raw: ev.AppendJSON(nil)}); err != nil {
+		r.log.ErrorContext(ctx, "buzz: publish a relay event", "community", c.String(), "event", ev.ID, "err", err)
+	}
+	return nil
+}
+
+// publishTrace is where the conformance steps of what features publish in
+// one community go (Host.Publish): a trace bound, like a connection,
+// through the community's primary host, whose actor is the community's
+// relay key.
+type publishTrace struct {
+	t  trace.Tracer
+	st trace.State
+}
+
+// publishTrace returns the trace of what is published in community c,
+// opening it on first use by binding the community's primary host through
+// the relay's directory (so its steps carry a real TenantContext, as a
+// connection's do). It reports false when tracing is off, or when c has no
+// host that binds to it; the publish goes ahead untraced then.
+func (s *seam) publishTrace(ctx context.Context, c tenant.CommunityID) (publishTrace, bool) {
+	r := s.r
+	if r.cfg.tracer == nil {
+		return publishTrace{}, false
+	}
+	s.traceMu.Lock()
+	defer s.traceMu.Unlock()
+	if pt, ok := s.publishTraces[c]; ok {
+		return pt, true
+	}
+	host, err := r.communityHost(ctx, c)
+	if err != nil {
+		r.log.WarnContext(ctx, "buzz: publish trace", "community", c.String(), "err", err)
+		return publishTrace{}, false
+	}
+	tc, err := tenant.Bind(ctx, r.cfg.directory, host)
+	if err != nil || tc.Community() != c {
+		return publishTrace{}, false
+	}
+	if s.publishTraces == nil {
+		s.publishTraces = map[tenant.CommunityID]publishTrace{}
+	}
+	pt := publishTrace{t: r.cfg.tracer(tc), st: trace.State{Tenant: tc, Actor: r.keys.For(c).PublicKey()}}
+	s.publishTraces[c] = pt
+	return pt, true
+}
+
+// communityFinder may be implemented by a store: it finds a community,
+// with its primary host, by id (both backends do).
+type communityFinder interface {
+	CommunityByID(ctx context.Context, id tenant.CommunityID) (store.Community, error)
+}
+
+// communityHost returns community c's primary host, for what is done
+// outside any request. It needs a store that finds communities by id
+// (communityFinder).
+func (r *Relay) communityHost(ctx context.Context, c tenant.CommunityID) (string, error) {
+	finder, ok := r.cfg.store.(communityFinder)
+	if !ok {
+		return "", errors.New("the store does not find communities by id")
+	}
+	cm, err := finder.CommunityByID(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	if cm.Host == "" {
+		return "", errors.New("the community has no host")
+	}
+	return cm.Host, nil
+}
+
+func (s *seam) PublishChannelState(ctx context.Context, c tenant.CommunityID, change channel.Change) {
+	s.r.pipeline.PublishChannelState(ctx, c, change)
+}
+
+func (s *seam) CommunityOrigin(ctx context.Context, c tenant.CommunityID) (string, error) {
+	host, err := s.r.communityHost(ctx, c)
+	if err != nil {
+		return "", fmt.Errorf("buzz: community origin: %w", err)
+	}
+	scheme := "https"
+	if s.r.cfg.relayScheme == "ws" {
+		scheme = "http"
+	}
+	return scheme + "://" + host, nil
+}
+
+func (s *seam) ReadHTTP(tc tenant.TenantContext, pubkey, seam string) HTTPRead {
+	return seamRead{r: s.r, tc: tc, pubkey: pubkey, rt: s.r.armHTTPRead(tc, pubkey, seam)}
+}
+
+// seamRead is the relay's HTTPRead.
+type seamRead struct {
+	r      *Relay
+	tc     tenant.TenantContext
+	pubkey string
+	rt     readTrace
+}
+
+func (h seamRead) MayReadChannel(ctx context.Context, id channel.ID) (bool, error) {
+	r, c := h.r, h.tc.Community()
+	filters := []nostr.Filter{{Tags: map[string][]string{"h": {id.String()}}}}
+	_, reason, _, err := r.readAccess(ctx, c, []string{h.pubkey}, r.signerReader(ctx, c, h.pubkey), filters, h.rt.channelCheck(ctx, h.tc))
+	if err != nil || reason != "" || r.channels == nil {
+		return false, err
+	}
+	_, err = r.channels.store.Channel(ctx, c, id)
+	if errors.Is(err, channel.ErrNoChannel) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (h seamRead) Refused(ctx context.Context, reason string) { h.rt.refuse(ctx, reason) }
+
+func (h seamRead) Returned(ctx context.Context, rows []tenant.CommunityID) {
+	if h.rt.g == nil {
+		return
+	}
+	h.rt.g.ReadByIDRows(ctx, h.rt.st, rows)
+	h.rt.done(ctx)
 }

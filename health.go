@@ -17,8 +17,9 @@ import (
 //	              then 503 {"status":"stopped"}.
 //	GET /readyz   readiness: 200 {"status":"ready","checks":{…}} when the
 //	              relay is not shutting down, the store answers and the
-//	              broker can carry messages (and, with WithWorkflows,
-//	              every workflow engine loop runs); otherwise 503
+//	              broker can carry messages (and every check a feature
+//	              added passes: the workflow host's "workflows", every
+//	              engine loop running); otherwise 503
 //	              {"status":"degraded","checks":{…}} where each check is
 //	              "ok" or names what failed ("unavailable", "shutting down").
 //
@@ -67,7 +68,11 @@ func (r *Relay) Ready(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	for _, name := range []string{"relay", "store", "broker", "workflows"} {
+	names := []string{"relay", "store", "broker"}
+	for _, c := range r.features.readyChecks {
+		names = append(names, c.name)
+	}
+	for _, name := range names {
 		if v := checks[name]; v != "ok" {
 			return &NotReadyError{Dependency: name, State: v}
 		}
@@ -76,7 +81,8 @@ func (r *Relay) Ready(ctx context.Context) error {
 }
 
 // NotReadyError is Ready's error: Dependency is "relay", "store",
-// "broker" or "workflows"; State is what /readyz reports for it.
+// "broker" or the name of a feature's check (Host.AddReadyCheck: the
+// workflow host's "workflows"); State is what /readyz reports for it.
 type NotReadyError struct {
 	Dependency string
 	State      string
@@ -116,9 +122,9 @@ func (r *Relay) readiness(ctx context.Context) (map[string]string, bool) {
 	if b, ok := r.cfg.broker.(ReadyChecker); ok {
 		probes = append(probes, func(ctx context.Context) result { return result{"broker", b.Ready(ctx)} })
 	}
-	if r.wf != nil {
-		checks["workflows"] = "ok"
-		probes = append(probes, func(context.Context) result { return result{"workflows", r.wf.engine.Check()} })
+	for _, c := range r.features.readyChecks {
+		checks[c.name] = "ok"
+		probes = append(probes, func(ctx context.Context) result { return result{c.name, c.check(ctx)} })
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()

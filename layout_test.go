@@ -82,6 +82,7 @@ func TestPackageLayout(t *testing.T) {
 		"modhttp":                 cat(drivers, backends, redis),
 		"homepage":                cat(drivers, backends, redis),
 		"threads":                 cat(drivers, backends, redis),
+		"workflowhost":            cat(drivers, backends, redis),
 		"cluster":                 cat(backends, []string{"github.com/jackc/", "modernc.org/sqlite"}),
 		// transfer works over interfaces of its own: the backends implement
 		// them, embedders call it with any store.

@@ -20,7 +20,6 @@ import (
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
-	"github.com/buzzrelay/buzz/workflow"
 )
 
 // Buzz's messaging kinds driven by an independent client (go-nostr): the
@@ -280,30 +279,6 @@ func TestReactionUniqueAcrossPods(t *testing.T) {
 		}
 		eq(t, "stored reactions", got, int64(1))
 	}
-}
-
-// TestDiffPostedWorkflow: a diff_posted workflow is accepted and runs on a
-// diff (40008), with the diff's tags as trigger variables.
-func TestDiffPostedWorkflow(t *testing.T) {
-	forBackends(t, func(t *testing.T, b store.Backend) {
-		st, ok := b.(wfBackend)
-		if !ok {
-			t.Fatalf("%T does not implement the workflow store", b)
-		}
-		tr := workflowRelay(t, st, newHookServer(t))
-		alice := newSigner(t)
-		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
-		ch := ac.createChannel(alice, "code", channel.VisibilityOpen)
-		const yaml = "name: Diffs\ntrigger: {on: diff_posted, filter: 'trigger_repo == \"https://github.com/x/y\"'}\nsteps:\n  - id: note\n    action: send_message\n    text: \"diff {{trigger.commit}} by {{trigger.author}}\"\n"
-		_, okm := ac.define(alice, workflow.NewID(), ch, yaml)
-		okResponse(t, okm)
-		ac.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {ch.String()}}})
-		ac.mustAccept(alice.event(messaging.KindDiff, now(), "--- a\n+++ b\n", chanTag(ch),
-			nostr.Tag{"repo", "https://github.com/x/y"}, nostr.Tag{"commit", "abc1234"}))
-		got := ac.waitFor("live", func(e *nostr.Event) bool { return e.PubKey != alice.pub() })
-		eq(t, "workflow message", got.Content, "diff abc1234 by "+alice.pub())
-	})
 }
 
 // TestReactionSlotTakeover: a slot whose reaction was never stored (a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/tenant"
+	"github.com/buzzrelay/buzz/workflow"
 )
 
 // DefaultLogSummaryInterval is how often a relay logs its summary line
@@ -155,3 +156,34 @@ func (m summaryMetrics) SlowReaderDisconnected(tc tenant.TenantContext) {
 	m.next.SlowReaderDisconnected(tc)
 }
 func (m summaryMetrics) StoreLatency(op string, d time.Duration) { m.next.StoreLatency(op, d) }
+
+// The workflow and webhook counters (Host.Metrics): a finished run is
+// counted for the summary; each is passed on when the relay's Metrics
+// implements it.
+
+func (m summaryMetrics) WorkflowRunStarted() {
+	if n, ok := m.next.(interface{ WorkflowRunStarted() }); ok {
+		n.WorkflowRunStarted()
+	}
+}
+
+func (m summaryMetrics) WorkflowRunFinished(status string) {
+	m.o.runFinished(status == string(workflow.RunFailed))
+	if n, ok := m.next.(interface{ WorkflowRunFinished(string) }); ok {
+		n.WorkflowRunFinished(status)
+	}
+}
+
+func (m summaryMetrics) WorkflowStepFinished(status string, d time.Duration) {
+	if n, ok := m.next.(interface {
+		WorkflowStepFinished(string, time.Duration)
+	}); ok {
+		n.WorkflowStepFinished(status, d)
+	}
+}
+
+func (m summaryMetrics) WebhookDelivered(direction string, status int) {
+	if n, ok := m.next.(interface{ WebhookDelivered(string, int) }); ok {
+		n.WebhookDelivered(direction, status)
+	}
+}

@@ -81,7 +81,6 @@ type config struct {
 	cluster        clusterConfig   // multi-process options (cluster.go)
 	httpAPI        *nip98.Verifier // nil: no NIP-98 HTTP API (httpapi.go)
 	trustedProxies []netip.Prefix  // whose X-Forwarded-For is believed (admission.go)
-	workflows      *workflowConfig // nil: no workflows (workflows.go)
 	metrics        Metrics         // noMetrics unless WithMetrics (metrics_hook.go)
 	logSummary     time.Duration   // WithLogSummary (oplog.go)
 	logSummarySet  bool
@@ -120,7 +119,7 @@ func WithStore(s store.EventStore) Option {
 // store.ChannelStore (New fails otherwise). With channels come community
 // roles and access policy, moderation (when the store implements
 // store.ModerationStore), channel-scoped reads and relay-signed group
-// state; WithWorkflows needs them. Without WithChannels, an event naming a
+// state; the workflow host (package workflowhost) needs them. Without WithChannels, an event naming a
 // channel (an "h" tag) is refused and reads see no channel events.
 func WithChannels() Option {
 	return func(c *config) error {

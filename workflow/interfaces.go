@@ -80,7 +80,7 @@ func (r Right) String() string {
 // engine asks it before every run (RightRun), before every step (the
 // step's right, see RightNeeder) and before a webhook delivery creates a
 // run, so a workflow never acts with more than its owner could do by hand
-// at that moment. The relay implements it (WorkflowHost.OwnerMay) from the
+// at that moment. The relay implements it (package workflowhost) from the
 // store and moderation state; without one the engine derives a
 // channel-role-only rule from its Authority.
 type OwnerRights interface {

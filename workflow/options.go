@@ -156,8 +156,8 @@ func WithAuthority(a Authority) Option {
 
 // WithOwnerRights sets the rule deciding what a workflow's owner may do
 // when the workflow acts (see OwnerRights). Without it the engine uses its
-// Publisher when that implements OwnerRights (the relay's WorkflowHost
-// does), else a rule derived from the Authority alone: an active channel
+// Publisher when that implements OwnerRights (the relay's, in package
+// workflowhost, does), else a rule derived from the Authority alone: an active channel
 // member, not a guest to post, owner or admin for RightMetadata and
 // RightAdmin.
 func WithOwnerRights(r OwnerRights) Option {

@@ -296,8 +296,6 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	}
 	relay.Mux().Handle("GET "+buzz.HealthzPath, relay.HealthzHandler())
 	relay.Mux().Handle("GET "+buzz.ReadyzPath, relay.ReadyzHandler())
-	stopWorkflows := runWorkflows(relay, logger)
-	defer stopWorkflows()
 	if err := mountOwnerAPI(cfg, backend, relay, logger, cl); err != nil {
 		_ = relay.Shutdown(ctx)
 		return err
@@ -356,7 +354,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	var errs []error
-	stopWorkflows() // runs stop at a step boundary; their leases are released for other pods
+	// Shutdown stops the workflow engine first: runs stop at a step
+	// boundary and their leases are released for other pods.
 	if err := relay.Shutdown(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("relay shutdown: %w", err))
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/buzzrelay/buzz/safehttp"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/workflow"
+	"github.com/buzzrelay/buzz/workflowhost"
 )
 
 // WorkflowConfig configures the workflow engine (BUZZ_WORKFLOW_*).
@@ -111,7 +111,8 @@ type workflowBackend interface {
 }
 
 // workflowOptions returns the relay options that enable workflows on
-// backend (none when BUZZ_WORKFLOWS is off).
+// backend (none when BUZZ_WORKFLOWS is off): the workflow host, which runs
+// the engine from New until Shutdown.
 func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]buzz.Option, error) {
 	if !cfg.Workflows.Enabled {
 		logger.Info("workflow engine disabled (BUZZ_WORKFLOWS=false)")
@@ -136,30 +137,10 @@ func workflowOptions(cfg Config, backend store.Backend, logger *slog.Logger) ([]
 	if cfg.Cluster.PodName != "" {
 		opts = append(opts, workflow.WithWorkerName(cfg.Cluster.PodName))
 	}
-	return []buzz.Option{buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
-		return workflow.New(st, h, h, append(opts, workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h), workflow.WithRunObserver(h),
-			workflow.WithWebhookCaller(h.CountedWebhooks(workflow.SafeHTTPWebhooks(caller))))...)
-	})}, nil
-}
-
-// runWorkflows runs the relay's engine until the returned stop is called;
-// stop waits for the engine to hand its runs back (leases released).
-func runWorkflows(relay *buzz.Relay, logger *slog.Logger) (stop func()) {
-	eng := relay.Workflows()
-	if eng == nil {
-		return func() {}
+	wf, err := workflowhost.New(st, workflowhost.WithEngineOptions(opts...),
+		workflowhost.WithWebhookCaller(workflow.SafeHTTPWebhooks(caller)))
+	if err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := eng.Run(ctx); err != nil {
-			logger.Error("workflow engine stopped", "err", err)
-		}
-	}()
-	logger.Info("workflow engine running", "worker", eng.WorkerName())
-	return func() {
-		cancel()
-		<-done
-	}
+	return []buzz.Option{buzz.WithFeature(wf)}, nil
 }

@@ -30,10 +30,10 @@ import (
 	"syscall"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/safehttp"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
+	"github.com/buzzrelay/buzz/workflowhost"
 )
 
 // shout is a custom action: it upper-cases its text field. An action
@@ -88,25 +88,18 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
 		return err
 	}
-	webhooks, err := safehttp.New() // call_webhook, hardened against SSRF
+	// The workflow host wires the engine to the relay (set_channel_topic,
+	// send_dm, approval links, owner rights) and runs it until Shutdown;
+	// call_webhook goes through a safehttp client hardened against SSRF.
+	wf, err := workflowhost.New(st, workflowhost.WithEngineOptions(workflow.WithAction(shout{})))
 	if err != nil {
 		return err
 	}
 	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(),
-		buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
-			return workflow.New(st, h, h,
-				workflow.WithAuthority(st),    // who may own and run workflows
-				workflow.WithTopicSetter(h),   // set_channel_topic
-				workflow.WithDMSealer(h),      // send_dm (NIP-17)
-				workflow.WithApprovalLinks(h), // request_approval links to /approvals/{token}
-				workflow.WithWebhookCaller(workflow.SafeHTTPWebhooks(webhooks)),
-				workflow.WithAction(shout{}))
-		}))
+		buzz.WithFeature(wf))
 	if err != nil {
 		return err
 	}
-	engineDone := make(chan error, 1)
-	go func() { engineDone <- relay.Workflows().Run(ctx) }()
 
 	srv := &http.Server{Handler: relay}
 	go func() {
@@ -118,5 +111,5 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return errors.Join(err, <-engineDone)
+	return err
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/safehttp"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/workflow"
+	"github.com/buzzrelay/buzz/workflowhost"
 )
 
 // TestWorkflowExamples parses every YAML example of docs/workflows.md with
@@ -69,19 +69,14 @@ func engine(t *testing.T) *workflow.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	webhooks, err := safehttp.New()
+	wf, err := workflowhost.New(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(),
-		buzz.WithWorkflows(st, func(h *buzz.WorkflowHost) (*workflow.Engine, error) {
-			return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithOwnerRights(h),
-				workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h),
-				workflow.WithWebhookCaller(workflow.SafeHTTPWebhooks(webhooks)))
-		}))
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(), buzz.WithFeature(wf))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = relay.Shutdown(context.Background()) })
-	return relay.Workflows()
+	return wf.Engine()
 }

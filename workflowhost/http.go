@@ -1,22 +1,21 @@
-package buzz
+package workflowhost
 
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/channel"
-	"github.com/buzzrelay/buzz/nip98"
-	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
 
-// The workflow HTTP API, served on every community host when both
-// WithWorkflows and WithHTTPAPI are set, NIP-98 authenticated like the
+// The workflow HTTP API, served on every community host when the relay
+// authenticates HTTP requests (buzz.WithHTTPAPI), NIP-98 authenticated like the
 // rest of the HTTP API (u = this community's URL; POSTs carry a payload
 // tag):
 //
@@ -30,8 +29,8 @@ import (
 //	                                      1000; next_cursor ("" at the end)
 //
 // The signer must be able to read the workflow's channel by exactly the
-// rules of a REQ whose filter names it in "#h" (readAccess, the one read
-// decision: not banned, a member of a members-only community, a member of
+// rules of a REQ whose filter names it in "#h" (buzz.HTTPRead, the one
+// read decision: not banned, a member of a members-only community, a member of
 // a private channel). channel= names the channel as an h tag does (its
 // NIP-29 group id: the UUID, or the name it was created with); a value a
 // REQ would match no event of the channel with names nothing. A workflow
@@ -40,6 +39,7 @@ import (
 // of a members-only community — is 404 {"error":"not_found",…} with the
 // same bytes as a random id.
 const (
+	// WorkflowsPath is the root of the workflow HTTP API.
 	WorkflowsPath = "/workflows"
 )
 
@@ -49,88 +49,81 @@ const (
 	msgWorkflowForbid   = "restricted: only the channel's owners and admins, or the workflow's owner, may enable or disable it"
 	msgBadChannelParam  = "invalid: channel must be a channel's group id"
 	msgBadRunPage       = "invalid: limit must be a positive integer and cursor one a previous page returned"
+	msgBodyTooLarge     = "invalid: request body too large (limit 1048576 bytes)"
 )
 
-func (r *Relay) registerWorkflowAPI() {
-	if r.wf == nil || r.cfg.httpAPI == nil {
-		return
-	}
-	r.HandleCommunity("GET "+WorkflowsPath, r.serveWorkflowList)
-	r.HandleCommunity("GET "+WorkflowsPath+"/{id}", r.serveWorkflowGet)
-	r.HandleCommunity("POST "+WorkflowsPath+"/{id}/enable", func(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-		r.serveWorkflowEnable(w, req, tc, true)
+func (f *Feature) registerAPI() {
+	h := f.h
+	h.HandleCommunity("GET "+WorkflowsPath, f.serveWorkflowList)
+	h.HandleCommunity("GET "+WorkflowsPath+"/{id}", f.serveWorkflowGet)
+	h.HandleCommunity("POST "+WorkflowsPath+"/{id}/enable", func(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+		f.serveWorkflowEnable(w, req, tc, true)
 	})
-	r.HandleCommunity("POST "+WorkflowsPath+"/{id}/disable", func(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-		r.serveWorkflowEnable(w, req, tc, false)
+	h.HandleCommunity("POST "+WorkflowsPath+"/{id}/disable", func(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+		f.serveWorkflowEnable(w, req, tc, false)
 	})
-	r.HandleCommunity("GET "+WorkflowsPath+"/{id}/runs", r.serveWorkflowRuns)
+	h.HandleCommunity("GET "+WorkflowsPath+"/{id}/runs", f.serveWorkflowRuns)
+	h.HandleCommunity("POST "+WorkflowsPath+"/{id}/webhook-secret", f.serveWebhookRotate)
 }
 
-// authenticateAny is authenticate for any method: a POST must carry a
-// payload tag, a GET has no body.
-func (r *Relay) authenticateAny(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (string, bool) {
-	if req.Method == http.MethodPost {
-		pk, _, ok := r.authenticate(w, req, tc)
-		return pk, ok
-	}
-	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, req.Body, MaxHTTPBodyBytes))
-	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(r.origin(req, tc), req), nil)
-	hr.Scope = nip98.CommunityScope(tc.Community())
-	pk, err := r.cfg.httpAPI.Verify(req.Context(), hr)
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		apiError(w, http.StatusUnauthorized, "unauthorized", nip98.ClientMessage(err))
-		return "", false
-	}
-	return pk, true
+// authenticate verifies the request's NIP-98 authorization (a POST must
+// carry a payload tag, a GET has no body). When ok is false it has
+// answered the request itself.
+func (f *Feature) authenticate(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (string, bool) {
+	pk, _, ok := f.h.AuthenticateHTTP(w, req, tc)
+	return pk, ok
+}
+
+// internalError logs err and answers 500 without details.
+func (f *Feature) internalError(w http.ResponseWriter, req *http.Request, what string, err error) {
+	f.h.Logger().ErrorContext(req.Context(), "buzz: "+what, "err", err)
+	apijson.Error(w, http.StatusInternalServerError, "error", apijson.MsgInternal)
 }
 
 func notFound(w http.ResponseWriter, msg string) {
-	apiError(w, http.StatusNotFound, "not_found", msg)
+	apijson.Error(w, http.StatusNotFound, "not_found", msg)
 }
 
 // readableChannel reports whether the signer may read channel id of tc's
-// community: the decision of a REQ with the filter {"#h": [id]}
-// (readAccess), for a channel that exists. gid, when not "", is how the
+// community (buzz.HTTPRead.MayReadChannel). gid, when not "", is how the
 // request named the channel (an h tag's value): it must be the channel's
 // group id, since a REQ naming it otherwise matches none of its events.
 // Any refusal is false, never a reason: the caller answers as for an
 // unknown channel.
-func (r *Relay) readableChannel(req *http.Request, tc tenant.TenantContext, rt readTrace, id channel.ID, gid, pubkey string) (bool, error) {
+func (f *Feature) readableChannel(req *http.Request, tc tenant.TenantContext, rt buzz.HTTPRead, id channel.ID, gid string) (bool, error) {
 	ctx := req.Context()
-	filters := []nostr.Filter{{Tags: map[string][]string{"h": {id.String()}}}}
-	_, reason, _, err := r.readAccess(ctx, tc.Community(), []string{pubkey}, r.signerReader(ctx, tc.Community(), pubkey), filters, rt.channelCheck(ctx, tc))
-	if err != nil || reason != "" {
-		return false, err
+	ok, err := rt.MayReadChannel(ctx, id)
+	if err != nil || !ok || gid == "" {
+		return ok, err
 	}
-	ch, err := r.channels.store.Channel(ctx, tc.Community(), id)
+	ch, err := f.channels.Channel(ctx, tc.Community(), id)
 	if errors.Is(err, channel.ErrNoChannel) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return gid == "" || ch.GroupID() == gid, nil
+	return ch.GroupID() == gid, nil
 }
 
 // workflowRequest serves the start of every /workflows/{id} route: it
 // authenticates the NIP-98 signer, opens the request's read trace under
 // seam and returns workflow {id} when the signer may read its channel. When
 // ok is false it has answered the request itself.
-func (r *Relay) workflowRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (pk string, rt readTrace, wf workflow.Workflow, role channel.Role, ok bool) {
-	if pk, ok = r.authenticateAny(w, req, tc); !ok {
+func (f *Feature) workflowRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (pk string, rt buzz.HTTPRead, wf workflow.Workflow, role channel.Role, ok bool) {
+	if pk, ok = f.authenticate(w, req, tc); !ok {
 		return
 	}
-	rt = r.armHTTPRead(tc, pk, seam)
-	wf, role, ok = r.visibleWorkflow(w, req, tc, pk, rt)
+	rt = f.h.ReadHTTP(tc, pk, seam)
+	wf, role, ok = f.visibleWorkflow(w, req, tc, pk, rt)
 	return
 }
 
 // visibleWorkflow returns workflow {id} of tc's community when the signer
 // may read its channel; it answers 404 itself otherwise.
-func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt readTrace) (wf workflow.Workflow, role channel.Role, ok bool) {
+func (f *Feature) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, pubkey string, rt buzz.HTTPRead) (wf workflow.Workflow, role channel.Role, ok bool) {
 	fail := func(msg string) (workflow.Workflow, channel.Role, bool) {
-		rt.refuse(req.Context(), msg)
+		rt.Refused(req.Context(), msg)
 		notFound(w, msg)
 		return workflow.Workflow{}, "", false
 	}
@@ -138,24 +131,24 @@ func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc ten
 	if !ok {
 		return fail(msgWorkflowNotFound)
 	}
-	wf, err := r.wf.store.Workflow(req.Context(), tc.Community(), id)
+	wf, err := f.store.Workflow(req.Context(), tc.Community(), id)
 	if errors.Is(err, workflow.ErrNotFound) {
 		return fail(msgWorkflowNotFound)
 	}
 	if err != nil {
-		r.wfInternal(w, req, rt, "workflow", err)
+		f.wfInternal(w, req, rt, "workflow", err)
 		return workflow.Workflow{}, "", false
 	}
-	readable, err := r.readableChannel(req, tc, rt, wf.Channel, "", pubkey)
+	readable, err := f.readableChannel(req, tc, rt, wf.Channel, "")
 	if err == nil && readable {
 		var member bool
-		role, member, err = r.channels.store.ChannelRole(req.Context(), tc.Community(), wf.Channel, pubkey)
+		role, member, err = f.channels.ChannelRole(req.Context(), tc.Community(), wf.Channel, pubkey)
 		if !member {
 			role = ""
 		}
 	}
 	if err != nil {
-		r.wfInternal(w, req, rt, "channel", err)
+		f.wfInternal(w, req, rt, "channel", err)
 		return workflow.Workflow{}, "", false
 	}
 	if !readable {
@@ -165,19 +158,9 @@ func (r *Relay) visibleWorkflow(w http.ResponseWriter, req *http.Request, tc ten
 }
 
 // wfInternal answers 500 and records it in the trace.
-func (r *Relay) wfInternal(w http.ResponseWriter, req *http.Request, rt readTrace, what string, err error) {
-	rt.refuse(req.Context(), msgInternal)
-	r.internalError(w, req, what, err)
-}
-
-// workflowRows records the workflows or runs a route returned, labelled with
-// the community each row belongs to, and ends the seam.
-func (rt readTrace) workflowRows(req *http.Request, rows []tenant.CommunityID) {
-	if rt.g == nil {
-		return
-	}
-	rt.g.ReadByIDRows(req.Context(), rt.st, rows)
-	rt.done(req.Context())
+func (f *Feature) wfInternal(w http.ResponseWriter, req *http.Request, rt buzz.HTTPRead, what string, err error) {
+	rt.Refused(req.Context(), apijson.MsgInternal)
+	f.internalError(w, req, what, err)
 }
 
 // workflowJSON is a workflow as the API returns it.
@@ -213,32 +196,32 @@ func toWorkflowJSON(wf *workflow.Workflow, withDef bool) workflowJSON {
 	return out
 }
 
-func (r *Relay) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	pk, ok := r.authenticateAny(w, req, tc)
+func (f *Feature) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	pk, ok := f.authenticate(w, req, tc)
 	if !ok {
 		return
 	}
-	rt := r.armHTTPRead(tc, pk, "workflows")
+	rt := f.h.ReadHTTP(tc, pk, "workflows")
 	gid := req.URL.Query().Get("channel")
 	ch, ok := channel.ParseID(gid)
 	if !ok {
-		rt.refuse(req.Context(), msgBadChannelParam)
-		apiError(w, http.StatusBadRequest, "invalid", msgBadChannelParam)
+		rt.Refused(req.Context(), msgBadChannelParam)
+		apijson.Error(w, http.StatusBadRequest, "invalid", msgBadChannelParam)
 		return
 	}
-	readable, err := r.readableChannel(req, tc, rt, ch, gid, pk)
+	readable, err := f.readableChannel(req, tc, rt, ch, gid)
 	if err != nil {
-		r.wfInternal(w, req, rt, "channel", err)
+		f.wfInternal(w, req, rt, "channel", err)
 		return
 	}
 	if !readable {
-		rt.refuse(req.Context(), msgChannelNotFound)
+		rt.Refused(req.Context(), msgChannelNotFound)
 		notFound(w, msgChannelNotFound)
 		return
 	}
-	wfs, err := r.wf.store.Workflows(req.Context(), tc.Community(), ch)
+	wfs, err := f.store.Workflows(req.Context(), tc.Community(), ch)
 	if err != nil {
-		r.wfInternal(w, req, rt, "workflows", err)
+		f.wfInternal(w, req, rt, "workflows", err)
 		return
 	}
 	out := make([]workflowJSON, len(wfs))
@@ -247,42 +230,42 @@ func (r *Relay) serveWorkflowList(w http.ResponseWriter, req *http.Request, tc t
 		out[i] = toWorkflowJSON(&wfs[i], false)
 		rows[i] = wfs[i].Community
 	}
-	rt.workflowRows(req, rows)
-	writeJSON(w, http.StatusOK, map[string]any{"workflows": out})
+	rt.Returned(req.Context(), rows)
+	apijson.Write(w, http.StatusOK, map[string]any{"workflows": out})
 }
 
-func (r *Relay) serveWorkflowGet(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	_, rt, wf, _, ok := r.workflowRequest(w, req, tc, "workflow")
+func (f *Feature) serveWorkflowGet(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	_, rt, wf, _, ok := f.workflowRequest(w, req, tc, "workflow")
 	if !ok {
 		return
 	}
-	rt.workflowRows(req, []tenant.CommunityID{wf.Community})
-	writeJSON(w, http.StatusOK, toWorkflowJSON(&wf, true))
+	rt.Returned(req.Context(), []tenant.CommunityID{wf.Community})
+	apijson.Write(w, http.StatusOK, toWorkflowJSON(&wf, true))
 }
 
-func (r *Relay) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, enabled bool) {
-	pk, rt, wf, role, ok := r.workflowRequest(w, req, tc, "workflow_enable")
+func (f *Feature) serveWorkflowEnable(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, enabled bool) {
+	pk, rt, wf, role, ok := f.workflowRequest(w, req, tc, "workflow_enable")
 	if !ok {
 		return
 	}
 	if role != channel.RoleOwner && role != channel.RoleAdmin && pk != wf.Owner {
-		rt.refuse(req.Context(), msgWorkflowForbid)
-		apiError(w, http.StatusForbidden, "restricted", msgWorkflowForbid)
+		rt.Refused(req.Context(), msgWorkflowForbid)
+		apijson.Error(w, http.StatusForbidden, "restricted", msgWorkflowForbid)
 		return
 	}
-	err := r.wf.engine.SetEnabled(req.Context(), tc.Community(), wf.ID, enabled)
+	err := f.engine.SetEnabled(req.Context(), tc.Community(), wf.ID, enabled)
 	if errors.Is(err, workflow.ErrNotFound) {
-		rt.refuse(req.Context(), msgWorkflowNotFound)
+		rt.Refused(req.Context(), msgWorkflowNotFound)
 		notFound(w, msgWorkflowNotFound)
 		return
 	}
 	if err != nil {
-		r.wfInternal(w, req, rt, "enable", err)
+		f.wfInternal(w, req, rt, "enable", err)
 		return
 	}
 	wf.Enabled = enabled
-	rt.workflowRows(req, []tenant.CommunityID{wf.Community})
-	writeJSON(w, http.StatusOK, toWorkflowJSON(&wf, false))
+	rt.Returned(req.Context(), []tenant.CommunityID{wf.Community})
+	apijson.Write(w, http.StatusOK, toWorkflowJSON(&wf, false))
 }
 
 // runJSON is a run as the API returns it.
@@ -310,14 +293,14 @@ func optTime(t time.Time) *time.Time {
 	return &u
 }
 
-func (r *Relay) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	_, rt, wf, _, ok := r.workflowRequest(w, req, tc, "workflow_runs")
+func (f *Feature) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	_, rt, wf, _, ok := f.workflowRequest(w, req, tc, "workflow_runs")
 	if !ok {
 		return
 	}
 	badPage := func() {
-		rt.refuse(req.Context(), msgBadRunPage)
-		apiError(w, http.StatusBadRequest, "invalid", msgBadRunPage)
+		rt.Refused(req.Context(), msgBadRunPage)
+		apijson.Error(w, http.StatusBadRequest, "invalid", msgBadRunPage)
 	}
 	page := workflow.RunPage{Cursor: req.URL.Query().Get("cursor")}
 	if l := req.URL.Query().Get("limit"); l != "" {
@@ -328,13 +311,13 @@ func (r *Relay) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc t
 		}
 		page.Limit = min(n, workflow.MaxRunPage)
 	}
-	runs, next, err := r.wf.store.Runs(req.Context(), tc.Community(), wf.ID, page)
+	runs, next, err := f.store.Runs(req.Context(), tc.Community(), wf.ID, page)
 	if errors.Is(err, workflow.ErrBadCursor) {
 		badPage()
 		return
 	}
 	if err != nil {
-		r.wfInternal(w, req, rt, "runs", err)
+		f.wfInternal(w, req, rt, "runs", err)
 		return
 	}
 	out := make([]runJSON, len(runs))
@@ -352,6 +335,6 @@ func (r *Relay) serveWorkflowRuns(w http.ResponseWriter, req *http.Request, tc t
 			CreatedAt: run.CreatedAt.UTC(), StartedAt: optTime(run.StartedAt), CompletedAt: optTime(run.CompletedAt),
 		}
 	}
-	rt.workflowRows(req, rows)
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "next_cursor": next})
+	rt.Returned(req.Context(), rows)
+	apijson.Write(w, http.StatusOK, map[string]any{"runs": out, "next_cursor": next})
 }

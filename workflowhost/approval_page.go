@@ -1,4 +1,4 @@
-package buzz
+package workflowhost
 
 import (
 	"bytes"
@@ -185,22 +185,15 @@ func npubOr(pubkey string) string {
 	return pubkey
 }
 
-func (r *Relay) registerApprovalPage() {
-	if r.wf == nil {
-		return
-	}
-	r.HandleCommunity("GET "+ApprovalsPath+"/{token}", r.serveApprovalPage)
-}
-
 // serveApprovalPage serves GET /approvals/{token}. An unknown token and
 // another community's get the same 404 page; an expired one says so with
 // 410 Gone; a decided one says who decided and when.
-func (r *Relay) serveApprovalPage(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+func (f *Feature) serveApprovalPage(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
 	var nb [16]byte
 	_, _ = rand.Read(nb[:])
 	d := approvalPageData{Nonce: base64.StdEncoding.EncodeToString(nb[:])}
 	code := http.StatusNotFound
-	v, err := r.wf.engine.ApprovalByToken(req.Context(), tc.Community(), req.PathValue("token"))
+	v, err := f.engine.ApprovalByToken(req.Context(), tc.Community(), req.PathValue("token"))
 	switch {
 	case err == nil:
 		code, d.Found = http.StatusOK, true
@@ -230,21 +223,19 @@ func (r *Relay) serveApprovalPage(w http.ResponseWriter, req *http.Request, tc t
 		d.ApprovalID = v.ID()
 		if !v.Channel.IsZero() {
 			d.Channel = v.Channel.String()
-			if r.channels != nil {
-				if ch, err := r.channels.access.Channel(req.Context(), tc.Community(), v.Channel); err == nil {
-					d.Channel, d.ChannelName = ch.GroupID(), ch.Name
-				}
+			if ch, err := f.channels.Channel(req.Context(), tc.Community(), v.Channel); err == nil && !ch.Deleted {
+				d.Channel, d.ChannelName = ch.GroupID(), ch.Name
 			}
 		}
 	case errors.Is(err, workflow.ErrNotFound):
 	default:
-		r.log.ErrorContext(req.Context(), "buzz: approval page", "err", err)
+		f.h.Logger().ErrorContext(req.Context(), "buzz: approval page", "err", err)
 		http.Error(w, "internal server error", http.StatusInternalServerError)
 		return
 	}
 	var buf bytes.Buffer
 	if err := approvalPageTemplate.Execute(&buf, d); err != nil {
-		r.log.ErrorContext(req.Context(), "buzz: approval page", "err", err)
+		f.h.Logger().ErrorContext(req.Context(), "buzz: approval page", "err", err)
 		http.Error(w, "internal server error", http.StatusInternalServerError)
 		return
 	}

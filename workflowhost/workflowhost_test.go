@@ -1,10 +1,11 @@
-package buzz
+package workflowhost
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/buzzrelay/buzz"
 	"io"
 	"net"
 	"net/http"
@@ -74,7 +75,7 @@ func (d staticDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 
 // workflowRelay serves a relay with workflows on st, its engine running
 // (poll 20 ms) until the test ends. Webhooks to hooks.example reach hook.
-func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...Option) *testRelay {
+func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...buzz.Option) *testRelay {
 	t.Helper()
 	caller, err := safehttp.New(
 		safehttp.WithResolver(staticDNS{"hooks.example": netip.MustParseAddr("93.184.216.34")}),
@@ -89,18 +90,13 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := backendRelay(t, st, append([]Option{WithRelayKey(testMaster), WithHTTPAPI(apiV), WithWorkflows(st, func(h *WorkflowHost) (*workflow.Engine, error) {
-		return workflow.New(st, h, h, workflow.WithAuthority(st), workflow.WithTopicSetter(h), workflow.WithDMSealer(h), workflow.WithApprovalLinks(h),
-			workflow.WithRunObserver(h), workflow.WithWebhookCaller(h.CountedWebhooks(workflow.SafeHTTPWebhooks(caller))), workflow.WithPollInterval(20*time.Millisecond),
-			workflow.WithLogger(quietLogger()))
-	})}, extra...)...)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = tr.relay.Workflows().Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	wf, err := New(st, WithWebhookCaller(workflow.SafeHTTPWebhooks(caller)),
+		WithEngineOptions(workflow.WithPollInterval(20*time.Millisecond), workflow.WithLogger(quietLogger())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := backendRelay(t, st, append([]buzz.Option{buzz.WithRelayKey(testMaster), buzz.WithHTTPAPI(apiV), buzz.WithFeature(wf)}, extra...)...)
+	tr.wf = wf
 	return tr
 }
 
@@ -152,7 +148,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		}
 		hook := newHookServer(t)
 		rec := trace.NewRecorder()
-		tr := workflowRelay(t, st, hook, WithTracer(rec.Open))
+		tr := workflowRelay(t, st, hook, buzz.WithTracer(rec.Open))
 		defer checkTraces(t, rec, false)
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
@@ -419,4 +415,26 @@ func TestWorkflowInNamedGroup(t *testing.T) {
 			t.Fatal("the pong is not returned by a REQ for the group's id")
 		}
 	})
+}
+
+// TestMountNeedsChannels: the workflow host refuses a relay without
+// channels, and New refuses what it cannot build.
+func TestMountNeedsChannels(t *testing.T) {
+	st := openEmbedded(t, t.TempDir())
+	wf, err := New(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithFeature(wf), buzz.WithLogger(quietLogger())); err == nil || !strings.Contains(err.Error(), "WithChannels") {
+		t.Fatalf("workflows without WithChannels: %v", err)
+	}
+	if _, err := New(nil); err == nil {
+		t.Fatal("New accepted a nil store")
+	}
+	if _, err := New(st, WithEngineOptions(workflow.WithConcurrency(0))); err == nil {
+		t.Fatal("New accepted an invalid engine option")
+	}
+	if _, err := New(st, WithWebhookCaller(nil)); err == nil {
+		t.Fatal("New accepted a nil webhook caller")
+	}
 }

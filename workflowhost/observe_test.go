@@ -1,6 +1,7 @@
-package buzz
+package workflowhost
 
 import (
+	"github.com/buzzrelay/buzz"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -27,7 +28,7 @@ func TestWorkflowRunFailedObserved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := workflowRelay(t, st, newHookServer(t), WithLogger(slog.New(h)), WithMetrics(rec))
+		tr := workflowRelay(t, st, newHookServer(t), buzz.WithLogger(slog.New(h)), buzz.WithMetrics(rec))
 		alice := newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)
@@ -83,7 +84,7 @@ func TestWebhookDeliveriesCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		hook := newHookServer(t)
-		tr := workflowRelay(t, st, hook, WithMetrics(rec))
+		tr := workflowRelay(t, st, hook, buzz.WithMetrics(rec))
 		alice := newSigner(t)
 		ac := tr.dial(t)
 		ac.authAs(alice, tr.host)

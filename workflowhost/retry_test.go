@@ -1,4 +1,4 @@
-package buzz
+package workflowhost
 
 import (
 	"context"
@@ -17,10 +17,11 @@ import (
 // ends Subscribe (the engine's supervisor restarts it) without losing the
 // event.
 func TestWorkflowHostRetries(t *testing.T) {
-	h := &WorkflowHost{r: &Relay{log: quietLogger()}, wake: make(chan struct{}, 1)}
+	h := (*engineSide)(&Feature{wake: make(chan struct{}, 1)})
+	h.h = quietHost{}
 	c := tenant.CommunityID{}
 	for _, id := range []string{"a", "b", "c"} {
-		h.enqueue(c, &nostr.Event{ID: id})
+		(*Feature)(h).enqueue(c, &nostr.Event{ID: id})
 	}
 	var mu sync.Mutex
 	var got []string
@@ -42,7 +43,7 @@ func TestWorkflowHostRetries(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- h.Subscribe(ctx, deliver) }()
-	h.enqueue(c, &nostr.Event{ID: "d"}) // arrives while Subscribe waits
+	(*Feature)(h).enqueue(c, &nostr.Event{ID: "d"}) // arrives while Subscribe waits
 	for {
 		mu.Lock()
 		n := len(got)
@@ -79,7 +80,7 @@ func TestWorkflowHostPublishOutlivesCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ev := &nostr.Event{Kind: 46005, CreatedAt: now(), Tags: nostr.Tags{{"h", ch.String()}}, Content: `{"status":"completed"}`}
-	h := tr.relay.wf
+	h := (*engineSide)(tr.wf)
 	if err := h.Sign(ctx, tr.tc.Community(), ev); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package buzz
+package workflowhost
 
 import (
 	"fmt"
@@ -139,7 +139,7 @@ func TestWorkflowTriggerCostBounded(t *testing.T) {
 		_, ok = ac.define(alice, workflow.NewID(), ch, echoYAML)
 		eq(t, "another member's definition past the cap", ok.OK, false)
 
-		e := tr.relay.Workflows()
+		e := tr.wf.Engine()
 		before := e.TriggerStats()
 		ac.mustAccept(alice.event(nostr.KindChatMessage, now(), strings.Repeat("a", 250<<10), chanTag(ch)))
 		after := e.TriggerStats()

@@ -1,8 +1,9 @@
-package buzz
+package workflowhost
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/buzzrelay/buzz"
 	"io"
 	"net/http"
 	"strings"
@@ -186,7 +187,7 @@ func TestWebhooksOverHTTP(t *testing.T) {
 		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", []byte(`[1]`)); status != http.StatusBadRequest {
 			t.Errorf("array body: %d %s", status, got)
 		}
-		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", bytes.Repeat([]byte(" "), MaxHTTPBodyBytes+1)); status != http.StatusRequestEntityTooLarge {
+		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", bytes.Repeat([]byte(" "), buzz.MaxHTTPBodyBytes+1)); status != http.StatusRequestEntityTooLarge {
 			t.Errorf("oversized body: %d %s", status, got)
 		}
 		if status, got := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, strings.Repeat("k", MaxIdempotencyKeyBytes+1), nil); status != http.StatusBadRequest {

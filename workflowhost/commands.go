@@ -1,40 +1,35 @@
-package buzz
+package workflowhost
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/buzzrelay/buzz/messaging"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/channel"
-	"github.com/buzzrelay/buzz/conformance/trace"
-
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/nostr/nip17"
-	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
 
-// Workflows (WithWorkflows): the relay side of the workflow engine.
+// The workflow commands and triggers.
 //
 //   - Kind 30620 defines a workflow: content = YAML, d = workflow UUID,
 //     h = channel, optional name and expected-revision tags. The engine
 //     parses and authorizes it (its author must hold every right its
-//     steps need, see workflows_rights.go: a channel member; owner or
+//     steps need, see rights.go: a channel member; owner or
 //     admin when it calls webhooks or sets the topic; an update only by
 //     the same owner in the same channel), then the event is stored like any addressable event and the
 //     OK message is `response:{"workflow_id":…,"revision":…,"event_id":…}`,
 //     with "webhook_secret" the first time a webhook definition of that id
-//     is stored (see workflows_hooks.go).
+//     is stored (see hooks.go).
 //     Errors: `invalid: …` (the field, a stale expected-revision),
 //     `restricted: …` (authority, another author's or channel's id, a
 //     workflow cap reached: workflow.MaxWorkflowsPerChannel, MaxWorkflowsPerOwner).
@@ -47,7 +42,7 @@ import (
 //   - Stored kind 9 messages and kind 7 reactions of a channel are matched
 //     against its workflows before the OK is sent: a run is persisted for
 //     each match (a failure is retried in the background by the engine's
-//     event loop, see workflowHost.Subscribe). The matching of one event
+//     event loop, see engineSide.Subscribe). The matching of one event
 //     is bounded in total (workflow.MaxTriggerCost, one shared 100 ms
 //     deadline), so a channel's workflows delay an OK by a few ms at most.
 //   - Workflow status events (46001–46012) are relay-signed: clients cannot
@@ -55,7 +50,7 @@ import (
 //   - Removing a member from a channel (9001, 9022) disables the workflows
 //     they own there. Whatever else changes an owner's rights (a ban, a
 //     timeout, a removal from a members-only community, a demotion) stops
-//     their workflows at the next run or step (workflows_rights.go).
+//     their workflows at the next run or step (rights.go).
 //
 // Every lookup is scoped by the connection's community: a workflow id of
 // another community is answered exactly like a random one.
@@ -77,73 +72,20 @@ const (
 	msgManualContent      = "invalid: content must be empty or a JSON object"
 )
 
-// WorkflowBuilder builds the engine of a relay's workflows from the host
-// the relay offers it: h is the engine's event source and publisher, sets
-// channel topics (workflow.WithTopicSetter) and seals DMs
-// (workflow.WithDMSealer).
-type WorkflowBuilder func(h *WorkflowHost) (*workflow.Engine, error)
+// Approvals (request_approval): a run waiting for a human decision is
+// granted by kind 46030 and denied by kind 46031, each with d = the
+// approval id (the SHA-256 of the token, lowercase hex) and h = the
+// workflow's channel. They are executed, never stored. The signer must be
+// the named approver, or any member of the channel for "any". The OK is
+// `response:{"approval_id":…,"status":"granted"|"denied"}`; a request
+// decided meanwhile (another approver won), expired, unknown, or of
+// another community or channel is refused with the same message, so the
+// answer reveals nothing about approvals the signer may not decide.
 
-// WithWorkflows enables workflows (see workflows.go): st is the engine's
-// store and build creates the engine, during New, from the relay's
-// WorkflowHost. The relay does not run the engine's loops: call
-// Relay.Workflows().Run. Workflows need a store with channels
-// (store.ChannelStore).
-func WithWorkflows(st workflow.Store, build WorkflowBuilder) Option {
-	return func(c *config) error {
-		if st == nil || build == nil {
-			return errors.New("buzz: WithWorkflows: nil store or builder")
-		}
-		c.workflows = &workflowConfig{store: st, build: build}
-		return nil
-	}
-}
-
-type workflowConfig struct {
-	store workflow.Store
-	build WorkflowBuilder
-}
-
-// Workflows returns the relay's workflow engine, nil without WithWorkflows.
-func (r *Relay) Workflows() *workflow.Engine {
-	if r.wf == nil {
-		return nil
-	}
-	return r.wf.engine
-}
-
-// WorkflowHost is what a relay offers its workflow engine: it implements
-// workflow.EventSource, workflow.Publisher, workflow.TopicSetter and
-// workflow.DMSealer on the relay's store, broker and per-community keys.
-type WorkflowHost struct {
-	r      *Relay
-	engine *workflow.Engine
-	store  workflow.Store
-	topics store.ChannelTopicSetter // nil: set_channel_topic unavailable
-
-	mu    sync.Mutex
-	retry []retryEvent // triggers whose matching failed, oldest first
-	wake  chan struct{}
-
-	traceMu sync.Mutex
-	traces  map[tenant.CommunityID]engineTrace // with WithTracer only
-}
-
-// engineTrace is where the conformance steps of what the engine publishes
-// in one community go: a trace bound, like a connection, through the
-// community's primary host, whose actor is the community's relay key (the
-// engine acts as it; gift wraps it sends are signed by one-time keys on its
-// behalf).
-type engineTrace struct {
-	t  trace.Tracer
-	st trace.State
-}
-
-// communityFinder may be implemented by a store: it finds a community,
-// with its primary host, by id (both backends do). Engine output is traced
-// and approval links are written only when the store implements it.
-type communityFinder interface {
-	CommunityByID(ctx context.Context, id tenant.CommunityID) (store.Community, error)
-}
+const (
+	msgApprovalUnknown    = "invalid: unknown, expired or already decided approval"
+	msgApprovalNotAllowed = "restricted: you are not an approver of this request"
+)
 
 type retryEvent struct {
 	c  tenant.CommunityID
@@ -156,54 +98,9 @@ const maxRetry = 100_000
 // publishTimeout bounds one Publish.
 const publishTimeout = 10 * time.Second
 
-var (
-	_ workflow.EventSource = (*WorkflowHost)(nil)
-	_ workflow.Publisher   = (*WorkflowHost)(nil)
-	_ workflow.TopicSetter = (*WorkflowHost)(nil)
-	_ workflow.DMSealer    = (*WorkflowHost)(nil)
-)
-
-// setupWorkflows builds the engine (New calls it after channels are set up).
-func (r *Relay) setupWorkflows() error {
-	wc := r.cfg.workflows
-	if wc == nil {
-		return nil
-	}
-	if r.channels == nil {
-		return errors.New("buzz: WithWorkflows needs WithChannels")
-	}
-	h := &WorkflowHost{r: r, store: wc.store, wake: make(chan struct{}, 1)}
-	h.topics, _ = r.cfg.store.(store.ChannelTopicSetter)
-	e, err := wc.build(h)
-	if err != nil {
-		return fmt.Errorf("buzz: WithWorkflows: %w", err)
-	}
-	if e == nil {
-		return errors.New("buzz: WithWorkflows: the builder returned no engine")
-	}
-	h.engine = e
-	r.wf = h
-	return nil
-}
-
-// workflowCommands are the ingest commands of workflows.
-func (r *Relay) workflowCommands() map[int]ingest.CommandFunc {
-	if r.wf == nil {
-		return nil
-	}
-	m := map[int]ingest.CommandFunc{
-		nostr.KindDefinition:    r.wf.define,
-		nostr.KindManualTrigger: r.wf.trigger,
-		nostr.KindApprovalGrant: r.wf.decide,
-		nostr.KindApprovalDeny:  r.wf.decide,
-	}
-	refuse := func(context.Context, ingest.Submission) (ingest.Outcome, bool) {
-		return ingest.Outcome{Message: msgWorkflowStatus}, false
-	}
-	for k := 46001; k <= 46012; k++ {
-		m[k] = refuse
-	}
-	return m
+// refuseStatus refuses a workflow status event (46001–46012) from a client.
+func refuseStatus(context.Context, ingest.Submission) (ingest.Outcome, bool) {
+	return ingest.Outcome{Message: msgWorkflowStatus}, false
 }
 
 // workflowChannel returns the channel named by ev's h tag (admission has
@@ -227,7 +124,7 @@ func workflowTarget(ev *nostr.Event) (id workflow.ID, ch channel.ID, msg string)
 }
 
 // define executes a 30620.
-func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
+func (h *Feature) define(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
 	ev, c := s.Event, s.Tenant.Community()
 	id, ch, msg := workflowTarget(ev)
 	if msg != "" {
@@ -238,7 +135,7 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 	// had already changed the workflow, so it is refused first (the store's
 	// own check still decides a race between two versions in flight).
 	if newer, err := h.newerDefinitionStored(ctx, c, ev); err != nil {
-		h.r.log.ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
+		h.h.Logger().ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false
 	} else if newer {
 		return ingest.Outcome{Message: ingest.MsgSuperseded}, false
@@ -263,7 +160,7 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 	case errors.Is(err, workflow.ErrTooManyWorkflows):
 		return ingest.Outcome{Message: "restricted: " + err.Error()}, false
 	default:
-		h.r.log.ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
+		h.h.Logger().ErrorContext(ctx, "buzz: define workflow", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false
 	}
 	resp := map[string]any{
@@ -273,7 +170,7 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 	// workflows_hooks.go).
 	secret, created, err := h.engine.EnsureWebhookSecret(audit.WithActor(ctx, ev.PubKey), c, wf)
 	if err != nil && !errors.Is(err, workflow.ErrNoWebhookSecrets) {
-		h.r.log.ErrorContext(ctx, "buzz: webhook secret", "community", c.String(), "err", err)
+		h.h.Logger().ErrorContext(ctx, "buzz: webhook secret", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false
 	}
 	if created {
@@ -285,9 +182,9 @@ func (h *WorkflowHost) define(ctx context.Context, s ingest.Submission) (ingest.
 // newerDefinitionStored reports whether the store already holds a version
 // of ev's coordinate (30620, author, d) that NIP-01 ranks above ev: a later
 // created_at, or the same one with a lower id.
-func (h *WorkflowHost) newerDefinitionStored(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) (bool, error) {
+func (h *Feature) newerDefinitionStored(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) (bool, error) {
 	f := nostr.Filter{Kinds: []int{ev.Kind}, Authors: []string{ev.PubKey}, Tags: map[string][]string{"d": {ev.DTag()}}, Limit: 1}
-	for rec, err := range h.r.cfg.store.Query(ctx, c, f) {
+	for rec, err := range h.h.Store().Query(ctx, c, f) {
 		if err != nil {
 			return false, err
 		}
@@ -299,7 +196,7 @@ func (h *WorkflowHost) newerDefinitionStored(ctx context.Context, c tenant.Commu
 }
 
 // trigger executes a 46020.
-func (h *WorkflowHost) trigger(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
+func (h *Feature) trigger(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
 	ev, c := s.Event, s.Tenant.Community()
 	id, ch, msg := workflowTarget(ev)
 	if msg != "" {
@@ -332,7 +229,7 @@ func (h *WorkflowHost) trigger(ctx context.Context, s ingest.Submission) (ingest
 	case errors.Is(err, workflow.ErrOwnerUnauthorized):
 		return ingest.Outcome{Message: msgManualOwner}, false
 	default:
-		h.r.log.ErrorContext(ctx, "buzz: manual workflow trigger", "community", c.String(), "err", err)
+		h.h.Logger().ErrorContext(ctx, "buzz: manual workflow trigger", "community", c.String(), "err", err)
 		return ingest.Outcome{Message: ingest.MsgInternal}, false
 	}
 	return ingest.Outcome{OK: true, Message: response(map[string]any{
@@ -349,11 +246,11 @@ func response(v map[string]any) string {
 // onStored feeds stored events to the workflows: triggers (messages 9 and
 // 40002, reactions 7 and diffs 40008 of a channel) and deletions of 30620
 // coordinates.
-func (h *WorkflowHost) onStored(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) {
+func (h *Feature) onStored(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event) {
 	switch ev.Kind {
 	case nostr.KindChatMessage, messaging.KindMessage, messaging.KindReaction, messaging.KindDiff:
 		if err := h.engine.HandleEvent(ctx, tc.Community(), ev); err != nil {
-			h.r.log.WarnContext(ctx, "buzz: workflow triggers of an event failed; retrying", "event", ev.ID, "err", err)
+			h.h.Logger().WarnContext(ctx, "buzz: workflow triggers of an event failed; retrying", "event", ev.ID, "err", err)
 			h.enqueue(tc.Community(), ev)
 		}
 	case nostr.KindDeletion:
@@ -363,7 +260,7 @@ func (h *WorkflowHost) onStored(ctx context.Context, tc tenant.TenantContext, ev
 
 // deleteDefinitions deletes the workflows whose 30620 coordinates the
 // deletion request ev names (its author's own only).
-func (h *WorkflowHost) deleteDefinitions(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) {
+func (h *Feature) deleteDefinitions(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) {
 	prefix := strconv.Itoa(nostr.KindDefinition) + ":" + ev.PubKey + ":"
 	for _, t := range ev.Tags {
 		if len(t) < 2 || t[0] != "a" || !strings.HasPrefix(t[1], prefix) {
@@ -375,26 +272,26 @@ func (h *WorkflowHost) deleteDefinitions(ctx context.Context, c tenant.Community
 		}
 		err := h.engine.Delete(ctx, c, id, ev.PubKey)
 		if err != nil && !errors.Is(err, workflow.ErrNotFound) && !errors.Is(err, workflow.ErrNotPermitted) {
-			h.r.log.ErrorContext(ctx, "buzz: delete workflow", "community", c.String(), "workflow", id.String(), "err", err)
+			h.h.Logger().ErrorContext(ctx, "buzz: delete workflow", "community", c.String(), "workflow", id.String(), "err", err)
 		}
 	}
 }
 
 // onChannelChange disables, in the channel, the workflows of users who
 // stopped being its members.
-func (h *WorkflowHost) onChannelChange(ctx context.Context, c tenant.CommunityID, ch channel.Change) {
+func (h *Feature) onChannelChange(ctx context.Context, c tenant.CommunityID, ch channel.Change) {
 	for _, pk := range ch.Revoked {
 		if _, err := h.engine.MemberRemoved(ctx, c, ch.Channel.ID, pk); err != nil {
-			h.r.log.ErrorContext(ctx, "buzz: disable a removed member's workflows", "community", c.String(), "err", err)
+			h.h.Logger().ErrorContext(ctx, "buzz: disable a removed member's workflows", "community", c.String(), "err", err)
 		}
 	}
 }
 
-func (h *WorkflowHost) enqueue(c tenant.CommunityID, ev *nostr.Event) {
+func (h *Feature) enqueue(c tenant.CommunityID, ev *nostr.Event) {
 	h.mu.Lock()
 	if len(h.retry) >= maxRetry {
 		h.mu.Unlock()
-		h.r.log.Error("buzz: workflow trigger retry queue full; trigger dropped", "event", ev.ID)
+		h.h.Logger().Error("buzz: workflow trigger retry queue full; trigger dropped", "event", ev.ID)
 		return
 	}
 	h.retry = append(h.retry, retryEvent{c, ev})
@@ -408,7 +305,7 @@ func (h *WorkflowHost) enqueue(c tenant.CommunityID, ev *nostr.Event) {
 // Subscribe implements workflow.EventSource. Stored events are matched as
 // they are stored (before their OK); Subscribe delivers again, in order,
 // those whose matching failed, until deliver succeeds for each.
-func (h *WorkflowHost) Subscribe(ctx context.Context, deliver func(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error) error {
+func (h *engineSide) Subscribe(ctx context.Context, deliver func(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error) error {
 	for {
 		h.mu.Lock()
 		var next *retryEvent
@@ -434,11 +331,11 @@ func (h *WorkflowHost) Subscribe(ctx context.Context, deliver func(ctx context.C
 }
 
 // Sign implements workflow.Publisher with community c's relay key.
-func (h *WorkflowHost) Sign(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+func (h *engineSide) Sign(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	if err := h.groupTag(ctx, c, ev); err != nil {
 		return err
 	}
-	return ev.Sign(h.r.keys.For(c))
+	return h.h.Sign(c, ev)
 }
 
 // groupTag writes the channel's NIP-29 group id into ev's h tag. The engine
@@ -446,16 +343,16 @@ func (h *WorkflowHost) Sign(ctx context.Context, c tenant.CommunityID, ev *nostr
 // ("pizza-lovers") is known to clients, and to admission, by that name.
 // Like Publish, it outlives a cancelled run context (bounded by
 // publishTimeout): the last status event of a run is signed as it ends.
-func (h *WorkflowHost) groupTag(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+func (h *engineSide) groupTag(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	id, has, err := channel.OfEvent(ev)
 	if err != nil || !has {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
-	ch, err := h.r.channels.store.Channel(ctx, c, id)
+	ch, err := h.channels.Channel(ctx, c, id)
 	if err != nil {
-		return fmt.Errorf("buzz: sign workflow event in channel %s: %w", id, err)
+		return fmt.Errorf("workflowhost: sign workflow event in channel %s: %w", id, err)
 	}
 	for _, t := range ev.Tags {
 		if len(t) >= 2 && t[0] == "h" {
@@ -466,118 +363,83 @@ func (h *WorkflowHost) groupTag(ctx context.Context, c tenant.CommunityID, ev *n
 }
 
 // Publish implements workflow.Publisher: ev is stored in community c (an
-// event of a channel only when c holds the channel) and delivered live;
-// an event already stored is not an error and not delivered again.
+// event of a channel only when c holds the channel) and delivered live by
+// the relay (buzz.Host.Publish); an event already stored is not an error
+// and not delivered again.
 //
 // A publish, once begun, is not abandoned when ctx is cancelled (the
 // engine cancels a run's context as the run ends, while its last status
 // event may still be on its way): it runs detached, bounded by
 // publishTimeout.
-func (h *WorkflowHost) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+func (h *engineSide) Publish(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	if ch, has, err := channel.OfEvent(ev); err != nil {
 		return err
 	} else if has {
-		if _, err := h.r.channels.store.Channel(ctx, c, ch); err != nil {
-			return fmt.Errorf("buzz: publish into channel %s: %w", ch, err)
+		if _, err := h.channels.Channel(ctx, c, ch); err != nil {
+			return fmt.Errorf("workflowhost: publish into channel %s: %w", ch, err)
 		}
 	}
-	ticket := h.r.inflight.Begin()
-	defer h.r.inflight.End(ticket)
-	err := h.r.cfg.store.Save(ctx, c, ev)
-	if errors.Is(err, store.ErrDuplicate) {
-		if et, ok := h.engineTrace(ctx, c); ok {
-			et.t.WriteDuplicate(ctx, et.st, ev.ID)
-		}
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if et, ok := h.engineTrace(ctx, c); ok {
-		if ch, has, _ := channel.OfEvent(ev); has {
-			et.t.WriteInsert(ctx, et.st, ev.ID, ch.String(), c)
-		} else {
-			et.t.WriteInsertGlobal(ctx, et.st, ev.ID)
-		}
-	}
-	if err := h.r.cfg.broker.Publish(ctx, pubsub.Message{Community: c, Event: ev, Raw: ev.AppendJSON(nil)}); err != nil {
-		h.r.log.ErrorContext(ctx, "buzz: publish workflow event", "community", c.String(), "event", ev.ID, "err", err)
-	}
-	return nil
-}
-
-// engineTrace returns the trace of engine output in community c, opening it
-// on first use by binding the community's primary host through the
-// relay's directory (so its steps carry a real TenantContext, as a
-// connection's do). It reports false when tracing is off, or when c has no
-// host that binds to it; the publish goes ahead untraced then.
-func (h *WorkflowHost) engineTrace(ctx context.Context, c tenant.CommunityID) (engineTrace, bool) {
-	if h.r.cfg.tracer == nil {
-		return engineTrace{}, false
-	}
-	h.traceMu.Lock()
-	defer h.traceMu.Unlock()
-	if et, ok := h.traces[c]; ok {
-		return et, true
-	}
-	host, err := h.communityHost(ctx, c)
-	if err != nil {
-		h.r.log.WarnContext(ctx, "buzz: engine trace", "community", c.String(), "err", err)
-		return engineTrace{}, false
-	}
-	tc, err := tenant.Bind(ctx, h.r.cfg.directory, host)
-	if err != nil || tc.Community() != c {
-		return engineTrace{}, false
-	}
-	if h.traces == nil {
-		h.traces = map[tenant.CommunityID]engineTrace{}
-	}
-	et := engineTrace{t: h.r.cfg.tracer(tc), st: trace.State{Tenant: tc, Actor: h.r.keys.For(c).PublicKey()}}
-	h.traces[c] = et
-	return et, true
-}
-
-// communityHost returns community c's primary host, for what the engine
-// does outside any connection (approval links, engine-output traces). It
-// needs a store that finds communities by id (communityFinder).
-func (h *WorkflowHost) communityHost(ctx context.Context, c tenant.CommunityID) (string, error) {
-	finder, ok := h.r.cfg.store.(communityFinder)
-	if !ok {
-		return "", errors.New("the store does not find communities by id")
-	}
-	cm, err := finder.CommunityByID(ctx, c)
-	if err != nil {
-		return "", err
-	}
-	if cm.Host == "" {
-		return "", errors.New("the community has no host")
-	}
-	return cm.Host, nil
+	return h.h.Publish(ctx, c, ev)
 }
 
 // SetChannelTopic implements workflow.TopicSetter: the topic is the
 // channel's about; after a change the relay-signed 39000 is republished.
-func (h *WorkflowHost) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id channel.ID, topic string) error {
+func (h *engineSide) SetChannelTopic(ctx context.Context, c tenant.CommunityID, id channel.ID, topic string) error {
 	if h.topics == nil {
-		return errors.New("buzz: the store cannot set channel topics")
+		return errors.New("workflowhost: the store cannot set channel topics")
 	}
 	ch, changed, err := h.topics.SetChannelTopic(ctx, c, id, topic)
 	if err != nil || !changed {
 		return err
 	}
-	h.r.pipeline.PublishChannelState(ctx, c, channel.Change{Channel: ch, Metadata: true})
+	h.h.PublishChannelState(ctx, c, channel.Change{Channel: ch, Metadata: true})
 	return nil
 }
 
 // SealDM implements workflow.DMSealer: a NIP-17 message from community c's
-// relay key, gift-wrapped to the recipient (gift wraps are p-gated, see
-// giftwrap.go).
-func (h *WorkflowHost) SealDM(_ context.Context, c tenant.CommunityID, to, text string) ([]*nostr.Event, error) {
-	wrap, err := nip17.Message(h.r.keys.For(c), to, text)
+// relay key, gift-wrapped to the recipient (gift wraps are p-gated: only the
+// recipient reads them).
+func (h *engineSide) SealDM(_ context.Context, c tenant.CommunityID, to, text string) ([]*nostr.Event, error) {
+	wrap, err := h.h.SealDM(c, to, text)
 	if err != nil {
 		return nil, err
 	}
 	return []*nostr.Event{wrap}, nil
+}
+
+// decide executes a 46030 (grant) or 46031 (deny).
+func (h *Feature) decide(ctx context.Context, s ingest.Submission) (ingest.Outcome, bool) {
+	ev, c := s.Event, s.Tenant.Community()
+	ch, ok := workflowChannel(ev)
+	if !ok {
+		return ingest.Outcome{Message: msgWorkflowNoH}, false
+	}
+	ap, err := h.engine.Decide(ctx, c, ch, ev.DTag(), ev.Kind == nostr.KindApprovalGrant, ev.PubKey)
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrDuplicate): // decided by this very event before (the authority rule)
+		return ingest.Outcome{OK: true, Message: ingest.MsgDuplicate}, false
+	case errors.Is(err, workflow.ErrNotFound), errors.Is(err, workflow.ErrApprovalClosed):
+		return ingest.Outcome{Message: msgApprovalUnknown}, false
+	case errors.Is(err, workflow.ErrApprovalNotAllowed):
+		return ingest.Outcome{Message: msgApprovalNotAllowed}, false
+	default:
+		h.h.Logger().ErrorContext(ctx, "buzz: approval decision", "community", c.String(), "err", err)
+		return ingest.Outcome{Message: ingest.MsgInternal}, false
+	}
+	return ingest.Outcome{OK: true, Message: response(map[string]any{
+		"approval_id": ap.ID(), "status": string(ap.Status), "run_id": ap.Run.String(),
+	})}, false
+}
+
+// ApprovalURL implements workflow.ApprovalLinker: the approval page on the
+// community's primary host.
+func (h *engineSide) ApprovalURL(ctx context.Context, c tenant.CommunityID, token string) (string, error) {
+	origin, err := h.h.CommunityOrigin(ctx, c)
+	if err != nil {
+		return "", fmt.Errorf("workflowhost: approval link: %w", err)
+	}
+	return origin + ApprovalsPath + "/" + token, nil
 }

@@ -1,4 +1,4 @@
-package buzz
+package workflowhost
 
 import (
 	"context"

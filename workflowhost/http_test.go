@@ -1,4 +1,4 @@
-package buzz
+package workflowhost
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/buzzrelay/buzz"
 	"io"
 	"net/http"
 	"strings"
@@ -57,7 +58,7 @@ func TestWorkflowHTTPAPI(t *testing.T) {
 	forBackends(t, func(t *testing.T, b store.Backend) {
 		st := b.(wfBackend)
 		rec := trace.NewRecorder()
-		tr := workflowRelay(t, st, newHookServer(t), WithTracer(rec.Open))
+		tr := workflowRelay(t, st, newHookServer(t), buzz.WithTracer(rec.Open))
 		defer func() {
 			if seen := checkTraces(t, rec, false); !seen["read_by_id_rows"] {
 				t.Error("the workflow routes traced no rows")

@@ -1,4 +1,4 @@
-package buzz
+package workflowhost
 
 import (
 	"encoding/json"
@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/audit"
+	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 )
 
-// Incoming webhooks (WithWorkflows; no NIP-98: the secret authenticates):
+// Incoming webhooks (no NIP-98: the secret authenticates):
 //
 //	POST /hooks/{workflow_id}     X-Webhook-Secret: <secret>
 //	                              Idempotency-Key: <key>   (optional)
@@ -32,8 +34,10 @@ import (
 //
 //	POST /workflows/{id}/webhook-secret   → {"workflow_id","webhook_secret"}
 //
-// (WithHTTPAPI), or by deleting the workflow and defining it again.
+// (buzz.WithHTTPAPI), or by deleting the workflow and defining it again.
 const (
+	// HooksPath is where a community's incoming webhooks live: POST
+	// /hooks/{workflow_id} on the community's host.
 	HooksPath = "/hooks"
 
 	// MaxIdempotencyKeyBytes bounds an Idempotency-Key header.
@@ -50,16 +54,6 @@ const (
 	msgWebhookNoTrigger = "invalid: the workflow is not triggered by webhook"
 )
 
-func (r *Relay) registerWebhooks() {
-	if r.wf == nil {
-		return
-	}
-	r.HandleCommunity("POST "+HooksPath+"/{id}", r.countWebhookIn(r.serveWebhook))
-	if r.cfg.httpAPI != nil {
-		r.HandleCommunity("POST "+WorkflowsPath+"/{id}/webhook-secret", r.serveWebhookRotate)
-	}
-}
-
 func webhookNotFound(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusNotFound)
@@ -68,27 +62,27 @@ func webhookNotFound(w http.ResponseWriter) {
 
 // serveWebhook is POST /hooks/{id}. What is checked before the workflow
 // is looked up (body size and syntax, key length) does not depend on it.
-func (r *Relay) serveWebhook(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxHTTPBodyBytes))
+func (f *Feature) serveWebhook(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, buzz.MaxHTTPBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			apiError(w, http.StatusRequestEntityTooLarge, "invalid", msgBodyTooLarge)
+			apijson.Error(w, http.StatusRequestEntityTooLarge, "invalid", msgBodyTooLarge)
 			return
 		}
-		apiError(w, http.StatusBadRequest, "invalid", msgWebhookBody)
+		apijson.Error(w, http.StatusBadRequest, "invalid", msgWebhookBody)
 		return
 	}
 	fields := map[string]any{}
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-			apiError(w, http.StatusBadRequest, "invalid", msgWebhookBody)
+			apijson.Error(w, http.StatusBadRequest, "invalid", msgWebhookBody)
 			return
 		}
 	}
 	key := req.Header.Get("Idempotency-Key")
 	if len(key) > MaxIdempotencyKeyBytes {
-		apiError(w, http.StatusBadRequest, "invalid", msgIdempotencyKey)
+		apijson.Error(w, http.StatusBadRequest, "invalid", msgIdempotencyKey)
 		return
 	}
 	id, ok := workflow.ParseID(req.PathValue("id"))
@@ -96,7 +90,7 @@ func (r *Relay) serveWebhook(w http.ResponseWriter, req *http.Request, tc tenant
 		webhookNotFound(w)
 		return
 	}
-	run, _, err := r.wf.engine.TriggerWebhook(req.Context(), tc.Community(), workflow.WebhookDelivery{
+	run, _, err := f.engine.TriggerWebhook(req.Context(), tc.Community(), workflow.WebhookDelivery{
 		Workflow: id, Secret: req.Header.Get("X-Webhook-Secret"), IdempotencyKey: key, Fields: fields,
 	})
 	if errors.Is(err, workflow.ErrNotFound) {
@@ -104,41 +98,41 @@ func (r *Relay) serveWebhook(w http.ResponseWriter, req *http.Request, tc tenant
 		return
 	}
 	if err != nil {
-		r.internalError(w, req, "webhook delivery", err)
+		f.internalError(w, req, "webhook delivery", err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{
+	apijson.Write(w, http.StatusAccepted, map[string]string{
 		"run_id": run.ID.String(), "workflow_id": run.Workflow.String(), "status": string(run.Status),
 	})
 }
 
 // serveWebhookRotate is POST /workflows/{id}/webhook-secret (NIP-98, the
 // workflow's owner): a new secret replaces the old one at once.
-func (r *Relay) serveWebhookRotate(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	pk, rt, wf, _, ok := r.workflowRequest(w, req, tc, "workflow_webhook_secret")
+func (f *Feature) serveWebhookRotate(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
+	pk, rt, wf, _, ok := f.workflowRequest(w, req, tc, "workflow_webhook_secret")
 	if !ok {
 		return
 	}
 	if pk != wf.Owner {
-		rt.refuse(req.Context(), msgWebhookNotOwner)
-		apiError(w, http.StatusForbidden, "restricted", msgWebhookNotOwner)
+		rt.Refused(req.Context(), msgWebhookNotOwner)
+		apijson.Error(w, http.StatusForbidden, "restricted", msgWebhookNotOwner)
 		return
 	}
-	secret, err := r.wf.engine.RotateWebhookSecret(audit.WithActor(req.Context(), pk), tc.Community(), wf.ID)
+	secret, err := f.engine.RotateWebhookSecret(audit.WithActor(req.Context(), pk), tc.Community(), wf.ID)
 	switch {
 	case err == nil:
 	case errors.Is(err, workflow.ErrNotFound):
-		rt.refuse(req.Context(), msgWorkflowNotFound)
+		rt.Refused(req.Context(), msgWorkflowNotFound)
 		notFound(w, msgWorkflowNotFound)
 		return
 	case errors.Is(err, workflow.ErrWrongTrigger):
-		rt.refuse(req.Context(), msgWebhookNoTrigger)
-		apiError(w, http.StatusBadRequest, "invalid", msgWebhookNoTrigger)
+		rt.Refused(req.Context(), msgWebhookNoTrigger)
+		apijson.Error(w, http.StatusBadRequest, "invalid", msgWebhookNoTrigger)
 		return
 	default:
-		r.wfInternal(w, req, rt, "rotate webhook secret", err)
+		f.wfInternal(w, req, rt, "rotate webhook secret", err)
 		return
 	}
-	rt.workflowRows(req, []tenant.CommunityID{wf.Community})
-	writeJSON(w, http.StatusOK, map[string]string{"workflow_id": wf.ID.String(), "webhook_secret": secret})
+	rt.Returned(req.Context(), []tenant.CommunityID{wf.Community})
+	apijson.Write(w, http.StatusOK, map[string]string{"workflow_id": wf.ID.String(), "webhook_secret": secret})
 }

@@ -1,4 +1,4 @@
-package buzz
+package workflowhost
 
 import (
 	"context"
@@ -35,8 +35,6 @@ import (
 // trace and takes no effect; a refused webhook delivery answers exactly
 // like an unknown hook.
 
-var _ workflow.OwnerRights = (*WorkflowHost)(nil)
-
 // Refusals OwnerMay writes into run traces.
 const (
 	rightsBlocked      = "the workflow's owner is banned or timed out in this community"
@@ -50,10 +48,9 @@ const (
 
 // OwnerMay implements workflow.OwnerRights: the one rule of what a
 // workflow's owner may do when the workflow acts (see above).
-func (h *WorkflowHost) OwnerMay(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string, right workflow.Right) (string, error) {
-	r := h.r
-	if r.moderation != nil {
-		rs, err := r.moderation.PubkeyRestrictions(ctx, c, owner, r.cfg.now())
+func (h *engineSide) OwnerMay(ctx context.Context, c tenant.CommunityID, ch channel.ID, owner string, right workflow.Right) (string, error) {
+	if h.mod != nil {
+		rs, err := h.mod.PubkeyRestrictions(ctx, c, owner, h.h.Now())
 		if err != nil {
 			return "", err
 		}
@@ -61,7 +58,7 @@ func (h *WorkflowHost) OwnerMay(ctx context.Context, c tenant.CommunityID, ch ch
 			return rightsBlocked, nil
 		}
 	}
-	cs := r.channels.store
+	cs := h.channels
 	pol, err := cs.CommunityAccess(ctx, c)
 	if err != nil {
 		return "", err

@@ -1,9 +1,10 @@
-package buzz
+package workflowhost
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/buzzrelay/buzz"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ type communityCreator interface {
 func newRightsEnv(t *testing.T, st wfBackend, membersOnly bool) *rightsEnv {
 	t.Helper()
 	e := &rightsEnv{t: t, st: st, host: "rights.example", owner: newSigner(t), mal: newSigner(t), offset: new(atomic.Int64)}
-	e.tr = workflowRelay(t, st, newHookServer(t), WithClock(e.now))
+	e.tr = workflowRelay(t, st, newHookServer(t), buzz.WithClock(e.now))
 	cm, _, err := st.(communityCreator).CreateCommunity(t.Context(), store.NewCommunity{Host: e.host, OwnerPubKey: e.owner.pub()})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +199,7 @@ func (e *rightsEnv) hookRefused(what string, id workflow.ID, secret string) {
 }
 
 // dmHookYAML posts into the channel and DMs the workflow's owner (%OWNER%).
-const dmHookYAML = `name: Relay
+const dmHookYAML = `name: buzz.Relay
 trigger: {on: webhook}
 steps:
   - id: say
