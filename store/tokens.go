@@ -59,7 +59,9 @@ type APIToken struct {
 func (t APIToken) Revoked() bool { return !t.RevokedAt.IsZero() }
 
 // Expired reports whether t has expired at now.
-func (t APIToken) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
+func (t APIToken) Expired(now time.Time) bool {
+	return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)
+}
 
 // Bounds of APIToken.
 const (
