@@ -3,13 +3,12 @@ package buzz
 import (
 	"encoding/json"
 	"errors"
-	"io"
+	"github.com/buzzrelay/buzz/apitoken"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
-	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
@@ -66,23 +65,16 @@ func (r *Relay) registerWorkflowAPI() {
 	r.HandleCommunity("GET "+WorkflowsPath+"/{id}/runs", r.serveWorkflowRuns)
 }
 
-// authenticateAny is authenticate for any method: a POST must carry a
-// payload tag, a GET has no body.
+// authenticateAny authenticates a workflow request of any method (a POST
+// must carry a payload tag, a GET has no body); an API token needs
+// jobs:write for a POST, jobs:read for a GET.
 func (r *Relay) authenticateAny(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (string, bool) {
+	need := apitoken.JobsRead
 	if req.Method == http.MethodPost {
-		pk, _, ok := r.authenticate(w, req, tc)
-		return pk, ok
+		need = apitoken.JobsWrite
 	}
-	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, req.Body, MaxHTTPBodyBytes))
-	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(r.origin(req, tc), req), nil)
-	hr.Scope = nip98.CommunityScope(tc.Community())
-	pk, err := r.cfg.httpAPI.Verify(req.Context(), hr)
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		apiError(w, http.StatusUnauthorized, "unauthorized", nip98.ClientMessage(err))
-		return "", false
-	}
-	return pk, true
+	c, ok := r.authorize(w, req, tc, need)
+	return c.PubKey, ok
 }
 
 func notFound(w http.ResponseWriter, msg string) {
