@@ -263,6 +263,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		return err
 	}
 	relayOpts := cl.RelayOptions()
+	tokenOpt, relayOpts, err := apiTokens(backend, cl, relayOpts, logger)
+	if err != nil {
+		return err
+	}
+	relayOpts = append(relayOpts, tokenOpt)
 	if msrv != nil {
 		defer msrv.srv.Close()
 		relayOpts = append(relayOpts, metricsOpt)
