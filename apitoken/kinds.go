@@ -19,8 +19,10 @@ func ScopeForEvent(ev *nostr.Event) Scope {
 	case nostr.KindCreateChannel, nostr.KindCreateInvite:
 		return ChannelsWrite
 	case nostr.KindEditMetadata:
-		if len(ev.Tags.All("archived")) > 0 {
-			return AdminChannels
+		for _, t := range ev.Tags {
+			if len(t) > 0 && t[0] == "archived" {
+				return AdminChannels
+			}
 		}
 		return ChannelsWrite
 	case nostr.KindPutUser, nostr.KindRemoveUser, nostr.KindDeleteChannel, nostr.KindDeleteEvent:
