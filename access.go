@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/buzzrelay/buzz/apitoken"
 	"iter"
 	"strings"
 	"time"
@@ -46,11 +47,19 @@ type relayChannels struct {
 	access *channel.Access // shared with the ingest pipeline (one cache)
 }
 
-// readers returns the pubkeys the connection authenticated as.
+// readers returns the pubkeys the connection authenticated as and reads
+// as: a pubkey that authenticated with an API token only when the token
+// allows messages:read.
 func (c *conn) readers() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.authed...)
+	out := make([]string, 0, len(c.authed))
+	for _, p := range c.authed {
+		if g := c.grants[p]; g == nil || g.Allows(apitoken.MessagesRead) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // actor is the trace's actor: the first authenticated pubkey, or "". It

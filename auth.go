@@ -1,6 +1,7 @@
 package buzz
 
 import (
+	"github.com/buzzrelay/buzz/apitoken"
 	"net/url"
 
 	"github.com/buzzrelay/buzz/ingest"
@@ -14,6 +15,14 @@ import (
 // stored or published.
 func (c *conn) handleAuth(ev *nostr.Event) {
 	reason := c.checkAuth(ev)
+	var grant *apitoken.Grant // the token's, when the event presents one
+	if reason == "" {
+		if token, has, bad := tokenOf(ev); bad != "" {
+			reason = bad
+		} else if has {
+			grant, reason = c.authToken(ev, token)
+		}
+	}
 	if reason == "" {
 		reason = c.authBlocked(ev.PubKey) // a banned pubkey cannot authenticate
 	}
@@ -40,13 +49,33 @@ func (c *conn) handleAuth(ev *nostr.Event) {
 			break
 		}
 	}
+	// A pubkey authenticated with a token acts within its scopes until it
+	// authenticates without one (the key alone may do anything); a second
+	// token changes nothing.
+	prev, limited := c.grants[ev.PubKey]
+	switch {
+	case grant != nil && !already:
+		if c.grants == nil {
+			c.grants = make(map[string]*apitoken.Grant)
+		}
+		c.grants[ev.PubKey] = grant
+	case grant == nil && limited:
+		delete(c.grants, ev.PubKey)
+	}
 	if !already {
 		c.authed = append(c.authed, ev.PubKey)
 	}
 	c.mu.Unlock()
+	// The channel reader learns of the pubkey once it may read: at once
+	// without a token, when a token allows messages:read.
+	canRead := func(g *apitoken.Grant) bool { return g == nil || g.Allows(apitoken.MessagesRead) }
+	newReader := (!already && canRead(grant)) || (grant == nil && limited && !canRead(prev))
 	if !already {
 		pk := ev.PubKey
 		c.actorPK.CompareAndSwap(nil, &pk)
+	}
+	if newReader {
+		pk := ev.PubKey
 		if c.reader != nil {
 			// A new reader may read more channels. The set is recomputed
 			// before the OK: every event published after the client sees

@@ -323,6 +323,8 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 		r.restrictionChanged(community, m)
 	case control.PolicyChanged:
 		r.policyChanged(community, m)
+	case control.TokenRevoked:
+		r.tokenRevoked(community, m.Token)
 	case control.PodJoined:
 		if m.Pod != r.cfg.cluster.pod {
 			r.log.Info("buzz: pod joined", "pod", m.Pod, "version", m.Version)

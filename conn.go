@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/buzzrelay/buzz/apitoken"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -77,12 +78,13 @@ type conn struct {
 
 	mu           sync.Mutex
 	subs         map[string]*subscription
-	filterBytes  int                    // charged by the open subscriptions (see subscription.bytes)
-	pendingBytes int                    // live events held back by replaying subscriptions
-	counts       map[string]*countRun   // COUNTs running, by subscription id
-	negs         map[string]*negSession // NIP-77 sessions open, by subscription id (negentropy.go)
-	authed       []string               // pubkeys authenticated with NIP-42, in order
-	typing       map[string]time.Time   // channel (h) -> when this connection's last typing indicator was admitted (typing.go)
+	filterBytes  int                        // charged by the open subscriptions (see subscription.bytes)
+	pendingBytes int                        // live events held back by replaying subscriptions
+	counts       map[string]*countRun       // COUNTs running, by subscription id
+	negs         map[string]*negSession     // NIP-77 sessions open, by subscription id (negentropy.go)
+	authed       []string                   // pubkeys authenticated with NIP-42, in order
+	grants       map[string]*apitoken.Grant // pubkey -> the API token it authenticated with alone (tokens.go)
+	typing       map[string]time.Time       // channel (h) -> when this connection's last typing indicator was admitted (typing.go)
 
 	reader  *channel.Reader        // channel read access (see access.go); nil without channels
 	actorPK atomic.Pointer[string] // first authenticated pubkey (traces)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -12,11 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
-	"github.com/buzzrelay/buzz/internal/apijson"
-	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/nostr/nip17"
 	"github.com/buzzrelay/buzz/pubsub"
@@ -52,13 +50,21 @@ type Host interface {
 	// first, and an unmapped host never reaches h.
 	HandleCommunity(pattern string, h CommunityHandlerFunc)
 	// HTTPAuth reports whether HTTP requests can be authenticated
-	// (WithHTTPAPI gave a NIP-98 verifier).
+	// (WithHTTPAPI gave a NIP-98 verifier, or WithAPITokens a token
+	// service).
 	HTTPAuth() bool
 	// AuthenticateHTTP reads the request body (at most MaxHTTPBodyBytes)
-	// and verifies its NIP-98 authorization for tc's host, each token
-	// accepted once per community. On failure it has answered the request
-	// itself (401, 400 or 413, the HTTP API's JSON errors) and ok is false.
-	AuthenticateHTTP(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (pubkey string, body []byte, ok bool)
+	// and authenticates the request for tc's host: an API token of tc's
+	// community ("Authorization: Bearer buzz_…", WithAPITokens), else its
+	// NIP-98 authorization, each NIP-98 event accepted once per community.
+	// A token must allow every scope of need — the route's, as the feature
+	// declares it; a route that declares none accepts any token of the
+	// community — and the caller then acts as the token's pubkey, which
+	// HTTPCaller.Token and Allows expose for finer checks. On failure it
+	// has answered the request itself (401, 400, 413, or 403 "restricted:
+	// insufficient scope (need …)", the HTTP API's JSON errors; token
+	// refusals are audited) and ok is false.
+	AuthenticateHTTP(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, need ...apitoken.Scope) (caller HTTPCaller, ok bool)
 	// Admitted returns why pubkey may not act in tc's community — a ban or
 	// timeout, or not being a member of a members-only community, as a
 	// NIP-01 prefixed message — or "" when it may.
@@ -215,16 +221,10 @@ func (s *seam) HandleCommunity(pattern string, h CommunityHandlerFunc) {
 	s.r.HandleCommunity(pattern, h)
 }
 
-func (s *seam) HTTPAuth() bool { return s.r.cfg.httpAPI != nil }
+func (s *seam) HTTPAuth() bool { return s.r.cfg.httpAPI != nil || s.r.cfg.tokens != nil }
 
-func (s *seam) AuthenticateHTTP(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (string, []byte, bool) {
-	if s.r.cfg.httpAPI == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, MaxHTTPBodyBytes))
-		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		apijson.Error(w, http.StatusUnauthorized, "unauthorized", "auth-required: this relay authenticates no HTTP requests")
-		return "", nil, false
-	}
-	return s.r.authenticate(w, req, tc)
+func (s *seam) AuthenticateHTTP(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, need ...apitoken.Scope) (HTTPCaller, bool) {
+	return s.r.authorize(w, req, tc, need...)
 }
 
 func (s *seam) Admitted(ctx context.Context, tc tenant.TenantContext, pubkey string) (string, error) {

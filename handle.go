@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/internal/apijson"
 
 	"github.com/buzzrelay/buzz/channel"
@@ -146,6 +147,10 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			<-c.eventSem
 			c.tasks.Done()
 		}()
+		if reason := c.checkScope(ev.PubKey, apitoken.ScopeForEvent(ev)); reason != "" {
+			c.reply(nostr.AppendOK(nil, ev.ID, false, reason))
+			return
+		}
 		if !c.admitTyping(ev) {
 			c.reply(nostr.AppendOK(nil, ev.ID, false, msgTypingTooSoon))
 			return
@@ -182,6 +187,9 @@ func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string
 		return fmt.Sprintf(msgTooManyFilters, c.limits.MaxFilters), false
 	case c.r.cfg.auth == AuthRequired && !c.authenticated():
 		return msgReqAuth, true
+	}
+	if reason := c.readScope(); reason != "" {
+		return reason, false
 	}
 	ctx := c.ctx
 	if len(c.r.cfg.filterPolicy) > 0 {

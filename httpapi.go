@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
@@ -128,6 +129,26 @@ func (r *Relay) origin(req *http.Request, tc tenant.TenantContext) string {
 // request's NIP-98 authorization for tc's host. It answers the request
 // itself and returns ok false on any failure.
 func (r *Relay) authenticate(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (pubkey string, body []byte, ok bool) {
+	body, ok = r.readBody(w, req)
+	if !ok {
+		return "", nil, false
+	}
+	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(r.origin(req, tc), req), body)
+	hr.RequirePayload = req.Method == http.MethodPost // GETs (moderation reads) carry no body
+	hr.Scope = nip98.CommunityScope(tc.Community())
+	pubkey, err := r.cfg.httpAPI.Verify(req.Context(), hr)
+	if err != nil {
+		r.log.DebugContext(req.Context(), "buzz: HTTP API request refused", "err", err)
+		w.Header().Set("WWW-Authenticate", nip98.Scheme)
+		apiError(w, http.StatusUnauthorized, "unauthorized", nip98.ClientMessage(err))
+		return "", nil, false
+	}
+	return pubkey, body, true
+}
+
+// readBody reads the request's body, at most MaxHTTPBodyBytes; it answers
+// the request (413, 400) and returns ok false when it cannot.
+func (r *Relay) readBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxHTTPBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -136,19 +157,9 @@ func (r *Relay) authenticate(w http.ResponseWriter, req *http.Request, tc tenant
 		} else {
 			apiError(w, http.StatusBadRequest, "invalid", "invalid: unreadable request body")
 		}
-		return "", nil, false
+		return nil, false
 	}
-	hr := nip98.HTTPRequest(req, nip98.ExpectedURL(r.origin(req, tc), req), body)
-	hr.RequirePayload = req.Method == http.MethodPost // GETs (moderation reads) carry no body
-	hr.Scope = nip98.CommunityScope(tc.Community())
-	pubkey, err = r.cfg.httpAPI.Verify(req.Context(), hr)
-	if err != nil {
-		r.log.DebugContext(req.Context(), "buzz: HTTP API request refused", "err", err)
-		w.Header().Set("WWW-Authenticate", nip98.Scheme)
-		apiError(w, http.StatusUnauthorized, "unauthorized", nip98.ClientMessage(err))
-		return "", nil, false
-	}
-	return pubkey, body, true
+	return body, true
 }
 
 // parseFilters decodes a filter or an array of filters, bounded as the
@@ -166,10 +177,11 @@ func parseFilters(body []byte, lim Limits) ([]nostr.Filter, error) {
 // check the filters, then decide access for reader. It answers the request
 // and returns ok false on refusal.
 func (r *Relay) readRequest(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, seam string) (filters []nostr.Filter, readers []string, scope channel.Scope, rt readTrace, ok bool) {
-	pubkey, body, ok := r.authenticate(w, req, tc)
+	caller, ok := r.authorize(w, req, tc, apitoken.MessagesRead)
 	if !ok {
 		return nil, nil, scope, rt, false
 	}
+	pubkey, body := caller.PubKey, caller.Body
 	ctx := req.Context()
 	rt = r.armHTTPRead(tc, pubkey, seam)
 	refuse := func(reason string) {
@@ -300,7 +312,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request, tc tenant.T
 	cur, ok := parseCursor(req)
 	if !ok {
 		// Authenticate first: an unauthenticated request learns nothing.
-		if _, _, ok := r.authenticate(w, req, tc); ok {
+		if _, ok := r.authorize(w, req, tc, apitoken.MessagesRead); ok {
 			refusal(w, msgBadCursor)
 		}
 		return
@@ -468,13 +480,18 @@ type eventResult struct {
 }
 
 func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	pubkey, body, ok := r.authenticate(w, req, tc)
+	caller, ok := r.authorize(w, req, tc)
 	if !ok {
 		return
 	}
-	ev, err := nostr.ParseEvent(body)
+	pubkey := caller.PubKey
+	ev, err := nostr.ParseEvent(caller.Body)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, eventResult{Message: ingest.Reason(err, "invalid: ")})
+		return
+	}
+	if reason := r.checkCaller(req.Context(), tc, caller, apitoken.ScopeForEvent(ev)); reason != "" {
+		writeJSON(w, prefixStatus(reason), eventResult{EventID: ev.ID, Message: reason})
 		return
 	}
 	ticket := r.inflight.Begin()

@@ -78,6 +78,7 @@ func TestPackageLayout(t *testing.T) {
 		"operator":                cat(relay, drivers, backends),
 		"operator/optest":         cat(relay, drivers, backends),
 		"admin":                   cat(relay, drivers, backends),
+		"apitoken":                cat(relay, drivers, backends, redis),
 		"nip05":                   cat(drivers, backends, redis),
 		"modhttp":                 cat(drivers, backends, redis),
 		"homepage":                cat(drivers, backends, redis),

@@ -3,6 +3,7 @@ package buzz
 import (
 	"context"
 	"errors"
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/messaging"
 	"log/slog"
 	"net/netip"
@@ -78,11 +79,12 @@ type config struct {
 	tracer         trace.Factory   // nil: no conformance tracing
 	relayKey       nostr.SecretKey // master key of relay-signed events
 	hasRelayKey    bool
-	cluster        clusterConfig   // multi-process options (cluster.go)
-	httpAPI        *nip98.Verifier // nil: no NIP-98 HTTP API (httpapi.go)
-	trustedProxies []netip.Prefix  // whose X-Forwarded-For is believed (admission.go)
-	metrics        Metrics         // noMetrics unless WithMetrics (metrics_hook.go)
-	logSummary     time.Duration   // WithLogSummary (oplog.go)
+	cluster        clusterConfig     // multi-process options (cluster.go)
+	httpAPI        *nip98.Verifier   // nil: no NIP-98 HTTP API (httpapi.go)
+	tokens         *apitoken.Service // nil: no API tokens (tokens.go)
+	trustedProxies []netip.Prefix    // whose X-Forwarded-For is believed (admission.go)
+	metrics        Metrics           // noMetrics unless WithMetrics (metrics_hook.go)
+	logSummary     time.Duration     // WithLogSummary (oplog.go)
 	logSummarySet  bool
 	kinds          messaging.Kinds // WithKindAllowList (options_messaging.go)
 }

@@ -20,6 +20,7 @@ package modhttp
 import (
 	"encoding/json"
 	"errors"
+	"github.com/buzzrelay/buzz/apitoken"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -117,10 +118,11 @@ func (f *Feature) Mount(h buzz.Host) error {
 // moderator). It answers the request itself and returns ok false on any
 // failure.
 func (f *Feature) moderator(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) bool {
-	pubkey, _, ok := f.h.AuthenticateHTTP(w, req, tc)
+	caller, ok := f.h.AuthenticateHTTP(w, req, tc, apitoken.AdminUsers)
 	if !ok {
 		return false
 	}
+	pubkey := caller.PubKey
 	ctx := req.Context()
 	role, member, err := f.h.CommunityRole(ctx, tc, pubkey)
 	reason := ""

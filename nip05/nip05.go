@@ -40,6 +40,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/buzzrelay/buzz/apitoken"
 	"net/http"
 	"strings"
 
@@ -123,10 +124,11 @@ func (f *Feature) mayManage(ctx context.Context, tc tenant.TenantContext, pubkey
 }
 
 func (f *Feature) serveClaim(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	signer, body, ok := f.h.AuthenticateHTTP(w, req, tc)
+	caller, ok := f.h.AuthenticateHTTP(w, req, tc, apitoken.UsersWrite)
 	if !ok {
 		return
 	}
+	signer, body := caller.PubKey, caller.Body
 	ctx := audit.WithActor(req.Context(), signer)
 	var in struct {
 		Name   string `json:"name"`
@@ -181,10 +183,11 @@ func (f *Feature) serveClaim(w http.ResponseWriter, req *http.Request, tc tenant
 }
 
 func (f *Feature) serveRelease(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	signer, _, ok := f.h.AuthenticateHTTP(w, req, tc)
+	caller, ok := f.h.AuthenticateHTTP(w, req, tc, apitoken.UsersWrite)
 	if !ok {
 		return
 	}
+	signer := caller.PubKey
 	ctx := audit.WithActor(req.Context(), signer)
 	name, valid := store.NormalizeName(req.PathValue("name"))
 	if !valid {

@@ -37,6 +37,7 @@ import (
 	"net/http"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/nostr"
@@ -92,10 +93,11 @@ type Summary struct {
 const msgNotFound = "invalid: no such message"
 
 func (f *Feature) serveSummary(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
-	signer, _, ok := f.h.AuthenticateHTTP(w, req, tc)
+	caller, ok := f.h.AuthenticateHTTP(w, req, tc, apitoken.MessagesRead)
 	if !ok {
 		return
 	}
+	signer := caller.PubKey
 	ctx, c := req.Context(), tc.Community()
 	if refusal, err := f.h.Admitted(ctx, tc, signer); err != nil {
 		f.internalError(w, req, "admission", err)

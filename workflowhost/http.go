@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/tenant"
@@ -67,11 +68,16 @@ func (f *Feature) registerAPI() {
 }
 
 // authenticate verifies the request's NIP-98 authorization (a POST must
-// carry a payload tag, a GET has no body). When ok is false it has
+// carry a payload tag, a GET has no body) or its API token, which needs
+// jobs:write for a POST, jobs:read for a GET. When ok is false it has
 // answered the request itself.
 func (f *Feature) authenticate(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) (string, bool) {
-	pk, _, ok := f.h.AuthenticateHTTP(w, req, tc)
-	return pk, ok
+	need := apitoken.JobsRead
+	if req.Method == http.MethodPost {
+		need = apitoken.JobsWrite
+	}
+	c, ok := f.h.AuthenticateHTTP(w, req, tc, need)
+	return c.PubKey, ok
 }
 
 // internalError logs err and answers 500 without details.

@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/buzzrelay/buzz/apitoken"
 	"net/http"
 	"strconv"
 	"time"
@@ -79,10 +80,11 @@ type entryJSON struct {
 
 func (f *Feature) serve(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
 	ctx := req.Context()
-	pubkey, _, ok := f.h.AuthenticateHTTP(w, req, tc)
+	caller, ok := f.h.AuthenticateHTTP(w, req, tc, apitoken.AdminUsers)
 	if !ok {
 		return
 	}
+	pubkey := caller.PubKey
 	role, ok, err := f.h.CommunityRole(ctx, tc, pubkey)
 	if err != nil {
 		f.h.Logger().ErrorContext(ctx, "audithttp: community role", "community", tc.Community().String(), "err", err)

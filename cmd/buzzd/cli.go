@@ -41,6 +41,10 @@ const adminUsage = `usage: buzzd admin <command> [flags]
   member add HOST PUBKEY [-role ROLE]      ROLE: admin, moderator, member (default)
   member role HOST PUBKEY ROLE
   member remove HOST PUBKEY
+  token mint HOST PUBKEY -scopes S1,S2 [-name N] [-expires 30d|12h|never]
+                                           mint an API token acting as PUBKEY (shown once)
+  token list HOST                          the community's tokens (never the tokens themselves)
+  token revoke HOST ID                     revoke a token: refused at once on every pod
 
 A PUBKEY is 64 hex characters or an npub. Flags: -json prints JSON for
 scripts; -actor PUBKEY names who acts in the audit chain (default: none,
@@ -100,6 +104,7 @@ type adminFlags struct {
 	json, createOnly bool
 	actor, owner     string
 	role             string
+	scopes, expires  string            // token mint
 	profile          map[string]string // -name, -description, -icon, -contact given
 }
 
@@ -193,7 +198,7 @@ func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err err
 			} else {
 				f.createOnly = b
 			}
-		case "actor", "owner", "role", "name", "description", "icon", "contact":
+		case "actor", "owner", "role", "name", "description", "icon", "contact", "scopes", "expires":
 			v, err := value()
 			if err != nil {
 				return nil, nil, err
@@ -205,6 +210,10 @@ func splitAdminArgs(args []string, f *adminFlags) (words, rest []string, err err
 				f.owner = v
 			case "role":
 				f.role = v
+			case "scopes":
+				f.scopes = v
+			case "expires":
+				f.expires = v
 			default:
 				if f.profile == nil {
 					f.profile = map[string]string{}
@@ -359,6 +368,21 @@ func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
 			return err
 		}
 		return a.memberRemove(ctx, w[2], w[3])
+	case "token mint":
+		if err := want(4, "token mint HOST PUBKEY -scopes S1,S2 [-name N] [-expires 30d]"); err != nil {
+			return err
+		}
+		return a.tokenMint(ctx, w[2], w[3])
+	case "token list":
+		if err := want(3, "token list HOST"); err != nil {
+			return err
+		}
+		return a.tokenList(ctx, w[2])
+	case "token revoke":
+		if err := want(4, "token revoke HOST ID"); err != nil {
+			return err
+		}
+		return a.tokenRevoke(ctx, w[2], w[3])
 	}
 	return usageError{err: fmt.Errorf("admin: unknown command %q", strings.Join(w[:2], " ")), help: "buzzd admin help"}
 }

@@ -113,6 +113,13 @@ type PolicyChanged struct {
 	Access string `json:"access"`
 }
 
+// TokenRevoked says the community's API token Token (its id, never the
+// token) was revoked: every process closes the connections that
+// authenticated with it (package apitoken).
+type TokenRevoked struct {
+	Token string `json:"token"`
+}
+
 // Wire discriminators.
 const (
 	TypeMembershipChanged   = "membership_changed"
@@ -124,6 +131,7 @@ const (
 	TypePolicyChanged       = "policy_changed"
 	TypePodJoined           = "pod_joined"
 	TypePodLeft             = "pod_left"
+	TypeTokenRevoked        = "token_revoked"
 )
 
 func (MembershipChanged) Type() string   { return TypeMembershipChanged }
@@ -135,6 +143,7 @@ func (RestrictionChanged) Type() string  { return TypeRestrictionChanged }
 func (PolicyChanged) Type() string       { return TypePolicyChanged }
 func (PodJoined) Type() string           { return TypePodJoined }
 func (PodLeft) Type() string             { return TypePodLeft }
+func (TokenRevoked) Type() string        { return TypeTokenRevoked }
 
 func (MembershipChanged) isMessage()   {}
 func (VisibilityChanged) isMessage()   {}
@@ -145,6 +154,7 @@ func (RestrictionChanged) isMessage()  {}
 func (PolicyChanged) isMessage()       {}
 func (PodJoined) isMessage()           {}
 func (PodLeft) isMessage()             {}
+func (TokenRevoked) isMessage()        {}
 
 // Handler receives control messages. It must not block: it runs on the
 // delivering goroutine.
@@ -229,6 +239,8 @@ func Decode(data []byte) (Decoded, error) {
 		d.Message, err = decodeBody[PodJoined](env.Body)
 	case TypePodLeft:
 		d.Message, err = decodeBody[PodLeft](env.Body)
+	case TypeTokenRevoked:
+		d.Message, err = decodeBody[TokenRevoked](env.Body)
 	default:
 		return d, fmt.Errorf("%w %q", ErrUnknownType, env.Type)
 	}
