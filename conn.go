@@ -83,6 +83,7 @@ type conn struct {
 	negs         map[string]*negSession // NIP-77 sessions open, by subscription id (negentropy.go)
 	authed       []string               // pubkeys authenticated with NIP-42, in order
 	typing       map[string]time.Time   // channel (h) -> when this connection's last typing indicator was admitted (typing.go)
+	presence     presenceBudget         // this connection's presence announcements (presence.go)
 
 	reader  *channel.Reader        // channel read access (see access.go); nil without channels
 	actorPK atomic.Pointer[string] // first authenticated pubkey (traces)

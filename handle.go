@@ -146,6 +146,10 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			<-c.eventSem
 			c.tasks.Done()
 		}()
+		if !c.admitPresence(ev) {
+			c.reply(nostr.AppendOK(nil, ev.ID, false, msgEphemeralTooFast))
+			return
+		}
 		if !c.admitTyping(ev) {
 			c.reply(nostr.AppendOK(nil, ev.ID, false, msgTypingTooSoon))
 			return

@@ -477,6 +477,10 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 		writeJSON(w, http.StatusBadRequest, eventResult{Message: ingest.Reason(err, "invalid: ")})
 		return
 	}
+	if ev.Kind == nostr.KindPresence {
+		writeJSON(w, http.StatusBadRequest, eventResult{EventID: ev.ID, Message: msgPresenceHTTP})
+		return
+	}
 	ticket := r.inflight.Begin()
 	sub := ingest.Submission{
 		Tenant:   tc,
