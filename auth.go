@@ -88,6 +88,7 @@ func (c *conn) handleAuth(ev *nostr.Event) {
 			}
 		}
 	}
+	c.recordAgentOwner(ev)
 	c.reply(nostr.AppendOK(nil, ev.ID, true, ""))
 }
 

@@ -207,6 +207,8 @@ func New(opts ...Option) (*Relay, error) {
 		Moderation:      r.ingestModeration(),
 		Feedback:        feedbackStore(r.cfg.store),
 		Kinds:           cfg.kinds,
+		CommunityKinds:  communityKindsStore(cfg.store),
+		AgentOwners:     agentOwnerStore(cfg.store),
 		Reactions:       reactionStore(cfg.store),
 		RateLimiter:     cfg.cluster.limiter,
 		RateLimitTier:   cfg.cluster.tier,

@@ -85,6 +85,7 @@ type conn struct {
 	authed       []string                   // pubkeys authenticated with NIP-42, in order
 	grants       map[string]*apitoken.Grant // pubkey -> the API token it authenticated with alone (tokens.go)
 	typing       map[string]time.Time       // channel (h) -> when this connection's last typing indicator was admitted (typing.go)
+	presence     presenceBudget             // this connection's presence announcements (presence.go)
 
 	reader  *channel.Reader        // channel read access (see access.go); nil without channels
 	actorPK atomic.Pointer[string] // first authenticated pubkey (traces)

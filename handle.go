@@ -151,6 +151,10 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			c.reply(nostr.AppendOK(nil, ev.ID, false, reason))
 			return
 		}
+		if !c.admitPresence(ev) {
+			c.reply(nostr.AppendOK(nil, ev.ID, false, msgEphemeralTooFast))
+			return
+		}
 		if !c.admitTyping(ev) {
 			c.reply(nostr.AppendOK(nil, ev.ID, false, msgTypingTooSoon))
 			return

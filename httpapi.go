@@ -490,6 +490,10 @@ func (r *Relay) serveEvents(w http.ResponseWriter, req *http.Request, tc tenant.
 		writeJSON(w, http.StatusBadRequest, eventResult{Message: ingest.Reason(err, "invalid: ")})
 		return
 	}
+	if ev.Kind == nostr.KindPresence {
+		writeJSON(w, http.StatusBadRequest, eventResult{EventID: ev.ID, Message: msgPresenceHTTP})
+		return
+	}
 	if reason := r.checkCaller(req.Context(), tc, caller, apitoken.ScopeForEvent(ev)); reason != "" {
 		writeJSON(w, prefixStatus(reason), eventResult{EventID: ev.ID, Message: reason})
 		return

@@ -10,7 +10,9 @@ import (
 // (Buzz's answer), before rate limiting and storage. The default allows
 // every kind, as a general-purpose relay does; messaging.BuzzKinds() is
 // the list of a Buzz-compatible relay, and messaging.ParseKinds reads the
-// setting's text form ("buzz,30023,5000-5999").
+// setting's text form ("buzz,30023,5000-5999"). It is the relay's list: a
+// community with a setting of its own (store.CommunityKindsStore, set
+// through the operator or owner API) uses that instead.
 func WithKindAllowList(k messaging.Kinds) Option {
 	return func(c *config) error {
 		c.kinds = k
@@ -43,4 +45,19 @@ func repoNameStore(s store.EventStore) store.RepoNameStore {
 func threadStore(s store.EventStore) store.ThreadStore {
 	ts, _ := s.(store.ThreadStore)
 	return ts
+}
+
+// communityKindsStore is the store's per-community kind allow-list
+// settings (store.CommunityKindsStore), or nil: then every community uses
+// the relay's list.
+func communityKindsStore(s store.EventStore) store.CommunityKindsStore {
+	ks, _ := s.(store.CommunityKindsStore)
+	return ks
+}
+
+// agentOwnerStore is the store's agent owners (store.AgentOwnerStore), or
+// nil: then no owner is recorded and only a message's author edits it.
+func agentOwnerStore(s store.EventStore) store.AgentOwnerStore {
+	as, _ := s.(store.AgentOwnerStore)
+	return as
 }

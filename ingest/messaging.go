@@ -21,9 +21,9 @@ const maxRelease = 500
 
 // admitMessaging applies the rules of Buzz's messaging kinds that need a
 // lookup (step 9'): an edit (40003) names a message of its own channel by
-// the same author; a forum vote (45002) names a forum post or comment of
-// its own channel; a reaction (7) in a channel (with h) names an event of
-// that channel. A reaction without h is a NIP-25 reaction as any relay
+// the same author, or by an agent the editor owns; a forum vote (45002)
+// names a forum post or comment of its own channel; a reaction (7) in a
+// channel (with h) names an event of that channel. A reaction without h is a NIP-25 reaction as any relay
 // takes it — its target may be stored elsewhere — and is not looked up:
 // accepting it whatever it names tells nothing of what is stored here
 // (a private channel's message, a gift wrap, another community's event).
@@ -45,7 +45,7 @@ func (p *Pipeline) admitMessaging(ctx context.Context, s Submission, d channel.A
 			return messaging.MsgEditNoChannel
 		}
 		if target.PubKey != ev.PubKey {
-			return messaging.MsgEditNotAuthor
+			return p.admitOwnerEdit(ctx, c, target.PubKey, ev.PubKey)
 		}
 	case messaging.KindForumVote:
 		id, _ := messaging.VoteTarget(ev) // checked by messaging.Validate
@@ -75,6 +75,24 @@ func (p *Pipeline) admitMessaging(ctx context.Context, s Submission, d channel.A
 		case !found:
 			return messaging.MsgReactionNotFound
 		}
+	}
+	return ""
+}
+
+// admitOwnerEdit admits an edit by editor of a message by author only when
+// editor owns the agent author in community c (Buzz's exception: the owner
+// of a bot may edit its messages); "" or the refusal.
+func (p *Pipeline) admitOwnerEdit(ctx context.Context, c tenant.CommunityID, author, editor string) string {
+	if p.cfg.AgentOwners == nil {
+		return messaging.MsgEditNotAuthor
+	}
+	o, ok, err := p.cfg.AgentOwners.AgentOwnerOf(ctx, c, author)
+	switch {
+	case err != nil:
+		p.cfg.Logger.ErrorContext(ctx, "ingest: agent owner lookup", "community", c.String(), "err", err)
+		return MsgInternal
+	case !ok || o.Owner != editor:
+		return messaging.MsgEditNotAuthor
 	}
 	return ""
 }

@@ -111,8 +111,15 @@ type Config struct {
 	Feedback store.FeedbackStore
 	// Kinds is the kind allow-list (step 7b): an event of a kind it does
 	// not allow is refused with messaging.MsgUnknownKind. The zero value
-	// allows every kind.
+	// allows every kind. It is the relay's list: a community with a
+	// setting of its own in CommunityKinds uses that instead.
 	Kinds messaging.Kinds
+	// CommunityKinds, when set, holds each community's own kind
+	// allow-list setting (see kindsFor), cached for a few seconds.
+	CommunityKinds store.CommunityKindsStore
+	// AgentOwners, when set, lets the owner of an agent edit (40003) the
+	// agent's messages; without it only a message's author may.
+	AgentOwners store.AgentOwnerStore
 	// Reactions keeps one reaction per (author, target, emoji) of a
 	// community (step 10b); nil stores every reaction.
 	Reactions store.ReactionStore
@@ -147,6 +154,9 @@ type Pipeline struct {
 	cfg Config
 	// restrictions caches bans and timeouts (with Moderation only).
 	restrictions *ttlcache.Cache[string, []store.Restriction]
+	// communityKinds caches each community's kind allow-list (with
+	// Config.CommunityKinds only; allowlist.go).
+	communityKinds *ttlcache.Cache[string, communityKinds]
 
 	clockMu sync.Mutex
 	clock   map[any]int64 // last created_at of each relay-signed state event
@@ -211,6 +221,13 @@ func New(cfg Config) (*Pipeline, error) {
 		}
 		p.restrictions = c
 	}
+	if cfg.CommunityKinds != nil {
+		c, err := ttlcache.New[string, communityKinds](ttlcache.Config{TTL: communityKindsTTL, Now: cfg.Now})
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		p.communityKinds = c
+	}
 	return p, nil
 }
 
@@ -219,6 +236,9 @@ func New(cfg Config) (*Pipeline, error) {
 func (p *Pipeline) Close() {
 	if p.restrictions != nil {
 		p.restrictions.Close()
+	}
+	if p.communityKinds != nil {
+		p.communityKinds.Close()
 	}
 }
 
@@ -373,8 +393,14 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		return Outcome{Message: fmt.Sprintf(msgContentTooLong, p.cfg.MaxContentBytes)}
 	}
 
-	// 7b. The kind allow-list (off unless configured; Buzz's refusal).
-	if !p.cfg.Kinds.Allows(ev.Kind) {
+	// 7b. The kind allow-list, the community's or the relay's (off unless
+	// configured; Buzz's refusal).
+	kinds, err := p.kindsFor(ctx, s.Tenant.Community())
+	if err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: kind allow-list", "community", s.Tenant.Community().String(), "err", err)
+		return Outcome{Message: MsgInternal}
+	}
+	if !kinds.Allows(ev.Kind) {
 		return Outcome{Message: messaging.MsgUnknownKind}
 	}
 

@@ -6,7 +6,7 @@ import "github.com/buzzrelay/buzz/nostr"
 // and is admitted, fenced, searched and deleted as a chat message (kind 9).
 const (
 	KindMessage    = 40002 // a channel message (Buzz's stream message)
-	KindEdit       = 40003 // an edit of a message: e names it, content is the new text; its author only
+	KindEdit       = 40003 // an edit of a message: e names it, content is the new text; its author, or its agent author's owner
 	KindPinned     = 40004 // a message pinned in a channel
 	KindBookmarked = 40005 // a message bookmarked by a user
 	KindScheduled  = 40006 // a message scheduled for later delivery

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -185,13 +186,14 @@ func isSHA(s string) bool {
 }
 
 // CurrentText returns the current text of a message: the content of the
-// newest edit (40003) its author made of it, or the message's own content.
-// edits may hold anything; only the author's edits naming msg count (ties
-// on created_at go to the lowest id, as replaceable events do).
-func CurrentText(msg *nostr.Event, edits []*nostr.Event) string {
+// newest edit (40003) of it by its author — or by an editor in alsoBy, the
+// owner of the agent that wrote it — or the message's own content. edits
+// may hold anything; only those edits naming msg count (ties on created_at
+// go to the lowest id, as replaceable events do).
+func CurrentText(msg *nostr.Event, edits []*nostr.Event, alsoBy ...string) string {
 	var best *nostr.Event
 	for _, e := range edits {
-		if e.Kind != KindEdit || e.PubKey != msg.PubKey {
+		if e.Kind != KindEdit || e.PubKey != msg.PubKey && !slices.Contains(alsoBy, e.PubKey) {
 			continue
 		}
 		if id, err := EditTarget(e); err != nil || id != msg.ID {

@@ -114,3 +114,22 @@ func signHash(priv *btcec.PrivateKey, msg, aux *[32]byte) ([64]byte, error) {
 	copy(out[:], sig.Serialize())
 	return out, nil
 }
+
+// SignDigest returns sk's BIP-340 signature of a 32-byte digest (128
+// lowercase hex characters), with auxiliary randomness from crypto/rand.
+func (sk SecretKey) SignDigest(digest [32]byte) (string, error) {
+	priv, err := sk.privateKey()
+	if err != nil {
+		return "", err
+	}
+	defer priv.Zero()
+	var aux [32]byte
+	if _, err := rand.Read(aux[:]); err != nil {
+		return "", fmt.Errorf("nostr: sign: %w", err)
+	}
+	sig, err := signHash(priv, &digest, &aux)
+	if err != nil {
+		return "", err
+	}
+	return string(appendHex(make([]byte, 0, 128), sig[:])), nil
+}

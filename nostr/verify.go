@@ -152,3 +152,19 @@ func (v *Verifier) challenge(r []byte, px *[32]byte, msg *[32]byte) [32]byte {
 	copy(buf[128:], msg[:])
 	return sha256.Sum256(buf[:])
 }
+
+// VerifyDigest checks that sig (128 lowercase hex characters) is a valid
+// BIP-340 signature of the 32-byte digest by pubkey; ErrBadSignature
+// otherwise. Signatures over something other than an event id (an owner
+// attestation, NIP-OA) are checked with it.
+func (v *Verifier) VerifyDigest(pubkey string, digest [32]byte, sig string) error {
+	var s [64]byte
+	if !DecodeLowerHex(s[:], sig) {
+		return ErrBadSignature
+	}
+	key, ok := v.lookup(pubkey)
+	if !ok || !v.verifySig(key, &digest, &s) {
+		return ErrBadSignature
+	}
+	return nil
+}

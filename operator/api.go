@@ -95,13 +95,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt = route{http.MethodPost, h.transfer}
 	case "/operator/communities/aliases", "/operator/communities/aliases/remove":
 		rt = route{http.MethodPost, h.aliasRoute(r.URL.Path)} // aliases.go
-	case "/operator/communities/profile", "/operator/communities/policy":
+	case "/operator/communities/profile", "/operator/communities/policy", "/operator/communities/kinds":
 		switch {
 		case h.settings == nil:
 			writeError(w, errorf(http.StatusNotFound, CodeNotFound, "not found"))
 			return
 		case r.URL.Path == "/operator/communities/policy":
 			rt = route{http.MethodPost, h.postPolicy}
+		case r.URL.Path == "/operator/communities/kinds":
+			rt = route{http.MethodPost, h.postKinds}
 		case r.Method == http.MethodGet || r.Method == http.MethodHead:
 			rt = route{http.MethodGet, h.getSettings}
 		default:

@@ -24,6 +24,7 @@
 //	GET  /operator/communities/profile?host=…       a community's profile and access policy
 //	POST /operator/communities/profile              {host, name, description, icon, contact}
 //	POST /operator/communities/policy               {host, access: "open"|"members"}
+//	POST /operator/communities/kinds                {host, kinds: "off"|"buzz"|"buzz,30023,…"|"" (the relay's)}
 //
 // The profile and policy routes need WithSettingsStore; a community's owner
 // changes the same settings on the community's own host (OwnerAPI).

@@ -15,9 +15,10 @@ import (
 // OwnerAPI lets a community's owner change the community's own settings on
 // the community's own host, without the operator:
 //
-//	GET  /community            {community_id, host, profile, access}
+//	GET  /community            {community_id, host, profile, access, kinds}
 //	POST /community/profile    {name, description, icon, contact} (the whole profile)
 //	POST /community/policy     {access: "open"|"members"}
+//	POST /community/kinds      {kinds: "off"|"buzz"|"buzz,30023,…"|"" (the relay's)}
 //
 // Each request carries a NIP-98 header signed by the community's owner
 // (store.Community.OwnerPubKey; a community without owner has no owner
@@ -75,7 +76,7 @@ func NewOwnerAPI(cfg OwnerConfig) (*OwnerAPI, error) {
 
 // Patterns are the net/http.ServeMux patterns ServeCommunity answers.
 func (o *OwnerAPI) Patterns() []string {
-	return []string{"/community", "/community/profile", "/community/policy"}
+	return []string{"/community", "/community/profile", "/community/policy", "/community/kinds"}
 }
 
 // ServeCommunity serves one owner request bound to tc (see OwnerAPI).
@@ -102,6 +103,16 @@ func (o *OwnerAPI) ServeCommunity(w http.ResponseWriter, r *http.Request, tc ten
 				return err
 			}
 			return setPolicy(ctx, o.settings, o.publisher, o.log, c.ID, req.Access)
+		}
+	case "/community/kinds":
+		method, fn = http.MethodPost, func(ctx context.Context, c store.Community, body []byte) error {
+			var req struct {
+				Kinds string `json:"kinds"`
+			}
+			if err := decode(body, &req); err != nil {
+				return err
+			}
+			return setKinds(ctx, o.settings, c.ID, req.Kinds)
 		}
 	default:
 		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "not found"))

@@ -3,22 +3,26 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// SettingsStore is what the profile and policy routes change: a
-// community's own self-description (store.ProfileStore) and its access
-// policy. store/sqlite and store/postgres implement it; both record every
+// SettingsStore is what the profile, policy and kinds routes change: a
+// community's own self-description (store.ProfileStore), its access
+// policy and its kind allow-list (store.CommunityKindsStore). store/sqlite and store/postgres implement it; both record every
 // change in the community's audit chain, with the caller (audit.WithActor)
 // as actor.
 type SettingsStore interface {
 	store.ProfileStore
+	store.CommunityKindsStore
 	CommunityAccess(ctx context.Context, c tenant.CommunityID) (channel.AccessPolicy, error)
 	SetCommunityAccess(ctx context.Context, c tenant.CommunityID, p channel.AccessPolicy) error
 }
@@ -49,13 +53,24 @@ type PolicyRequest struct {
 	Access string `json:"access"` // "open" or "members"
 }
 
-// SettingsResponse answers the profile and policy routes: the community's
-// settings after the call.
+// KindsRequest is the body of POST /operator/communities/kinds: the
+// community's kind allow-list, in messaging.ParseKinds' text ("off",
+// "buzz", "buzz,30023,5000-5999"), or "" (or "default") to follow the
+// relay's list.
+type KindsRequest struct {
+	Host  string `json:"host"`
+	Kinds string `json:"kinds"`
+}
+
+// SettingsResponse answers the profile, policy and kinds routes: the
+// community's settings after the call. Kinds is "" while the community
+// follows the relay's kind allow-list.
 type SettingsResponse struct {
 	CommunityID string                 `json:"community_id"`
 	Host        string                 `json:"host"`
 	Profile     store.CommunityProfile `json:"profile"`
 	Access      string                 `json:"access"`
+	Kinds       string                 `json:"kinds"`
 }
 
 // Code of a profile refused by store.CommunityProfile.Validate, and of an
@@ -63,6 +78,7 @@ type SettingsResponse struct {
 const (
 	CodeInvalidProfile = "invalid_profile" // 400
 	CodeInvalidPolicy  = "invalid_policy"  // 400
+	CodeInvalidKinds   = "invalid_kinds"   // 400
 )
 
 // settingsOf returns c's settings.
@@ -75,7 +91,29 @@ func settingsOf(ctx context.Context, s SettingsStore, id tenant.CommunityID, hos
 	if err != nil {
 		return SettingsResponse{}, err
 	}
-	return SettingsResponse{CommunityID: id.String(), Host: host, Profile: p, Access: string(a)}, nil
+	k, err := s.CommunityKinds(ctx, id)
+	if err != nil {
+		return SettingsResponse{}, err
+	}
+	return SettingsResponse{CommunityID: id.String(), Host: host, Profile: p, Access: string(a), Kinds: k}, nil
+}
+
+// setKinds validates and stores kinds, a community's kind allow-list ("" or
+// "default": the relay's). Relay processes read it anew within seconds.
+func setKinds(ctx context.Context, s SettingsStore, id tenant.CommunityID, kinds string) error {
+	kinds = strings.TrimSpace(kinds)
+	if kinds == "default" {
+		kinds = ""
+	}
+	if len(kinds) > store.MaxKindsSetting {
+		return errorf(http.StatusBadRequest, CodeInvalidKinds, fmt.Sprintf("kinds: at most %d bytes", store.MaxKindsSetting))
+	}
+	if kinds != "" {
+		if _, err := messaging.ParseKinds(kinds); err != nil {
+			return errorf(http.StatusBadRequest, CodeInvalidKinds, err.Error())
+		}
+	}
+	return s.SetCommunityKinds(ctx, id, kinds)
 }
 
 // setProfile validates and stores p for id.
@@ -149,6 +187,26 @@ func (h *Handler) postProfile(ctx context.Context, actor string, _ *http.Request
 		return 0, nil, h.storeError(err)
 	}
 	h.log.InfoContext(ctx, "operator: community profile set", "operator", actor, "community", c.ID.String())
+	resp, err := settingsOf(ctx, h.settings, c.ID, c.Host)
+	if err != nil {
+		return 0, nil, h.storeError(err)
+	}
+	return http.StatusOK, resp, nil
+}
+
+func (h *Handler) postKinds(ctx context.Context, actor string, _ *http.Request, body []byte) (int, any, error) {
+	var req KindsRequest
+	if err := decode(body, &req); err != nil {
+		return 0, nil, err
+	}
+	c, err := h.communityOf(ctx, req.Host)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := setKinds(ctx, h.settings, c.ID, req.Kinds); err != nil {
+		return 0, nil, h.storeError(err)
+	}
+	h.log.InfoContext(ctx, "operator: community kinds set", "operator", actor, "community", c.ID.String(), "kinds", req.Kinds)
 	resp, err := settingsOf(ctx, h.settings, c.ID, c.Host)
 	if err != nil {
 		return 0, nil, h.storeError(err)

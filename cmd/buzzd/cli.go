@@ -18,6 +18,7 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/pubsub/control"
@@ -37,6 +38,8 @@ const adminUsage = `usage: buzzd admin <command> [flags]
   community profile HOST [-name N] [-description D] [-icon URL] [-contact URI]
                                            show the profile, or change the fields given
   community policy HOST [open|members]     show or set who may read and write
+  community kinds HOST [default|off|buzz|LIST]
+                                           show or set the kinds clients may publish
   channel list HOST
   member add HOST PUBKEY [-role ROLE]      ROLE: admin, moderator, member (default)
   member role HOST PUBKEY ROLE
@@ -344,6 +347,15 @@ func (a *adminCmd) dispatch(ctx context.Context, w []string) error {
 			access = w[3]
 		}
 		return a.communityPolicy(ctx, w[2], access)
+	case "community kinds":
+		if len(w) != 3 && len(w) != 4 {
+			return usageError{err: errors.New("admin: want \"buzzd admin community kinds HOST [default|off|buzz|LIST]\""), help: "buzzd admin help"}
+		}
+		kinds := ""
+		if len(w) == 4 {
+			kinds = w[3]
+		}
+		return a.communityKinds(ctx, w[2], kinds)
 	case "channel list":
 		if err := want(3, "channel list HOST"); err != nil {
 			return err
@@ -585,6 +597,7 @@ type settingsJSON struct {
 	Host        string                 `json:"host"`
 	Profile     store.CommunityProfile `json:"profile"`
 	Access      string                 `json:"access"`
+	Kinds       string                 `json:"kinds"` // "" follows the relay's list
 }
 
 func (a *adminCmd) printSettings(ctx context.Context, c store.Community) error {
@@ -596,12 +609,41 @@ func (a *adminCmd) printSettings(ctx context.Context, c store.Community) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return writeJSONLine(a.out, settingsJSON{CommunityID: c.ID.String(), Host: c.Host, Profile: p, Access: string(acc)})
+	kinds, err := a.st.CommunityKinds(ctx, c.ID)
+	if err != nil {
+		return err
 	}
-	_, err = fmt.Fprintf(a.out, "host         %s\nname         %s\ndescription  %s\nicon         %s\ncontact      %s\naccess       %s\n",
-		c.Host, oneLine(p.Name), oneLine(p.Description), p.Icon, p.Contact, acc)
+	if a.flags.json {
+		return writeJSONLine(a.out, settingsJSON{CommunityID: c.ID.String(), Host: c.Host, Profile: p, Access: string(acc), Kinds: kinds})
+	}
+	shown := kinds
+	if shown == "" {
+		shown = "default (the relay's)"
+	}
+	_, err = fmt.Fprintf(a.out, "host         %s\nname         %s\ndescription  %s\nicon         %s\ncontact      %s\naccess       %s\nkinds        %s\n",
+		c.Host, oneLine(p.Name), oneLine(p.Description), p.Icon, p.Contact, acc, shown)
 	return err
+}
+
+// communityKinds shows, or with kinds set changes, the community's kind
+// allow-list ("default" follows the relay's). Relay processes read it anew
+// within seconds.
+func (a *adminCmd) communityKinds(ctx context.Context, raw, kinds string) error {
+	c, err := a.community(ctx, raw)
+	if err != nil {
+		return err
+	}
+	if kinds != "" {
+		if kinds == "default" {
+			kinds = ""
+		} else if _, err := messaging.ParseKinds(kinds); err != nil {
+			return usageError{err: err, help: "buzzd admin help"}
+		}
+		if err := a.st.SetCommunityKinds(ctx, c.ID, kinds); err != nil {
+			return err
+		}
+	}
+	return a.printSettings(ctx, c)
 }
 
 func (a *adminCmd) communityProfile(ctx context.Context, raw string) error {

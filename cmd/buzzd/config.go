@@ -349,7 +349,7 @@ func settings() []setting {
 			usage: "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the client",
 			apply: func(c *Config, v string) (err error) { c.TrustedProxies, err = parsePrefixes(v); return err }},
 		{env: "BUZZ_KIND_ALLOWLIST", flag: "kind-allowlist", def: "off",
-			usage: "the kinds clients may publish, others refused restricted: unknown event kind: off (every kind), buzz (the kinds a Buzz relay accepts), or a comma-separated list of kinds, low-high ranges and buzz, such as buzz,30023,5000-5999",
+			usage: "the kinds clients may publish, others refused restricted: unknown event kind: off (every kind), buzz (the kinds a Buzz relay accepts), or a comma-separated list of kinds, low-high ranges and buzz, such as buzz,30023,5000-5999; the relay's list: a community may set its own (buzzd admin community kinds)",
 			apply: func(c *Config, v string) (err error) {
 				c.KindAllowList, err = messaging.ParseKinds(v)
 				if err != nil {

@@ -84,6 +84,19 @@ func TestE2ECommunityIdentity(t *testing.T) {
 	if st, b := do(team, aliceSK, "POST", "/community/policy", "", map[string]any{"access": "everyone"}); st != http.StatusBadRequest || !strings.Contains(b, "invalid_policy") {
 		t.Fatalf("bad policy: %d %s", st, b)
 	}
+	// The kind allow-list: the owner turns Buzz's on, the operator off.
+	if st, b := do(team, aliceSK, "POST", "/community/kinds", "", map[string]any{"kinds": "buzz"}); st != http.StatusOK || !strings.Contains(b, `"kinds":"buzz"`) {
+		t.Fatalf("owner kinds: %d %s", st, b)
+	}
+	if st, b := do(team, aliceSK, "POST", "/community/kinds", "", map[string]any{"kinds": "buzz,70000"}); st != http.StatusBadRequest || !strings.Contains(b, "invalid_kinds") {
+		t.Fatalf("bad kinds: %d %s", st, b)
+	}
+	if st, b := do(team, mallorySK, "POST", "/community/kinds", "", map[string]any{"kinds": "off"}); st != http.StatusForbidden || !strings.Contains(b, "not_owner") {
+		t.Fatalf("kinds by another signer: %d %s", st, b)
+	}
+	if st, b := do(ops, opSK, "POST", "/operator/communities/kinds", "", map[string]any{"host": team, "kinds": "off"}); st != http.StatusOK || !strings.Contains(b, `"kinds":"off"`) {
+		t.Fatalf("operator kinds: %d %s", st, b)
+	}
 	if st, b := do(team, mallorySK, "POST", "/community/profile", "", map[string]any{"name": "pwned"}); st != http.StatusForbidden || !strings.Contains(b, "not_owner") {
 		t.Fatalf("another signer: %d %s", st, b)
 	}

@@ -37,6 +37,10 @@ func TestReactions(t *testing.T) {
 	storetest.RunReactions(t, func(t *testing.T) storetest.ReactionBackend { return openStore(t) })
 }
 
+func TestMessaging(t *testing.T) {
+	storetest.RunMessaging(t, func(t *testing.T) storetest.MessagingBackend { return openStore(t) })
+}
+
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openStore(t) })
 }

@@ -30,6 +30,10 @@ func TestReactions(t *testing.T) {
 	storetest.RunReactions(t, func(t *testing.T) storetest.ReactionBackend { return openTemp(t) })
 }
 
+func TestMessaging(t *testing.T) {
+	storetest.RunMessaging(t, func(t *testing.T) storetest.MessagingBackend { return openTemp(t) })
+}
+
 func TestReminders(t *testing.T) {
 	storetest.RunReminders(t, func(t *testing.T) storetest.ReminderBackend { return openTemp(t) })
 }
