@@ -81,6 +81,7 @@ func TestPackageLayout(t *testing.T) {
 		"apitoken":                cat(relay, drivers, backends, redis),
 		"nip05":                   cat(drivers, backends, redis),
 		"modhttp":                 cat(drivers, backends, redis),
+		"apitoken/tokenhttp":      cat(drivers, backends, redis),
 		"homepage":                cat(drivers, backends, redis),
 		"threads":                 cat(drivers, backends, redis),
 		"workflowhost":            cat(drivers, backends, redis),

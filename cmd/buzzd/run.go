@@ -268,11 +268,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if cfg.RequireRelayMembership {
 		relayOpts = append(relayOpts, buzz.WithRelayMembershipRequired())
 	}
-	tokenOpt, relayOpts, err := apiTokens(backend, cl, relayOpts, logger)
+	relayOpts, err = apiTokens(backend, cl, relayOpts, logger)
 	if err != nil {
 		return err
 	}
-	relayOpts = append(relayOpts, tokenOpt)
 	if msrv != nil {
 		defer msrv.srv.Close()
 		relayOpts = append(relayOpts, metricsOpt)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/apitoken"
+	"github.com/buzzrelay/buzz/apitoken/tokenhttp"
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/cluster"
 	"github.com/buzzrelay/buzz/nostr"
@@ -215,14 +216,15 @@ func (a *adminCmd) tokenRevoke(ctx context.Context, raw, id string) error {
 	return err
 }
 
-// apiTokens returns the relay option that accepts the store's API tokens
-// (package apitoken), and relayOpts with the control bus their
-// revocations travel on: the deployment's (Redis) when there is one, else
-// an in-process bus given to the relay as well.
-func apiTokens(backend store.Backend, cl *cluster.Deployment, relayOpts []buzz.Option, logger *slog.Logger) (buzz.Option, []buzz.Option, error) {
+// apiTokens returns relayOpts with the options that accept the store's
+// API tokens (package apitoken) and serve their owners' and admins' routes
+// (package tokenhttp), and the control bus their revocations travel on:
+// the deployment's (Redis) when there is one, else an in-process bus given
+// to the relay as well.
+func apiTokens(backend store.Backend, cl *cluster.Deployment, relayOpts []buzz.Option, logger *slog.Logger) ([]buzz.Option, error) {
 	ts, ok := backend.(store.TokenStore)
 	if !ok {
-		return nil, nil, errors.New("API tokens: the store keeps no API tokens")
+		return nil, errors.New("API tokens: the store keeps no API tokens")
 	}
 	bus, ok := cl.Broker().(control.Bus)
 	if !ok {
@@ -232,7 +234,7 @@ func apiTokens(backend store.Backend, cl *cluster.Deployment, relayOpts []buzz.O
 	}
 	svc, err := apitoken.New(ts, apitoken.WithBus(bus), apitoken.WithLogger(logger))
 	if err != nil {
-		return nil, nil, fmt.Errorf("API tokens: %w", err)
+		return nil, fmt.Errorf("API tokens: %w", err)
 	}
-	return buzz.WithAPITokens(svc), relayOpts, nil
+	return append(relayOpts, buzz.WithAPITokens(svc), buzz.WithFeature(tokenhttp.New(svc))), nil
 }
