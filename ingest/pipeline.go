@@ -519,50 +519,10 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 		ctx = p.withAuthority(ctx, s)
 	}
 
-	// 9b. Moderation commands are executed and reports queued: neither is
-	// ever stored as an event nor published.
-	if IsModerationCommand(ev.Kind) || ev.Kind == nostr.KindReport {
-		var out Outcome
-		if ev.Kind == nostr.KindReport {
-			out = p.queueReport(ctx, s)
-		} else {
-			out = p.applyModeration(ctx, s)
-		}
-		if out.OK {
-			g.AcceptEphemeral(ctx, st)
-		}
-		return out
-	}
-
-	// 9b''. DM conversation commands are executed, never stored nor
-	// published (dm.go).
-	if IsDMCommand(ev.Kind) {
-		out := p.applyDM(ctx, s)
-		if out.OK {
-			g.AcceptEphemeral(ctx, st)
-		}
-		return out
-	}
-
-	// 9b'''. A NIP-43 leave request and a workspace profile command are
-	// executed, never stored (membership.go, workspace.go).
-	if ev.Kind == nostr.KindLeaveRelay || ev.Kind == nostr.KindWorkspaceProfile {
-		var out Outcome
-		if ev.Kind == nostr.KindLeaveRelay {
-			out = p.applyLeave(ctx, s)
-		} else {
-			out = p.applyWorkspaceProfile(ctx, s)
-		}
-		if out.OK {
-			g.AcceptEphemeral(ctx, st)
-		}
-		return out
-	}
-
-	// 9b'. Product feedback goes to the operator's table: never stored as
-	// an event nor published, so no community read can return it.
-	if ev.Kind == nostr.KindProductFeedback {
-		out := p.queueFeedback(ctx, s)
+	// 9b. Kinds the relay executes and never stores nor publishes
+	// (executor).
+	if exec := p.executor(ev.Kind); exec != nil {
+		out := exec(ctx, s)
 		if out.OK {
 			g.AcceptEphemeral(ctx, st)
 		}
@@ -671,4 +631,29 @@ func Reason(err error, defaultPrefix string) string {
 		return msg
 	}
 	return defaultPrefix + msg
+}
+
+// executor is how the relay executes an event of kind that is never
+// stored as an event nor published, or nil for every other kind:
+// moderation commands and reports (queued for moderators; moderation.go),
+// DM conversation commands (dm.go), NIP-43 leave requests (membership.go)
+// and workspace profiles (workspace.go), and product feedback, which goes
+// to the operator's table so that no community read can return it
+// (feedback.go).
+func (p *Pipeline) executor(kind int) func(context.Context, Submission) Outcome {
+	switch {
+	case kind == nostr.KindReport:
+		return p.queueReport
+	case IsModerationCommand(kind):
+		return p.applyModeration
+	case IsDMCommand(kind):
+		return p.applyDM
+	case kind == nostr.KindLeaveRelay:
+		return p.applyLeave
+	case kind == nostr.KindWorkspaceProfile:
+		return p.applyWorkspaceProfile
+	case kind == nostr.KindProductFeedback:
+		return p.queueFeedback
+	}
+	return nil
 }
