@@ -290,7 +290,7 @@ func TestAuthorityOverHTTP(t *testing.T) {
 		ca := ownedCommunity(t, st, "a.example", owner)
 		p := startAPIPod(t, st, "a.example")
 		add := owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub(), "admin"})
-		code, body := p.api(t, x, "a.example", EventsPath, add.AppendJSON(nil))
+		code, body := p.api(t, x, "a.example", eventsPath, add.AppendJSON(nil))
 		var res eventResult
 		if err := json.Unmarshal(body, &res); err != nil {
 			t.Fatalf("/events answered %d %s", code, body)

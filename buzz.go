@@ -18,12 +18,14 @@
 // same Host binding: NIP-29 channels and groups (WithChannels, with
 // moderation 9032/9040–9044 and NIP-56 reports), NIP-50 search (when the
 // store searches), gift wraps readable by their recipient only (NIP-17/59),
-// and HTTP routes on community hosts mounted through HandleCommunity: the
-// NIP-98 API (WithHTTPAPI: /query, /count, /events). Features in their own
-// packages mount through one seam (WithFeature, Feature, Host): routes on
-// community hosts, NIP-98 authentication, admission, commands, event
-// policies, hooks, background work and relay-signed publishing — names per
-// community (package nip05), the audit chain route (audit/audithttp), the
+// HTTP routes on community hosts mounted through HandleCommunity, and
+// NIP-98 authentication of HTTP requests (WithHTTPAuth). Features in their
+// own packages mount through one seam (WithFeature, Feature, Host): routes
+// on community hosts, HTTP authentication, reads and writes with the rules
+// of REQ, COUNT and EVENT, admission, commands, event policies, hooks,
+// background work and relay-signed publishing — the HTTP query API
+// (package httpapi: /query, /count, /events), names per community
+// (package nip05), the audit chain route (audit/audithttp), the
 // moderation reads (modhttp) and the workflow engine (workflowhost: kinds
 // 30620/46020, status events, /workflows, /hooks and /approvals).
 // Reads are bounded and owned (a per-read deadline, a
@@ -232,7 +234,6 @@ func New(opts ...Option) (*Relay, error) {
 	}
 	r.reads = newReadGate(cfg.limits, cfg.store)
 	r.readers = newWorkers(r.reads.slots)
-	r.registerHTTPAPI()
 	// Idle connections are cheap: the read buffer is small (a larger
 	// message is read straight into the message buffer) and write buffers
 	// are only held while a message is being written.

@@ -50,7 +50,7 @@ type Host interface {
 	// first, and an unmapped host never reaches h.
 	HandleCommunity(pattern string, h CommunityHandlerFunc)
 	// HTTPAuth reports whether HTTP requests can be authenticated
-	// (WithHTTPAPI gave a NIP-98 verifier, or WithAPITokens a token
+	// (WithHTTPAuth gave a NIP-98 verifier, or WithAPITokens a token
 	// service).
 	HTTPAuth() bool
 	// AuthenticateHTTP reads the request body (at most MaxHTTPBodyBytes)
@@ -143,6 +143,40 @@ type Host interface {
 	// like a REQ on a connection. Every read ends with Refused or
 	// Returned.
 	ReadHTTP(tc tenant.TenantContext, pubkey, seam string) HTTPRead
+	// FilterLimits bounds the filters of one read as a REQ's are bounded
+	// (Limits.MaxFilters, MaxFilterValues, MaxSubscriptionBytes): filters
+	// parsed from a request by nostr.ParseFiltersLimited with these are
+	// refused exactly when a REQ of them would be, with its message.
+	FilterLimits() nostr.FilterLimits
+	// QueryHTTP reads tc's community for pubkey, the caller of req
+	// (AuthenticateHTTP), under the rules of a REQ by pubkey alone: the
+	// embedder's filter policies (ConnFrom gives them req's Conn), bans,
+	// the members-only policy, channel scope (community-wide events and
+	// the channels pubkey may read; a filter whose "#h" names no readable
+	// channel is refused) and the gift wrap rule. Each filter gives at
+	// most its limit, clamped to Limits.MaxLimit, of its events after cur;
+	// each is read in turn in the relay's fair queue, req's client address
+	// standing for a connection, under Limits.QueryTimeout. The events are
+	// each once, newest first (created_at descending, then id ascending).
+	// A refusal, a read past the timeout included, is a NIP-01 prefixed
+	// reason with no events and a nil error; err is a failure of the store
+	// or the end of ctx. The read is traced (WithTracer) as a REQ.
+	QueryHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, pubkey string, filters []nostr.Filter, cur Cursor) (events []store.Record, refusal string, err error)
+	// CountHTTP counts the events of filters, without their limits, that
+	// QueryHTTP would let pubkey read (NIP-45), under the same rules,
+	// queue and timeout, each event once; traced as a COUNT. Its refusal
+	// and err are QueryHTTP's.
+	CountHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, pubkey string, filters []nostr.Filter) (n int64, refusal string, err error)
+	// IngestHTTP admits ev into tc's community as the ingest pipeline
+	// admits an EVENT from a connection authenticated as caller.PubKey
+	// alone, caller being req's (AuthenticateHTTP): an API token must
+	// allow apitoken.ScopeForEvent(ev) (a refusal is audited), the
+	// embedder's event policies see req's Conn, and a presence
+	// announcement is refused (it belongs to a connection). It returns the
+	// OK answer: whether ev was accepted, and the message, "" or NIP-01
+	// prefixed. Shutdown waits for it; it is counted (Metrics) and traced
+	// (WithTracer) as an EVENT.
+	IngestHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, caller HTTPCaller, ev *nostr.Event) (ok bool, message string)
 }
 
 // HTTPRead is one read of an HTTP request by its NIP-98 signer (see
@@ -221,7 +255,7 @@ func (s *seam) HandleCommunity(pattern string, h CommunityHandlerFunc) {
 	s.r.HandleCommunity(pattern, h)
 }
 
-func (s *seam) HTTPAuth() bool { return s.r.cfg.httpAPI != nil || s.r.cfg.tokens != nil }
+func (s *seam) HTTPAuth() bool { return s.r.cfg.httpAuth != nil || s.r.cfg.tokens != nil }
 
 func (s *seam) AuthenticateHTTP(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, need ...apitoken.Scope) (HTTPCaller, bool) {
 	return s.r.authorize(w, req, tc, need...)
@@ -508,4 +542,18 @@ func (h seamRead) Returned(ctx context.Context, rows []tenant.CommunityID) {
 	}
 	h.rt.g.ReadByIDRows(ctx, h.rt.st, rows)
 	h.rt.done(ctx)
+}
+
+func (s *seam) FilterLimits() nostr.FilterLimits { return s.r.cfg.limits.filterLimits() }
+
+func (s *seam) QueryHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, pubkey string, filters []nostr.Filter, cur Cursor) ([]store.Record, string, error) {
+	return s.r.queryHTTP(ctx, req, tc, pubkey, filters, cur)
+}
+
+func (s *seam) CountHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, pubkey string, filters []nostr.Filter) (int64, string, error) {
+	return s.r.countHTTP(ctx, req, tc, pubkey, filters)
+}
+
+func (s *seam) IngestHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, caller HTTPCaller, ev *nostr.Event) (bool, string) {
+	return s.r.ingestHTTP(ctx, req, tc, caller, ev)
 }

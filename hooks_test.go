@@ -200,7 +200,7 @@ func TestConnViewOnHTTPAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startPod(t, st, "a.example", WithHTTPAPI(v),
+	p := startPod(t, st, "a.example", withHTTPAPI(v),
 		WithEventPolicy(func(ctx context.Context, _ tenant.TenantContext, _ *nostr.Event) error {
 			rec(ctx, "event")
 			return nil
@@ -211,10 +211,10 @@ func TestConnViewOnHTTPAPI(t *testing.T) {
 		}))
 	s := newSigner(t)
 	ev := s.event(1, now(), "over HTTP")
-	if code, body := p.api(t, s, "a.example", EventsPath, ev.AppendJSON(nil)); code != http.StatusOK {
+	if code, body := p.api(t, s, "a.example", eventsPath, ev.AppendJSON(nil)); code != http.StatusOK {
 		t.Fatalf("POST /events: %d %s", code, body)
 	}
-	if code, body := p.api(t, s, "a.example", QueryPath, []byte(`{"kinds":[1]}`)); code != http.StatusOK {
+	if code, body := p.api(t, s, "a.example", queryPath, []byte(`{"kinds":[1]}`)); code != http.StatusOK {
 		t.Fatalf("POST /query: %d %s", code, body)
 	}
 	mu.Lock()

@@ -84,6 +84,7 @@ func TestPackageLayout(t *testing.T) {
 		"apitoken/tokenhttp":      cat(drivers, backends, redis),
 		"homepage":                cat(drivers, backends, redis),
 		"threads":                 cat(drivers, backends, redis),
+		"httpapi":                 cat(drivers, backends, redis),
 		"workflowhost":            cat(drivers, backends, redis),
 		"cluster":                 cat(backends, []string{"github.com/jackc/", "modernc.org/sqlite"}),
 		// transfer works over interfaces of its own: the backends implement

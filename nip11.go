@@ -117,7 +117,7 @@ var nipTable = [...]NIP{
 	{Number: 56, Title: "Reporting", on: func(r *Relay) bool { return r.moderation != nil }},
 	{Number: 59, Title: "Gift wrap (readable by its recipient only)"},
 	{Number: 77, Title: "Negentropy syncing (NEG-OPEN, NEG-MSG, NEG-CLOSE)"},
-	{Number: 98, Title: "HTTP auth (the HTTP API)", on: func(r *Relay) bool { return r.cfg.httpAPI != nil }},
+	{Number: 98, Title: "HTTP auth (the HTTP API)", on: func(r *Relay) bool { return r.cfg.httpAuth != nil }},
 }
 
 // NIPs returns the NIPs this relay implements, in ascending order: the

@@ -115,7 +115,7 @@ var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 	},
 	59: giftWrapsGated,
 	98: func(t *testing.T, tr *testRelay) bool {
-		return tr.routeAnswers(t, "POST", QueryPath)
+		return tr.routeAnswers(t, "POST", queryPath)
 	},
 }
 
@@ -188,11 +188,11 @@ func TestNIPTable(t *testing.T) {
 	}
 	relays := map[string]func(t *testing.T) *testRelay{
 		"plain": plainTestRelay,
-		"full":  func(t *testing.T) *testRelay { return newTestRelay(t, WithHTTPAPI(v)) },
+		"full":  func(t *testing.T) *testRelay { return newTestRelay(t, withHTTPAPI(v)) },
 		// Relay membership required (NIP-43): most probes publish without
 		// AUTH, so only NIP-43's is asked of it.
 		"members": func(t *testing.T) *testRelay {
-			return newTestRelay(t, WithHTTPAPI(v), WithRelayMembershipRequired(), WithRelayKey(testMaster))
+			return newTestRelay(t, withHTTPAPI(v), WithRelayMembershipRequired(), WithRelayKey(testMaster))
 		},
 	}
 	only := map[string][]int{"members": {43}}

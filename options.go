@@ -80,7 +80,7 @@ type config struct {
 	relayKey       nostr.SecretKey // master key of relay-signed events
 	hasRelayKey    bool
 	cluster        clusterConfig     // multi-process options (cluster.go)
-	httpAPI        *nip98.Verifier   // nil: no NIP-98 HTTP API (httpapi.go)
+	httpAuth       *nip98.Verifier   // nil: no NIP-98 HTTP authentication (httpauth.go)
 	tokens         *apitoken.Service // nil: no API tokens (tokens.go)
 	trustedProxies []netip.Prefix    // whose X-Forwarded-For is believed (admission.go)
 	metrics        Metrics           // noMetrics unless WithMetrics (metrics_hook.go)

@@ -38,7 +38,7 @@ func TestEphemeralAcrossPodsOverRedis(t *testing.T) {
 		clk := newTestClock()
 		const host = "pods.example"
 		b1, b2 := broker(), broker()
-		p1 := startPod(t, st, host, WithClock(clk.now), WithBroker(b1), WithPresence(b1), WithHTTPAPI(v))
+		p1 := startPod(t, st, host, WithClock(clk.now), WithBroker(b1), WithPresence(b1), withHTTPAPI(v))
 		p2 := startPod(t, st, host, WithClock(clk.now), WithBroker(b2), WithPresence(b2))
 		alice, bob := newSigner(t), newSigner(t)
 

@@ -125,7 +125,7 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The sweepers are driven by hand (DeliverDueReminders).
-		opts := []Option{WithClock(clk.now), WithBroker(br), WithHTTPAPI(v), WithLimits(Limits{ReminderSweepInterval: time.Hour})}
+		opts := []Option{WithClock(clk.now), WithBroker(br), withHTTPAPI(v), WithLimits(Limits{ReminderSweepInterval: time.Hour})}
 		p1 := leakedRelay(t, st, opts...)
 		p2 := leakedRelay(t, st, opts...)
 		hostB := "other.example"
@@ -218,22 +218,22 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 		}
 
 		// The HTTP API: the same rules for the NIP-98 signer.
-		if code, body := httpRead(t, p1, bob, p1.host, QueryPath, own); code != http.StatusForbidden {
+		if code, body := httpRead(t, p1, bob, p1.host, queryPath, own); code != http.StatusForbidden {
 			t.Fatalf("bob /query of alice's reminders: %d %s", code, body)
 		}
 		for name, f := range probes {
-			code, body := httpRead(t, p1, bob, p1.host, QueryPath, f)
+			code, body := httpRead(t, p1, bob, p1.host, queryPath, f)
 			if code != http.StatusOK || bytes.Contains(body, []byte(`"kind":30300`)) {
 				t.Fatalf("bob /query %s: %d %s", name, code, body)
 			}
 		}
-		if code, body := httpRead(t, p1, bob, p1.host, CountPath, probes["authors"]); code != http.StatusOK || string(body) != `{"count":1}` {
+		if code, body := httpRead(t, p1, bob, p1.host, countPath, probes["authors"]); code != http.StatusOK || string(body) != `{"count":1}` {
 			t.Fatalf("bob /count by author: %d %s", code, body)
 		}
-		if code, body := httpRead(t, p1, alice, p1.host, QueryPath, own); code != http.StatusOK || !bytes.Contains(body, []byte(r1.ID)) {
+		if code, body := httpRead(t, p1, alice, p1.host, queryPath, own); code != http.StatusOK || !bytes.Contains(body, []byte(r1.ID)) {
 			t.Fatalf("alice /query of her reminders: %d %s", code, body)
 		}
-		if code, body := httpRead(t, p1, alice, p1.host, CountPath, own); code != http.StatusOK || string(body) != `{"count":2}` {
+		if code, body := httpRead(t, p1, alice, p1.host, countPath, own); code != http.StatusOK || string(body) != `{"count":2}` {
 			t.Fatalf("alice /count of her reminders: %d %s", code, body)
 		}
 
@@ -242,7 +242,7 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 		ab.authAs(alice, hostB)
 		eq(t, "alice's reminders in another community", len(ab.req("o", own)), 0)
 		eq(t, "alice's COUNT in another community", countOf(t, ab, "oc", own), int64(0))
-		if code, body := httpRead(t, p1, alice, hostB, QueryPath, probes["ids"]); code != http.StatusOK || string(body) != `[]` {
+		if code, body := httpRead(t, p1, alice, hostB, queryPath, probes["ids"]); code != http.StatusOK || string(body) != `[]` {
 			t.Fatalf("alice /query by id in another community: %d %s", code, body)
 		}
 

@@ -62,7 +62,7 @@ func (c HTTPCaller) Allows(s apitoken.Scope) bool { return c.Token == nil || c.T
 func (r *Relay) authorize(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext, need ...apitoken.Scope) (HTTPCaller, bool) {
 	token, bearer := apitoken.FromAuthorization(req.Header.Get("Authorization"))
 	if !bearer {
-		if r.cfg.httpAPI == nil {
+		if r.cfg.httpAuth == nil {
 			drainBody(req)
 			w.Header().Set("WWW-Authenticate", nip98.Scheme)
 			apiError(w, http.StatusUnauthorized, "unauthorized", "auth-required: this relay authenticates no HTTP requests")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/apitoken"
+	"github.com/buzzrelay/buzz/httpapi"
 	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/internal/testenv"
 	"github.com/buzzrelay/buzz/nip98"
@@ -106,7 +107,7 @@ func TestRevocationReachesEveryPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return relaytest.ServeWith(t, st, buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(), buzz.WithHTTPAPI(v),
+			return relaytest.ServeWith(t, st, buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(), buzz.WithHTTPAuth(v), buzz.WithFeature(httpapi.New()),
 				buzz.WithBroker(b), buzz.WithControlBus(b), buzz.WithAPITokens(svc), buzz.WithLogger(relaytest.Quiet())), svc
 		}
 		a, svcA := pod()

@@ -1,7 +1,7 @@
 // Package modhttp serves a community's moderation reads over NIP-98, as a
 // feature mounted on a relay (buzz.WithFeature(modhttp.New())), on the
 // community's own host. The relay must authenticate HTTP requests
-// (buzz.WithHTTPAPI) and its store keep moderation (store.ModerationStore):
+// (buzz.WithHTTPAuth) and its store keep moderation (store.ModerationStore):
 //
 //	GET /moderation/reports?status=&limit=&before=   the report queue, newest first
 //	GET /moderation/actions?limit=&before=           the action log, newest first
@@ -97,14 +97,14 @@ type Feature struct {
 func New() *Feature { return &Feature{} }
 
 // Mount implements buzz.Feature: it needs HTTP authentication
-// (buzz.WithHTTPAPI) and a store that keeps moderation.
+// (buzz.WithHTTPAuth) and a store that keeps moderation.
 func (f *Feature) Mount(h buzz.Host) error {
 	mod, ok := h.Store().(store.ModerationStore)
 	if !ok {
 		return errors.New("modhttp: the relay's store keeps no moderation (store.ModerationStore)")
 	}
 	if !h.HTTPAuth() {
-		return errors.New("modhttp: the relay authenticates no HTTP requests (buzz.WithHTTPAPI)")
+		return errors.New("modhttp: the relay authenticates no HTTP requests (buzz.WithHTTPAuth)")
 	}
 	f.h, f.mod = h, mod
 	h.HandleCommunity("GET "+ReportsPath, f.serveReports)

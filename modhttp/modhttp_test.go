@@ -160,6 +160,6 @@ func TestMountNeeds(t *testing.T) {
 	st := relaytest.Embedded(t)
 	_, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithFeature(modhttp.New()))
 	if err == nil || !strings.HasPrefix(err.Error(), "modhttp: ") {
-		t.Fatalf("without WithHTTPAPI: %v", err)
+		t.Fatalf("without WithHTTPAuth: %v", err)
 	}
 }

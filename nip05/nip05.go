@@ -11,7 +11,7 @@
 // {"names": {}} for a name nobody holds there (and without ?name=), with
 // Access-Control-Allow-Origin: *. Names are case-insensitive.
 //
-// When the relay authenticates HTTP requests (buzz.WithHTTPAPI), names are
+// When the relay authenticates HTTP requests (buzz.WithHTTPAuth), names are
 // claimed and released through NIP-98-authenticated calls on the community
 // host:
 //

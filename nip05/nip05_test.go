@@ -155,7 +155,7 @@ func TestNIP05(t *testing.T) {
 	})
 }
 
-// TestWithoutHTTPAuth: without WithHTTPAPI names resolve and profiles
+// TestWithoutHTTPAuth: without WithHTTPAuth names resolve and profiles
 // claim, but no claim route is mounted.
 func TestWithoutHTTPAuth(t *testing.T) {
 	st := relaytest.Embedded(t)

@@ -2,7 +2,7 @@
 // mounted on a relay (buzz.WithFeature(threads.New())). The relay's store
 // must keep threads and channels (store.ThreadStore, store.ChannelStore;
 // both store/sqlite and store/postgres do) and the relay must authenticate
-// HTTP requests (buzz.WithHTTPAPI).
+// HTTP requests (buzz.WithHTTPAuth).
 //
 // The store records every reply — a chat message (kind 9) or a Buzz
 // message kind (40002–40008) in a channel, with a NIP-10 "reply" marker —
@@ -70,7 +70,7 @@ func (f *Feature) Mount(h buzz.Host) error {
 		return errors.New("threads: the relay's store keeps no channels (store.ChannelStore)")
 	}
 	if !h.HTTPAuth() {
-		return errors.New("threads: the relay authenticates no HTTP requests (buzz.WithHTTPAPI)")
+		return errors.New("threads: the relay authenticates no HTTP requests (buzz.WithHTTPAuth)")
 	}
 	f.h, f.threads, f.channels = h, ts, cs
 	h.Advertise(buzz.NIP{Number: 10, Title: "Threads (marked e tags; thread metadata at GET /threads/{id})"})

@@ -34,7 +34,7 @@ import (
 //
 //	POST /workflows/{id}/webhook-secret   → {"workflow_id","webhook_secret"}
 //
-// (buzz.WithHTTPAPI), or by deleting the workflow and defining it again.
+// (buzz.WithHTTPAuth), or by deleting the workflow and defining it again.
 const (
 	// HooksPath is where a community's incoming webhooks live: POST
 	// /hooks/{workflow_id} on the community's host.

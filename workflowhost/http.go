@@ -16,7 +16,7 @@ import (
 )
 
 // The workflow HTTP API, served on every community host when the relay
-// authenticates HTTP requests (buzz.WithHTTPAPI), NIP-98 authenticated like the
+// authenticates HTTP requests (buzz.WithHTTPAuth), NIP-98 authenticated like the
 // rest of the HTTP API (u = this community's URL; POSTs carry a payload
 // tag):
 //

@@ -5,7 +5,7 @@
 //	wf, err := workflowhost.New(st, workflowhost.WithEngineOptions(workflow.WithLogger(logger)))
 //	...
 //	rel, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(),
-//		buzz.WithHTTPAPI(verifier), buzz.WithFeature(wf))
+//		buzz.WithHTTPAuth(verifier), buzz.WithFeature(wf))
 //
 // Mounted, the host
 //
@@ -18,7 +18,7 @@
 //     member removed from their channel;
 //   - serves, on every community host, the approval page (GET
 //     /approvals/{token}), incoming webhooks (POST /hooks/{id}) and, with
-//     buzz.WithHTTPAPI, the workflow HTTP API (/workflows);
+//     buzz.WithHTTPAuth, the workflow HTTP API (/workflows);
 //   - acts for the engine with the relay's own means: events signed with
 //     the community's relay key and published by the relay (send_message,
 //     status events), topics set through the channel store and announced
@@ -156,7 +156,7 @@ func (f *Feature) Engine() *workflow.Engine { return f.engine }
 
 // Mount implements buzz.Feature. It needs buzz.WithChannels; the workflow
 // HTTP API is served only when the relay authenticates HTTP requests
-// (buzz.WithHTTPAPI).
+// (buzz.WithHTTPAuth).
 func (f *Feature) Mount(h buzz.Host) error {
 	if f.mounted {
 		return errors.New("workflowhost: the feature is mounted on a relay already")

@@ -95,7 +95,7 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...buzz.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := backendRelay(t, st, append([]buzz.Option{buzz.WithRelayKey(testMaster), buzz.WithHTTPAPI(apiV), buzz.WithFeature(wf)}, extra...)...)
+	tr := backendRelay(t, st, append([]buzz.Option{buzz.WithRelayKey(testMaster), buzz.WithHTTPAuth(apiV), buzz.WithFeature(wf)}, extra...)...)
 	tr.wf = wf
 	return tr
 }

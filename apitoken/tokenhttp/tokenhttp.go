@@ -76,10 +76,10 @@ func New(svc *apitoken.Service) *Feature {
 }
 
 // Mount mounts the routes. It fails on a relay that authenticates no HTTP
-// requests (buzz.WithHTTPAPI).
+// requests (buzz.WithHTTPAuth).
 func (f *Feature) Mount(h buzz.Host) error {
 	if !h.HTTPAuth() {
-		return errors.New("tokenhttp: the relay authenticates no HTTP requests (buzz.WithHTTPAPI)")
+		return errors.New("tokenhttp: the relay authenticates no HTTP requests (buzz.WithHTTPAuth)")
 	}
 	f.h = h
 	h.HandleCommunity("POST "+Path, f.serveMint)

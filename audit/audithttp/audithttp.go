@@ -1,6 +1,6 @@
 // Package audithttp serves a community's audit chain over HTTP, as a
 // feature mounted on a relay (buzz.WithFeature(audithttp.New())). The
-// relay must authenticate HTTP requests (buzz.WithHTTPAPI) and its store
+// relay must authenticate HTTP requests (buzz.WithHTTPAuth) and its store
 // keep audit chains (store.AuditLog) and community roles.
 //
 //	GET /audit?after=SEQ&limit=N
@@ -58,7 +58,7 @@ func (f *Feature) Mount(h buzz.Host) error {
 		return errors.New("audithttp: the relay's store keeps no audit chains (store.AuditLog)")
 	}
 	if !h.HTTPAuth() {
-		return errors.New("audithttp: the relay authenticates no HTTP requests (buzz.WithHTTPAPI)")
+		return errors.New("audithttp: the relay authenticates no HTTP requests (buzz.WithHTTPAuth)")
 	}
 	f.h, f.log = h, log
 	h.HandleCommunity("GET "+Path, f.serve)

@@ -175,6 +175,6 @@ func TestMountNeeds(t *testing.T) {
 	st := relaytest.Embedded(t)
 	_, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithFeature(audithttp.New()))
 	if err == nil || !strings.HasPrefix(err.Error(), "audithttp: ") {
-		t.Fatalf("without WithHTTPAPI: %v", err)
+		t.Fatalf("without WithHTTPAuth: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/audit/audithttp"
 	"github.com/buzzrelay/buzz/homepage"
+	"github.com/buzzrelay/buzz/httpapi"
 	"github.com/buzzrelay/buzz/modhttp"
 	"github.com/buzzrelay/buzz/nip05"
 	"github.com/buzzrelay/buzz/nostr"
@@ -288,7 +289,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 		buzz.WithLogger(logger),
 		buzz.WithLogSummary(cfg.LogSummaryInterval),
 		buzz.WithRelayKey(relayKey),
-		buzz.WithHTTPAPI(apiVerifier),
+		buzz.WithHTTPAuth(apiVerifier),
+		buzz.WithFeature(httpapi.New()),
 		buzz.WithFeature(homepage.New()),
 		buzz.WithFeature(nip05.New()),
 		buzz.WithFeature(audithttp.New()),

@@ -24,6 +24,7 @@ import (
 	gonostr "github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/httpapi"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
@@ -87,9 +88,9 @@ type Relay struct {
 }
 
 // Serve maps the server's host to a community of st and serves a relay
-// on st with WithStore, WithDirectory, WithChannels, WithHTTPAPI (a fresh
-// NIP-98 verifier), a quiet logger, then opts. It stops at the end of the
-// test.
+// on st with WithStore, WithDirectory, WithChannels, WithHTTPAuth (a fresh
+// NIP-98 verifier), the HTTP API (package httpapi), a quiet logger, then
+// opts. It stops at the end of the test.
 func Serve(t testing.TB, st store.Backend, opts ...buzz.Option) *Relay {
 	t.Helper()
 	v, err := nip98.NewVerifier()
@@ -97,7 +98,7 @@ func Serve(t testing.TB, st store.Backend, opts ...buzz.Option) *Relay {
 		t.Fatal(err)
 	}
 	return ServeWith(t, st, append([]buzz.Option{buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithChannels(),
-		buzz.WithHTTPAPI(v), buzz.WithLogger(Quiet())}, opts...)...)
+		buzz.WithHTTPAuth(v), buzz.WithFeature(httpapi.New()), buzz.WithLogger(Quiet())}, opts...)...)
 }
 
 // ServeWith is Serve with exactly opts.

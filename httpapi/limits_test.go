@@ -1,4 +1,4 @@
-package buzz
+package httpapi_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nostr"
 )
 
@@ -15,10 +17,10 @@ import (
 // request, bytes), refusing with 400 and the message the WebSocket's CLOSED
 // carries; a filter at the limit is accepted by both.
 func TestHTTPAPIFilterLimits(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b testBackend) {
-		const host = "a.example"
-		p := startAPIPod(t, b.open(t), host)
-		lim := p.relay.cfg.limits
+	relaytest.ForBackends(t, func(t *testing.T, st relaytest.Backend) {
+		p := serve(t, st)
+		host := p.Host
+		lim := buzz.DefaultLimits() // the relay's, as no WithLimits is given
 		attacker := newSigner(t)
 		c := p.dial(t)
 
@@ -64,16 +66,11 @@ func TestHTTPAPIFilterLimits(t *testing.T) {
 			// in one frame (the cases of 15,000 and 60,000 values do not:
 			// "one … over" gives the REQ's message for them).
 			sub := fmt.Sprintf("s%d", i)
-			args := []any{"REQ", sub}
-			for _, f := range tc.filters {
-				args = append(args, f)
+			if frame := nostr.AppendReq(nil, sub, tc.filters...); len(frame) < lim.MaxFrameBytes {
+				eq(t, tc.name+": REQ", c.closed(frame, sub), tc.want)
 			}
-			if frame, _ := json.Marshal(args); len(frame) < lim.MaxFrameBytes {
-				c.send(args...)
-				eq(t, tc.name+": REQ", c.expectClosed(sub, "invalid: "), tc.want)
-			}
-			for _, path := range []string{QueryPath, CountPath} {
-				code, body := p.apiJSON(t, attacker, host, path, tc.filters)
+			for _, path := range []string{queryPath, countPath} {
+				code, body := p.callJSON(t, attacker, host, path, tc.filters)
 				eq(t, tc.name+" "+path+": status", code, http.StatusBadRequest)
 				var res struct{ Error, Message string }
 				if err := json.Unmarshal(body, &res); err != nil {
@@ -81,7 +78,7 @@ func TestHTTPAPIFilterLimits(t *testing.T) {
 				}
 				eq(t, tc.name+" "+path+": message", res.Message, tc.want)
 				if len(tc.filters) == 1 { // a bare filter object, not an array
-					code, body = p.apiJSON(t, attacker, host, path, tc.filters[0])
+					code, body = p.callJSON(t, attacker, host, path, tc.filters[0])
 					eq(t, tc.name+" "+path+" (object): status", code, http.StatusBadRequest)
 					_ = json.Unmarshal(body, &res)
 					eq(t, tc.name+" "+path+" (object): message", res.Message, tc.want)
@@ -93,7 +90,7 @@ func TestHTTPAPIFilterLimits(t *testing.T) {
 		atLimit := []nostr.Filter{{Authors: hexes(lim.MaxFilterValues), Tags: map[string][]string{"t": words(lim.MaxFilterValues)}}}
 		atLimit = append(atLimit, many(lim.MaxFilters-1)...)
 		eq(t, "at the limit: REQ", len(c.req("ok", atLimit...)), 0)
-		eq(t, "at the limit: /query", len(p.queryHTTP(t, attacker, host, QueryPath, atLimit...)), 0)
-		eq(t, "at the limit: /count", p.countHTTP(t, attacker, host, atLimit...), int64(0))
+		eq(t, "at the limit: /query", len(p.query(t, attacker, host, queryPath, atLimit...)), 0)
+		eq(t, "at the limit: /count", p.count(t, attacker, host, atLimit...), int64(0))
 	})
 }
