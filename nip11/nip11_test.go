@@ -126,3 +126,41 @@ func TestRequested(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMerge checks Merge's promises on any two lists: strictly ascending
+// numbers, every input number present, and each number's title the first
+// one given for it.
+func FuzzMerge(f *testing.F) {
+	f.Add([]byte{1, 9, 11}, []byte{5, 11, 1})
+	f.Add([]byte{}, []byte{7, 7})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		list := func(bs []byte, title string) []nip11.NIP {
+			var l []nip11.NIP
+			for i, v := range bs {
+				l = append(l, nip11.NIP{Number: int(v), Title: title + string(rune('a'+i%26))})
+			}
+			return l
+		}
+		la, lb := list(a, "a"), list(b, "b")
+		got := nip11.Merge(la, lb)
+		for i := 1; i < len(got); i++ {
+			if got[i-1].Number >= got[i].Number {
+				t.Fatalf("not strictly ascending: %v", got)
+			}
+		}
+		first := map[int]string{}
+		for _, n := range append(append([]nip11.NIP(nil), la...), lb...) {
+			if _, ok := first[n.Number]; !ok {
+				first[n.Number] = n.Title
+			}
+		}
+		if len(got) != len(first) {
+			t.Fatalf("Merge kept %d numbers, the input has %d: %v", len(got), len(first), got)
+		}
+		for _, n := range got {
+			if first[n.Number] != n.Title {
+				t.Fatalf("NIP-%d has title %q, the first given was %q", n.Number, n.Title, first[n.Number])
+			}
+		}
+	})
+}
