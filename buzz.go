@@ -1,40 +1,35 @@
 // Package buzz is an embeddable, multi-tenant Nostr relay.
 //
 // A Relay is an http.Handler. It upgrades WebSocket requests and speaks
-// NIP-01 (events, subscriptions), NIP-09 (deletion), NIP-11 (relay
-// information, on Accept: application/nostr+json), NIP-40 (expiration),
-// NIP-42 (authentication) and NIP-45 (COUNT). Every connection is bound,
-// before the upgrade, to the community (tenant) its HTTP Host selects
+// NIP-01 (events, subscriptions), NIP-09 (deletion), NIP-40 (expiration),
+// NIP-42 (authentication), NIP-45 (COUNT), NIP-50 (search, when the store
+// searches), NIP-77 (negentropy) and NIP-17/59 (gift wraps readable by
+// their recipient only); to a request that accepts application/nostr+json
+// it serves the NIP-11 document (package nip11). Every request is bound,
+// before anything else, to the community (tenant) its HTTP Host selects
 // through a tenant.Directory; every store call, subscription and broker
 // message it causes is scoped to that community, and an unmapped host gets
-// HTTP 404 "relay: no community is configured for this host".
+// HTTP 404 "relay: no community is configured for this host". Events are
+// admitted by the ingest.Pipeline, stored in a store.EventStore and fanned
+// out through a pubsub.Broker; an EVENT always gets exactly one OK, and OK
+// true only after the store returned from a durable write.
 //
-// Events are admitted by the ingest.Pipeline, stored in a store.EventStore
-// and fanned out through a pubsub.Broker to a per-community subscription
-// index. An EVENT always gets exactly one OK, and OK true only after the
-// store returned from a durable write.
+// New builds a relay from options, each validated there (a bad one fails
+// New with an error naming it). WithStore (the event store; the optional
+// interfaces it may implement are listed on it) and WithDirectory (host →
+// community) are required. Everything else is off until asked for:
+// WithChannels (NIP-29 groups, community roles, moderation, NIP-56
+// reports), WithRelayKey, WithAuth, WithLimits, WithInfo, WithHTTPAuth
+// (NIP-98 and API-token authentication of the routes features mount), the
+// embedder's hooks and policies (WithEventPolicy, WithFilterPolicy,
+// WithOnConnect, WithOnAuth, WithOnStored, …; ConnFrom tells a hook which
+// client it runs for) and the parts several processes share (WithBroker,
+// WithControlBus, WithPresence, WithRateLimiter). The package links no
+// storage driver and no Redis client: backends come in through options
+// (store/sqlite, store/postgres, pubsub/redis, cluster).
 //
-// Options switch on more, each only when asked for and each scoped by the
-// same Host binding: NIP-29 channels and groups (WithChannels, with
-// moderation 9032/9040–9044 and NIP-56 reports), NIP-50 search (when the
-// store searches), gift wraps readable by their recipient only (NIP-17/59),
-// HTTP routes on community hosts mounted through HandleCommunity, and
-// NIP-98 authentication of HTTP requests (WithHTTPAuth). Features in their
-// own packages mount through one seam (WithFeature, Feature, Host): routes
-// on community hosts, HTTP authentication, reads and writes with the rules
-// of REQ, COUNT and EVENT, admission, commands, event policies, hooks,
-// background work and relay-signed publishing — the HTTP query API
-// (package httpapi: /query, /count, /events), names per community
-// (package nip05), the audit chain route (audit/audithttp), the
-// moderation reads (modhttp) and the workflow engine (workflowhost: kinds
-// 30620/46020, status events, /workflows, /hooks and /approvals).
-// Reads are bounded and owned (a per-read deadline, a
-// fair queue across communities and connections, cancellation on CLOSE or
-// disconnect); connections are admitted per address, per community and in
-// total. Health handlers and a connection view for hooks (ConnFrom) are
-// exported for embedders.
-//
-//	rel, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st))
+//	rel, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st),
+//		buzz.WithFeature(nip05.New()))
 //	...
 //	srv := &http.Server{Addr: ":3000", Handler: rel}
 //	go srv.ListenAndServe()
@@ -42,10 +37,28 @@
 //	rel.Shutdown(ctx) // close 1012 to every socket, after draining
 //	srv.Shutdown(ctx)
 //
-// The root package is the WebSocket frontend over the public packages: it
-// owns the Relay, its options and hooks, and nothing below it imports it. It
-// links no storage driver and no Redis client: a store backend, a broker,
-// a control bus and shared guards come in through options.
+// The rest of a relay is features: packages that mount on it through one
+// seam, WithFeature(f), which calls f.Mount with the relay's Host. Host
+// gives a feature routes on community hosts (HandleCommunity, each request
+// already bound to its community), NIP-98 and API-token authentication
+// (AuthenticateHTTP, HTTPCaller), reads and writes with the rules of REQ,
+// COUNT and EVENT (QueryHTTP, CountHTTP, IngestHTTP), the community's
+// admission rules and roles, event policies, commands and hooks, the NIPs to
+// advertise in NIP-11 (Advertise, Document, NIPs), readiness checks,
+// background work from New until Shutdown, and publishing as the relay
+// (Sign, SealDM, Publish). A feature sees nothing of the relay but Host.
+// The features that ship with buzz mount exactly so: homepage, httpapi
+// (/query, /count, /events), nip05, threads, modhttp, audit/audithttp,
+// apitoken/tokenhttp and workflowhost.
+//
+// docs/embedding.md is the embedder's guide: options, communities, hooks,
+// features, stores, several processes, the workflow engine and a map of
+// the packages. examples/ holds runnable embedders (minimal, multihost,
+// policies, cluster, workflows, and frontend, a frontend that is not this
+// handler), each built from public packages only; cmd/buzzd is the
+// reference server. The building blocks (nostr, tenant, store, pubsub,
+// ingest, channel, nip11, …) never import this package; features and
+// programs do.
 package buzz
 
 import (
@@ -54,13 +67,13 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/relaykey"
@@ -291,7 +304,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case websocket.IsWebSocketUpgrade(req):
 		r.serveWebSocket(w, req)
-	case acceptsNIP11(req):
+	case nip11.Requested(req.Header):
 		r.serveNIP11(w, req)
 	default:
 		if _, pattern := r.mux.Handler(req); pattern == "" {
@@ -304,15 +317,6 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		r.mux.ServeHTTP(w, req)
 	}
-}
-
-func acceptsNIP11(req *http.Request) bool {
-	for _, v := range req.Header.Values("Accept") {
-		if strings.Contains(v, "application/nostr+json") {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {

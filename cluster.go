@@ -47,9 +47,6 @@ type Presence interface {
 	ClearPresence(ctx context.Context, community tenant.CommunityID, pubkey string) error
 }
 
-// RateLimitTierFunc picks the rate-limit tier of an event's author.
-type RateLimitTierFunc = ingest.TierFunc
-
 // AccessChangeHook is told that access in a community changed: a
 // control.MembershipChanged or control.VisibilityChanged, published by any
 // process (this one included). It runs on the control bus's delivering
@@ -64,7 +61,7 @@ type ControlHook = func(community tenant.CommunityID, m control.Message)
 // clusterConfig is the multi-process part of config.
 type clusterConfig struct {
 	limiter     ratelimit.Limiter
-	tier        RateLimitTierFunc
+	tier        ingest.TierFunc
 	bus         control.Bus
 	presence    Presence
 	noPresence  bool
@@ -92,7 +89,7 @@ func WithRateLimiter(l ratelimit.Limiter) Option {
 
 // WithRateLimitTier sets how an author's tier is chosen (default: everyone
 // is ratelimit.TierHuman). It has no effect without WithRateLimiter.
-func WithRateLimitTier(fn RateLimitTierFunc) Option {
+func WithRateLimitTier(fn ingest.TierFunc) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return errors.New("buzz: WithRateLimitTier: nil func")
@@ -427,14 +424,14 @@ func (cs *clusterState) goAction(fn func(ctx context.Context)) {
 	}()
 }
 
-// DefaultDisconnectPubkeyReason is the close reason sent for a
+// defaultDisconnectReason is the close reason sent for a
 // control.DisconnectPubkey without one.
-const DefaultDisconnectPubkeyReason = "relay: disconnected by the operator"
+const defaultDisconnectReason = "relay: disconnected by the operator"
 
 // closeReason bounds a close frame's reason (at most 123 bytes, valid UTF-8).
 func closeReason(s string) string {
 	if s == "" {
-		return DefaultDisconnectPubkeyReason
+		return defaultDisconnectReason
 	}
 	if len(s) > 123 {
 		s = strings.ToValidUTF8(s[:123], "")

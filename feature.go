@@ -15,6 +15,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/nostr/nip17"
 	"github.com/buzzrelay/buzz/pubsub"
@@ -83,14 +84,14 @@ type Host interface {
 	AddOnStored(h OnStored)
 	// Advertise lists n in NIP-11's supported_nips (and so on the home
 	// page).
-	Advertise(n NIP)
+	Advertise(n nip11.NIP)
 	// Document is the NIP-11 document the relay serves for tc's host: the
 	// relay's, with the community's own profile and keys in place.
-	Document(ctx context.Context, tc tenant.TenantContext) NIP11Document
+	Document(ctx context.Context, tc tenant.TenantContext) nip11.Document
 	// NIPs are the NIPs the relay implements with their titles, in the
 	// order of NIP-11's supported_nips (see Relay.NIPs). Call it once the
 	// relay serves: features mounted later advertise theirs in Mount.
-	NIPs() []NIP
+	NIPs() []nip11.NIP
 
 	// Channels is the relay's channel store, nil without WithChannels.
 	Channels() store.ChannelStore
@@ -216,7 +217,7 @@ type seam struct {
 	mounting bool
 	policies []EventPolicy
 	hooks    []OnStored
-	nips     []NIP
+	nips     []nip11.NIP
 
 	commands      map[int]ingest.CommandFunc
 	channelHooks  []func(ctx context.Context, c tenant.CommunityID, change channel.Change)
@@ -292,18 +293,18 @@ func (s *seam) AddOnStored(h OnStored) {
 	s.hooks = append(s.hooks, h)
 }
 
-func (s *seam) Advertise(n NIP) {
+func (s *seam) Advertise(n nip11.NIP) {
 	s.mustMount("Advertise")
-	if !slices.ContainsFunc(s.nips, func(m NIP) bool { return m.Number == n.Number }) {
+	if !slices.ContainsFunc(s.nips, func(m nip11.NIP) bool { return m.Number == n.Number }) {
 		s.nips = append(s.nips, n)
 	}
 }
 
-func (s *seam) Document(ctx context.Context, tc tenant.TenantContext) NIP11Document {
+func (s *seam) Document(ctx context.Context, tc tenant.TenantContext) nip11.Document {
 	return s.r.documentFor(ctx, tc)
 }
 
-func (s *seam) NIPs() []NIP { return s.r.NIPs() }
+func (s *seam) NIPs() []nip11.NIP { return s.r.NIPs() }
 
 // mustMount panics when a mounting method is called after Mount returned:
 // the relay's routes, policies and hooks are fixed once it serves.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -39,7 +40,7 @@ func (f *probeFeature) Mount(h Host) error {
 		default:
 		}
 	})
-	h.Advertise(NIP{Number: 99, Title: "Probe"})
+	h.Advertise(nip11.NIP{Number: 99, Title: "Probe"})
 	return nil
 }
 
@@ -50,7 +51,7 @@ func TestFeatureSeam(t *testing.T) {
 	f := &probeFeature{stored: make(chan string, 1)}
 	tr := newTestRelay(t, WithFeature(f))
 	eq(t, "route", tr.routeAnswers(t, "GET", "/probe"), true)
-	if !slices.ContainsFunc(tr.relay.NIPs(), func(n NIP) bool { return n.Number == 99 }) {
+	if !slices.ContainsFunc(tr.relay.NIPs(), func(n nip11.NIP) bool { return n.Number == 99 }) {
 		t.Fatal("the advertised NIP is not listed")
 	}
 	c, s := tr.dial(t), newSigner(t)

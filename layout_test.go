@@ -39,6 +39,7 @@ func TestPackageLayout(t *testing.T) {
 		"":                    cat(drivers, backends, redis),
 		"tenant":              allBuzz,
 		"search":              allBuzz,
+		"nip11":               allBuzz,
 		"internal/testenv":    allBuzz,
 		"internal/ttlcache":   allBuzz,
 		"internal/apijson":    allBuzz,

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"time"
 
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -37,58 +37,9 @@ type CommunityProfiles interface {
 	CommunityProfile(ctx context.Context, c tenant.CommunityID) (store.CommunityProfile, error)
 }
 
-// NIP11Document is the NIP-11 relay information document.
-type NIP11Document struct {
-	Name        string `json:"name,omitempty"`
-	Description string `json:"description,omitempty"`
-	PubKey      string `json:"pubkey,omitempty"`
-	// Self is the relay's own key, which NIP-11 names "self": for a
-	// community's host (with channels) the key that signs that community's
-	// NIP-29 group state, derived from the relay key; in the relay-wide
-	// document, the relay key itself (WithRelayKey).
-	Self          string `json:"self,omitempty"`
-	Contact       string `json:"contact,omitempty"`
-	Software      string `json:"software,omitempty"`
-	Version       string `json:"version,omitempty"`
-	Icon          string `json:"icon,omitempty"`
-	SupportedNIPs []int  `json:"supported_nips"`
-	// SupportedExtensions names draft extensions without a NIP number:
-	// "nip-er" (event reminders, kind 30300) when the store keeps reminders.
-	SupportedExtensions []string        `json:"supported_extensions,omitempty"`
-	Limitation          NIP11Limitation `json:"limitation"`
-}
-
-// NIP11Limitation is the "limitation" object of a NIP-11 document. Every
-// value is read from the Limits the relay enforces.
-type NIP11Limitation struct {
-	MaxMessageLength    int   `json:"max_message_length"`
-	MaxSubscriptions    int   `json:"max_subscriptions"`
-	MaxFilters          int   `json:"max_filters"`
-	MaxLimit            int   `json:"max_limit"`
-	DefaultLimit        int   `json:"default_limit"`
-	MaxSubIDLength      int   `json:"max_subid_length"`
-	MaxContentLength    int   `json:"max_content_length"`
-	CreatedAtUpperLimit int64 `json:"created_at_upper_limit"`
-	AuthRequired        bool  `json:"auth_required"`
-	RestrictedWrites    bool  `json:"restricted_writes"`
-	// Buzz's own limits (not in NIP-11, which allows more fields): values
-	// per filter field, filter bytes per REQ and per connection, messages
-	// per second per connection, and the seconds a query may run.
-	MaxFilterValues          int `json:"max_filter_values"`
-	MaxSubscriptionBytes     int `json:"max_subscription_bytes"`
-	MaxConnectionFilterBytes int `json:"max_connection_filter_bytes"`
-	MaxMessageRate           int `json:"max_message_rate"`
-	MaxQuerySeconds          int `json:"max_query_seconds"`
-	// NIP-ER, with "nip-er" in supported_extensions: "push" (due
-	// reminders are sent to their author's subscriptions) and the horizon
-	// of not_before, in seconds.
-	DueDeliveryMode   string `json:"due_delivery_mode,omitempty"`
-	MaxNotBeforeDelta int64  `json:"max_not_before_delta,omitempty"`
-}
-
-// NIP is one entry of the relay's NIP table: a NIP the relay implements,
-// what it gives a client, and whether it is on for a given relay.
-type NIP struct {
+// nipEntry is one entry of the relay's NIP table: a NIP the relay
+// implements, and whether it is on for a given relay.
+type nipEntry struct {
 	Number int
 	Title  string // what the NIP is, for people ("Relay-based groups")
 	// on reports whether r implements it; nil: every relay does.
@@ -100,7 +51,7 @@ type NIP struct {
 // a test checks every entry against what a relay actually serves, so a
 // feature switched on without its entry, or an entry whose feature is off,
 // fails it.
-var nipTable = [...]NIP{
+var nipTable = [...]nipEntry{
 	{Number: 1, Title: "Basic protocol"},
 	{Number: 9, Title: "Event deletion"},
 	{Number: 11, Title: "Relay information document"},
@@ -124,36 +75,22 @@ var nipTable = [...]NIP{
 // entries of buzz's NIP table that its options switch on, and those its
 // features advertise (Host.Advertise). NIP-11's supported_nips and the home
 // page list exactly these.
-func (r *Relay) NIPs() []NIP {
-	out := make([]NIP, 0, len(nipTable))
+func (r *Relay) NIPs() []nip11.NIP {
+	own := make([]nip11.NIP, 0, len(nipTable))
 	for _, n := range nipTable {
 		if n.on == nil || n.on(r) {
-			out = append(out, n)
+			own = append(own, nip11.NIP{Number: n.Number, Title: n.Title})
 		}
 	}
+	var advertised []nip11.NIP
 	if r.features != nil {
-		for _, n := range r.features.nips {
-			if !slices.ContainsFunc(out, func(m NIP) bool { return m.Number == n.Number }) {
-				out = append(out, NIP{Number: n.Number, Title: n.Title})
-			}
-		}
+		advertised = r.features.nips
 	}
-	slices.SortFunc(out, func(a, b NIP) int { return a.Number - b.Number })
-	return out
-}
-
-// nips is the supported_nips list of this relay.
-func (r *Relay) nips() []int {
-	ns := r.NIPs()
-	out := make([]int, len(ns))
-	for i, n := range ns {
-		out[i] = n.Number
-	}
-	return out
+	return nip11.Merge(own, advertised)
 }
 
 // NIP11Document returns the document the relay serves.
-func (r *Relay) NIP11Document() NIP11Document {
+func (r *Relay) NIP11Document() nip11.Document {
 	l := r.cfg.limits
 	i := r.cfg.info
 	pub, self := i.PubKey, ""
@@ -163,7 +100,7 @@ func (r *Relay) NIP11Document() NIP11Document {
 	if !nostr.IsLowerHex(pub, 64) {
 		pub = self // no administrator named: the relay's own key
 	}
-	doc := NIP11Document{
+	doc := nip11.Document{
 		Name:          i.Name,
 		Description:   i.Description,
 		PubKey:        pub,
@@ -172,8 +109,8 @@ func (r *Relay) NIP11Document() NIP11Document {
 		Software:      i.Software,
 		Version:       i.Version,
 		Icon:          i.Icon,
-		SupportedNIPs: r.nips(),
-		Limitation: NIP11Limitation{
+		SupportedNIPs: nip11.Numbers(r.NIPs()),
+		Limitation: nip11.Limitation{
 			MaxMessageLength:    l.MaxFrameBytes,
 			MaxSubscriptions:    l.MaxSubscriptions,
 			MaxFilters:          l.MaxFilters,
@@ -212,7 +149,7 @@ func (r *Relay) NIP11Document() NIP11Document {
 // the relay's NIP-11 key, so for each host the advertised key and the
 // signer agree. The state key derives from the relay key, so it is the
 // same in every process and after restarts when the relay key is.
-func (r *Relay) documentFor(ctx context.Context, tc tenant.TenantContext) NIP11Document {
+func (r *Relay) documentFor(ctx context.Context, tc tenant.TenantContext) nip11.Document {
 	doc := r.NIP11Document()
 	if tc.IsZero() {
 		return doc
@@ -266,7 +203,7 @@ func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	h.Set("Content-Type", "application/nostr+json")
+	h.Set("Content-Type", nip11.MediaType)
 	if req.Method == http.MethodHead {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -49,19 +50,19 @@ func TestCommunityIdentity(t *testing.T) {
 	if err := tr.store.SetCommunityProfile(ctx, tr.tc.Community(), profile); err != nil {
 		t.Fatal(err)
 	}
-	nip11 := func(host string) (NIP11Document, string) {
+	document := func(host string) (nip11.Document, string) {
 		t.Helper()
 		st, _, body := tr.get(t, host, "application/nostr+json")
 		if st != http.StatusOK {
 			t.Fatalf("NIP-11 for %s: %d", host, st)
 		}
-		var d NIP11Document
+		var d nip11.Document
 		if err := json.Unmarshal([]byte(body), &d); err != nil {
 			t.Fatal(err)
 		}
 		return d, body
 	}
-	d, _ := nip11(tr.host)
+	d, _ := document(tr.host)
 	if d.Name != profile.Name || d.Description != profile.Description || d.Icon != profile.Icon || d.Contact != profile.Contact {
 		t.Fatalf("A's NIP-11 = %+v", d)
 	}
@@ -69,7 +70,7 @@ func TestCommunityIdentity(t *testing.T) {
 		t.Fatalf("A's NIP-11 lost the relay's fields: %+v", d)
 	}
 	for _, host := range []string{hostB, "unmapped.example"} {
-		d, body := nip11(host)
+		d, body := document(host)
 		if d.Name != "relay-wide" || d.Contact != "mailto:ops@relay.example" || d.Icon != "" {
 			t.Fatalf("NIP-11 for %s = %+v, want the relay-wide document", host, d)
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/storetest"
@@ -42,7 +43,7 @@ var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 	},
 	11: func(t *testing.T, tr *testRelay) bool {
 		st, h, body := tr.get(t, tr.host, "application/nostr+json")
-		var d NIP11Document
+		var d nip11.Document
 		return st == http.StatusOK && h.Get("Content-Type") == "application/nostr+json" && json.Unmarshal([]byte(body), &d) == nil
 	},
 	17: giftWrapsGated,
@@ -201,7 +202,7 @@ func TestNIPTable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tr := relays[name](t)
 			st, _, body := tr.get(t, tr.host, "application/nostr+json")
-			var doc NIP11Document
+			var doc nip11.Document
 			if st != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
 				t.Fatalf("NIP-11: %d %s", st, body)
 			}
@@ -227,7 +228,7 @@ func TestNIPTable(t *testing.T) {
 				if only[name] != nil {
 					break
 				}
-				if !slices.ContainsFunc(nipTable[:], func(e NIP) bool { return e.Number == n }) {
+				if !slices.ContainsFunc(nipTable[:], func(e nipEntry) bool { return e.Number == n }) {
 					t.Errorf("supported_nips lists NIP-%02d, which the table does not hold", n)
 				}
 			}
@@ -282,12 +283,12 @@ func TestNIPsNamedInCodeAreListed(t *testing.T) {
 		if _, ok := notImplemented[n]; ok {
 			continue
 		}
-		if !slices.ContainsFunc(nipTable[:], func(e NIP) bool { return e.Number == n }) {
+		if !slices.ContainsFunc(nipTable[:], func(e nipEntry) bool { return e.Number == n }) {
 			t.Errorf("%s names NIP-%02d, which is neither in nipTable nor in notImplemented", f, n)
 		}
 	}
 	for n := range notImplemented {
-		if slices.ContainsFunc(nipTable[:], func(e NIP) bool { return e.Number == n }) {
+		if slices.ContainsFunc(nipTable[:], func(e nipEntry) bool { return e.Number == n }) {
 			t.Errorf("NIP-%02d is both in nipTable and in notImplemented", n)
 		}
 	}

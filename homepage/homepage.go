@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -63,7 +64,7 @@ footer{margin-top:2rem;font-size:.9rem;color:#666}
 type pageData struct {
 	Name, Description, Icon, Contact string
 	URL, HTTPURL                     string
-	NIPs                             []buzz.NIP
+	NIPs                             []nip11.NIP
 }
 
 // Feature serves the home page; New makes one.

@@ -15,6 +15,7 @@ import (
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/homepage"
 	"github.com/buzzrelay/buzz/internal/relaytest"
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -95,7 +96,7 @@ func TestHomePage(t *testing.T) {
 
 		// The NIPs on the page are NIP-11's supported_nips, in order.
 		code, _, body := get(t, r, http.MethodGet, r.Host, "/", "application/nostr+json")
-		var doc buzz.NIP11Document
+		var doc nip11.Document
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
 			t.Fatalf("NIP-11: %d %s", code, body)
 		}

@@ -40,14 +40,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/buzzrelay/buzz/apitoken"
 	"net/http"
 	"strings"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/apijson"
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -75,7 +76,7 @@ func (f *Feature) Mount(h buzz.Host) error {
 		return errors.New("nip05: the relay's store keeps no names (store.NameStore)")
 	}
 	f.h, f.names = h, ns
-	h.Advertise(buzz.NIP{Number: 5, Title: "DNS-based names (/.well-known/nostr.json)"})
+	h.Advertise(nip11.NIP{Number: 5, Title: "DNS-based names (/.well-known/nostr.json)"})
 	h.HandleCommunity("GET "+Path, f.serveLookup)
 	if h.HTTPAuth() {
 		h.HandleCommunity("POST "+NamesPath, f.serveClaim)

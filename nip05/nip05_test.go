@@ -14,6 +14,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nip05"
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -82,7 +83,7 @@ func TestNIP05(t *testing.T) {
 		}
 		alice, bob, admin, carol := newUser(), newUser(), newUser(), newUser()
 
-		relaytest.Eq(t, "NIP-11 lists NIP-05", slices.ContainsFunc(r.Relay.Relay.NIPs(), func(n buzz.NIP) bool { return n.Number == 5 }), true)
+		relaytest.Eq(t, "NIP-11 lists NIP-05", slices.ContainsFunc(r.Relay.Relay.NIPs(), func(n nip11.NIP) bool { return n.Number == 5 }), true)
 		eq(t, "alice claims", r.claim(alice, hostA, map[string]string{"name": "Alice"}), http.StatusOK)
 		d := r.lookup(hostA, "alice")
 		eq(t, "A resolves alice", d.Names["alice"], alice.PK)

@@ -40,6 +40,7 @@ import (
 	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/internal/apijson"
+	"github.com/buzzrelay/buzz/nip11"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -73,7 +74,7 @@ func (f *Feature) Mount(h buzz.Host) error {
 		return errors.New("threads: the relay authenticates no HTTP requests (buzz.WithHTTPAuth)")
 	}
 	f.h, f.threads, f.channels = h, ts, cs
-	h.Advertise(buzz.NIP{Number: 10, Title: "Threads (marked e tags; thread metadata at GET /threads/{id})"})
+	h.Advertise(nip11.NIP{Number: 10, Title: "Threads (marked e tags; thread metadata at GET /threads/{id})"})
 	h.HandleCommunity("GET "+Path, f.serveSummary)
 	return nil
 }
