@@ -216,7 +216,7 @@ func (c *conn) refuseRead(guard *trace.Guard, g trace.Tracer, st trace.State, su
 	if needAuth {
 		c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 	}
-	g.SanitizedError(c.ctx, st, sanitizeReason(reason))
+	g.SanitizedError(c.ctx, st, trace.ReasonOf(reason))
 	guard.Release(c.ctx)
 	c.reply(nostr.AppendClosed(nil, subID, reason))
 }
