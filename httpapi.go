@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/buzzrelay/buzz/internal/apijson"
 	"io"
 	"net/http"
 	"slices"
@@ -15,8 +14,10 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -164,13 +165,21 @@ func (r *Relay) readBody(w http.ResponseWriter, req *http.Request) ([]byte, bool
 
 // parseFilters decodes a filter or an array of filters, bounded as the
 // filters of a REQ are (Limits.MaxFilters, MaxFilterValues,
-// MaxSubscriptionBytes), by the same parser and with the same messages.
+// MaxSubscriptionBytes), by the same parser and with the same messages; a
+// search that does not parse is refused as a REQ's is (search.CheckFilters).
 func parseFilters(body []byte, lim Limits) ([]nostr.Filter, error) {
 	trimmed := strings.TrimLeft(string(body), " \t\r\n")
 	if !strings.HasPrefix(trimmed, "[") && !strings.HasPrefix(trimmed, "{") {
 		return nil, errors.New(msgBadFilters)
 	}
-	return nostr.ParseFiltersLimited(body, lim.filterLimits())
+	filters, err := nostr.ParseFiltersLimited(body, lim.filterLimits())
+	if err != nil {
+		return nil, err
+	}
+	if err := search.CheckFilters(filters); err != nil {
+		return nil, err
+	}
+	return filters, nil
 }
 
 // readRequest is the part of /query and /count shared by both: parse and
