@@ -253,7 +253,7 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 		}
 		change.Channel, err = scanPGChannel(tx.QueryRow(ctx,
 			`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2`, c.UUID(), [16]byte(cmd.Channel)))
-		if err != nil || s.cfg.noAudit {
+		if err != nil {
 			return err
 		}
 		return queueAudit(ctx, tx, c, store.ChannelCommandAudit(&cmd, ev.ID))

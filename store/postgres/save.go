@@ -255,7 +255,7 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	if err != nil {
 		return err
 	}
-	if ev.Kind == nostr.KindDeletion && !s.cfg.noAudit && !store.DeletionAuditOff(ctx) {
+	if ev.Kind == nostr.KindDeletion && !store.DeletionAuditOff(ctx) {
 		p, err := store.DeletionAudit(ev).Prepare(time.Now())
 		if err != nil {
 			return err
