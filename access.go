@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/buzzrelay/buzz/apitoken"
 	"iter"
-	"strings"
 	"time"
 
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
@@ -430,18 +429,6 @@ func (r *Relay) countScoped(ctx context.Context, community tenant.CommunityID, s
 		}
 	}
 	return ns, nil
-}
-
-// sanitizeReason reduces a client-visible message to the conformance
-// error alphabet.
-func sanitizeReason(msg string) trace.Reason {
-	switch {
-	case strings.HasPrefix(msg, "error:"):
-		return trace.ReasonServerError
-	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
-		return trace.ReasonInvalid
-	}
-	return trace.ReasonRestricted
 }
 
 // armRead arms the read seam of one REQ or COUNT: with no tracer it

@@ -1,9 +1,10 @@
 package buzz
 
 import (
-	"github.com/buzzrelay/buzz/apitoken"
 	"net/url"
 
+	"github.com/buzzrelay/buzz/apitoken"
+	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
@@ -36,7 +37,7 @@ func (c *conn) handleAuth(ev *nostr.Event) {
 	}
 	if reason != "" {
 		if c.tracer != nil {
-			c.tracer.SanitizedError(c.ctx, c.traceState(), sanitizeReason(reason))
+			c.tracer.SanitizedError(c.ctx, c.traceState(), trace.ReasonOf(reason))
 		}
 		c.reply(nostr.AppendOK(nil, ev.ID, false, reason))
 		return

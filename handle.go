@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/buzzrelay/buzz/apitoken"
-	"github.com/buzzrelay/buzz/internal/apijson"
 
+	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/nip77"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -178,10 +179,14 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 	}()
 }
 
-// checkFilters applies the REQ/COUNT rules shared by both: subscription id
-// length, filter count, authentication, embedder filter policy. It returns
-// the CLOSED reason, or "".
+// checkFilters applies the REQ/COUNT rules shared by both: a search that
+// parses (refused first, as a filter that does not parse is), subscription
+// id length, filter count, authentication, embedder filter policy. It
+// returns the CLOSED reason, or "".
 func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string, needAuth bool) {
+	if err := search.CheckFilters(filters); err != nil {
+		return ingest.Reason(err, "invalid: "), false
+	}
 	switch {
 	case len(subID) > c.limits.MaxSubIDLength:
 		return fmt.Sprintf(msgSubIDTooLong, c.limits.MaxSubIDLength), false
@@ -216,7 +221,7 @@ func (c *conn) refuseRead(guard *trace.Guard, g trace.Tracer, st trace.State, su
 	if needAuth {
 		c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 	}
-	g.SanitizedError(c.ctx, st, sanitizeReason(reason))
+	g.SanitizedError(c.ctx, st, trace.ReasonOf(reason))
 	guard.Release(c.ctx)
 	c.reply(nostr.AppendClosed(nil, subID, reason))
 }
@@ -597,7 +602,7 @@ func (c *conn) deliverLiveLocked(matched *pubsub.Subscription, m pubsub.Message,
 // matches reports whether ev matches one of sub's filters.
 func (sub *subscription) matches(ev *nostr.Event) bool {
 	for i := range sub.filters {
-		if sub.filters[i].Matches(ev) {
+		if search.Matches(&sub.filters[i], ev) {
 			return true
 		}
 	}

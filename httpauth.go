@@ -136,7 +136,7 @@ func (rt readTrace) refuse(ctx context.Context, reason string) {
 	if rt.g == nil {
 		return
 	}
-	rt.g.SanitizedError(ctx, rt.st, sanitizeReason(reason))
+	rt.g.SanitizedError(ctx, rt.st, trace.ReasonOf(reason))
 	rt.guard.Release(ctx)
 }
 

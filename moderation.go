@@ -9,6 +9,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -175,7 +176,7 @@ func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Reco
 		}
 		for _, r := range rs {
 			ev, err := nostr.ParseEvent(r.Raw)
-			if err != nil || !f.Matches(ev) {
+			if err != nil || !search.Matches(f, ev) {
 				continue
 			}
 			out = append(out, store.Record{ID: r.ID, CreatedAt: r.CreatedAt, Raw: r.Raw, Community: c.tc.Community()})

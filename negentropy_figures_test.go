@@ -31,7 +31,7 @@ import (
 //
 //	BUZZ_NEG_FIGURES=100000 go test -run TestNegentropyFigures -v -timeout 60m .
 //
-// (docs/benchmarks.md records its output).
+// (docs/benchmarks.md, "Negentropy sync", records its output).
 func TestNegentropyFigures(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("BUZZ_NEG_FIGURES"))
 	if n <= 0 {

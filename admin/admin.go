@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -128,7 +129,7 @@ func WithScheme(scheme string) Option {
 func WithOperators(pubkeys ...string) Option {
 	return func(c *config) error {
 		for _, k := range pubkeys {
-			if len(k) != 64 || strings.Trim(k, "0123456789abcdef") != "" {
+			if !nostr.IsLowerHex(k, 64) {
 				return errors.New("admin: an operator key is not 64 lowercase hex characters")
 			}
 		}

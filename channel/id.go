@@ -74,32 +74,13 @@ func parseUUID(s string) (ID, bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return id, false
 	}
-	j := 0
-	for i := 0; i < 36; {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			i++
-			continue
-		}
-		hi, ok1 := lowerHexVal(s[i])
-		lo, ok2 := lowerHexVal(s[i+1])
-		if !ok1 || !ok2 {
-			return ID{}, false
-		}
-		id[j] = hi<<4 | lo
-		j++
-		i += 2
+	ok := nostr.DecodeLowerHex(id[0:4], s[0:8]) && nostr.DecodeLowerHex(id[4:6], s[9:13]) &&
+		nostr.DecodeLowerHex(id[6:8], s[14:18]) && nostr.DecodeLowerHex(id[8:10], s[19:23]) &&
+		nostr.DecodeLowerHex(id[10:16], s[24:36])
+	if !ok {
+		return ID{}, false
 	}
 	return id, true
-}
-
-func lowerHexVal(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
 }
 
 // String returns the key's canonical UUID text (the group id of a channel

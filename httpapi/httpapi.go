@@ -51,6 +51,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/internal/apijson"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -100,13 +101,21 @@ type EventResult struct {
 }
 
 // parseFilters decodes a filter or an array of filters, bounded as the
-// filters of a REQ are, by the same parser and with the same messages.
+// filters of a REQ are, by the same parser and with the same messages; a
+// search that does not parse is refused as a REQ's is (search.CheckFilters).
 func parseFilters(body []byte, lim nostr.FilterLimits) ([]nostr.Filter, error) {
 	trimmed := strings.TrimLeft(string(body), " \t\r\n")
 	if !strings.HasPrefix(trimmed, "[") && !strings.HasPrefix(trimmed, "{") {
 		return nil, errors.New(msgBadFilters)
 	}
-	return nostr.ParseFiltersLimited(body, lim)
+	filters, err := nostr.ParseFiltersLimited(body, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := search.CheckFilters(filters); err != nil {
+		return nil, err
+	}
+	return filters, nil
 }
 
 // readRequest is the part of /query and /count shared by both:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
@@ -426,15 +425,4 @@ func traceLabel(g trace.Tracer, id channel.ID) string {
 		return ""
 	}
 	return id.String()
-}
-
-// sanitize reduces an OK message to the conformance error alphabet.
-func sanitize(msg string) trace.Reason {
-	switch {
-	case strings.HasPrefix(msg, "error:"):
-		return trace.ReasonServerError
-	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
-		return trace.ReasonInvalid
-	}
-	return trace.ReasonRestricted
 }

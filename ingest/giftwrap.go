@@ -44,25 +44,12 @@ func giftWrapRecipient(ev *nostr.Event) (string, bool) {
 		if len(t) < 1 || t[0] != "p" {
 			continue
 		}
-		if recipient != "" || len(t) < 2 || !isPubKey(t[1]) {
+		if recipient != "" || len(t) < 2 || !nostr.IsLowerHex(t[1], 64) {
 			return "", false
 		}
 		recipient = t[1]
 	}
 	return recipient, recipient != ""
-}
-
-// isPubKey reports whether s is a pubkey: 64 lowercase hex digits.
-func isPubKey(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // admitGiftWrapRecipient refuses a gift wrap, in a members-only community,

@@ -309,7 +309,7 @@ func (p *Pipeline) Ingest(ctx context.Context, s Submission) Outcome {
 	defer g.Release(ctx)
 	out := p.ingest(ctx, s, g, st)
 	if !out.OK {
-		g.SanitizedError(ctx, st, sanitize(out.Message))
+		g.SanitizedError(ctx, st, trace.ReasonOf(out.Message))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/buzzrelay/buzz/nostr"
 	gonostr "github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
@@ -36,7 +37,7 @@ var errItem = errors.New("nip77: item id must be 64 lowercase hex digits")
 func newVector(items []Item) (*vector.Vector, error) {
 	v := vector.New()
 	for _, it := range items {
-		if !isID(it.ID) {
+		if !nostr.IsLowerHex(it.ID, 64) {
 			return nil, fmt.Errorf("%w: %q", errItem, it.ID)
 		}
 		if it.CreatedAt < 0 || it.CreatedAt == math.MaxInt64 {
@@ -46,18 +47,6 @@ func newVector(items []Item) (*vector.Vector, error) {
 	}
 	v.Seal()
 	return v, nil
-}
-
-func isID(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Server is the relay side of one reconciliation (one NEG-OPEN) over a

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -87,13 +88,8 @@ func ValidateMark(scope ReplayScope, eventID string) error {
 	if scope.IsZero() {
 		return errNoScope
 	}
-	if len(eventID) != 64 {
+	if !nostr.IsLowerHex(eventID, 64) {
 		return errBadMarkID
-	}
-	for i := 0; i < len(eventID); i++ {
-		if c := eventID[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return errBadMarkID
-		}
 	}
 	return nil
 }

@@ -25,7 +25,8 @@
 //     one value and stored with another.
 //   - Filters refuse unknown fields instead of ignoring a constraint and
 //     returning events the client did not ask for; "search" (NIP-50) is
-//     parsed by package search. Filter ids and authors must be full
+//     kept as a string, parsed by package search where filters are used
+//     (package nostr does not import it). Filter ids and authors must be full
 //     64-character ids (no prefixes).
 //   - REQ and COUNT need at least one filter. ParseClientMessage reports
 //     problems found after the label as an *EnvelopeError carrying the

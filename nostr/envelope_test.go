@@ -79,7 +79,7 @@ func TestParseClientMessageInvalid(t *testing.T) {
 		{"req second filter bad", `["REQ","s",{},{"limit":-1}]`, "invalid: limit must be a non-negative integer", &EnvelopeError{Label: "REQ", SubID: "s"}},
 		{"req filter array", `["REQ","s",[]]`, "invalid: filter must be a JSON object", &EnvelopeError{Label: "REQ", SubID: "s"}},
 		{"req trailing", `["REQ","s",{}]x`, "invalid: unexpected data after the message", &EnvelopeError{Label: "REQ", SubID: "s"}},
-		{"count empty search", `["COUNT","c",{"search":"  "}]`, "invalid: search query has no words to match", &EnvelopeError{Label: "COUNT", SubID: "c"}},
+		{"count empty search", `["COUNT","c",{"search":""}]`, "invalid: search query has no words to match", &EnvelopeError{Label: "COUNT", SubID: "c"}},
 		{"close extra", `["CLOSE","s","t"]`, "invalid: too many elements in message", &EnvelopeError{Label: "CLOSE", SubID: "s"}},
 		{"close no sub", `["CLOSE"]`, "invalid: subscription id must be a non-empty string", &EnvelopeError{Label: "CLOSE"}},
 		{"deep garbage", `["EVENT",{"x":` + strings.Repeat(`{"a":`, 5000) + `}]`, "invalid: JSON nested too deeply", &EnvelopeError{Label: "EVENT"}},

@@ -1,7 +1,5 @@
 package nostr
 
-import "github.com/buzzrelay/buzz/search"
-
 // Filter is one NIP-01 subscription filter.
 //
 // A nil slice means "no constraint"; a non-nil empty slice matches nothing.
@@ -9,8 +7,9 @@ import "github.com/buzzrelay/buzz/search"
 // Since and Until are inclusive bounds; nil means unbounded. Limit applies to
 // stored events only: LimitSet reports whether the client gave one, so that
 // "limit": 0 (no stored events, live only) differs from an absent limit.
-// Search is a NIP-50 query (package search has its language); "" is no
-// constraint.
+// Search is a NIP-50 query string; "" is no constraint. Its language is
+// package search's, which parses and matches it (search.FromFilter,
+// search.Matches): package nostr carries the string and does not read it.
 type Filter struct {
 	IDs      []string
 	Authors  []string
@@ -21,20 +20,4 @@ type Filter struct {
 	Limit    int
 	LimitSet bool
 	Search   string
-
-	// query is Search parsed by ParseFilter (nil otherwise).
-	query *search.Query
-}
-
-// SearchQuery returns the parsed Search, or nil when Search is "". A
-// filter built by ParseFilter returns the query it parsed; otherwise
-// Search is parsed now.
-func (f *Filter) SearchQuery() (*search.Query, error) {
-	if f.Search == "" {
-		return nil, nil
-	}
-	if f.query != nil {
-		return f.query, nil
-	}
-	return search.Parse(f.Search)
 }

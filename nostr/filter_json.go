@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/buzzrelay/buzz/search"
 )
 
 // ParseFilter decodes one filter object strictly.
@@ -16,7 +14,9 @@ import (
 // 0..65535), "#x" where x is one ASCII letter (array of strings), "since",
 // "until" and "limit" (non-negative integers; values beyond int64 saturate,
 // which keeps their meaning: "until far future" and "as many as allowed"),
-// and "search" (a NIP-50 query string, parsed by search.Parse). A field may
+// and "search" (a non-empty NIP-50 query string, kept as written: package
+// search parses it where a filter is used, search.CheckFilters refusing a
+// bad one). A field may
 // appear once. Any other field is refused with "invalid: unknown filter
 // field <name>" — silently ignoring a constraint would return events the
 // client did not ask for.
@@ -175,11 +175,13 @@ func (p *scanner) readSearch(f *Filter) error {
 		}
 		return fieldErr("search", se)
 	}
-	q, err := search.Parse(v)
-	if err != nil {
-		return err
+	if v == "" {
+		// Search "" means no constraint, so a present but empty search
+		// cannot be carried: refused here, with the text search.Parse
+		// gives an empty query.
+		return errors.New("invalid: search query has no words to match")
 	}
-	f.Search, f.query = v, q
+	f.Search = v
 	return nil
 }
 
@@ -375,12 +377,22 @@ func appendStrings(dst []byte, ss []string) []byte {
 
 // Matches reports whether e satisfies every constraint of the filter, as
 // NIP-01 defines: the id is in IDs, the author in Authors, the kind in
-// Kinds, Since <= created_at <= Until, for every tag key in Tags the event
-// has a tag with that name whose first value is in the list, and with
-// Search the event is of a searchable kind (IsSearchable) and its
-// content matches the query (an invalid query matches nothing). Limit is
+// Kinds, Since <= created_at <= Until, and for every tag key in Tags the
+// event has a tag with that name whose first value is in the list. Limit is
 // not considered. A nil slice is no constraint; an empty one matches nothing.
+//
+// A filter with a Search matches no event here: the query language is
+// package search's, and search.Matches (or search.Matcher) checks the
+// search with the other constraints. Failing closed keeps a caller that
+// forgets the search from returning events the client did not ask for.
 func (f *Filter) Matches(e *Event) bool {
+	return f.Search == "" && f.MatchesIgnoringSearch(e)
+}
+
+// MatchesIgnoringSearch reports whether e satisfies every constraint of the
+// filter but Search, as Matches describes: what package search combines
+// with a parsed query.
+func (f *Filter) MatchesIgnoringSearch(e *Event) bool {
 	if f.Since != nil && e.CreatedAt < *f.Since {
 		return false
 	}
@@ -401,18 +413,7 @@ func (f *Filter) Matches(e *Event) bool {
 			return false
 		}
 	}
-	if f.Search != "" {
-		return f.matchesSearch(e)
-	}
 	return true
-}
-
-func (f *Filter) matchesSearch(e *Event) bool {
-	if !IsSearchable(e.Kind) {
-		return false
-	}
-	q, err := f.SearchQuery()
-	return err == nil && q.Match(e.Content)
 }
 
 // tagMatches reports whether some tag named name has its value in vals.

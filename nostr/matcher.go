@@ -57,8 +57,14 @@ func stringSet(vals []string) map[string]struct{} {
 func (m *Matcher) Filter() *Filter { return m.f }
 
 // Matches reports whether e satisfies every constraint of the filter, as
-// (*Filter).Matches does.
+// (*Filter).Matches does: a filter with a Search matches nothing here
+// (search.Matcher checks the search too).
 func (m *Matcher) Matches(e *Event) bool {
+	return m.f.Search == "" && m.MatchesIgnoringSearch(e)
+}
+
+// MatchesIgnoringSearch is (*Filter).MatchesIgnoringSearch, with the sets.
+func (m *Matcher) MatchesIgnoringSearch(e *Event) bool {
 	f := m.f
 	if f.Since != nil && e.CreatedAt < *f.Since {
 		return false
@@ -96,9 +102,6 @@ func (m *Matcher) Matches(e *Event) bool {
 		if !found {
 			return false
 		}
-	}
-	if f.Search != "" {
-		return f.matchesSearch(e)
 	}
 	return true
 }

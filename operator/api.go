@@ -16,6 +16,7 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -283,7 +284,7 @@ func candidateHost(raw string) (string, error) {
 
 // pubKeyField validates a public key field: 64 lowercase hex characters.
 func pubKeyField(name, v string) error {
-	if !isHexKey(v) {
+	if !nostr.IsLowerHex(v, 64) {
 		return errorf(http.StatusBadRequest, CodeInvalidPubKey, name+" must be 64 lowercase hex characters")
 	}
 	return nil

@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nip98"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -125,7 +126,7 @@ type Option func(*config) error
 func WithOperators(pubkeys ...string) Option {
 	return func(c *config) error {
 		for _, k := range pubkeys {
-			if !isHexKey(strings.ToLower(k)) {
+			if !nostr.IsLowerHex(strings.ToLower(k), 64) {
 				return errors.New("operator: an operator key is not 64 hex characters")
 			}
 			c.operators = append(c.operators, strings.ToLower(k))
@@ -362,17 +363,4 @@ func ParseOrigin(raw string) (origin, host string, err error) {
 		return "", "", bad
 	}
 	return u.Scheme + "://" + host, host, nil
-}
-
-func isHexKey(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

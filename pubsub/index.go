@@ -83,7 +83,7 @@ type posting struct {
 // filterRef is one filter of an indexed subscription.
 type filterRef struct {
 	e     *entry
-	f     *nostr.Matcher
+	f     *search.Matcher
 	posts []*posting
 }
 
@@ -433,7 +433,7 @@ func buildEntry(s *Subscription) *entry {
 		if !ok {
 			continue // can never match
 		}
-		fr := &filterRef{e: e, f: nostr.NewMatcher(f)}
+		fr := &filterRef{e: e, f: search.NewMatcher(f)}
 		if scan {
 			fr.posts = []*posting{{f: fr}}
 		} else {
@@ -493,7 +493,7 @@ func postKeys(f *nostr.Filter) (keys []postKey, scan, ok bool) {
 			keys = append(keys, postKey{dim: dimTag, name: tagName, val: v})
 		}
 	case f.Search != "":
-		q, err := f.SearchQuery()
+		q, err := search.FromFilter(f)
 		if err != nil {
 			return nil, false, false // an invalid query matches nothing
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -146,7 +147,7 @@ func BenchmarkIndexMatch(b *testing.B) {
 				ev := w.events[i%len(w.events)]
 				for _, s := range w.subs {
 					for j := range s.Filters {
-						if s.Filters[j].Matches(ev) {
+						if search.Matches(&s.Filters[j], ev) {
 							matched++
 							break
 						}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -26,7 +27,7 @@ func bruteMatch(subs []*Subscription, ev *nostr.Event) []string {
 	var out []string
 	for _, s := range subs {
 		for i := range s.Filters {
-			if s.Filters[i].Matches(ev) {
+			if search.Matches(&s.Filters[i], ev) {
 				out = append(out, subKey(s))
 				break
 			}

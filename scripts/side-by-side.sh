@@ -108,7 +108,8 @@ buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS=100000 BUZZ_MAX_CONNECTIONS_
 bench="taskset -c 1 $OUT/buzzbench -runs $RUNS"
 
 cmds=()
-# 1. Embedded store vs khatru + badger, every figure of docs/benchmarks.md's table.
+# 1. Embedded store vs khatru + badger: every figure of the table under "buzzd against khatru"
+#    in docs/benchmarks.md.
 want embedded && for bin in $BUILDS; do
 	[ -x "$OUT/$bin" ] || continue
 	cmds+=("$bench -json-out $OUT/embedded-$bin.json -name khatru-badger -b-name $bin \

@@ -37,8 +37,10 @@
 //
 // # Dependencies
 //
-// Package search imports nothing of buzz, and must not: package nostr imports
-// it (the gift-wrap rule "never searchable" is nostr.IsSearchable).
+// Package search builds on package nostr alone of buzz: nostr carries a
+// filter's "search" as a string and does not import search; FromFilter,
+// Matches and Matcher apply it to nostr filters and events (the gift-wrap
+// rule "never searchable" is nostr.IsSearchable).
 package search
 
 import (

@@ -77,7 +77,7 @@ type Record struct {
 //     returned by Query or Count; DeleteExpired removes them.
 //   - Query yields events newest first (created_at DESC, then id ASC), at
 //     most f.Limit of them when f.LimitSet (callers clamp the limit), and
-//     honours every Filter field exactly as nostr.Filter.Matches does.
+//     honours every Filter field exactly as search.Matches does.
 //   - A filter with Search (NIP-50) matches the live events of searchable
 //     kinds whose content holds every word and phrase of the query, with
 //     package search's tokenizer; Query yields them by relevance instead

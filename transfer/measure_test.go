@@ -29,7 +29,8 @@ import (
 // community, imports it into a fresh embedded store (LSM events) and a
 // fresh PostgreSQL database, and exports each back to a file, logging
 // events/s, MiB/s, the process's CPU time and its peak resident memory
-// during the import. See docs/benchmarks.md. Further settings:
+// during the import (docs/benchmarks.md, "Export and import"). Further
+// settings:
 //
 //	BUZZ_MEASURE_TRANSFER_CORPUS=FILE   keep the export in FILE (written if absent, reused if present)
 //	BUZZ_MEASURE_TRANSFER_BACKEND=embedded|postgres   one backend only

@@ -16,7 +16,7 @@ import (
 	"github.com/buzzrelay/buzz/workflow"
 )
 
-// Workflow benchmarks over real WebSockets (see docs/benchmarks.md):
+// Workflow benchmarks over real WebSockets (docs/benchmarks.md, "Workflows"):
 //
 //	go test -run '^$' -bench BenchmarkWorkflowWS -benchtime 1x .
 //

@@ -125,32 +125,6 @@ type mintBody struct {
 	ExpiresIn int64    `json:"expires_in"`
 }
 
-// tokenJSON is a token's record as the routes show it, never the token.
-type tokenJSON struct {
-	Token     string   `json:"token,omitempty"` // only in the mint answer
-	ID        string   `json:"id"`
-	PubKey    string   `json:"pubkey"`
-	Name      string   `json:"name"`
-	Scopes    []string `json:"scopes"`
-	CreatedBy string   `json:"created_by,omitempty"`
-	CreatedAt int64    `json:"created_at"`
-	ExpiresAt *int64   `json:"expires_at"`
-	RevokedAt *int64   `json:"revoked_at"`
-}
-
-func toJSON(t store.APIToken) tokenJSON {
-	j := tokenJSON{ID: t.ID, PubKey: t.Owner, Name: t.Name, Scopes: t.Scopes, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt.Unix()}
-	if !t.ExpiresAt.IsZero() {
-		v := t.ExpiresAt.Unix()
-		j.ExpiresAt = &v
-	}
-	if t.Revoked() {
-		v := t.RevokedAt.Unix()
-		j.RevokedAt = &v
-	}
-	return j
-}
-
 func (f *Feature) serveMint(w http.ResponseWriter, req *http.Request, tc tenant.TenantContext) {
 	caller, ok := f.admin(w, req, tc)
 	if !ok {
@@ -191,7 +165,7 @@ func (f *Feature) serveMint(w http.ResponseWriter, req *http.Request, tc tenant.
 		f.internalError(w, req, "mint", err)
 		return
 	}
-	j := toJSON(t)
+	j := apitoken.NewView(t)
 	j.Token = token
 	w.Header().Set("Cache-Control", "no-store")
 	apijson.Write(w, http.StatusCreated, j)
@@ -206,9 +180,9 @@ func (f *Feature) serveList(w http.ResponseWriter, req *http.Request, tc tenant.
 		f.internalError(w, req, "list", err)
 		return
 	}
-	out := make([]tokenJSON, len(ts))
+	out := make([]apitoken.View, len(ts))
 	for i, t := range ts {
-		out[i] = toJSON(t)
+		out[i] = apitoken.NewView(t)
 	}
 	apijson.Write(w, http.StatusOK, map[string]any{"tokens": out})
 }

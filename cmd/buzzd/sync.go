@@ -19,6 +19,7 @@ import (
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip77"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -121,6 +122,9 @@ func runSync(ctx context.Context, args []string, lookupEnv func(string) (string,
 		return err
 	}
 	filters, err := nostr.ParseFiltersLimited([]byte(o.filter), nostr.FilterLimits{MaxFilters: 1})
+	if err == nil {
+		err = search.CheckFilters(filters)
+	}
 	if err != nil {
 		return usageError{err: fmt.Errorf("sync: -filter: %w", err), help: "buzzd sync -h"}
 	}

@@ -23,34 +23,18 @@ import (
 	"github.com/buzzrelay/buzz/store"
 )
 
-// tokenJSON is a token in -json output; Token only when minted.
+// tokenJSON is a token in -json output: its record as the HTTP routes
+// show it (apitoken.View, Token only when minted), with the community
+// and what the command did.
 type tokenJSON struct {
-	Token       string   `json:"token,omitempty"`
-	ID          string   `json:"id"`
-	CommunityID string   `json:"community_id"`
-	Host        string   `json:"host"`
-	PubKey      string   `json:"pubkey"`
-	Name        string   `json:"name"`
-	Scopes      []string `json:"scopes"`
-	CreatedBy   string   `json:"created_by,omitempty"`
-	CreatedAt   string   `json:"created_at"`
-	ExpiresAt   *string  `json:"expires_at"`
-	RevokedAt   *string  `json:"revoked_at"`
-	Status      string   `json:"status,omitempty"`
+	apitoken.View
+	CommunityID string `json:"community_id"`
+	Host        string `json:"host"`
+	Status      string `json:"status,omitempty"`
 }
 
 func tokenToJSON(t store.APIToken, host string) tokenJSON {
-	j := tokenJSON{ID: t.ID, CommunityID: t.Community.String(), Host: host, PubKey: t.Owner, Name: t.Name, Scopes: t.Scopes,
-		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
-	if !t.ExpiresAt.IsZero() {
-		s := t.ExpiresAt.UTC().Format(time.RFC3339)
-		j.ExpiresAt = &s
-	}
-	if t.Revoked() {
-		s := t.RevokedAt.UTC().Format(time.RFC3339)
-		j.RevokedAt = &s
-	}
-	return j
+	return tokenJSON{View: apitoken.NewView(t), CommunityID: t.Community.String(), Host: host}
 }
 
 // parseLifetime reads -expires: a Go duration ("12h") or a number of days

@@ -24,6 +24,7 @@ package trace
 
 import (
 	"context"
+	"strings"
 
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -54,6 +55,19 @@ const (
 	ReasonInvalid     Reason = "invalid"
 	ReasonServerError Reason = "server_error"
 )
+
+// ReasonOf reduces a client-visible message (an OK, CLOSED or HTTP
+// refusal) to the alphabet by its prefix: "error:" is a server error,
+// "invalid:" and "pow:" are invalid, anything else is restricted.
+func ReasonOf(msg string) Reason {
+	switch {
+	case strings.HasPrefix(msg, "error:"):
+		return ReasonServerError
+	case strings.HasPrefix(msg, "invalid:"), strings.HasPrefix(msg, "pow:"):
+		return ReasonInvalid
+	}
+	return ReasonRestricted
+}
 
 // State is who is acting where: the tenant the connection is bound to and
 // the authenticated pubkey ("" before AUTH). It becomes each step's

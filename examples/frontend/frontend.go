@@ -21,6 +21,7 @@ import (
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/relaykey"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -253,7 +254,7 @@ func (s *stream) end(reason string) {
 // stream whose queue is full ends.
 func (f *frontend) deliver(m pubsub.Message) {
 	for _, s := range f.streamsOf(m.Community) {
-		if s.filter.Matches(m.Event) {
+		if search.Matches(&s.filter, m.Event) {
 			select {
 			case s.queue <- m:
 			default:
@@ -434,6 +435,9 @@ func (f *frontend) read(w http.ResponseWriter, req *http.Request, tc tenant.Tena
 		q = "{}"
 	}
 	flt, err := nostr.ParseFilter([]byte(q))
+	if err == nil {
+		_, err = search.FromFilter(&flt)
+	}
 	if err != nil {
 		rt.refuse(ctx, w, ingest.Reason(err, "invalid: "))
 		return

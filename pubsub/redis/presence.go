@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -27,13 +28,8 @@ func checkPresenceArgs(c tenant.CommunityID, pubkey string) error {
 	if c.IsZero() {
 		return errors.New("pubsub/redis: presence needs a community")
 	}
-	if len(pubkey) != 64 {
+	if !nostr.IsLowerHex(pubkey, 64) {
 		return errors.New("pubsub/redis: presence pubkey must be 64 lowercase hex characters")
-	}
-	for i := 0; i < len(pubkey); i++ {
-		if ch := pubkey[i]; !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
-			return errors.New("pubsub/redis: presence pubkey must be 64 lowercase hex characters")
-		}
 	}
 	return nil
 }

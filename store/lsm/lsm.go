@@ -6,7 +6,8 @@
 // unchanged. Where the SQLite store (store/sqlite) updates a B-tree leaf per
 // index and per event inside each commit, pebble appends a batch of writes to
 // its log once and sorts them into tables in the background, so a save costs
-// a fraction of the CPU (docs/benchmarks.md).
+// a fraction of the CPU (docs/benchmarks.md, "The embedded store's event
+// engine").
 //
 // Every Save is durable before it returns: the event's writes are applied,
 // then the store waits for a synced write-ahead log covering them. Concurrent

@@ -16,6 +16,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -44,8 +45,10 @@ type plan struct {
 	scope        channel.Scope
 	// parse: the filter has conditions only the event itself answers (tags
 	// the driving index does not cover, names longer than one letter,
-	// search); candidates are parsed and checked with f.Matches.
+	// search); candidates are parsed and checked with match.
 	parse bool
+	// match is f prepared for those checks, made by the first one.
+	match *search.Matcher
 }
 
 // newPlan plans f for community cseq at time now. ok is false when f can
@@ -309,7 +312,10 @@ func (p *plan) check(recs records, seq uint64) (hit, bool, error) {
 		if err != nil {
 			return hit{}, false, fmt.Errorf("%w: event %d: %v", errCorrupt, seq, err)
 		}
-		if !p.f.Matches(ev) {
+		if p.match == nil {
+			p.match = search.NewMatcher(p.f)
+		}
+		if !p.match.Matches(ev) {
 			return hit{}, false, nil
 		}
 		out.ev = ev
@@ -562,7 +568,7 @@ type scored struct {
 // hits are yielded by descending score, then newest first, at most f.Limit
 // when f.LimitSet.
 func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, p *plan, yield func(store.Record, error) bool) {
-	sq, err := p.f.SearchQuery()
+	sq, err := search.FromFilter(p.f)
 	if err != nil {
 		return // an invalid query matches nothing
 	}

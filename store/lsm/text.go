@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -122,7 +123,7 @@ func (s *Store) SearchCandidates(ctx context.Context, c tenant.CommunityID, f no
 			return
 		}
 		defer s.life.leave()
-		sq, err := f.SearchQuery()
+		sq, err := search.FromFilter(&f)
 		if err != nil || sq == nil || (f.LimitSet && f.Limit <= 0) {
 			return // an invalid query matches nothing
 		}

@@ -132,13 +132,23 @@ func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubk
 			pks = append(pks, b)
 		}
 	}
-	var b pgx.Batch
-	b.Queue(`SELECT id FROM channels ch
+	out, err := s.channelIDs(ctx, c, `SELECT id FROM channels ch
 WHERE ch.community_id = $1 AND ch.deleted_at IS NULL
   AND (ch.visibility = 'open' OR EXISTS (
        SELECT 1 FROM channel_members m
        WHERE m.community_id = $1 AND m.channel_id = ch.id AND m.pubkey = ANY($2) AND m.removed_at IS NULL))
 ORDER BY id`, c.UUID(), pks)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: readable channels: %w", err)
+	}
+	return out, nil
+}
+
+// channelIDs runs query, whose one column is a channel id, in c's
+// community (RLS) and returns the ids in the order of its rows.
+func (s *Store) channelIDs(ctx context.Context, c tenant.CommunityID, query string, args ...any) ([]channel.ID, error) {
+	var b pgx.Batch
+	b.Queue(query, args...)
 	var out []channel.ID
 	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
@@ -152,10 +162,7 @@ ORDER BY id`, c.UUID(), pks)
 		})
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: readable channels: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // inCommunityTx runs fn, a write, in a transaction bound to community c
@@ -253,7 +260,7 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 		}
 		change.Channel, err = scanPGChannel(tx.QueryRow(ctx,
 			`SELECT `+pgChannelCols+` FROM channels WHERE community_id = $1 AND id = $2`, c.UUID(), [16]byte(cmd.Channel)))
-		if err != nil || s.cfg.noAudit {
+		if err != nil {
 			return err
 		}
 		return queueAudit(ctx, tx, c, store.ChannelCommandAudit(&cmd, ev.ID))

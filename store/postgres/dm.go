@@ -148,25 +148,11 @@ func (s *Store) HiddenDMs(ctx context.Context, c tenant.CommunityID, viewer stri
 	if !ok || c.IsZero() {
 		return nil, nil
 	}
-	var b pgx.Batch
-	b.Queue(`SELECT m.channel_id FROM channel_members m
+	out, err := s.channelIDs(ctx, c, `SELECT m.channel_id FROM channel_members m
 JOIN channels ch ON ch.community_id = m.community_id AND ch.id = m.channel_id
 WHERE m.community_id = $1 AND m.pubkey = $2 AND m.removed_at IS NULL AND m.hidden_at IS NOT NULL
   AND ch.channel_type = 'dm' AND ch.deleted_at IS NULL
 ORDER BY m.channel_id`, c.UUID(), pk)
-	var out []channel.ID
-	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		var id [16]byte
-		_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
-			out = append(out, channel.ID(id))
-			return nil
-		})
-		return err
-	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: hidden dms: %w", err)
 	}

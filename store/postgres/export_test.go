@@ -12,15 +12,6 @@ func WithReadDelayForTest(d time.Duration) Option {
 	}
 }
 
-// WithoutAuditForBenchmark makes deletions and channel commands append no
-// audit entry, to measure what auditing costs.
-func WithoutAuditForBenchmark() Option {
-	return func(c *config) error {
-		c.noAudit = true
-		return nil
-	}
-}
-
 // AnalyzeStepForTest reports the number of stored events since the last
 // analysis round began that starts the next one (analyze.go), and whether
 // a round is running.

@@ -20,7 +20,6 @@ type config struct {
 	committers    int
 	logger        *slog.Logger
 	readDelay     time.Duration // tests only: event reads pg_sleep first (export_test.go)
-	noAudit       bool          // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
 	analyzeEvery  time.Duration // 0: the store's analyser is off
 	analyzeSettle time.Duration
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -70,7 +71,7 @@ func compileFilter(f *nostr.Filter) (*predicate, error) {
 		return nil, errNothing
 	}
 	if f.Search != "" {
-		q, err := f.SearchQuery()
+		q, err := search.FromFilter(f)
 		if err != nil {
 			return nil, errNothing // an invalid query matches nothing
 		}

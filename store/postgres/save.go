@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -157,9 +155,8 @@ func encodeEvent(c tenant.CommunityID, ev *nostr.Event) (*saveArgs, error) {
 	return a, nil
 }
 
-// encodeDeletion collects the targets of a kind 5 request: ids from "e"
-// tags, and coordinates from "a" tags that name the request's own author and
-// a replaceable or addressable kind. Coordinates are sorted by lock key so
+// encodeDeletion collects the targets of a kind 5 request
+// (store.DeletionTargets), each once. Coordinates are sorted by lock key so
 // concurrent requests take their locks in one order.
 func (a *saveArgs) encodeDeletion(c tenant.CommunityID, ev *nostr.Event) {
 	type coord struct {
@@ -167,44 +164,28 @@ func (a *saveArgs) encodeDeletion(c tenant.CommunityID, ev *nostr.Event) {
 		d    string
 		lock int64
 	}
+	ids, targets := store.DeletionTargets(ev)
+	seenID := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seenID[id] {
+			seenID[id] = true
+			b, _ := nostr.DecodeHex32(id) // DeletionTargets keeps event ids only
+			a.delIDs = append(a.delIDs, b)
+		}
+	}
 	var coords []coord
-	seenID := map[string]bool{}
 	seenCoord := map[int64]bool{}
-	for _, t := range ev.Tags {
-		if len(t) < 2 {
+	for _, t := range targets {
+		d := t.D
+		if nostr.IsAddressable(t.Kind) {
+			d = sqlText(d)
+		}
+		l := coordinateLock(c, t.Kind, ev.PubKey, d)
+		if seenCoord[l] {
 			continue
 		}
-		switch t[0] {
-		case "e":
-			if b, ok := nostr.DecodeHex32(t[1]); ok && !seenID[t[1]] {
-				seenID[t[1]] = true
-				a.delIDs = append(a.delIDs, b)
-			}
-		case "a":
-			kindStr, rest, ok1 := strings.Cut(t[1], ":")
-			pk, d, ok2 := strings.Cut(rest, ":")
-			if !ok1 || !ok2 || pk != ev.PubKey {
-				continue
-			}
-			k, err := strconv.Atoi(kindStr)
-			if err != nil || k < 0 || k > nostr.MaxKind || strconv.Itoa(k) != kindStr {
-				continue
-			}
-			switch {
-			case nostr.IsAddressable(k):
-				d = sqlText(d)
-			case nostr.IsReplaceable(k):
-				d = ""
-			default:
-				continue
-			}
-			l := coordinateLock(c, k, pk, d)
-			if seenCoord[l] {
-				continue
-			}
-			seenCoord[l] = true
-			coords = append(coords, coord{k, d, l})
-		}
+		seenCoord[l] = true
+		coords = append(coords, coord{t.Kind, d, l})
 	}
 	slices.SortFunc(coords, func(x, y coord) int {
 		switch {
@@ -255,7 +236,7 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	if err != nil {
 		return err
 	}
-	if ev.Kind == nostr.KindDeletion && !s.cfg.noAudit && !store.DeletionAuditOff(ctx) {
+	if ev.Kind == nostr.KindDeletion && !store.DeletionAuditOff(ctx) {
 		p, err := store.DeletionAudit(ev).Prepare(time.Now())
 		if err != nil {
 			return err

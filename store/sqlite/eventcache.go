@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/dgraph-io/ristretto/v2"
@@ -201,7 +202,7 @@ func (c *eventCache) lookup(cseq int64, cid tenant.CommunityID, f *nostr.Filter,
 		case ev == nil:
 			return nil, false
 		case !e.visible(now, scope):
-		case !f.Matches(ev):
+		case !search.Matches(f, ev):
 		case slices.Contains(hits, e): // an id listed twice
 		default:
 			hits = append(hits, e)

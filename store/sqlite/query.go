@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -186,7 +187,7 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 					yield(store.Record{}, internal("query: stored event", err))
 					return
 				}
-				if !f.Matches(ev) {
+				if !search.Matches(&f, ev) {
 					continue
 				}
 			}
@@ -745,7 +746,7 @@ func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
 			names = append(names, name)
 		}
 	}
-	if sq, err := f.SearchQuery(); sq != nil && err == nil && len(names) == 0 {
+	if sq, err := search.FromFilter(f); sq != nil && err == nil && len(names) == 0 {
 		q.add(`(SELECT rowid AS seq FROM events_fts WHERE events_fts MATCH ?) AS s CROSS JOIN events e ON e.seq = s.seq`, ftsMatch(community, sq))
 		q.searchDriven = true
 		return
@@ -786,7 +787,7 @@ func (q *sqlBuilder) from(community int64, f *nostr.Filter) {
 // events_fts matches.
 func (q *sqlBuilder) filter(community int64, f *nostr.Filter) (ok, residual bool) {
 	if f.Search != "" {
-		sq, err := f.SearchQuery()
+		sq, err := search.FromFilter(f)
 		if err != nil {
 			return false, false
 		}

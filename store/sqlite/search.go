@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -30,7 +31,7 @@ type scored struct {
 // and only the hits yielded are read whole.
 func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int64, f *nostr.Filter, scope channel.Scope,
 	yield func(store.Record, error) bool) {
-	sq, err := f.SearchQuery()
+	sq, err := search.FromFilter(f)
 	if err != nil {
 		return // an invalid query matches nothing
 	}
@@ -106,7 +107,7 @@ func (s *Store) querySearch(ctx context.Context, c tenant.CommunityID, cseq int6
 				yield(store.Record{}, internal("search: stored event", err))
 				return
 			}
-			if !f.Matches(ev) {
+			if !search.Matches(f, ev) {
 				continue
 			}
 		}

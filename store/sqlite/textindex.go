@@ -8,6 +8,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -182,7 +183,7 @@ func (ix *textIndexer) waitFor(ctx context.Context, seq uint64) error {
 // (keyed by its number in the engine), the engine checks and ranks them.
 func (s *Store) lsmSearch(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope,
 	yield func(store.Record, error) bool) {
-	sq, err := f.SearchQuery()
+	sq, err := search.FromFilter(&f)
 	if err != nil {
 		return // an invalid query matches nothing
 	}

@@ -130,7 +130,7 @@ func RandomFilter(r *rand.Rand, corpus []*nostr.Event, authors []Author) nostr.F
 }
 
 // testDifferential compares Query and Count with a brute-force evaluation
-// of nostr.Filter.Matches over the live corpus, for random filters, with a
+// of search.Matches over the live corpus, for random filters, with a
 // second community holding a look-alike corpus.
 func testDifferential(t *testing.T, b store.Backend) {
 	seed := uint64(time.Now().UnixNano())

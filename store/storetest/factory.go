@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -183,7 +184,7 @@ func CountOf(tb testing.TB, s store.EventStore, c tenant.CommunityID, filters ..
 func Expected(corpus []*nostr.Event, f nostr.Filter) []string {
 	var hits []*nostr.Event
 	for _, ev := range corpus {
-		if f.Matches(ev) {
+		if search.Matches(&f, ev) {
 			hits = append(hits, ev)
 		}
 	}
