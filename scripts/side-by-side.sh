@@ -5,7 +5,7 @@
 # while other work runs are not comparable.
 #
 #   scripts/side-by-side.sh          # build, then print the commands
-#   scripts/side-by-side.sh run      # build, measure, print the table (about 15 minutes per run)
+#   scripts/side-by-side.sh run      # build, measure, print the table (minutes per column and run)
 #   scripts/side-by-side.sh table    # print the table of the reports already in $OUT
 #
 # Each run measures every column once, in turn (one buzzbench invocation per

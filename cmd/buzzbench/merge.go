@@ -240,10 +240,13 @@ func mergeReports(w io.Writer, paths []string) error {
 	head := []string{"figure", "unit"}
 	sep := []string{"---", "---"}
 	for _, c := range cols {
-		if c.runs > 0 {
-			head = append(head, fmt.Sprintf("%s (%d runs)", c.label, c.runs))
-		} else {
+		switch c.runs {
+		case 0:
 			head = append(head, c.label)
+		case 1:
+			head = append(head, c.label+" (1 run)")
+		default:
+			head = append(head, fmt.Sprintf("%s (%d runs)", c.label, c.runs))
 		}
 		sep = append(sep, "---")
 	}
