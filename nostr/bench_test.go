@@ -128,6 +128,78 @@ func BenchmarkVerify(b *testing.B) {
 	_ = sk
 }
 
+// BenchmarkVerifyCeiling is the verify ceiling: the events per second one
+// core admits if a relay did nothing but check them, the id hash (the
+// event serialized and hashed) and the BIP-340 signature of each, through
+// a Verifier as a relay holds it. The events are 4,000 kind-1 notes of
+// varied length by 200 authors, the authors-per-event ratio of buzzbench's
+// corpus. authors=200 has every key in the cache, as a relay has after an
+// author's first event (buzzbench's ingest); cache=off lifts the key every
+// time, the ceiling for events from authors never seen before. The
+// events/s metric is the figure; compare it with buzzbench's closed-loop
+// ingest of the same build with the relay pinned to one core.
+func BenchmarkVerifyCeiling(b *testing.B) {
+	events := ceilingEvents(b, 4000, 200)
+	for _, c := range []struct {
+		name string
+		opts []VerifierOption
+	}{
+		{"authors=200", nil},
+		{"cache=off", []VerifierOption{WithPubKeyCacheSize(0)}},
+	} {
+		b.Run(c.name+"/verifier="+VerifyBackend, func(b *testing.B) {
+			v := newTestVerifier(b, c.opts...)
+			for _, e := range events {
+				if err := v.Verify(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if v.cache != nil {
+				v.cache.Wait()
+			}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if err := v.Verify(events[n%len(events)]); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// ceilingEvents signs n kind-1 notes by the given number of authors, with
+// contents of 20 to 600 bytes and the tags a reply carries.
+func ceilingEvents(b *testing.B, n, authors int) []*Event {
+	b.Helper()
+	keys := make([]SecretKey, authors)
+	for i := range keys {
+		k, err := GenerateSecretKey()
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = k
+	}
+	events := make([]*Event, n)
+	for i := range events {
+		e := &Event{
+			CreatedAt: 1700000000 + int64(i),
+			Kind:      1,
+			Content:   strings.Repeat("nostr relay ", 2+(i*37)%50),
+		}
+		if i%3 == 0 {
+			e.Tags = Tags{{"e", strings.Repeat("1", 64), "", "root"}, {"p", strings.Repeat("2", 64)}}
+		}
+		if err := e.Sign(keys[i%authors]); err != nil {
+			b.Fatal(err)
+		}
+		events[i] = e
+	}
+	return events
+}
+
 func BenchmarkSign(b *testing.B) {
 	e, sk := benchEvent(b)
 	b.ReportAllocs()

@@ -1,41 +1,143 @@
 #!/usr/bin/env bash
-# Side by side, pinned: buzzd against khatru on both backends,
-# relay on core 0 and load tool on core 1, one buzzbench invocation per
-# pair so both relays see the same machine. For a QUIET machine only:
-# figures taken while other work runs are not comparable.
+# Side by side, pinned: buzzd's builds against khatru and strfry, relay on
+# core 0 and load tool on core 1, the same buzzbench invocation for every
+# relay, and one table at the end. For a QUIET machine only: figures taken
+# while other work runs are not comparable.
 #
 #   scripts/side-by-side.sh          # build, then print the commands
-#   scripts/side-by-side.sh run      # build, then run them (about an hour)
+#   scripts/side-by-side.sh run      # build, measure, print the table (minutes per column and run)
+#   scripts/side-by-side.sh table    # print the table of the reports already in $OUT
 #
-# The peer is khatru v0.19.1 with eventstore v0.16.2 (go-nostr v0.52.3), the
-# versions docs/benchmarks.md was measured with. It is never built inside this repository: the
-# script writes a scratch module under $OUT/khatru-src (a main.go wiring
-# khatru.NewRelay() to one event store: Save, Query, Count, Delete, Replace;
-# nothing else) and builds it there. KHATRU=/path/to/binary skips that; the
-# binary takes `DIR ADDR` (eventstore/badger) or `postgres://… ADDR`
-# (eventstore/postgresql).
+# Each run measures every column once, in turn (one buzzbench invocation per
+# column and run, -runs 1, each relay started on a fresh data directory or
+# database), so a slow minute of the machine hits every relay alike; the
+# table (`buzzbench -merge`) gives the median over the runs of each figure,
+# under a header naming the machine, every build and the date. Before the
+# runs, BenchmarkVerifyCeiling of package nostr runs on core 0 for each
+# buzzd build: the events per second one core admits if the relay did
+# nothing but verify them, and the table gives closed-loop ingest as a
+# fraction of it.
+#
+# Columns: BUILDS, the buzzd builds (buzzd is the default build, which
+# verifies in pure Go; buzzd-libsecp256k1 the -tags libsecp256k1 one, which
+# links the system libsecp256k1), then PEERS:
+#   khatru           khatru v0.19.1 with eventstore v0.16.2 (badger), go-nostr v0.52.3
+#   strfry           strfry (C++, LMDB), pinned to core 0 like the others
+#   strfry-allcores  the same strfry without taskset: it sizes thread pools
+#                    for many cores, so it also runs with every core it wants
+#                    (the load tool stays on core 1)
+# With PARTS containing postgres, buzzd's builds on PostgreSQL (BUILD-pg) and
+# khatru with eventstore/postgresql (khatru-pg) are columns too.
+#
+# The peers are never built inside this repository:
+# - khatru: a scratch module under $OUT/khatru-src (a main.go wiring
+#   khatru.NewRelay() to one event store: Save, Query, Count, Delete,
+#   Replace; nothing else), built there. KHATRU=/path/to/binary skips that;
+#   the binary takes `DIR ADDR` (badger) or `postgres://… ADDR`.
+# - strfry: cloned at STRFRY_REF into $OUT/strfry-src with its submodules and
+#   built with its own Makefile (`make setup-golpe`, `make`), as strfry's
+#   README says. STRFRY=/path/to/strfry skips that (a strfry built any other
+#   way, e.g. from a mirror without network access); STRFRY_VERSION then
+#   names it in the header. The relay gets a fresh LMDB directory per run and
+#   a config written there: bind 127.0.0.1, maxFilterLimit 1000 (the load
+#   tool asks for up to 500 events), events accepted back to 2000 (the
+#   corpus is dated from 2020), everything else strfry's default.
+#
+# Prerequisites on a fresh Debian (12 or later), as root:
+#   apt-get install -y git ca-certificates build-essential pkg-config util-linux \
+#     libsecp256k1-dev postgresql-client \
+#     libssl-dev zlib1g-dev liblmdb-dev libflatbuffers-dev libzstd-dev \
+#     libyaml-perl libtemplate-perl libregexp-grammars-perl
+# (the second line is for buzzd-libsecp256k1 and the PostgreSQL part, the
+# last two for strfry), and Go at least the version go.mod names, from
+# https://go.dev/dl (Debian's is older). Two cores at least (taskset -c 0
+# and -c 1); the PostgreSQL part needs a server at $PG.
 #
 # Environment (defaults in brackets): OUT [/tmp/side-by-side] for the
-# binaries and reports, PG [postgres://postgres@127.0.0.1:5432] for the
-# server (databases buzzbench_buzzd and buzzbench_khatru are dropped and
-# recreated for every run), RUNS [3], BUILDS ["buzzd buzzd-libsecp256k1"]
-# (the buzzd builds to compare: buzzd is the default build, which verifies
-# in pure Go, buzzd-libsecp256k1 the -tags libsecp256k1 one, which links the
-# system libsecp256k1), PARTS ["embedded postgres fanout"] (the
-# invocations to run: 1, 2 and 3 below).
+# binaries, reports (OUT/reports/*.json) and logs; RUNS [3]; BUILDS ["buzzd
+# buzzd-libsecp256k1"]; PEERS ["khatru strfry strfry-allcores"]; PARTS
+# ["embedded"]: embedded (the table's main columns), postgres (the
+# PostgreSQL columns, databases buzzbench_* dropped and recreated for every
+# run), fanout (fan-out rows with 1,000 and 10,000 subscribers);
+# PG [postgres://postgres@127.0.0.1:5432]; EVENTS [20000], the corpus size;
+# BENCH_FLAGS [], more buzzbench flags for every invocation (a quick check of
+# the script: RUNS=1 EVENTS=1000 CEILING_RUNS=1 CEILING_TIME=200x
+# BENCH_FLAGS="-reqs 140 -subs 20 -publishes 20 -idle 50").
+# CEILING=0 skips the verify ceiling; CEILING_RUNS [5] and CEILING_TIME [2s]
+# are its benchmark runs (the median is taken) and -test.benchtime.
+# STRFRY_REF [1.1.1].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode="${1:-print}"
+case "$mode" in print | run | table) ;; *)
+	echo "usage: $0 [print|run|table]" >&2
+	exit 2
+	;;
+esac
 OUT="${OUT:-/tmp/side-by-side}"
 PG="${PG:-postgres://postgres@127.0.0.1:5432}"
 RUNS="${RUNS:-3}"
 BUILDS="${BUILDS:-buzzd buzzd-libsecp256k1}"
-PARTS="${PARTS:-embedded postgres fanout}"
-want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
-mkdir -p "$OUT"
+PEERS="${PEERS:-khatru strfry strfry-allcores}"
+PARTS="${PARTS:-embedded}"
+EVENTS="${EVENTS:-20000}"
+BENCH_FLAGS="${BENCH_FLAGS:-}"
+CEILING="${CEILING:-1}"
+CEILING_RUNS="${CEILING_RUNS:-5}"
+CEILING_TIME="${CEILING_TIME:-2s}"
+STRFRY_REF="${STRFRY_REF:-1.1.1}"
 KHATRU="${KHATRU:-}"
-if [ -z "$KHATRU" ]; then
+STRFRY="${STRFRY:-}"
+STRFRY_VERSION="${STRFRY_VERSION:-}"
+has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
+mkdir -p "$OUT/reports" "$OUT/logs"
+OUT="$(cd "$OUT" && pwd)"
+REPORTS="$OUT/reports"
+
+# The header: machine, builds, date. Written once per build step, printed
+# above the table.
+header() {
+	local cpu
+	cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "machine: ${cpu:-unknown CPU}, $(nproc) cores, Linux $(uname -r), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	echo "pinning: each relay on core 0 (strfry-allcores: no pinning), buzzbench on core 1"
+	local commit dirty=""
+	commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || dirty=" (dirty: uncommitted changes)"
+	echo "buzz: commit $commit$dirty, $(go version | cut -d' ' -f3-)"
+	for b in $BUILDS; do
+		case "$b" in
+		buzzd) echo "  buzzd: default build, pure-Go verifier" ;;
+		buzzd-libsecp256k1) echo "  buzzd-libsecp256k1: -tags libsecp256k1, system libsecp256k1 $(pkg-config --modversion libsecp256k1 2>/dev/null || echo '?')" ;;
+		esac
+	done
+	if has "$PEERS" khatru; then
+		echo "  khatru: ${KHATRU_VERSION:-v0.19.1, eventstore v0.16.2 (badger, postgresql), go-nostr v0.52.3}"
+	fi
+	if has "$PEERS" strfry || has "$PEERS" strfry-allcores; then
+		echo "  strfry: $STRFRY_VERSION"
+	fi
+	echo "corpus: $EVENTS events; buzzbench flags: -conns 16 -window 64${BENCH_FLAGS:+ $BENCH_FLAGS}"
+}
+
+# --- builds ---------------------------------------------------------------
+
+build() {
+for b in $BUILDS; do
+	case "$b" in
+	buzzd) go build -o "$OUT/buzzd" ./cmd/buzzd ;;
+	buzzd-libsecp256k1) go build -tags libsecp256k1 -o "$OUT/buzzd-libsecp256k1" ./cmd/buzzd ;;
+	*)
+		echo "unknown build $b (known: buzzd buzzd-libsecp256k1)" >&2
+		exit 2
+		;;
+	esac
+done
+go build -o "$OUT/buzzbench" ./cmd/buzzbench
+
+if has "$PEERS" khatru && [ -z "$KHATRU" ]; then
 	KHATRU="$OUT/khatru"
 	src="$OUT/khatru-src"
 	mkdir -p "$src"
@@ -88,64 +190,204 @@ GO
 		go mod tidy
 		go build -o "$KHATRU" .
 	)
+elif has "$PEERS" khatru; then
+	KHATRU_VERSION="${KHATRU_VERSION:-$KHATRU (given)}"
 fi
-KHATRU_BADGER="$KHATRU" KHATRU_PG="$KHATRU"
 
-# The two verifier builds: the default (what `go run ./cmd/buzzd` gives,
-# pure Go) and the system libsecp256k1 one.
-go build -o "$OUT/buzzd" ./cmd/buzzd
-go build -tags libsecp256k1 -o "$OUT/buzzd-libsecp256k1" ./cmd/buzzd
-go build -o "$OUT/buzzbench" ./cmd/buzzbench
+if { has "$PEERS" strfry || has "$PEERS" strfry-allcores; } && [ -z "$STRFRY" ]; then
+	src="$OUT/strfry-src"
+	if [ ! -d "$src/.git" ]; then
+		git clone --branch "$STRFRY_REF" https://github.com/hoytech/strfry "$src"
+	fi
+	(
+		cd "$src"
+		git checkout -q "$STRFRY_REF"
+		git submodule update --init
+		make setup-golpe
+		make -j"$(nproc)"
+	)
+	STRFRY="$src/strfry"
+	STRFRY_VERSION="${STRFRY_VERSION:-$(git -C "$src" describe --tags --always) ($(git -C "$src" rev-parse --short HEAD)), golpe $(git -C "$src/golpe" rev-parse --short HEAD), built with its Makefile}"
+fi
+if [ -n "$STRFRY" ]; then
+	[ -x "$STRFRY" ] || {
+		echo "STRFRY=$STRFRY is not an executable" >&2
+		exit 1
+	}
+	STRFRY="$(cd "$(dirname "$STRFRY")" && pwd)/$(basename "$STRFRY")"
+	STRFRY_VERSION="${STRFRY_VERSION:-$STRFRY (given; set STRFRY_VERSION to describe it)}"
+	# strfry DBDIR PORT: a config in DBDIR, then the relay in the foreground.
+	cat >"$OUT/strfry-run" <<SH
+#!/bin/sh
+set -e
+cat >"\$1/strfry.conf" <<CONF
+db = "\$1/"
+events {
+    rejectEventsOlderThanSeconds = 946080000
+}
+relay {
+    bind = "127.0.0.1"
+    port = \$2
+    nofiles = 0
+    maxFilterLimit = 1000
+}
+CONF
+exec "$STRFRY" --config="\$1/strfry.conf" relay
+SH
+	chmod +x "$OUT/strfry-run"
+fi
 
-# A fresh database per run; autovacuum stays as the server has it (off on
-# the project machine), which is the point of the fresh-database figures.
-fresh() { echo "psql -q '$PG/postgres' -c 'DROP DATABASE IF EXISTS $1 WITH (FORCE)' -c 'CREATE DATABASE $1'"; }
+header >"$OUT/header.txt"
+}
+[ "$mode" = table ] || build
+
+# --- the verify ceiling ---------------------------------------------------
+
+# One report per build in buzzbench's JSON shape, scenario verify-ceiling,
+# so -merge puts the ceiling (and ingest's fraction of it) in the build's
+# column: CEILING_RUNS benchmark runs on core 0, nothing else running.
+ceiling() { # build tags
+	local b="$1" tags="$2" test="$OUT/nostr-$1.test" runs=() v
+	go test -c ${tags:+-tags "$tags"} -o "$test" ./nostr
+	for _ in $(seq 1 "$CEILING_RUNS"); do
+		v="$(taskset -c 0 "$test" -test.run '^$' -test.bench '^BenchmarkVerifyCeiling$/^authors=200$' -test.cpu 1 -test.benchtime "$CEILING_TIME" |
+			awk '{for (i = 2; i <= NF; i++) if ($i == "events/s") print $(i-1)}')"
+		[ -n "$v" ] || {
+			echo "BenchmarkVerifyCeiling printed no events/s for $b" >&2
+			exit 1
+		}
+		runs+=("[{\"scenario\":\"verify-ceiling\",\"metrics\":[{\"name\":\"events_per_s\",\"unit\":\"ev/s\",\"value\":$v,\"better\":\"higher\"}]}]")
+	done
+	local IFS=,
+	printf '{"config":{},"targets":[{"relay":{"label":"%s"},"runs":[%s]}]}\n' "$b" "${runs[*]}" >"$REPORTS/ceiling-$b.json"
+}
+
+# --- the columns ------------------------------------------------------------
+
 # khatru limits no client; buzzd's per-connection message rate (1,000/s by
 # default) would answer part of the sequential REQ run with CLOSED, and its
 # 10,000-connection cap would refuse the publisher of the 10,000-subscriber
 # fan-out.
 buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS=100000 BUZZ_MAX_CONNECTIONS_PER_ADDRESS=100000 BUZZ_MESSAGE_RATE=1000000 BUZZ_MESSAGE_BURST=1000000'
-bench="taskset -c 1 $OUT/buzzbench -runs $RUNS"
+# A fresh database per run; autovacuum stays as the server has it.
+fresh() { echo "psql -q '$PG/postgres' -c 'DROP DATABASE IF EXISTS $1 WITH (FORCE)' -c 'CREATE DATABASE $1'"; }
 
-cmds=()
-# 1. Embedded store vs khatru + badger: every figure of the table under "buzzd against khatru"
-#    in docs/benchmarks.md.
-want embedded && for bin in $BUILDS; do
-	[ -x "$OUT/$bin" ] || continue
-	cmds+=("$bench -json-out $OUT/embedded-$bin.json -name khatru-badger -b-name $bin \
-  -url ws://127.0.0.1:3111 -start 'D=\$(mktemp -d) && exec taskset -c 0 $KHATRU_BADGER \$D 127.0.0.1:3111' \
-  -b ws://127.0.0.1:3112 -b-start 'RELAY_URL=ws://127.0.0.1:3112 BUZZ_BIND_ADDR=127.0.0.1:3112 BUZZ_DATA_DIR=\$(mktemp -d) $buzzd_env exec taskset -c 0 $OUT/$bin' \
-  -window 64 ingest,ingest-pipelined,req,count,fanout,idle")
-done
-# 2. PostgreSQL, fresh database each run, vs khatru + eventstore/postgresql.
-want postgres && for bin in $BUILDS; do
-	[ -x "$OUT/$bin" ] || continue
-	cmds+=("$bench -json-out $OUT/postgres-$bin.json -name khatru-pg -b-name $bin-pg \
-  -url ws://127.0.0.1:3113 -start \"$(fresh buzzbench_khatru) && exec taskset -c 0 $KHATRU_PG $PG/buzzbench_khatru 127.0.0.1:3113\" \
-  -b ws://127.0.0.1:3114 -b-start \"$(fresh buzzbench_buzzd) && RELAY_URL=ws://127.0.0.1:3114 BUZZ_BIND_ADDR=127.0.0.1:3114 DATABASE_URL=$PG/buzzbench_buzzd BUZZ_AUTO_MIGRATE=true $buzzd_env exec taskset -c 0 $OUT/$bin\" \
-  ingest,ingest-pipelined,req,count,fanout")
-done
-# 3. Fan-out tails with 1,000 and 10,000 subscribers (embedded, default build).
-want fanout && for subs in 1000 10000; do
-	cmds+=("$bench -json-out $OUT/fanout-$subs.json -subs $subs -name khatru-badger -b-name buzzd \
-  -url ws://127.0.0.1:3115 -start 'D=\$(mktemp -d) && exec taskset -c 0 $KHATRU_BADGER \$D 127.0.0.1:3115' \
-  -b ws://127.0.0.1:3116 -b-start 'RELAY_URL=ws://127.0.0.1:3116 BUZZ_BIND_ADDR=127.0.0.1:3116 BUZZ_DATA_DIR=\$(mktemp -d) $buzzd_env exec taskset -c 0 $OUT/buzzd' \
-  fanout")
-done
-
-for c in "${cmds[@]}"; do
-	echo "$c"
-	echo
-done
-if [ "$mode" = run ]; then
-	for f in "$KHATRU_BADGER" "$KHATRU_PG"; do
-		[ -x "$f" ] || { echo "missing khatru binary $f (see the top of this script)" >&2; exit 1; }
+# column LABEL PORT START: one column of the embedded or PostgreSQL part.
+labels=() ports=() starts=()
+column() { labels+=("$1") ports+=("$2") starts+=("$3"); }
+port=3111
+if has "$PARTS" embedded || has "$PARTS" fanout; then
+	for b in $BUILDS; do
+		column "$b" $port "RELAY_URL=ws://127.0.0.1:$port BUZZ_BIND_ADDR=127.0.0.1:$port BUZZ_DATA_DIR=\$(mktemp -d) $buzzd_env exec taskset -c 0 $OUT/$b"
+		port=$((port + 1))
 	done
-	ulimit -n 65536 2>/dev/null || echo "could not raise the open-file limit; 10,000 subscribers may fail" >&2
-	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt"
+	if has "$PEERS" khatru; then
+		column khatru $port "D=\$(mktemp -d) && exec taskset -c 0 $KHATRU \$D 127.0.0.1:$port"
+		port=$((port + 1))
+	fi
+	if has "$PEERS" strfry; then
+		column strfry $port "D=\$(mktemp -d) && exec taskset -c 0 $OUT/strfry-run \$D $port"
+		port=$((port + 1))
+	fi
+	if has "$PEERS" strfry-allcores; then
+		column strfry-allcores $port "D=\$(mktemp -d) && exec $OUT/strfry-run \$D $port"
+		port=$((port + 1))
+	fi
+fi
+embedded_columns=${#labels[@]}
+if has "$PARTS" postgres; then
+	for b in $BUILDS; do
+		db="buzzbench_${b//-/_}"
+		column "$b-pg" $port "$(fresh "$db") && RELAY_URL=ws://127.0.0.1:$port BUZZ_BIND_ADDR=127.0.0.1:$port DATABASE_URL=$PG/$db BUZZ_AUTO_MIGRATE=true $buzzd_env exec taskset -c 0 $OUT/$b"
+		port=$((port + 1))
+	done
+	if has "$PEERS" khatru; then
+		column khatru-pg $port "$(fresh buzzbench_khatru) && exec taskset -c 0 $KHATRU $PG/buzzbench_khatru 127.0.0.1:$port"
+		port=$((port + 1))
+	fi
+fi
+
+# The invocations, run by run, column by column.
+bench="taskset -c 1 $OUT/buzzbench -runs 1 -events $EVENTS -conns 16 -window 64 $BENCH_FLAGS"
+cmds=() names=()
+for r in $(seq 1 "$RUNS"); do
+	for i in "${!labels[@]}"; do
+		l="${labels[$i]}"
+		if [ "$i" -lt "$embedded_columns" ]; then
+			has "$PARTS" embedded || continue
+			scen=ingest,ingest-pipelined,req,count,fanout,idle
+		else
+			scen=ingest,ingest-pipelined,req,count,fanout
+		fi
+		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") $scen")
+		names+=("$l run $r/$RUNS")
+	done
+	if has "$PARTS" fanout; then
+		for subs in 1000 10000; do
+			for ((i = 0; i < embedded_columns; i++)); do
+				l="${labels[$i]}"
+				cmds+=("$bench -json-out $REPORTS/$l-fanout$subs-run$r.json -subs $subs -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") fanout")
+				names+=("$l fan-out $subs run $r/$RUNS")
+			done
+		done
+	fi
+done
+
+# table: the header, then the reports merged, a column per label in the
+# order above.
+table() {
+	local files=() f
+	for l in "${labels[@]}"; do
+		for f in "$REPORTS/ceiling-$l.json" "$REPORTS/$l"-run*.json "$REPORTS/$l"-fanout*.json; do
+			[ -f "$f" ] && files+=("$f")
+		done
+	done
+	[ ${#files[@]} -gt 0 ] || {
+		echo "no reports in $REPORTS" >&2
+		exit 1
+	}
+	echo
+	cat "$OUT/header.txt"
+	echo
+	[ -x "$OUT/buzzbench" ] || go build -o "$OUT/buzzbench" ./cmd/buzzbench
+	"$OUT/buzzbench" -merge "${files[@]}"
+}
+if [ "$mode" = table ]; then
+	table
+	exit 0
+fi
+if [ "$mode" = print ]; then
 	for c in "${cmds[@]}"; do
-		echo "== $c"
-		bash -c "$c"
-		echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
+		echo "$c"
+		echo
+	done
+	exit 0
+fi
+
+if has "$PEERS" khatru && [ ! -x "$KHATRU" ]; then
+	echo "missing khatru binary $KHATRU (see the top of this script)" >&2
+	exit 1
+fi
+ulimit -n 65536 2>/dev/null || echo "could not raise the open-file limit; 10,000 subscribers may fail" >&2
+rm -f "$REPORTS"/*.json
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt"
+if [ "$CEILING" = 1 ]; then
+	for b in $BUILDS; do
+		case "$b" in
+		buzzd) ceiling buzzd "" ;;
+		buzzd-libsecp256k1) ceiling buzzd-libsecp256k1 libsecp256k1 ;;
+		esac
 	done
 fi
+for i in "${!cmds[@]}"; do
+	echo "== ${names[$i]}"
+	log="$OUT/logs/$(echo "${names[$i]}" | tr ' /' '__').log"
+	if ! bash -c "${cmds[$i]}" >"$log" 2>&1; then
+		echo "failed (log: $log):" >&2
+		tail -5 "$log" >&2
+		exit 1
+	fi
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
+done
+
+table

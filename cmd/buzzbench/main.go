@@ -65,6 +65,8 @@ type config struct {
 	CacheDir      string        `json:"-"`
 	JSON          bool          `json:"-"`
 	JSONOut       string        `json:"-"`
+	// Merge holds the report files of -merge; nothing is measured then.
+	Merge []string `json:"-"`
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -103,12 +105,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.CacheDir, "cache", cacheDefault, "directory of the signed-corpus cache (\"\" disables it)")
 	fs.BoolVar(&cfg.JSON, "json", false, "print JSON instead of a table")
 	fs.StringVar(&cfg.JSONOut, "json-out", "", "also write the JSON report to this file")
+	merge := fs.Bool("merge", false, "measure nothing: print one table of the headline figures of the JSON reports given as arguments (-json-out files), a column per relay label, medians over all their runs")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: buzzbench [flags] [scenario,...]\n\nscenarios: %s, all (default %s)\n\n", strings.Join(scenarioNames, ", "), defaultScenarios)
+		fmt.Fprintf(fs.Output(), "usage: buzzbench [flags] [scenario,...]\n       buzzbench -merge report.json...\n\nscenarios: %s, all (default %s)\n\n", strings.Join(scenarioNames, ", "), defaultScenarios)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *merge {
+		if fs.NArg() == 0 {
+			return nil, errors.New("-merge needs JSON report files as arguments")
+		}
+		cfg.Merge = fs.Args()
+		return cfg, nil
 	}
 	if fs.NArg() > 1 {
 		return nil, errors.New("at most one positional argument (the scenario list)")
@@ -189,6 +199,9 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.Merge != nil {
+		return mergeReports(stdout, cfg.Merge)
 	}
 	info := stdout
 	if cfg.JSON {
@@ -345,6 +358,11 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 			r = runAbuse(sctx, e)
 		case "slowreader":
 			r = runSlowReader(sctx, e)
+		}
+		// The high-water mark since the relay's last start: the largest
+		// value over a run's scenarios is the run's peak.
+		if hwm, ok := t.peakRSS(); ok {
+			r.add("peak_rss", "MiB", float64(hwm)/(1<<20), "lower")
 		}
 		if sctx.Err() == context.DeadlineExceeded {
 			r.note("stopped by -timeout %s", e.cfg.Timeout)

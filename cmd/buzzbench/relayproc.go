@@ -37,6 +37,18 @@ func (t *target) rss() (int64, bool) {
 	return 0, false
 }
 
+// peakRSS returns the relay's resident high-water mark in bytes (VmHWM,
+// the most it has held since it started), summed like rss.
+func (t *target) peakRSS() (int64, bool) {
+	switch {
+	case t.proc != nil:
+		return groupStatus(t.proc.pgid, "VmHWM:")
+	case t.PID > 0:
+		return pidStatus(t.PID, "VmHWM:")
+	}
+	return 0, false
+}
+
 // relayProc is a relay started by -start: "sh -c cmd" in its own process
 // group, so stopping it stops everything the command started.
 type relayProc struct {
@@ -99,23 +111,31 @@ func (p *relayProc) stop() {
 }
 
 // pidRSS reads VmRSS of one process.
-func pidRSS(pid int) (int64, bool) {
+func pidRSS(pid int) (int64, bool) { return pidStatus(pid, "VmRSS:") }
+
+// pidStatus reads one "kB" field (such as "VmRSS:") of /proc/<pid>/status,
+// in bytes.
+func pidStatus(pid int, field string) (int64, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, false
 	}
-	return parseVmRSS(data)
+	return parseStatusKB(data, field)
 }
 
 // parseVmRSS extracts VmRSS (in bytes) from /proc/<pid>/status contents.
-func parseVmRSS(status []byte) (int64, bool) {
+func parseVmRSS(status []byte) (int64, bool) { return parseStatusKB(status, "VmRSS:") }
+
+// parseStatusKB extracts field, a "kB" line such as "VmHWM:", in bytes from
+// /proc/<pid>/status contents.
+func parseStatusKB(status []byte, field string) (int64, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "VmRSS:") {
+		if !strings.HasPrefix(line, field) {
 			continue
 		}
-		f := strings.Fields(line[len("VmRSS:"):])
+		f := strings.Fields(line[len(field):])
 		if len(f) < 1 {
 			return 0, false
 		}
@@ -129,7 +149,11 @@ func parseVmRSS(status []byte) (int64, bool) {
 }
 
 // groupRSS sums VmRSS over the processes of a process group.
-func groupRSS(pgid int) (int64, bool) {
+func groupRSS(pgid int) (int64, bool) { return groupStatus(pgid, "VmRSS:") }
+
+// groupStatus sums one "kB" field of /proc/<pid>/status over the processes
+// of a process group.
+func groupStatus(pgid int, field string) (int64, bool) {
 	entries, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		return 0, false
@@ -146,7 +170,7 @@ func groupRSS(pgid int) (int64, bool) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		if v, ok := pidRSS(pid); ok {
+		if v, ok := pidStatus(pid, field); ok {
 			total += v
 			found = true
 		}

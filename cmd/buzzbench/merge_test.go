@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMergeReports folds three one-run reports of two relays and a verify
+// ceiling into one table, and checks each kind of cell.
+func TestMergeReports(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &config{Conns: 16, Window: 64, Subs: 200}
+	run := func(ingest, okP99, ids, rss, mismatches float64) []result {
+		req := result{Scenario: "req"}
+		for _, s := range reqShapes {
+			v := 1.0
+			if s == "ids" {
+				v = ids
+			}
+			req.add("seq_"+s+"_p50", "ms", v, "lower")
+		}
+		req.check("seq_mismatches", int(mismatches))
+		ing := result{Scenario: "ingest"}
+		ing.add("events_per_s", "ev/s", ingest, "higher")
+		ing.add("ok_p99", "ms", okP99, "lower")
+		ing.add("peak_rss", "MiB", rss/2, "lower")
+		req.add("peak_rss", "MiB", rss, "lower")
+		return []result{ing, req}
+	}
+	write := func(name string, rep report) string {
+		t.Helper()
+		data, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tgt := func(label string, runs ...[]result) *targetOut {
+		return &targetOut{Relay: &target{Label: label}, Runs: runs}
+	}
+	m := machineInfo{CPUs: 2, CPUModel: "Test CPU", OS: "linux/amd64", LoadBefore: "0.50 0.4 0.3"}
+	files := []string{
+		write("a.json", report{Machine: m, Config: cfg, Corpus: corpusInfo{Fingerprint: "f1"},
+			Targets: []*targetOut{tgt("buzzd", run(1000, 5, 16, 100, 0)), tgt("peer", run(500, 9, 1, 300, 2))}}),
+		write("b.json", report{Machine: m, Config: cfg, Corpus: corpusInfo{Fingerprint: "f1"},
+			Targets: []*targetOut{tgt("buzzd", run(3000, 7, 16, 120, 0)), tgt("peer", run(700, 9, 1, 200, 1))}}),
+		write("c.json", report{Machine: m, Config: cfg, Corpus: corpusInfo{Fingerprint: "f1"},
+			Targets: []*targetOut{tgt("buzzd", run(2000, 6, 16, 110, 0))}}),
+		write("ceiling.json", report{Config: &config{}, Targets: []*targetOut{
+			tgt("buzzd", []result{{Scenario: ceilingScenario, Metrics: []metric{{Name: "events_per_s", Value: 8000}}}})}}),
+	}
+	var out bytes.Buffer
+	if err := mergeReports(&out, files); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"| figure | unit | buzzd (3 runs) | peer (2 runs) |",
+		"| ingest, 16 connections, 1 event in flight each | ev/s | 2000 | 600 |",
+		"| verify ceiling, one core (BenchmarkVerifyCeiling) | ev/s | 8000 | - |",
+		"| closed-loop ingest ÷ verify ceiling | % | 25 | - |",
+		"| ingest OK latency p99, 1 in flight | ms | 6 | 9 |",
+		"| REQ p50, ids (sequential) | ms | 16 | 1 |",
+		// the seventh root of 16 is 2^(4/7)
+		"| REQ p50, geometric mean of the 7 shapes | ms | 1.49 | 1 |",
+		"| peak RSS over ingest+req | MiB | 110 | 250 |",
+		"| failed correctness checks, all runs | count | 0 | 3 |",
+		"corpus fingerprint f1",
+		"2 CPUs, Test CPU",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("merged table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "fan-out") {
+		t.Errorf("a row for a figure no report holds:\n%s", got)
+	}
+	// Rows keep their fixed order: ingest before the ceiling before REQs.
+	if i, j := strings.Index(got, "| ingest, 16"), strings.Index(got, "| REQ p50, ids"); i < 0 || j < i {
+		t.Errorf("rows out of order:\n%s", got)
+	}
+	for _, bad := range [][]string{nil, {filepath.Join(dir, "nosuch.json")}, {write("x.json", report{})}} {
+		if err := mergeReports(io.Discard, bad); err == nil {
+			t.Errorf("mergeReports(%v) accepted", bad)
+		}
+	}
+	if _, err := parseFlags([]string{"-merge"}, io.Discard); err == nil {
+		t.Error("-merge without files accepted")
+	}
+	c, err := parseFlags([]string{"-merge", "a.json", "b.json"}, io.Discard)
+	if err != nil || len(c.Merge) != 2 {
+		t.Fatalf("parseFlags(-merge a b) = %+v, %v", c, err)
+	}
+}
+
+func TestParseStatusKBHighWaterMark(t *testing.T) {
+	status := []byte("Name:\tbuzzd\nVmHWM:\t   20000 kB\nVmRSS:\t   12345 kB\n")
+	if v, ok := parseStatusKB(status, "VmHWM:"); !ok || v != 20000*1024 {
+		t.Fatalf("VmHWM = %d, %v", v, ok)
+	}
+	if v, ok := pidStatus(os.Getpid(), "VmHWM:"); !ok || v <= 0 {
+		t.Fatalf("own VmHWM = %d, %v", v, ok)
+	}
+}
