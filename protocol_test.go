@@ -374,38 +374,44 @@ func TestExpiredNotServedNorDelivered(t *testing.T) {
 	sub.expectNext("live", sentinel.ID) // not the expired event before it
 }
 
-// sweepCounter counts DeleteExpired calls.
+// sweepCounter counts DeleteExpired calls; the third one holds until its
+// context ends.
 type sweepCounter struct {
 	*sqlite.Store
-	calls atomic.Int32
+	calls    atomic.Int32
+	held     chan struct{} // closed when the third call starts
+	released atomic.Bool   // the held call saw its context end
 }
 
 func (s *sweepCounter) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	s.calls.Add(1)
+	if s.calls.Add(1) == 3 {
+		close(s.held)
+		<-ctx.Done()
+		s.released.Store(true)
+		return 0, ctx.Err()
+	}
 	return s.Store.DeleteExpired(ctx, now)
 }
 
+// TestExpirySweeper: the sweeper runs every ExpirySweepInterval, and
+// Shutdown ends the sweep in progress and waits for the sweeper.
 func TestExpirySweeper(t *testing.T) {
 	st := openEmbedded(t, t.TempDir())
-	sc := &sweepCounter{Store: st}
+	sc := &sweepCounter{Store: st, held: make(chan struct{})}
 	r, err := New(WithStore(sc), WithDirectory(st), WithChannels(), WithLogger(quietLogger()),
 		WithLimits(Limits{ExpirySweepInterval: 10 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sc.calls.Load() < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("sweeper did not run")
-		}
-		time.Sleep(5 * time.Millisecond)
+	awaitSignal(t, sc.held, "a third sweep")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a sweep in progress: %v", err)
 	}
-	if err := r.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
+	if !sc.released.Load() {
+		t.Fatal("Shutdown returned before the sweep in progress ended")
 	}
-	n := sc.calls.Load()
-	time.Sleep(50 * time.Millisecond)
-	eq(t, "sweeps after Shutdown", sc.calls.Load(), n)
 }
 
 type fakeClock struct {
