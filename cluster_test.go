@@ -91,7 +91,10 @@ func TestRelayRateLimit(t *testing.T) {
 
 func TestPresenceRecordedAndCleared(t *testing.T) {
 	p := &memPresence{}
-	tr := newTestRelay(t, WithPresence(p))
+	// Each close is fully handled (presence cleared or kept) before the
+	// relay runs its disconnect hooks: the hook is the test's barrier.
+	closed := make(chan struct{}, 2)
+	tr := newTestRelay(t, WithPresence(p), WithOnDisconnect(func(context.Context, tenant.TenantContext) { closed <- struct{}{} }))
 	s := newSigner(t)
 	c1, c2 := tr.dial(t), tr.dial(t)
 	c1.mustAccept(s.event(nostr.KindPresence, now(), "online"))
@@ -111,13 +114,16 @@ func TestPresenceRecordedAndCleared(t *testing.T) {
 
 	// The first of two announcing connections closes: the status stays.
 	_ = c1.ws.Close()
-	time.Sleep(100 * time.Millisecond)
+	awaitSignal(t, closed, "the close handled")
 	if _, ok := p.get(tr.tc.Community(), s.pub()); !ok {
 		t.Fatal("presence cleared while another connection of the pubkey is open")
 	}
 	// The last one closes: cleared.
 	_ = c2.ws.Close()
-	waitFor(t, "presence cleared", func() bool { _, ok := p.get(tr.tc.Community(), s.pub()); return !ok })
+	awaitSignal(t, closed, "the close handled")
+	if _, ok := p.get(tr.tc.Community(), s.pub()); ok {
+		t.Fatal("presence kept after the last announcing connection closed")
+	}
 }
 
 func TestControlMessages(t *testing.T) {

@@ -376,8 +376,10 @@ func TestGarbageFramesNeverCrash(t *testing.T) {
 			}
 		}
 	}
-	// Let asynchronous answers drain, then check the connection still works.
-	time.Sleep(200 * time.Millisecond)
+	// Once the fuzzed connection is closed and torn down (every frame's
+	// work has ended), the relay still serves.
+	_ = c.ws.Close()
+	waitFor(t, "the fuzzed connection torn down", func() bool { return tr.relay.connCount() == 0 })
 	c2 := tr.dial(t)
 	c2.mustAccept(s.event(1, now(), "still alive"))
 }
@@ -507,12 +509,9 @@ func TestShutdown(t *testing.T) {
 	for _, ev := range evs {
 		c.sendEvent(ev)
 	}
-	go func() {
-		time.Sleep(5 * time.Millisecond)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tr.relay.Shutdown(ctx)
-	}()
+	// Shutdown starts as the first OK arrives: the relay has read at least
+	// one event, and the rest are on their way.
+	var shutdown sync.Once
 	acked := map[string]bool{}
 	var closeCode int
 	for {
@@ -532,6 +531,13 @@ func TestShutdown(t *testing.T) {
 				t.Fatalf("refused during shutdown: %q", ok.Message)
 			}
 			acked[ok.EventID] = true
+			shutdown.Do(func() {
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					_ = tr.relay.Shutdown(ctx)
+				}()
+			})
 		}
 	}
 	eq(t, "close code", closeCode, websocket.CloseServiceRestart)
@@ -655,8 +661,13 @@ func TestKeepalivePings(t *testing.T) {
 
 	answering := tr.dial(t)
 	var pings atomic.Int32
+	pinged := make(chan struct{}, 1)
 	answering.ws.SetPingHandler(func(data string) error {
 		pings.Add(1)
+		select {
+		case pinged <- struct{}{}:
+		default:
+		}
 		return answering.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
 	})
 	answering.subscribe("live", nostr.Filter{Kinds: []int{1}})
@@ -689,7 +700,12 @@ func TestKeepalivePings(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatalf("event %d not delivered", i)
 		}
-		time.Sleep(15 * time.Millisecond)
+		// The next publication follows a ping: pings interleave with writes.
+		select {
+		case <-pinged:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("no ping after event %d", i)
+		}
 	}
 
 	silent := tr.dial(t)

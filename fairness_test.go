@@ -289,7 +289,25 @@ func TestSlowReplayDoesNotHoldStore(t *testing.T) {
 			slow.sendRaw(nostr.AppendReq(nil, fmt.Sprint("s", j), nostr.Filter{Kinds: []int{1}}, nostr.Filter{Authors: []string{s.pub()}}))
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // let the replays fill their sockets
+	// The replays stall: each slow connection's outbound queue is full and
+	// a replay waits for room (its socket full too).
+	waitFor(t, "both slow connections' replays stalled", func() bool {
+		tr.relay.mu.Lock()
+		conns := make([]*conn, 0, len(tr.relay.conns))
+		for c := range tr.relay.conns {
+			conns = append(conns, c)
+		}
+		tr.relay.mu.Unlock()
+		stalled := 0
+		for _, c := range conns {
+			c.outMu.Lock()
+			if c.room != nil {
+				stalled++
+			}
+			c.outMu.Unlock()
+		}
+		return stalled == 2
+	})
 	innocent := tr.dial(t)
 	_ = innocent.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
 	eq(t, "innocent's events", len(innocent.req("i", nostr.Filter{Kinds: []int{1}, Limit: 10, LimitSet: true})), 10)

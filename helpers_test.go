@@ -395,6 +395,19 @@ func mustPrefix(t testing.TB, what, got, prefix string) {
 
 var _ = fmt.Sprintf
 
+// awaitSignal waits up to 5 s for a value on ch: a barrier a hook or a
+// test double signals.
+func awaitSignal[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
 // openEmbedded opens the embedded store in dir as buzzd opens it by default
 // (metadata in SQLite, events in the LSM engine) and closes it at the end of
 // the test. A test that needs the older SQLite-held events passes no

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -279,7 +278,13 @@ func TestIsolationScenario(t *testing.T) {
 		}
 	}
 
-	time.Sleep(50 * time.Millisecond) // let the last steps land in the traces
+	// Shutdown returns once every connection's work has ended, and the
+	// server's Close once every HTTP request's has: the last steps are in
+	// the traces.
+	if err := tr.relay.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tr.srv.Close()
 	checkTraces(t, rec, true)
 }
 
@@ -338,7 +343,9 @@ func TestIsolationCheckerCatchesLeak(t *testing.T) {
 	if got := c.req("r", nostr.Filter{}); len(got) != 1 {
 		t.Fatalf("the leaky store leaked %d events, want 1", len(got))
 	}
-	time.Sleep(50 * time.Millisecond)
+	if err := rel.Shutdown(ctx); err != nil { // every step is in the trace
+		t.Fatal(err)
+	}
 	ck, _ := checker.New()
 	traces := rec.Traces()
 	if len(traces) != 1 {

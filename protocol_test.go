@@ -174,15 +174,20 @@ func TestLiveNoLossNoDuplicates(t *testing.T) {
 		for i := range perRound {
 			published[i] = s.event(1, now(), fmt.Sprint(r, "-", i), nostr.Tag{"t", tag})
 		}
+		// Open the REQ while events are flowing: after a later share of
+		// them each round has been sent.
+		flowing := make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, ev := range published {
+			for i, ev := range published {
+				if i == r*perRound/rounds {
+					close(flowing)
+				}
 				pub.sendEvent(ev)
 			}
 		}()
-		// Open the REQ while events are flowing.
-		time.Sleep(time.Duration(r) * time.Millisecond)
+		<-flowing
 		sub.sendRaw(nostr.AppendReq(nil, "live", nostr.Filter{Tags: map[string][]string{"t": {tag}}}))
 		wg.Wait()
 		pub.expectOKs(published)
@@ -336,65 +341,77 @@ func TestDeletion(t *testing.T) {
 }
 
 func TestExpiredNotServedNorDelivered(t *testing.T) {
-	tr := newTestRelay(t)
+	// The relay's clock runs an hour behind the store's (the wall clock):
+	// an event the relay accepts as alive may have expired for the store,
+	// so expiry is reached with no wait.
+	clk := &fakeClock{t: time.Now().Add(-time.Hour)}
+	tr := newTestRelay(t, WithClock(clk.Now))
 	c := tr.dial(t)
 	sub := tr.dial(t)
 	s := newSigner(t)
-	// Three seconds of life leaves room for a loaded machine between signing
-	// and the relay's check, which compares whole seconds.
-	expiry := now() + 3
-	soon := s.event(1, now(), "short lived", nostr.Tag{"expiration", fmt.Sprint(expiry)})
-	c.mustAccept(soon)
-	eq(t, "before expiry", len(c.req("a", nostr.Filter{})), 1)
+	at := clk.Now().Unix()
+	expiration := func(unix int64) nostr.Tag { return nostr.Tag{"expiration", fmt.Sprint(unix)} }
+	alive := s.event(1, at, "alive", expiration(now()+3600))
+	expired := s.event(1, at, "expired since", expiration(now()-1))
+	c.mustAccept(alive)
+	c.mustAccept(expired)
+	got := c.req("a", nostr.Filter{})
+	if len(got) != 1 || got[0].ID != alive.ID {
+		t.Fatalf("served %v, want only %s", ids(got), alive.ID)
+	}
 	sub.subscribe("live", nostr.Filter{})
 
 	// An event that expired in transit (e.g. published by another process)
 	// is never delivered live.
-	stale := s.event(1, now(), "expired in transit", nostr.Tag{"expiration", fmt.Sprint(now() - 1)})
+	stale := s.event(1, at, "expired in transit", expiration(at-1))
 	if err := tr.relay.cfg.broker.Publish(context.Background(), pubsub.Message{
 		Community: tr.tc.Community(), Event: stale, Raw: stale.AppendJSON(nil),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(time.Unix(expiry+1, 0)))
-	eq(t, "after expiry", len(c.req("b", nostr.Filter{})), 0)
-	sentinel := s.event(1, now(), "sentinel")
+	sentinel := s.event(1, at, "sentinel")
 	c.mustAccept(sentinel)
-	sub.expectNext("live", sentinel.ID) // neither expired event before it
+	sub.expectNext("live", sentinel.ID) // not the expired event before it
 }
 
-// sweepCounter counts DeleteExpired calls.
+// sweepCounter counts DeleteExpired calls; the third one holds until its
+// context ends.
 type sweepCounter struct {
 	*sqlite.Store
-	calls atomic.Int32
+	calls    atomic.Int32
+	held     chan struct{} // closed when the third call starts
+	released atomic.Bool   // the held call saw its context end
 }
 
 func (s *sweepCounter) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	s.calls.Add(1)
+	if s.calls.Add(1) == 3 {
+		close(s.held)
+		<-ctx.Done()
+		s.released.Store(true)
+		return 0, ctx.Err()
+	}
 	return s.Store.DeleteExpired(ctx, now)
 }
 
+// TestExpirySweeper: the sweeper runs every ExpirySweepInterval, and
+// Shutdown ends the sweep in progress and waits for the sweeper.
 func TestExpirySweeper(t *testing.T) {
 	st := openEmbedded(t, t.TempDir())
-	sc := &sweepCounter{Store: st}
+	sc := &sweepCounter{Store: st, held: make(chan struct{})}
 	r, err := New(WithStore(sc), WithDirectory(st), WithChannels(), WithLogger(quietLogger()),
 		WithLimits(Limits{ExpirySweepInterval: 10 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sc.calls.Load() < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("sweeper did not run")
-		}
-		time.Sleep(5 * time.Millisecond)
+	awaitSignal(t, sc.held, "a third sweep")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a sweep in progress: %v", err)
 	}
-	if err := r.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
+	if !sc.released.Load() {
+		t.Fatal("Shutdown returned before the sweep in progress ended")
 	}
-	n := sc.calls.Load()
-	time.Sleep(50 * time.Millisecond)
-	eq(t, "sweeps after Shutdown", sc.calls.Load(), n)
 }
 
 type fakeClock struct {

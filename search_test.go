@@ -147,10 +147,17 @@ func TestSearchOverWebSocket(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("live match not delivered")
 		}
+		// A second match, published after: the subscription's next event
+		// (none of the non-matching ones before it).
+		sentinel := owner.event(1, now(), "espresso sentinel")
+		c.mustAccept(sentinel)
 		select {
 		case ev := <-sub.Events:
-			t.Fatalf("unexpected live delivery %q", ev.Content)
-		case <-time.After(200 * time.Millisecond):
+			if ev.ID != sentinel.ID {
+				t.Fatalf("unexpected live delivery %q", ev.Content)
+			}
+		case <-ctx.Done():
+			t.Fatal("live match not delivered")
 		}
 	})
 }

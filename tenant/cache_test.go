@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -234,46 +235,44 @@ func TestCachingDirectoryInvalidateDuringLookup(t *testing.T) {
 	}
 }
 
+// TestCachingDirectorySingleflight runs in a synctest bubble: once one
+// backend call is held, synctest.Wait returns only when every other lookup
+// is blocked, joined to that call, so all n share it.
 func TestCachingDirectorySingleflight(t *testing.T) {
-	a := NewCommunityID()
-	next := &countingDirectory{
-		hosts:   map[string]CommunityID{"a.example": a},
-		gate:    make(chan struct{}),
-		entered: make(chan struct{}, 64),
-	}
-	c, _ := newTestCache(t, next)
-	const n = 50
-	var started, wg sync.WaitGroup
-	errs := make(chan error, n)
-	started.Add(n)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			started.Done()
-			id, err := c.LookupHost(context.Background(), "a.example")
-			if err == nil && id != a {
-				err = errors.New("wrong id")
-			}
-			errs <- err
-		}()
-	}
-	started.Wait()
-	<-next.entered // one backend call is in progress
-	// Give the other goroutines time to join the flight; late ones hit the
-	// cache instead, so the assertion below holds either way.
-	time.Sleep(20 * time.Millisecond)
-	close(next.gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		a := NewCommunityID()
+		next := &countingDirectory{
+			hosts:   map[string]CommunityID{"a.example": a},
+			gate:    make(chan struct{}),
+			entered: make(chan struct{}, 64),
 		}
-	}
-	if got := next.calls.Load(); got != 1 {
-		t.Fatalf("backend calls = %d, want 1", got)
-	}
+		c, _ := newTestCache(t, next)
+		const n = 50
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				id, err := c.LookupHost(context.Background(), "a.example")
+				if err == nil && id != a {
+					err = errors.New("wrong id")
+				}
+				errs <- err
+			})
+		}
+		<-next.entered // one backend call is in progress
+		synctest.Wait()
+		close(next.gate)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := next.calls.Load(); got != 1 {
+			t.Fatalf("backend calls = %d, want 1", got)
+		}
+	})
 }
 
 // A waiter whose context ends returns at once, without cancelling the shared

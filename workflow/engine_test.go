@@ -75,10 +75,17 @@ steps:
 			t.Fatalf("status event %v %s", st.Tags, st.Content)
 		}
 		// Loop guard: the engine's own messages (fed back by the relay)
-		// contain "ping" but never trigger; still exactly one run.
-		time.Sleep(100 * time.Millisecond)
-		if n := len(ev.runs(w)); n != 1 {
-			t.Fatalf("%d runs: the engine's own messages triggered it", n)
+		// contain "ping" but never trigger. The feed is handled in order,
+		// each event's runs persisted before the next: once a later user
+		// message's run exists, a run of theirs would too.
+		sentinel := ev.post(nostr.KindChatMessage, "ping sentinel")
+		eventually(t, func() bool {
+			return slices.ContainsFunc(ev.runs(w), func(r workflow.Run) bool { return r.TriggerEventID == sentinel.ID })
+		}, "the sentinel's run")
+		for _, r := range ev.runs(w) {
+			if r.TriggerEventID != msg.ID && r.TriggerEventID != sentinel.ID {
+				t.Fatalf("run triggered by %s: the engine's own messages triggered it", r.TriggerEventID)
+			}
 		}
 	})
 }

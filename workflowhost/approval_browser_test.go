@@ -106,7 +106,7 @@ func visitor(t *testing.T, bctx context.Context, s *signer) context.Context {
 				t.Errorf("signer payload %q: %v", call.Payload, err)
 				return
 			}
-			signed := s.event(req.Event.Kind, req.Event.CreatedAt, req.Event.Content, req.Event.Tags...)
+			signed := s.Event(req.Event.Kind, req.Event.CreatedAt, req.Event.Content, req.Event.Tags...)
 			js := fmt.Sprintf("window.__buzzResolve(%d, %s)", req.ID, signed.AppendJSON(nil))
 			_ = chromedp.Run(ctx, chromedp.Evaluate(js, nil))
 		}()
@@ -115,7 +115,7 @@ func visitor(t *testing.T, bctx context.Context, s *signer) context.Context {
 		if err := runtime.AddBinding("buzzSign").Do(ctx); err != nil {
 			return err
 		}
-		_, err := page.AddScriptToEvaluateOnNewDocument(fmt.Sprintf(nip07Shim, s.pub())).Do(ctx)
+		_, err := page.AddScriptToEvaluateOnNewDocument(fmt.Sprintf(nip07Shim, s.Pub())).Do(ctx)
 		return err
 	}))
 	if err != nil {
@@ -193,7 +193,7 @@ func checkSentOnce(t *testing.T, p approvalPage) {
 // within [from, to].
 func checkDecided(t *testing.T, p approvalPage, heading, status string, who *signer, from, to time.Time) {
 	t.Helper()
-	npub, _ := nostr.EncodeNpub(who.pub())
+	npub, _ := nostr.EncodeNpub(who.Pub())
 	if p.Heading != heading || p.Status != status || p.DecidedBy != npub || p.Buttons {
 		t.Errorf("decided page: %+v, want heading %q, status %q, decided by %s, no buttons", p, heading, status, npub)
 	}
@@ -210,25 +210,25 @@ func TestApprovalPageInBrowser(t *testing.T) {
 		tr := workflowRelay(t, st, newHookServer(t))
 		alice, bob := newSigner(t), newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		// A channel named as NIP-29 clients name groups: its h tag is
 		// "ops-room", and the page and its decisions use that.
 		const gid = "ops-room"
 		h := nostr.Tag{"h", gid}
-		ac.mustAccept(alice.event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Ops"}, nostr.Tag{"visibility", string(channel.VisibilityOpen)}))
+		ac.MustAccept(alice.Event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Ops"}, nostr.Tag{"visibility", string(channel.VisibilityOpen)}))
 		bc := tr.dial(t)
-		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", h))
+		bc.AuthAs(bob, tr.Host)
+		bc.MustAccept(bob.Event(nostr.KindJoinRequest, now(), "", h))
 		define := func(yaml string) {
 			t.Helper()
-			okResponse(t, ac.publish(alice.event(nostr.KindDefinition, now(), yaml, nostr.Tag{"d", workflow.NewID().String()}, h)))
+			okResponse(t, ac.Publish(alice.Event(nostr.KindDefinition, now(), yaml, nostr.Tag{"d", workflow.NewID().String()}, h)))
 		}
 		define(approvalDef("any", "1h"))
 		define(strings.Replace(approvalDef("any", "2s"), "deploy", "hurry", 1))
-		ac.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindApprovalRequested, nostr.KindRunFailed}, Tags: map[string][]string{"h": {gid}}})
+		ac.Subscribe("live", nostr.Filter{Kinds: []int{nostr.KindApprovalRequested, nostr.KindRunFailed}, Tags: map[string][]string{"h": {gid}}})
 		request := func(text string) string {
 			t.Helper()
-			bc.mustAccept(bob.event(nostr.KindChatMessage, now(), text, h))
+			bc.MustAccept(bob.Event(nostr.KindChatMessage, now(), text, h))
 			ev := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == nostr.KindApprovalRequested })
 			return approvalRequest(t, ev)["token"].(string)
 		}
@@ -237,7 +237,7 @@ func TestApprovalPageInBrowser(t *testing.T) {
 
 		t.Run("approve", func(t *testing.T) {
 			tok := request("deploy v1")
-			p := openApproval(t, bobTab, pageURL(tr.host, tok))
+			p := openApproval(t, bobTab, pageURL(tr.Host, tok))
 			if p.Status != "pending" || !p.Buttons || p.Heading != "Approval requested" || p.Channel != gid+" (Ops)" {
 				t.Fatalf("pending page: %+v", p)
 			}
@@ -252,11 +252,11 @@ func TestApprovalPageInBrowser(t *testing.T) {
 			checkSentOnce(t, p)
 			checkDecided(t, p, "Approved", "granted", bob, from, to)
 			// Loaded afterwards, by someone else.
-			checkDecided(t, openApproval(t, aliceTab, pageURL(tr.host, tok)), "Approved", "granted", bob, from, to)
+			checkDecided(t, openApproval(t, aliceTab, pageURL(tr.Host, tok)), "Approved", "granted", bob, from, to)
 		})
 		t.Run("deny", func(t *testing.T) {
 			tok := request("deploy v2")
-			openApproval(t, aliceTab, pageURL(tr.host, tok))
+			openApproval(t, aliceTab, pageURL(tr.Host, tok))
 			from := time.Now()
 			out, err := clickAndWait(aliceTab, "deny")
 			if err != nil || !strings.HasPrefix(out, "Denied") {
@@ -266,12 +266,12 @@ func TestApprovalPageInBrowser(t *testing.T) {
 			p := readApproval(t, aliceTab)
 			checkSentOnce(t, p)
 			checkDecided(t, p, "Denied", "denied", alice, from, to)
-			checkDecided(t, openApproval(t, bobTab, pageURL(tr.host, tok)), "Denied", "denied", alice, from, to)
+			checkDecided(t, openApproval(t, bobTab, pageURL(tr.Host, tok)), "Denied", "denied", alice, from, to)
 		})
 		t.Run("race", func(t *testing.T) {
 			tok := request("deploy v3")
-			openApproval(t, bobTab, pageURL(tr.host, tok))
-			openApproval(t, aliceTab, pageURL(tr.host, tok))
+			openApproval(t, bobTab, pageURL(tr.Host, tok))
+			openApproval(t, aliceTab, pageURL(tr.Host, tok))
 			outs := make([]string, 2)
 			var wg sync.WaitGroup
 			for i, tab := range []context.Context{bobTab, aliceTab} {
@@ -304,7 +304,7 @@ func TestApprovalPageInBrowser(t *testing.T) {
 		t.Run("expired", func(t *testing.T) {
 			tok := request("hurry v4")
 			ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == nostr.KindRunFailed })
-			resp, err := http.Get(pageURL(tr.host, tok))
+			resp, err := http.Get(pageURL(tr.Host, tok))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,13 +312,13 @@ func TestApprovalPageInBrowser(t *testing.T) {
 			if resp.StatusCode != http.StatusGone {
 				t.Errorf("expired page: HTTP %d, want 410", resp.StatusCode)
 			}
-			p := openApproval(t, bobTab, pageURL(tr.host, tok))
+			p := openApproval(t, bobTab, pageURL(tr.Host, tok))
 			if p.Buttons || p.Heading != "Expired" || p.Status != "expired" || p.DecidedBy != "" {
 				t.Fatalf("expired page: %+v", p)
 			}
 		})
 		t.Run("unknown", func(t *testing.T) {
-			resp, err := http.Get(pageURL(tr.host, "no-such-token"))
+			resp, err := http.Get(pageURL(tr.Host, "no-such-token"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +329,7 @@ func TestApprovalPageInBrowser(t *testing.T) {
 		})
 		t.Run("wrong host", func(t *testing.T) {
 			tok := request("deploy v5")
-			port := tr.host[strings.LastIndexByte(tr.host, ':'):]
+			port := tr.Host[strings.LastIndexByte(tr.Host, ':'):]
 			other, err := tenant.NormalizeHost("other.example" + port)
 			if err != nil {
 				t.Fatal(err)
@@ -342,7 +342,7 @@ func TestApprovalPageInBrowser(t *testing.T) {
 				t.Fatalf("foreign host page: %+v", p)
 			}
 			// Still pending on its own host.
-			if p := openApproval(t, bobTab, pageURL(tr.host, tok)); p.Status != "pending" {
+			if p := openApproval(t, bobTab, pageURL(tr.Host, tok)); p.Status != "pending" {
 				t.Fatalf("own host after a foreign visit: %+v", p)
 			}
 		})

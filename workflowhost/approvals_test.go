@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/workflow"
@@ -48,31 +49,31 @@ func TestWorkflowApprovals(t *testing.T) {
 		tr := workflowRelay(t, st, newHookServer(t))
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		bc := tr.dial(t)
-		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
+		bc.AuthAs(bob, tr.Host)
+		bc.MustAccept(bob.Event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 		cc := tr.dial(t)
-		cc.authAs(carol, tr.host)
+		cc.AuthAs(carol, tr.Host)
 		dc := tr.dial(t) // alice's second connection, without subscriptions
-		dc.authAs(alice, tr.host)
+		dc.AuthAs(alice, tr.Host)
 
 		// Role names (anything but any or one pubkey) are refused.
 		for _, from := range []string{"admin", "owners", "'{{trigger.author}}'"} {
 			_, okm := ac.define(alice, workflow.NewID(), ch, approvalDef(from, "1h"))
-			mustPrefix(t, "from "+from, okm.Message, "invalid: steps")
+			relaytest.MustPrefix(t, "from "+from, okm.Message, "invalid: steps")
 		}
 		okResponse(t, defineNew(t, ac, alice, ch, approvalDef("any", "1h")))
 
-		ac.subscribe("live", nostr.Filter{Kinds: []int{9, nostr.KindApprovalRequested, nostr.KindApprovalGranted,
+		ac.Subscribe("live", nostr.Filter{Kinds: []int{9, nostr.KindApprovalRequested, nostr.KindApprovalGranted,
 			nostr.KindApprovalDenied, nostr.KindRunCompleted, nostr.KindRunCancelled, nostr.KindRunFailed},
 			Tags: map[string][]string{"h": {ch.String()}}})
 		isKind := func(k int) func(*nostr.Event) bool { return func(e *nostr.Event) bool { return e.Kind == k } }
 
 		// Grant: the run waits, one of two racing approvers wins, the
 		// next step runs with the approval's output.
-		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "deploy v1", chanTag(ch)))
+		bc.MustAccept(bob.Event(nostr.KindChatMessage, now(), "deploy v1", chanTag(ch)))
 		req := approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
 		id, _ := req["approval_id"].(string)
 		token, _ := req["token"].(string)
@@ -85,7 +86,7 @@ func TestWorkflowApprovals(t *testing.T) {
 				t.Fatalf("46010 without %s: %v", k, req)
 			}
 		}
-		eq(t, "message", req["message"], any("Approve deploy v1?"))
+		relaytest.Eq(t, "message", req["message"], any("Approve deploy v1?"))
 		if !strings.Contains(req["url"].(string), "/approvals/"+token) {
 			t.Fatalf("url %v", req["url"])
 		}
@@ -101,20 +102,20 @@ func TestWorkflowApprovals(t *testing.T) {
 			}
 		}
 		// The approval page shows the pending request with its buttons.
-		code, page := wfCall(t, tr, nil, "GET", tr.host, ApprovalsPath+"/"+token)
-		alicePub, _ := nostr.EncodeNpub(alice.pub())
+		code, page := wfCall(t, tr, nil, "GET", tr.Host, ApprovalsPath+"/"+token)
+		alicePub, _ := nostr.EncodeNpub(alice.Pub())
 		for _, want := range []string{"Deploy gate", "Approve deploy v1?", alicePub, ">pending<", `id="approve"`, `id="deny"`, id, ch.String()} {
 			if code != 200 || !strings.Contains(string(page), want) {
 				t.Fatalf("approval page (%d) lacks %q:\n%s", code, want, page)
 			}
 		}
 		// A non-member, a random id, and a clients' forged outcome.
-		eq(t, "non-member grant", cc.publish(carol.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch))).Message, msgApprovalNotAllowed)
-		eq(t, "unknown id", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))).Message, msgApprovalUnknown)
-		eq(t, "forged 46011", bc.publish(bob.event(nostr.KindApprovalGranted, now(), "{}", chanTag(ch))).Message, msgWorkflowStatus)
+		relaytest.Eq(t, "non-member grant", cc.Publish(carol.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch))).Message, msgApprovalNotAllowed)
+		relaytest.Eq(t, "unknown id", bc.Publish(bob.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))).Message, msgApprovalUnknown)
+		relaytest.Eq(t, "forged 46011", bc.Publish(bob.Event(nostr.KindApprovalGranted, now(), "{}", chanTag(ch))).Message, msgWorkflowStatus)
 		grants := []*nostr.Event{
-			bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
-			alice.event(nostr.KindApprovalDeny, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
+			bob.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
+			alice.Event(nostr.KindApprovalDeny, now(), "", nostr.Tag{"d", id}, chanTag(ch)),
 		}
 		conns := []*rawClient{bc, dc}
 		oks := make([]*nostr.OKMessage, 2)
@@ -123,12 +124,12 @@ func TestWorkflowApprovals(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				conns[i].sendEvent(grants[i])
+				conns[i].SendEvent(grants[i])
 			}(i)
 		}
 		wg.Wait()
-		oks[0] = bc.expectOK(grants[0].ID)
-		oks[1] = dc.expectOK(grants[1].ID)
+		oks[0] = bc.ExpectOK(grants[0].ID)
+		oks[1] = dc.ExpectOK(grants[1].ID)
 		winners := 0
 		winner := -1
 		for i, ok := range oks {
@@ -136,17 +137,17 @@ func TestWorkflowApprovals(t *testing.T) {
 				winners++
 				winner = i
 			} else {
-				eq(t, "losing approver", ok.Message, msgApprovalUnknown)
+				relaytest.Eq(t, "losing approver", ok.Message, msgApprovalUnknown)
 			}
 		}
 		if winners != 1 {
 			t.Fatalf("%d approvers won: %+v", winners, oks)
 		}
 		if winner == 0 {
-			eq(t, "granted status", okResponse(t, oks[0])["status"], any("granted"))
+			relaytest.Eq(t, "granted status", okResponse(t, oks[0])["status"], any("granted"))
 			ac.waitFor("live", isKind(nostr.KindApprovalGranted))
 			msg := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == 9 && strings.HasPrefix(e.Content, "approved by") })
-			eq(t, "next step", msg.Content, "approved by "+bob.pub()+": deploy v1")
+			relaytest.Eq(t, "next step", msg.Content, "approved by "+bob.Pub()+": deploy v1")
 			ac.waitFor("live", isKind(nostr.KindRunCompleted))
 		} else {
 			ac.waitFor("live", isKind(nostr.KindApprovalDenied))
@@ -154,16 +155,16 @@ func TestWorkflowApprovals(t *testing.T) {
 		}
 
 		// A second visit shows the final status, without buttons.
-		code, page = wfCall(t, tr, nil, "GET", tr.host, ApprovalsPath+"/"+token)
+		code, page = wfCall(t, tr, nil, "GET", tr.Host, ApprovalsPath+"/"+token)
 		if code != 200 || !strings.Contains(string(page), ">"+[]string{"granted", "denied"}[winner]+"<") || strings.Contains(string(page), "<button") {
 			t.Fatalf("decided approval page (%d):\n%s", code, page)
 		}
 
 		// Deny: the run is cancelled with approval_denied.
-		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "deploy v2", chanTag(ch)))
+		bc.MustAccept(bob.Event(nostr.KindChatMessage, now(), "deploy v2", chanTag(ch)))
 		req = approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
 		id2 := req["approval_id"].(string)
-		okResponse(t, bc.publish(bob.event(nostr.KindApprovalDeny, now(), "", nostr.Tag{"d", id2}, chanTag(ch))))
+		okResponse(t, bc.Publish(bob.Event(nostr.KindApprovalDeny, now(), "", nostr.Tag{"d", id2}, chanTag(ch))))
 		ac.waitFor("live", isKind(nostr.KindApprovalDenied))
 		cancelled := ac.waitFor("live", isKind(nostr.KindRunCancelled))
 		if !strings.Contains(cancelled.Content, `"error_code":"approval_denied"`) {
@@ -171,29 +172,29 @@ func TestWorkflowApprovals(t *testing.T) {
 		}
 		// A named approver: the 46010 carries no token (it reaches bob
 		// in a NIP-17 DM); only bob may decide.
-		bc.subscribe("dm", nostr.Filter{Kinds: []int{1059}, Tags: map[string][]string{"p": {bob.pub()}}})
-		okResponse(t, defineNew(t, dc, alice, ch, strings.Replace(approvalDef(bob.pub(), "1h"), "deploy", "ship", 1)))
-		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "ship v3", chanTag(ch)))
+		bc.Subscribe("dm", nostr.Filter{Kinds: []int{1059}, Tags: map[string][]string{"p": {bob.Pub()}}})
+		okResponse(t, defineNew(t, dc, alice, ch, strings.Replace(approvalDef(bob.Pub(), "1h"), "deploy", "ship", 1)))
+		bc.MustAccept(bob.Event(nostr.KindChatMessage, now(), "ship v3", chanTag(ch)))
 		req = approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
-		if req["token"] != nil || req["url"] != nil || req["approver"] != bob.pub() {
+		if req["token"] != nil || req["url"] != nil || req["approver"] != bob.Pub() {
 			t.Fatalf("46010 of a named approver: %v", req)
 		}
 		bc.waitFor("dm", func(e *nostr.Event) bool { return e.Kind == 1059 })
 		id3 := req["approval_id"].(string)
-		eq(t, "member who is not the approver", dc.publish(alice.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))).Message, msgApprovalNotAllowed)
-		okResponse(t, bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))))
+		relaytest.Eq(t, "member who is not the approver", dc.Publish(alice.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))).Message, msgApprovalNotAllowed)
+		okResponse(t, bc.Publish(bob.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id3}, chanTag(ch))))
 		msg := ac.waitFor("live", func(e *nostr.Event) bool { return e.Kind == 9 && strings.HasPrefix(e.Content, "approved by") })
-		eq(t, "named approver's step", msg.Content, "approved by "+bob.pub()+": ship v3")
+		relaytest.Eq(t, "named approver's step", msg.Content, "approved by "+bob.Pub()+": ship v3")
 
 		// Expiry: the run fails with expired; a late grant is refused.
 		okResponse(t, defineNew(t, dc, alice, ch, strings.Replace(approvalDef("", "1s"), "deploy", "hurry", 1)))
-		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "hurry v4", chanTag(ch)))
+		bc.MustAccept(bob.Event(nostr.KindChatMessage, now(), "hurry v4", chanTag(ch)))
 		req = approvalRequest(t, ac.waitFor("live", isKind(nostr.KindApprovalRequested)))
 		failed := ac.waitFor("live", isKind(nostr.KindRunFailed))
 		if !strings.Contains(failed.Content, `"error_code":"expired"`) {
 			t.Fatalf("expired run: %s", failed.Content)
 		}
-		eq(t, "grant after expiry", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", req["approval_id"].(string)}, chanTag(ch))).Message, msgApprovalUnknown)
+		relaytest.Eq(t, "grant after expiry", bc.Publish(bob.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", req["approval_id"].(string)}, chanTag(ch))).Message, msgApprovalUnknown)
 
 		// Unknown and another community's tokens: the same page; an expired
 		// one says so, with 410 Gone.
@@ -201,19 +202,19 @@ func TestWorkflowApprovals(t *testing.T) {
 		if _, _, err := st.EnsureCommunity(t.Context(), other); err != nil {
 			t.Fatal(err)
 		}
-		wantCode, want := wfCall(t, tr, nil, "GET", tr.host, ApprovalsPath+"/"+strings.Repeat("0", 64))
+		wantCode, want := wfCall(t, tr, nil, "GET", tr.Host, ApprovalsPath+"/"+strings.Repeat("0", 64))
 		if wantCode != 404 || strings.Contains(string(want), "<button") {
 			t.Fatalf("unknown token page (%d):\n%s", wantCode, want)
 		}
 		if code, got := wfCall(t, tr, nil, "GET", other, ApprovalsPath+"/"+token); code != wantCode || string(got) != string(want) {
 			t.Errorf("foreign host: %d %q, want the unknown token's page", code, got)
 		}
-		if code, got := wfCall(t, tr, nil, "GET", tr.host, ApprovalsPath+"/"+req["token"].(string)); code != 410 ||
+		if code, got := wfCall(t, tr, nil, "GET", tr.Host, ApprovalsPath+"/"+req["token"].(string)); code != 410 ||
 			!strings.Contains(string(got), `<h1 id="heading">Expired</h1>`) || strings.Contains(string(got), "<button") {
 			t.Errorf("expired: %d %q, want 410 and the Expired page", code, got)
 		}
 
-		eq(t, "grant after deny", bc.publish(bob.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id2}, chanTag(ch))).Message, msgApprovalUnknown)
+		relaytest.Eq(t, "grant after deny", bc.Publish(bob.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", id2}, chanTag(ch))).Message, msgApprovalUnknown)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -32,7 +33,7 @@ type authBackend struct {
 func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 	embedded := func(opts ...sqlite.Option) authBackend {
 		return authBackend{open: func(t testing.TB) wfBackend {
-			st, err := sqlite.Open(context.Background(), t.TempDir(), append(opts, sqlite.WithLogger(quietLogger()))...)
+			st, err := sqlite.Open(context.Background(), t.TempDir(), append(opts, sqlite.WithLogger(relaytest.Quiet()))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +46,7 @@ func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.NewDatabase(t)
 		fn(t, authBackend{shared: true, open: func(t testing.TB) wfBackend {
-			st, err := postgres.Open(context.Background(), url, postgres.WithLogger(quietLogger()), postgres.WithMaxConns(6))
+			st, err := postgres.Open(context.Background(), url, postgres.WithLogger(relaytest.Quiet()), postgres.WithMaxConns(6))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +60,7 @@ func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 func (tr *testRelay) authedOn(t *testing.T, host string, s *signer) *rawClient {
 	t.Helper()
 	c := tr.dialHost(t, host)
-	c.authAs(s, host)
+	c.AuthAs(s, host)
 	return c
 }
 
@@ -73,10 +74,10 @@ func TestAuthorityWorkflowReplay(t *testing.T) {
 		st := b.open(t)
 		tr := workflowRelay(t, st, newHookServer(t))
 		owner, x := newSigner(t), newSigner(t)
-		oc := tr.authedOn(t, tr.host, owner)
+		oc := tr.authedOn(t, tr.Host, owner)
 		ch := oc.createChannel(owner, "ops", channel.VisibilityOpen)
 		id := workflow.NewID()
-		def := owner.event(nostr.KindDefinition, now(), hookYAML, nostr.Tag{"d", id.String()}, chanTag(ch))
+		def := owner.Event(nostr.KindDefinition, now(), hookYAML, nostr.Tag{"d", id.String()}, chanTag(ch))
 
 		noSecret := func(what string, ok *nostr.OKMessage) {
 			t.Helper()
@@ -84,42 +85,42 @@ func TestAuthorityWorkflowReplay(t *testing.T) {
 				t.Fatalf("%s: OK %v %q", what, ok.OK, ok.Message)
 			}
 		}
-		noSecret("anonymous", tr.dial(t).publishOnce(def))
-		xc := tr.authedOn(t, tr.host, x)
-		noSecret("attacker", xc.publishOnce(def))
-		eq(t, "attacker's message", xc.publishOnce(def).Message, ingest.MsgAuthorityNotAuthor)
+		noSecret("anonymous", tr.dial(t).PublishOnce(def))
+		xc := tr.authedOn(t, tr.Host, x)
+		noSecret("attacker", xc.PublishOnce(def))
+		relaytest.Eq(t, "attacker's message", xc.PublishOnce(def).Message, ingest.MsgAuthorityNotAuthor)
 		// Copied into another community where the attacker made a channel
 		// with the same id.
 		if _, _, err := st.EnsureCommunity(context.Background(), "b.example"); err != nil {
 			t.Fatal(err)
 		}
 		xb := tr.authedOn(t, "b.example", x)
-		xb.mustAccept(x.event(nostr.KindCreateChannel, now(), "", chanTag(ch), nostr.Tag{"name", "ops"}))
-		noSecret("copy in another community", xb.publishOnce(def))
+		xb.MustAccept(x.Event(nostr.KindCreateChannel, now(), "", chanTag(ch), nostr.Tag{"name", "ops"}))
+		noSecret("copy in another community", xb.PublishOnce(def))
 
 		// O's own submission: the secret, once.
-		ok := oc.publish(def)
+		ok := oc.Publish(def)
 		webhookSecretOf(t, ok)
-		ok = oc.publish(def)
-		eq(t, "O's second submission", ok.Message, ingest.MsgDuplicate)
+		ok = oc.Publish(def)
+		relaytest.Eq(t, "O's second submission", ok.Message, ingest.MsgDuplicate)
 
 		// 46020: O's own manual trigger runs once; anyone else's copy is
 		// refused.
-		trig := owner.event(nostr.KindManualTrigger, now(), `{"who":"o"}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(ch))
-		eq(t, "anonymous 46020", tr.dial(t).publishOnce(trig).Message, ingest.MsgAuthorityAuth)
-		okResponse(t, oc.publish(trig))
-		eq(t, "attacker's 46020", xc.publishOnce(trig).Message, ingest.MsgAuthorityNotAuthor)
-		eq(t, "O's 46020 again", oc.publish(trig).Message, ingest.MsgDuplicate)
+		trig := owner.Event(nostr.KindManualTrigger, now(), `{"who":"o"}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(ch))
+		relaytest.Eq(t, "anonymous 46020", tr.dial(t).PublishOnce(trig).Message, ingest.MsgAuthorityAuth)
+		okResponse(t, oc.Publish(trig))
+		relaytest.Eq(t, "attacker's 46020", xc.PublishOnce(trig).Message, ingest.MsgAuthorityNotAuthor)
+		relaytest.Eq(t, "O's 46020 again", oc.Publish(trig).Message, ingest.MsgDuplicate)
 		runs, _, err := st.Runs(context.Background(), tr.tc.Community(), id, workflow.RunPage{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		eq(t, "runs of the workflow", len(runs), 1)
+		relaytest.Eq(t, "runs of the workflow", len(runs), 1)
 
 		// 46030: an approver's grant, re-sent by someone else.
-		grant := owner.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))
-		eq(t, "attacker's 46030", xc.publishOnce(grant).Message, ingest.MsgAuthorityNotAuthor)
-		eq(t, "anonymous 46030", tr.dial(t).publishOnce(grant).Message, ingest.MsgAuthorityAuth)
+		grant := owner.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", strings.Repeat("ab", 32)}, chanTag(ch))
+		relaytest.Eq(t, "attacker's 46030", xc.PublishOnce(grant).Message, ingest.MsgAuthorityNotAuthor)
+		relaytest.Eq(t, "anonymous 46030", tr.dial(t).PublishOnce(grant).Message, ingest.MsgAuthorityAuth)
 	})
 }
 
@@ -134,15 +135,15 @@ func TestDiffPostedWorkflow(t *testing.T) {
 		tr := workflowRelay(t, st, newHookServer(t))
 		alice := newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		ch := ac.createChannel(alice, "code", channel.VisibilityOpen)
 		const yaml = "name: Diffs\ntrigger: {on: diff_posted, filter: 'trigger_repo == \"https://github.com/x/y\"'}\nsteps:\n  - id: note\n    action: send_message\n    text: \"diff {{trigger.commit}} by {{trigger.author}}\"\n"
 		_, okm := ac.define(alice, workflow.NewID(), ch, yaml)
 		okResponse(t, okm)
-		ac.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {ch.String()}}})
-		ac.mustAccept(alice.event(messaging.KindDiff, now(), "--- a\n+++ b\n", chanTag(ch),
+		ac.Subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {ch.String()}}})
+		ac.MustAccept(alice.Event(messaging.KindDiff, now(), "--- a\n+++ b\n", chanTag(ch),
 			nostr.Tag{"repo", "https://github.com/x/y"}, nostr.Tag{"commit", "abc1234"}))
-		got := ac.waitFor("live", func(e *nostr.Event) bool { return e.PubKey != alice.pub() })
-		eq(t, "workflow message", got.Content, "diff abc1234 by "+alice.pub())
+		got := ac.waitFor("live", func(e *nostr.Event) bool { return e.PubKey != alice.Pub() })
+		relaytest.Eq(t, "workflow message", got.Content, "diff abc1234 by "+alice.Pub())
 	})
 }

@@ -76,7 +76,7 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 		oc := tr.dial(b)
 		define(b, oc, owner, ch, benchEcho)
 		watch := tr.dial(b)
-		watch.subscribe("st", nostr.Filter{Kinds: []int{nostr.KindRunTriggered, nostr.KindRunCompleted, nostr.KindRunFailed},
+		watch.Subscribe("st", nostr.Filter{Kinds: []int{nostr.KindRunTriggered, nostr.KindRunCompleted, nostr.KindRunFailed},
 			Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
 		poster := newSigner(b)
 		pc := tr.dial(b)
@@ -85,11 +85,11 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 		done := 0 // completions seen
 		b.ResetTimer()
 		for i := range n {
-			ev := poster.event(nostr.KindChatMessage, now(), fmt.Sprintf("go %d", i), chanTag(ch))
+			ev := poster.Event(nostr.KindChatMessage, now(), fmt.Sprintf("go %d", i), chanTag(ch))
 			start := time.Now()
-			pc.sendEvent(ev)
+			pc.SendEvent(ev)
 			for {
-				e := watch.nextLive("st")
+				e := watch.NextLive("st")
 				if e.Kind == nostr.KindRunCompleted {
 					done++
 				}
@@ -98,11 +98,11 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 					break
 				}
 			}
-			pc.expectOK(ev.ID)
+			pc.ExpectOK(ev.ID)
 		}
 		// Drain the completions of these runs.
 		for done < n {
-			if watch.nextLive("st").Kind == nostr.KindRunCompleted {
+			if watch.NextLive("st").Kind == nostr.KindRunCompleted {
 				done++
 			}
 		}
@@ -121,9 +121,9 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := range per {
-					ev := s.event(nostr.KindChatMessage, now(), fmt.Sprintf("go %d/%d", w, i), chanTag(ch))
-					c.sendEvent(ev)
-					c.expectOK(ev.ID)
+					ev := s.Event(nostr.KindChatMessage, now(), fmt.Sprintf("go %d/%d", w, i), chanTag(ch))
+					c.SendEvent(ev)
+					c.ExpectOK(ev.ID)
 				}
 			}()
 		}
@@ -132,8 +132,8 @@ func BenchmarkWorkflowWSLatency(b *testing.B) {
 		for done+failed < conns*per {
 			// A long deadline: a run whose worker lost its lease under load
 			// finishes on a takeover, up to a lease (30 s) later.
-			_ = watch.ws.SetReadDeadline(time.Now().Add(90 * time.Second))
-			_, raw, err := watch.ws.ReadMessage()
+			_ = watch.WS.SetReadDeadline(time.Now().Add(90 * time.Second))
+			_, raw, err := watch.WS.ReadMessage()
 			if err != nil {
 				b.Fatalf("after %d of %d runs: %v", done+failed, conns*per, err)
 			}
@@ -184,7 +184,7 @@ func BenchmarkWorkflowWSIngest(b *testing.B) {
 				for w := range conns {
 					clients[w], signers[w] = tr.dial(b), newSigner(b)
 					for i := range per {
-						evs[w] = append(evs[w], signers[w].event(nostr.KindChatMessage, now(), fmt.Sprintf("hello %d %d", w, i), chanTag(ch)))
+						evs[w] = append(evs[w], signers[w].Event(nostr.KindChatMessage, now(), fmt.Sprintf("hello %d %d", w, i), chanTag(ch)))
 					}
 				}
 				b.ResetTimer()
@@ -195,8 +195,8 @@ func BenchmarkWorkflowWSIngest(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						for _, ev := range evs[w] {
-							clients[w].sendEvent(ev)
-							if ok := clients[w].expectOK(ev.ID); !ok.OK {
+							clients[w].SendEvent(ev)
+							if ok := clients[w].ExpectOK(ev.ID); !ok.OK {
 								b.Errorf("refused: %s", ok.Message)
 								return
 							}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/workflow"
@@ -36,7 +37,7 @@ func TestWorkflowAliasBombRefusedCheaply(t *testing.T) {
 		tr := workflowRelay(t, st, newHookServer(t))
 		alice := newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		ch := ac.createChannel(alice, "bombs", channel.VisibilityOpen)
 		bombs := map[string]string{
 			aliasBombYAML(): "anchors and aliases are not allowed",
@@ -55,7 +56,7 @@ func TestWorkflowAliasBombRefusedCheaply(t *testing.T) {
 		clients := make([]*rawClient, 3)
 		for i := range clients {
 			clients[i] = tr.dial(t)
-			clients[i].authAs(alice, tr.host)
+			clients[i].AuthAs(alice, tr.Host)
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -90,7 +91,7 @@ func TestWorkflowAliasBombRefusedCheaply(t *testing.T) {
 		if n > 64<<20 {
 			t.Errorf("refusing six definition bombs allocated %d MB", n>>20)
 		}
-		c, _, err := st.EnsureCommunity(t.Context(), tr.host)
+		c, _, err := st.EnsureCommunity(t.Context(), tr.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,11 +121,11 @@ func TestWorkflowTriggerCostBounded(t *testing.T) {
 		tr := workflowRelay(t, st, newHookServer(t))
 		alice, mallory := newSigner(t), newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		ch := ac.createChannel(alice, "busy", channel.VisibilityOpen)
 		mc := tr.dial(t)
-		mc.authAs(mallory, tr.host)
-		mc.mustAccept(mallory.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
+		mc.AuthAs(mallory, tr.Host)
+		mc.MustAccept(mallory.Event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 
 		yaml := "name: slow\ntrigger: {on: message_posted, filter: '" + worstFilterCondition() + "'}\n" +
 			"steps: [{id: a, action: send_message, text: matched}]\n"
@@ -134,14 +135,14 @@ func TestWorkflowTriggerCostBounded(t *testing.T) {
 			}
 		}
 		_, ok := mc.define(mallory, workflow.NewID(), ch, yaml)
-		eq(t, "definition past the channel's cap", ok.Message,
+		relaytest.Eq(t, "definition past the channel's cap", ok.Message,
 			fmt.Sprintf("restricted: a channel may have at most %d workflows", workflow.MaxWorkflowsPerChannel))
 		_, ok = ac.define(alice, workflow.NewID(), ch, echoYAML)
-		eq(t, "another member's definition past the cap", ok.OK, false)
+		relaytest.Eq(t, "another member's definition past the cap", ok.OK, false)
 
 		e := tr.wf.Engine()
 		before := e.TriggerStats()
-		ac.mustAccept(alice.event(nostr.KindChatMessage, now(), strings.Repeat("a", 250<<10), chanTag(ch)))
+		ac.MustAccept(alice.Event(nostr.KindChatMessage, now(), strings.Repeat("a", 250<<10), chanTag(ch)))
 		after := e.TriggerStats()
 		cost, evals := after.Cost-before.Cost, after.Evaluations-before.Evaluations
 		skipped, exhausted := after.Skipped-before.Skipped, after.Exhausted-before.Exhausted

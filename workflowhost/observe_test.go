@@ -1,15 +1,17 @@
 package workflowhost
 
 import (
-	"github.com/buzzrelay/buzz"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/buzzrelay/buzz"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/metrics"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -22,7 +24,7 @@ import (
 func TestWorkflowRunFailedObserved(t *testing.T) {
 	forBackends(t, func(t *testing.T, b store.Backend) {
 		st := b.(wfBackend)
-		h := &logCapture{}
+		h := &relaytest.LogCapture{}
 		reg := prometheus.NewRegistry()
 		rec, err := metrics.New(reg)
 		if err != nil {
@@ -31,7 +33,7 @@ func TestWorkflowRunFailedObserved(t *testing.T) {
 		tr := workflowRelay(t, st, newHookServer(t), buzz.WithLogger(slog.New(h)), buzz.WithMetrics(rec))
 		alice := newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		id := workflow.NewID()
 		_, okm := ac.define(alice, id, ch, `name: Fails
@@ -46,14 +48,14 @@ steps:
     text: never
 `)
 		okResponse(t, okm)
-		ac.mustAccept(alice.event(nostr.KindChatMessage, now(), "go", chanTag(ch)))
-		waitFor(t, "the failed run logged", func() bool { return len(h.lines("buzz: workflow run failed")) == 1 })
-		l := h.lines("buzz: workflow run failed")[0]
-		if l["level"] != "INFO" || l["workflow"] != id.String() || l["host"] != tr.host || l["step"] != "broken" ||
+		ac.MustAccept(alice.Event(nostr.KindChatMessage, now(), "go", chanTag(ch)))
+		relaytest.WaitFor(t, "the failed run logged", func() bool { return len(h.Lines("buzz: workflow run failed")) == 1 })
+		l := h.Lines("buzz: workflow run failed")[0]
+		if l["level"] != "INFO" || l["workflow"] != id.String() || l["host"] != tr.Host || l["step"] != "broken" ||
 			l["error_code"] != workflow.CodeConditionError || l["error"] == "" || l["run"] == "" {
 			t.Fatalf("line %v", l)
 		}
-		fams := scrapeRegistry(t, reg)
+		fams := relaytest.Scrape(t, reg)
 		for _, c := range []struct {
 			name   string
 			labels []string
@@ -65,7 +67,7 @@ steps:
 			{"buzz_workflow_step_duration_seconds", []string{"status", "completed"}, 1},
 			{"buzz_workflow_step_duration_seconds", []string{"status", "failed"}, 1},
 		} {
-			if got := sample(t, fams, c.name, c.labels...); got != c.want {
+			if got := relaytest.Sample(t, fams, c.name, c.labels...); got != c.want {
 				t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 			}
 		}
@@ -87,26 +89,26 @@ func TestWebhookDeliveriesCounted(t *testing.T) {
 		tr := workflowRelay(t, st, hook, buzz.WithMetrics(rec))
 		alice := newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		id := workflow.NewID()
 		_, okm := ac.define(alice, id, ch, "name: Relay\ntrigger: {on: webhook}\nsteps:\n  - id: call\n    action: call_webhook\n    url: http://hooks.example/in\n    body: {n: 1}\n")
 		secret := webhookSecretOf(t, okm)
-		if status, body := hookPost(t, tr.srv.URL, tr.host, id.String(), secret, "", []byte(`{}`)); status != http.StatusAccepted {
+		if status, body := hookPost(t, tr.Srv.URL, tr.Host, id.String(), secret, "", []byte(`{}`)); status != http.StatusAccepted {
 			t.Fatalf("delivery %d %s", status, body)
 		}
-		if status, _ := hookPost(t, tr.srv.URL, tr.host, id.String(), strings.Repeat("0", 64), "", []byte(`{}`)); status != http.StatusNotFound {
+		if status, _ := hookPost(t, tr.Srv.URL, tr.Host, id.String(), strings.Repeat("0", 64), "", []byte(`{}`)); status != http.StatusNotFound {
 			t.Fatalf("wrong secret answered %d", status)
 		}
-		waitFor(t, "call_webhook counted", func() bool {
-			return sample(t, scrapeRegistry(t, reg), "buzz_webhook_deliveries_total", "direction", "out", "status", "2xx") == 1
+		relaytest.WaitFor(t, "call_webhook counted", func() bool {
+			return relaytest.Sample(t, relaytest.Scrape(t, reg), "buzz_webhook_deliveries_total", "direction", "out", "status", "2xx") == 1
 		})
-		fams := scrapeRegistry(t, reg)
+		fams := relaytest.Scrape(t, reg)
 		for _, c := range []struct {
 			dir, status string
 			want        float64
 		}{{"in", "2xx", 1}, {"in", "4xx", 1}, {"out", "2xx", 1}, {"out", "error", 0}} {
-			if got := sample(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
+			if got := relaytest.Sample(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
 				t.Errorf("%s %s = %v, want %v", c.dir, c.status, got, c.want)
 			}
 		}

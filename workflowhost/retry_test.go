@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -71,12 +72,12 @@ func TestWorkflowHostRetries(t *testing.T) {
 // TestWorkflowHostPublishOutlivesCancel: a status event published as its
 // run's context is cancelled is still stored and delivered live.
 func TestWorkflowHostPublishOutlivesCancel(t *testing.T) {
-	st := openEmbedded(t, t.TempDir())
+	st := relaytest.Embedded(t)
 	tr := workflowRelay(t, st, newHookServer(t))
 	owner := newSigner(t)
 	c := tr.dial(t)
 	ch := c.createChannel(owner, "x", channel.VisibilityOpen)
-	c.subscribe("s", nostr.Filter{Kinds: []int{46005}, Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
+	c.Subscribe("s", nostr.Filter{Kinds: []int{46005}, Tags: map[string][]string{"h": {ch.String()}}, Limit: 0, LimitSet: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ev := &nostr.Event{Kind: 46005, CreatedAt: now(), Tags: nostr.Tags{{"h", ch.String()}}, Content: `{"status":"completed"}`}
@@ -87,5 +88,5 @@ func TestWorkflowHostPublishOutlivesCancel(t *testing.T) {
 	if err := h.Publish(ctx, tr.tc.Community(), ev); err != nil {
 		t.Fatalf("Publish with a cancelled context: %v", err)
 	}
-	eq(t, "delivered", c.nextLive("s").ID, ev.ID)
+	relaytest.Eq(t, "delivered", c.NextLive("s").ID, ev.ID)
 }

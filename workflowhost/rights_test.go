@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/buzzrelay/buzz"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz"
+
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -49,7 +51,7 @@ func newRightsEnv(t *testing.T, st wfBackend, membersOnly bool) *rightsEnv {
 	t.Helper()
 	e := &rightsEnv{t: t, st: st, host: "rights.example", owner: newSigner(t), mal: newSigner(t), offset: new(atomic.Int64)}
 	e.tr = workflowRelay(t, st, newHookServer(t), buzz.WithClock(e.now))
-	cm, _, err := st.(communityCreator).CreateCommunity(t.Context(), store.NewCommunity{Host: e.host, OwnerPubKey: e.owner.pub()})
+	cm, _, err := st.(communityCreator).CreateCommunity(t.Context(), store.NewCommunity{Host: e.host, OwnerPubKey: e.owner.Pub()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +63,13 @@ func newRightsEnv(t *testing.T, st wfBackend, membersOnly bool) *rightsEnv {
 	}
 	e.oc = e.authed(e.owner)
 	if membersOnly {
-		e.oc.mustAccept(e.owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", e.mal.pub()}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", e.mal.Pub()}))
 	}
 	e.ch = e.oc.createChannel(e.owner, "ops", channel.VisibilityOpen)
 	e.mc = e.authed(e.mal)
-	e.mc.mustAccept(e.mal.event(nostr.KindJoinRequest, now(), "", chanTag(e.ch)))
+	e.mc.MustAccept(e.mal.Event(nostr.KindJoinRequest, now(), "", chanTag(e.ch)))
 	e.watch = e.authed(e.owner)
-	e.watch.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage, nostr.KindRunFailed, nostr.KindRunCompleted,
+	e.watch.Subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage, nostr.KindRunFailed, nostr.KindRunCompleted,
 		nostr.KindApprovalRequested}, Tags: map[string][]string{"h": {e.ch.String()}}})
 	return e
 }
@@ -79,7 +81,7 @@ func (e *rightsEnv) advance(d time.Duration) { e.offset.Add(int64(d)) }
 func (e *rightsEnv) authed(s *signer) *rawClient {
 	e.t.Helper()
 	c := e.tr.dialHost(e.t, e.host)
-	c.authAs(s, e.host)
+	c.AuthAs(s, e.host)
 	return c
 }
 
@@ -109,7 +111,7 @@ func (e *rightsEnv) accept(id workflow.ID, secret, body string) map[string]strin
 // deliver posts body to the workflow's hook.
 func (e *rightsEnv) deliver(id workflow.ID, secret, body string) (int, []byte) {
 	e.t.Helper()
-	return hookPost(e.t, e.tr.srv.URL, e.host, id.String(), secret, "", []byte(body))
+	return hookPost(e.t, e.tr.Srv.URL, e.host, id.String(), secret, "", []byte(body))
 }
 
 // unknownHook is the answer for a hook that does not exist.
@@ -154,7 +156,7 @@ func (e *rightsEnv) posted() (messages []string, wraps int) {
 		}
 		if ev.Kind == nostr.KindGiftWrap {
 			wraps++
-		} else if ev.PubKey != e.mal.pub() && ev.PubKey != e.owner.pub() {
+		} else if ev.PubKey != e.mal.Pub() && ev.PubKey != e.owner.Pub() {
 			messages = append(messages, ev.Content)
 		}
 	}
@@ -217,7 +219,7 @@ func (e *rightsEnv) malHook() (workflow.ID, string) {
 }
 
 func (e *rightsEnv) malHookEvent() (workflow.ID, string, string) {
-	return e.defineHookEvent(e.mc, e.mal, strings.ReplaceAll(dmHookYAML, "%OWNER%", e.mal.pub()))
+	return e.defineHookEvent(e.mc, e.mal, strings.ReplaceAll(dmHookYAML, "%OWNER%", e.mal.Pub()))
 }
 
 // TestWorkflowBannedOwnerHookIsUnknown: once the community owner bans
@@ -236,17 +238,17 @@ func TestWorkflowBannedOwnerHookIsUnknown(t *testing.T) {
 			t.Fatalf("before the ban: %q, %d gift wraps", msgs, wraps)
 		}
 
-		e.oc.mustAccept(e.owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.pub()}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.Pub()}))
 		e.hookRefused("banned owner", id, secret)
-		manual := e.owner.event(nostr.KindManualTrigger, now(), `{"n":"manual"}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", defID}, chanTag(e.ch))
-		eq(t, "46020 for the banned owner's workflow", e.oc.publish(manual).Message, msgManualOwner)
+		manual := e.owner.Event(nostr.KindManualTrigger, now(), `{"n":"manual"}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", defID}, chanTag(e.ch))
+		relaytest.Eq(t, "46020 for the banned owner's workflow", e.oc.Publish(manual).Message, msgManualOwner)
 
 		// A message trigger still creates a run; it fails before acting.
 		before, _ := e.posted()
-		e.oc.mustAccept(e.owner.event(nostr.KindChatMessage, now(), "ping after the ban", chanTag(e.ch)))
+		e.oc.MustAccept(e.owner.Event(nostr.KindChatMessage, now(), "ping after the ban", chanTag(e.ch)))
 		body := e.runEnd(echo, "")
-		eq(t, "status", body["status"], any("failed"))
-		eq(t, "error_code", body["error_code"], any(workflow.CodeOwnerUnauthorized))
+		relaytest.Eq(t, "status", body["status"], any("failed"))
+		relaytest.Eq(t, "error_code", body["error_code"], any(workflow.CodeOwnerUnauthorized))
 		if after, _ := e.posted(); len(after) != len(before) {
 			t.Fatalf("the banned owner's echo posted: %q", after)
 		}
@@ -260,7 +262,7 @@ func TestWorkflowRemovedMemberHookIsUnknown(t *testing.T) {
 		e := newRightsEnv(t, b.(wfBackend), true)
 		id, secret := e.malHook()
 		e.hookWorks(id, secret, 1)
-		e.oc.mustAccept(e.owner.event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", e.mal.pub()}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", e.mal.Pub()}))
 		e.hookRefused("removed member", id, secret)
 	})
 }
@@ -274,7 +276,7 @@ func TestWorkflowTimedOutOwnerHookIsUnknown(t *testing.T) {
 		id, secret := e.malHook()
 		e.hookWorks(id, secret, 1)
 		end := e.now().Add(10 * time.Minute)
-		e.oc.mustAccept(e.owner.event(nostr.KindTimeout, now(), "", nostr.Tag{"p", e.mal.pub()}, expTag(end)))
+		e.oc.MustAccept(e.owner.Event(nostr.KindTimeout, now(), "", nostr.Tag{"p", e.mal.Pub()}, expTag(end)))
 		e.hookRefused("timed-out owner", id, secret)
 		e.advance(9 * time.Minute)
 		e.hookRefused("timed-out owner, a minute before the end", id, secret)
@@ -311,12 +313,12 @@ steps:
 			req = approvalRequest(t, ev)
 			return req["run_id"] == m["run_id"]
 		})
-		e.oc.mustAccept(e.owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.pub()}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.Pub()}))
 		approval, _ := req["approval_id"].(string)
-		e.oc.mustAccept(e.owner.event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", approval}, chanTag(e.ch)))
+		e.oc.MustAccept(e.owner.Event(nostr.KindApprovalGrant, now(), "", nostr.Tag{"d", approval}, chanTag(e.ch)))
 		body := e.runEnd(id, m["run_id"])
-		eq(t, "status", body["status"], any("failed"))
-		eq(t, "error_code", body["error_code"], any(workflow.CodeOwnerUnauthorized))
+		relaytest.Eq(t, "status", body["status"], any("failed"))
+		relaytest.Eq(t, "error_code", body["error_code"], any(workflow.CodeOwnerUnauthorized))
 		if msgs, _ := e.posted(); len(msgs) != 0 {
 			t.Fatalf("the run went on after its owner's ban: %q", msgs)
 		}
@@ -340,27 +342,27 @@ func TestWorkflowTopicNeedsEditMetadataRole(t *testing.T) {
 		}
 		yaml := "name: Topic\ntrigger: {on: webhook}\nsteps:\n  - id: t\n    action: set_channel_topic\n    topic: \"{{trigger.topic}}\"\n"
 		// The plain member: 9002 refused, and so is the workflow.
-		mustPrefix(t, "member's 9002", e.mc.command(e.mal, nostr.KindEditMetadata, e.ch, nostr.Tag{"about", "pwned"}).Message, "restricted: ")
+		relaytest.MustPrefix(t, "member's 9002", e.mc.command(e.mal, nostr.KindEditMetadata, e.ch, nostr.Tag{"about", "pwned"}).Message, "restricted: ")
 		_, ok := e.mc.define(e.mal, workflow.NewID(), e.ch, yaml)
-		eq(t, "member's set_channel_topic workflow", ok.Message, msgWorkflowNotAllowed)
+		relaytest.Eq(t, "member's set_channel_topic workflow", ok.Message, msgWorkflowNotAllowed)
 
 		// An admin's workflow sets the topic.
 		adam := newSigner(t)
 		ac := e.authed(adam)
-		ac.mustAccept(adam.event(nostr.KindJoinRequest, now(), "", chanTag(e.ch)))
-		eq(t, "owner makes adam admin", e.oc.command(e.owner, nostr.KindPutUser, e.ch, nostr.Tag{"p", adam.pub(), "admin"}).OK, true)
+		ac.MustAccept(adam.Event(nostr.KindJoinRequest, now(), "", chanTag(e.ch)))
+		relaytest.Eq(t, "owner makes adam admin", e.oc.command(e.owner, nostr.KindPutUser, e.ch, nostr.Tag{"p", adam.Pub(), "admin"}).OK, true)
 		id, secret := e.defineHook(ac, adam, yaml)
 		m := e.accept(id, secret, `{"topic":"by adam"}`)
-		eq(t, "admin's run", e.runEnd(id, m["run_id"])["status"], any("completed"))
-		eq(t, "topic", topic(), "by adam")
+		relaytest.Eq(t, "admin's run", e.runEnd(id, m["run_id"])["status"], any("completed"))
+		relaytest.Eq(t, "topic", topic(), "by adam")
 
 		// Demoted: the step is refused, the topic unchanged.
-		eq(t, "owner demotes adam", e.oc.command(e.owner, nostr.KindPutUser, e.ch, nostr.Tag{"p", adam.pub(), "member"}).OK, true)
+		relaytest.Eq(t, "owner demotes adam", e.oc.command(e.owner, nostr.KindPutUser, e.ch, nostr.Tag{"p", adam.Pub(), "member"}).OK, true)
 		m = e.accept(id, secret, `{"topic":"pwned"}`)
 		body := e.runEnd(id, m["run_id"])
-		eq(t, "status", body["status"], any("failed"))
-		eq(t, "error_code", body["error_code"], any(workflow.CodeOwnerUnauthorized))
-		eq(t, "topic after the demotion", topic(), "by adam")
+		relaytest.Eq(t, "status", body["status"], any("failed"))
+		relaytest.Eq(t, "error_code", body["error_code"], any(workflow.CodeOwnerUnauthorized))
+		relaytest.Eq(t, "topic after the demotion", topic(), "by adam")
 	})
 }
 
@@ -374,20 +376,20 @@ func TestWorkflowRoutesFollowReadPolicy(t *testing.T) {
 		e := newRightsEnv(t, b.(wfBackend), true)
 		wf := workflow.NewID()
 		okResponse(t, func() *nostr.OKMessage { _, ok := e.mc.define(e.mal, wf, e.ch, echoYAML); return ok }())
-		e.mc.mustAccept(e.mal.event(nostr.KindChatMessage, now(), "ping secret plans", chanTag(e.ch)))
+		e.mc.MustAccept(e.mal.Event(nostr.KindChatMessage, now(), "ping secret plans", chanTag(e.ch)))
 		e.runEnd(wf, "")
 		// A channel created with a name for a group id.
 		named := "pizza-lovers"
-		e.oc.mustAccept(e.owner.event(nostr.KindCreateChannel, now(), "", nostr.Tag{"h", named}, nostr.Tag{"name", "Pizza"}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindCreateChannel, now(), "", nostr.Tag{"h", named}, nostr.Tag{"name", "Pizza"}))
 		key, _ := channel.ParseID(named)
-		e.mc.mustAccept(e.mal.event(nostr.KindJoinRequest, now(), "", nostr.Tag{"h", named}))
+		e.mc.MustAccept(e.mal.Event(nostr.KindJoinRequest, now(), "", nostr.Tag{"h", named}))
 		namedWF := workflow.NewID()
-		okResponse(t, e.mc.publish(e.mal.event(nostr.KindDefinition, now(), echoYAML, nostr.Tag{"d", namedWF.String()}, nostr.Tag{"h", named})))
+		okResponse(t, e.mc.Publish(e.mal.Event(nostr.KindDefinition, now(), echoYAML, nostr.Tag{"d", namedWF.String()}, nostr.Tag{"h", named})))
 
 		stranger, banned, removed := newSigner(t), newSigner(t), newSigner(t)
 		for _, s := range []*signer{banned, removed} {
-			e.oc.mustAccept(e.owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", s.pub()}))
-			e.authed(s).mustAccept(s.event(nostr.KindJoinRequest, now(), "", chanTag(e.ch)))
+			e.oc.MustAccept(e.owner.Event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", s.Pub()}))
+			e.authed(s).MustAccept(s.Event(nostr.KindJoinRequest, now(), "", chanTag(e.ch)))
 		}
 		get := func(s *signer, path string) (int, []byte) { return wfCall(t, e.tr, s, "GET", e.host, path) }
 		// Before: the soon banned and removed read like the member.
@@ -401,8 +403,8 @@ func TestWorkflowRoutesFollowReadPolicy(t *testing.T) {
 		if code, body := get(e.mal, "/workflows?channel="+named); code != 200 || !strings.Contains(string(body), namedWF.String()) {
 			t.Fatalf("list by group name: %d %s", code, body)
 		}
-		e.oc.mustAccept(e.owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", banned.pub()}))
-		e.oc.mustAccept(e.owner.event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", removed.pub()}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindBan, now(), "", nostr.Tag{"p", banned.Pub()}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", removed.Pub()}))
 
 		random := workflow.NewID().String()
 		_, unknownList := get(e.mal, "/workflows?channel="+workflow.NewID().String())
@@ -441,12 +443,12 @@ func TestWorkflowOwnerRightsAcrossPods(t *testing.T) {
 		pod2 := workflowRelay(t, e.st, newHookServer(t))
 		id, secret := e.malHook()
 		deliver2 := func(body string) (int, []byte) {
-			return hookPost(t, pod2.srv.URL, e.host, id.String(), secret, "", []byte(body))
+			return hookPost(t, pod2.Srv.URL, e.host, id.String(), secret, "", []byte(body))
 		}
 		if code, body := deliver2(`{"n":"1"}`); code != http.StatusAccepted {
 			t.Fatalf("pod 2 before the ban: %d %s", code, body)
 		}
-		e.oc.mustAccept(e.owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.pub()}))
+		e.oc.MustAccept(e.owner.Event(nostr.KindBan, now(), "", nostr.Tag{"p", e.mal.Pub()}))
 		if code, body := deliver2(`{"n":"2"}`); code != http.StatusNotFound || !bytes.Equal(body, e.unknownHook()) {
 			t.Fatalf("pod 2 after the ban on pod 1: %d %s", code, body)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/buzzrelay/buzz"
 	"io"
 	"net"
 	"net/http"
@@ -16,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz"
+
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/relaytest"
 
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nip98"
@@ -91,7 +93,7 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...buzz.O
 		t.Fatal(err)
 	}
 	wf, err := New(st, WithWebhookCaller(workflow.SafeHTTPWebhooks(caller)),
-		WithEngineOptions(workflow.WithPollInterval(20*time.Millisecond), workflow.WithLogger(quietLogger())))
+		WithEngineOptions(workflow.WithPollInterval(20*time.Millisecond), workflow.WithLogger(relaytest.Quiet())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +104,10 @@ func workflowRelay(t testing.TB, st wfBackend, hook *hookServer, extra ...buzz.O
 
 // define publishes a 30620 and returns its OK.
 func (c *rawClient) define(s *signer, id workflow.ID, ch channel.ID, yaml string, extra ...nostr.Tag) (*nostr.Event, *nostr.OKMessage) {
-	c.t.Helper()
+	c.T.Helper()
 	tags := append([]nostr.Tag{{"d", id.String()}, chanTag(ch)}, extra...)
-	ev := s.event(nostr.KindDefinition, now(), yaml, tags...)
-	return ev, c.publish(ev)
+	ev := s.Event(nostr.KindDefinition, now(), yaml, tags...)
+	return ev, c.Publish(ev)
 }
 
 // okResponse decodes an OK "response:{…}" message.
@@ -123,9 +125,9 @@ func okResponse(t *testing.T, ok *nostr.OKMessage) map[string]any {
 
 // waitFor reads live events on sub until one satisfies match.
 func (c *rawClient) waitFor(sub string, match func(*nostr.Event) bool) *nostr.Event {
-	c.t.Helper()
+	c.T.Helper()
 	for {
-		ev := c.nextLive(sub)
+		ev := c.NextLive(sub)
 		if match(ev) {
 			return ev
 		}
@@ -149,20 +151,20 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		hook := newHookServer(t)
 		rec := trace.NewRecorder()
 		tr := workflowRelay(t, st, hook, buzz.WithTracer(rec.Open))
-		defer checkTraces(t, rec, false)
+		defer relaytest.CheckTraces(t, rec, false)
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		ch := ac.createChannel(alice, "ops", channel.VisibilityOpen)
 		bc := tr.dial(t)
-		bc.authAs(bob, tr.host)
-		bc.mustAccept(bob.event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
+		bc.AuthAs(bob, tr.Host)
+		bc.MustAccept(bob.Event(nostr.KindJoinRequest, now(), "", chanTag(ch)))
 
 		// Definition: accepted with workflow_id and revision.
 		echoID := workflow.NewID()
 		_, okm := ac.define(alice, echoID, ch, echoYAML)
 		resp := okResponse(t, okm)
-		eq(t, "workflow_id", resp["workflow_id"], any(echoID.String()))
+		relaytest.Eq(t, "workflow_id", resp["workflow_id"], any(echoID.String()))
 		rev, _ := resp["revision"].(string)
 		if rev == "" {
 			t.Fatalf("no revision in %v", resp)
@@ -181,49 +183,49 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		}
 		// Stale expected-revision.
 		_, okm = ac.define(alice, echoID, ch, echoYAML, nostr.Tag{"expected-revision", strings.Repeat("0", 32)})
-		mustPrefix(t, "stale revision", okm.Message, "invalid: ")
+		relaytest.MustPrefix(t, "stale revision", okm.Message, "invalid: ")
 		// A version older than the stored 30620 is refused before it can
 		// change the workflow: the revision the first define returned is
 		// still current afterwards.
-		older := alice.event(nostr.KindDefinition, now()-60, strings.Replace(echoYAML, "Echo", "Older", 1),
+		older := alice.Event(nostr.KindDefinition, now()-60, strings.Replace(echoYAML, "Echo", "Older", 1),
 			nostr.Tag{"d", echoID.String()}, chanTag(ch))
-		eq(t, "older definition", ac.publish(older).Message, ingest.MsgSuperseded)
-		newer := alice.event(nostr.KindDefinition, now()+1, echoYAML,
+		relaytest.Eq(t, "older definition", ac.Publish(older).Message, ingest.MsgSuperseded)
+		newer := alice.Event(nostr.KindDefinition, now()+1, echoYAML,
 			nostr.Tag{"d", echoID.String()}, chanTag(ch), nostr.Tag{"expected-revision", rev})
-		eq(t, "revision after the refused older version", okResponse(t, ac.publish(newer))["revision"], any(rev))
+		relaytest.Eq(t, "revision after the refused older version", okResponse(t, ac.Publish(newer))["revision"], any(rev))
 		// Authority: a non-member; a member defining a webhook caller;
 		// another author naming an existing id.
 		cc := tr.dial(t)
-		cc.authAs(carol, tr.host)
+		cc.AuthAs(carol, tr.Host)
 		_, okm = cc.define(carol, workflow.NewID(), ch, echoYAML)
-		mustPrefix(t, "non-member", okm.Message, "restricted: ")
+		relaytest.MustPrefix(t, "non-member", okm.Message, "restricted: ")
 		hookYAML := "name: Hook\ntrigger: {on: webhook}\nsteps:\n  - id: call\n    action: call_webhook\n    url: http://hooks.example/in\n    body: {who: '{{trigger.who}}'}\n"
 		_, okm = bc.define(bob, workflow.NewID(), ch, hookYAML)
-		mustPrefix(t, "member with call_webhook", okm.Message, "restricted: ")
+		relaytest.MustPrefix(t, "member with call_webhook", okm.Message, "restricted: ")
 		_, okm = bc.define(bob, echoID, ch, echoYAML)
-		eq(t, "another author's id", okm.Message, msgWorkflowNotOwner)
+		relaytest.Eq(t, "another author's id", okm.Message, msgWorkflowNotOwner)
 		// Clients cannot forge status events.
-		okm = bc.publish(bob.event(nostr.KindRunCompleted, now(), "{}", chanTag(ch)))
-		eq(t, "client status event", okm.Message, msgWorkflowStatus)
+		okm = bc.Publish(bob.Event(nostr.KindRunCompleted, now(), "{}", chanTag(ch)))
+		relaytest.Eq(t, "client status event", okm.Message, msgWorkflowStatus)
 
 		// message_posted: bob's "ping" gets a relay-signed pong and the
 		// run's status events, each with h, workflow_id, run_id, status.
-		ac.subscribe("live", nostr.Filter{Kinds: []int{9, nostr.KindRunTriggered, nostr.KindRunCompleted}, Tags: map[string][]string{"h": {ch.String()}}})
-		ping := bob.event(nostr.KindChatMessage, now(), "ping please", chanTag(ch))
-		bc.mustAccept(ping)
+		ac.Subscribe("live", nostr.Filter{Kinds: []int{9, nostr.KindRunTriggered, nostr.KindRunCompleted}, Tags: map[string][]string{"h": {ch.String()}}})
+		ping := bob.Event(nostr.KindChatMessage, now(), "ping please", chanTag(ch))
+		bc.MustAccept(ping)
 		// The run's events arrive in any order relative to each other.
 		var pong *nostr.Event
 		statuses := map[int]*nostr.Event{}
 		for pong == nil || len(statuses) < 2 {
-			e := ac.nextLive("live")
+			e := ac.NextLive("live")
 			switch {
-			case e.Kind == 9 && e.PubKey != bob.pub():
+			case e.Kind == 9 && e.PubKey != bob.Pub():
 				pong = e
 			case e.Kind != 9:
 				statuses[e.Kind] = e
 			}
 		}
-		eq(t, "pong", pong.Content, "pong to "+bob.pub()+": ping please")
+		relaytest.Eq(t, "pong", pong.Content, "pong to "+bob.Pub()+": ping please")
 		// Engine output is traced like a connection's writes: bound
 		// through the community's host, as a write in the channel.
 		engineTraced := false
@@ -255,11 +257,11 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		}
 		// A message that does not match the filter triggers nothing; the
 		// relay's own pong did not trigger a loop (one pong only).
-		bc.mustAccept(bob.event(nostr.KindChatMessage, now(), "hello", chanTag(ch)))
-		marker := bob.event(nostr.KindChatMessage, now(), "marker", chanTag(ch))
-		bc.mustAccept(marker)
+		bc.MustAccept(bob.Event(nostr.KindChatMessage, now(), "hello", chanTag(ch)))
+		marker := bob.Event(nostr.KindChatMessage, now(), "marker", chanTag(ch))
+		bc.MustAccept(marker)
 		for {
-			e := ac.nextLive("live")
+			e := ac.NextLive("live")
 			if e.ID == marker.ID {
 				break
 			}
@@ -269,51 +271,51 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		}
 
 		ac = tr.dial(t) // the old connection keeps its live subscription
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 
 		// Manual runs (46020) of a webhook-triggered workflow: call_webhook
 		// (alice owns the channel) and send_dm to bob, each effect once.
-		dmYAML := hookYAML + "  - id: dm\n    action: send_dm\n    to: '" + bob.pub() + "'\n    text: 'hook said {{steps.call.output.status}} for {{trigger.who}}'\n"
+		dmYAML := hookYAML + "  - id: dm\n    action: send_dm\n    to: '" + bob.Pub() + "'\n    text: 'hook said {{steps.call.output.status}} for {{trigger.who}}'\n"
 		hookID := workflow.NewID()
 		def, okm := ac.define(alice, hookID, ch, dmYAML)
 		okResponse(t, okm)
 		manual := func(c *rawClient, s *signer, id workflow.ID, e string, content string) *nostr.OKMessage {
-			return c.publish(s.event(nostr.KindManualTrigger, now(), content, nostr.Tag{"d", id.String()}, nostr.Tag{"e", e}, chanTag(ch)))
+			return c.Publish(s.Event(nostr.KindManualTrigger, now(), content, nostr.Tag{"d", id.String()}, nostr.Tag{"e", e}, chanTag(ch)))
 		}
 		okm = manual(bc, bob, hookID, strings.Repeat("0", 64), `{"who":"bob"}`)
-		eq(t, "stale e", okm.Message, msgManualStale)
+		relaytest.Eq(t, "stale e", okm.Message, msgManualStale)
 		okm = manual(bc, bob, echoID, def.ID, `{}`)
-		mustPrefix(t, "not a webhook workflow", okm.Message, "invalid: ")
+		relaytest.MustPrefix(t, "not a webhook workflow", okm.Message, "invalid: ")
 		okm = manual(bc, bob, hookID, def.ID, `[1]`)
-		eq(t, "array content", okm.Message, msgManualContent)
+		relaytest.Eq(t, "array content", okm.Message, msgManualContent)
 		okm = manual(cc, carol, hookID, def.ID, `{"who":"carol"}`)
-		eq(t, "non-member trigger", okm.Message, msgManualNotMember)
+		relaytest.Eq(t, "non-member trigger", okm.Message, msgManualNotMember)
 		run := okResponse(t, manual(bc, bob, hookID, def.ID, `{"who":"bob"}`))
 		if run["run_id"] == "" || run["workflow_id"] != hookID.String() {
 			t.Fatalf("manual response %v", run)
 		}
-		bc.subscribe("dm", nostr.Filter{Kinds: []int{nostr.KindGiftWrap}})
-		wrap := bc.nextLive("dm")
+		bc.Subscribe("dm", nostr.Filter{Kinds: []int{nostr.KindGiftWrap}})
+		wrap := bc.NextLive("dm")
 		v, err := nostr.NewVerifier()
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer v.Close()
-		rumor, err := nip59.Unwrap(wrap, bob.sk, v)
+		rumor, err := nip59.Unwrap(wrap, bob.SK, v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		eq(t, "dm text", rumor.Content, "hook said 200 for bob")
-		eq(t, "dm sender", rumor.PubKey, pong.PubKey)
+		relaytest.Eq(t, "dm text", rumor.Content, "hook said 200 for bob")
+		relaytest.Eq(t, "dm sender", rumor.PubKey, pong.PubKey)
 		if got := hook.bodies(); len(got) != 1 || got[0] != `{"who":"bob"}` {
 			t.Fatalf("webhook calls %q, want one", got)
 		}
 		bc = tr.dial(t)
-		bc.authAs(bob, tr.host)
+		bc.AuthAs(bob, tr.Host)
 		// Alice is not the recipient: the wrap is invisible to her.
 		ac2 := tr.dial(t)
-		ac2.authAs(alice, tr.host)
-		if evs := ac2.req("w", nostr.Filter{IDs: []string{wrap.ID}}); len(evs) != 0 {
+		ac2.AuthAs(alice, tr.Host)
+		if evs := ac2.Req("w", nostr.Filter{IDs: []string{wrap.ID}}); len(evs) != 0 {
 			t.Fatal("alice read bob's DM")
 		}
 
@@ -324,13 +326,13 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 		oc := tr.dialHost(t, other)
-		oc.authAs(bob, other)
+		oc.AuthAs(bob, other)
 		och := oc.createChannel(bob, "x", channel.VisibilityOpen)
 		probe := func(id workflow.ID) string {
-			return oc.publish(bob.event(nostr.KindManualTrigger, now(), `{}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(och))).Message
+			return oc.Publish(bob.Event(nostr.KindManualTrigger, now(), `{}`, nostr.Tag{"d", id.String()}, nostr.Tag{"e", def.ID}, chanTag(och))).Message
 		}
-		eq(t, "foreign workflow id vs random", probe(hookID), probe(workflow.NewID()))
-		eq(t, "foreign workflow id", probe(hookID), msgWorkflowUnknown)
+		relaytest.Eq(t, "foreign workflow id vs random", probe(hookID), probe(workflow.NewID()))
+		relaytest.Eq(t, "foreign workflow id", probe(hookID), msgWorkflowUnknown)
 		// Defining the same id there makes an unrelated workflow.
 		_, okm = oc.define(bob, echoID, och, echoYAML)
 		okResponse(t, okm)
@@ -340,8 +342,8 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		_, okm = ac.define(alice, workflow.NewID(), ch, topicYAML)
 		okResponse(t, okm)
 		mc := tr.dial(t)
-		mc.subscribe("meta", nostr.Filter{Kinds: []int{nostr.KindChannelMetadata}, Tags: map[string][]string{"d": {ch.String()}}, Limit: 0, LimitSet: true})
-		bc.mustAccept(bob.event(7, now(), "📌", nostr.Tag{"e", ping.ID}, chanTag(ch)))
+		mc.Subscribe("meta", nostr.Filter{Kinds: []int{nostr.KindChannelMetadata}, Tags: map[string][]string{"d": {ch.String()}}, Limit: 0, LimitSet: true})
+		bc.MustAccept(bob.Event(7, now(), "📌", nostr.Tag{"e", ping.ID}, chanTag(ch)))
 		meta := mc.waitFor("meta", func(e *nostr.Event) bool { return strings.Contains(string(e.AppendJSON(nil)), "pinned: 📌") })
 		if meta.PubKey != pong.PubKey {
 			t.Fatal("39000 not signed by the community key")
@@ -355,19 +357,19 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		bobWF := workflow.NewID()
 		_, okm = bc.define(bob, bobWF, ch, strings.Replace(echoYAML, "ping", "bobping", 1))
 		okResponse(t, okm)
-		ac.mustAccept(alice.event(nostr.KindRemoveUser, now(), "", chanTag(ch), nostr.Tag{"p", bob.pub()}))
+		ac.MustAccept(alice.Event(nostr.KindRemoveUser, now(), "", chanTag(ch), nostr.Tag{"p", bob.Pub()}))
 		wf, err := st.Workflow(context.Background(), tr.tc.Community(), bobWF)
 		if err != nil || wf.Enabled {
 			t.Fatalf("removed member's workflow: enabled %v, %v", wf.Enabled, err)
 		}
 
 		// NIP-09 deletion of the coordinate deletes the workflow.
-		ac.mustAccept(alice.event(nostr.KindDeletion, now(), "", nostr.Tag{"a", fmt.Sprintf("%d:%s:%s", nostr.KindDefinition, alice.pub(), hookID)}))
+		ac.MustAccept(alice.Event(nostr.KindDeletion, now(), "", nostr.Tag{"a", fmt.Sprintf("%d:%s:%s", nostr.KindDefinition, alice.Pub(), hookID)}))
 		if _, err := st.Workflow(context.Background(), tr.tc.Community(), hookID); err == nil {
 			t.Fatal("workflow survived the deletion of its coordinate")
 		}
 		okm = manual(ac, alice, hookID, def.ID, `{}`)
-		eq(t, "deleted workflow", okm.Message, msgWorkflowUnknown)
+		relaytest.Eq(t, "deleted workflow", okm.Message, msgWorkflowUnknown)
 	})
 }
 
@@ -383,32 +385,32 @@ func TestWorkflowInNamedGroup(t *testing.T) {
 		tr := workflowRelay(t, st, newHookServer(t))
 		alice := newSigner(t)
 		ac := tr.dial(t)
-		ac.authAs(alice, tr.host)
+		ac.AuthAs(alice, tr.Host)
 		const gid = "pizza-lovers"
 		h := nostr.Tag{"h", gid}
-		ac.mustAccept(alice.event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Pizza"}))
-		def := alice.event(nostr.KindDefinition, now(), echoYAML, nostr.Tag{"d", workflow.NewID().String()}, h)
-		okResponse(t, ac.publish(def))
+		ac.MustAccept(alice.Event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Pizza"}))
+		def := alice.Event(nostr.KindDefinition, now(), echoYAML, nostr.Tag{"d", workflow.NewID().String()}, h)
+		okResponse(t, ac.Publish(def))
 
 		sub := tr.dial(t)
-		sub.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage, nostr.KindRunCompleted}, Tags: map[string][]string{"h": {gid}}})
-		ac.mustAccept(alice.event(nostr.KindChatMessage, now(), "ping", h))
+		sub.Subscribe("live", nostr.Filter{Kinds: []int{nostr.KindChatMessage, nostr.KindRunCompleted}, Tags: map[string][]string{"h": {gid}}})
+		ac.MustAccept(alice.Event(nostr.KindChatMessage, now(), "ping", h))
 		var pong, done *nostr.Event
 		for pong == nil || done == nil {
-			e := sub.nextLive("live")
+			e := sub.NextLive("live")
 			switch {
-			case e.Kind == nostr.KindChatMessage && e.PubKey != alice.pub():
+			case e.Kind == nostr.KindChatMessage && e.PubKey != alice.Pub():
 				pong = e
 			case e.Kind == nostr.KindRunCompleted:
 				done = e
 			}
 		}
 		for _, e := range []*nostr.Event{pong, done} {
-			eq(t, "h of the engine's event", e.Tags.Find("h").Value(), gid)
+			relaytest.Eq(t, "h of the engine's event", e.Tags.Find("h").Value(), gid)
 		}
 		// Stored under the group: a REQ by the group's id finds the pong.
 		found := false
-		for _, e := range sub.req("r", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {gid}}}) {
+		for _, e := range sub.Req("r", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {gid}}}) {
 			found = found || e.ID == pong.ID
 		}
 		if !found {
@@ -420,12 +422,12 @@ func TestWorkflowInNamedGroup(t *testing.T) {
 // TestMountNeedsChannels: the workflow host refuses a relay without
 // channels, and New refuses what it cannot build.
 func TestMountNeedsChannels(t *testing.T) {
-	st := openEmbedded(t, t.TempDir())
+	st := relaytest.Embedded(t)
 	wf, err := New(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithFeature(wf), buzz.WithLogger(quietLogger())); err == nil || !strings.Contains(err.Error(), "WithChannels") {
+	if _, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st), buzz.WithFeature(wf), buzz.WithLogger(relaytest.Quiet())); err == nil || !strings.Contains(err.Error(), "WithChannels") {
 		t.Fatalf("workflows without WithChannels: %v", err)
 	}
 	if _, err := New(nil); err == nil {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/redis/rueidis"
@@ -72,7 +71,7 @@ type chanState struct {
 	deployment    bool // the deployment-wide control topic: messages of any community
 
 	refs       int
-	timer      *time.Timer   // pending debounced unsubscribe
+	timer      stopper       // pending debounced unsubscribe
 	subscribed bool          // confirmed on the current connection
 	waiters    chan struct{} // closed when subscribed (or the attempt ends)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +19,60 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// settle gives late (duplicate) deliveries a chance to show up before counts
-// are asserted; the assertions do not depend on how fast delivery is.
-func settle() { time.Sleep(300 * time.Millisecond) }
+// barrier publishes a sentinel event of community comm straight to the
+// Redis channel and waits until each of pods has it. A pod reads all its
+// channels on one connection, in the order Redis handled the PUBLISHes,
+// and delivers in that order: once the sentinel is in, whatever Redis
+// handled before it (a duplicate, an echo, a stray message) has been
+// delivered or dropped, so counts can be asserted. The sentinel is counted
+// as a delivery.
+func barrier(t *testing.T, channel string, comm tenant.CommunityID, pods ...*pod) {
+	t.Helper()
+	rc := rawClient(t)
+	ev := newEvent(t, 1, "", "sentinel")
+	env := string(appendEnvelope(nil, comm, ev.ID, ev.AppendJSON(nil)))
+	if err := rc.Do(context.Background(), rc.B().Publish().Channel(channel).Message(env).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		eventually(t, "the sentinel", func() bool { return p.got.count(comm, ev.ID) == 1 })
+	}
+}
+
+// timers runs a pod's debounced unsubscribes (withAfterFunc) when the test
+// says the delay has passed.
+type timers struct {
+	mu  sync.Mutex
+	due []*fakeTimer
+}
+
+type fakeTimer struct {
+	f       func()
+	stopped atomic.Bool
+}
+
+func (t *fakeTimer) Stop() bool { return !t.stopped.Swap(true) }
+
+func (ts *timers) afterFunc(_ time.Duration, f func()) stopper {
+	t := &fakeTimer{f: f}
+	ts.mu.Lock()
+	ts.due = append(ts.due, t)
+	ts.mu.Unlock()
+	return t
+}
+
+// elapse runs every scheduled call not stopped, as the delay passing would.
+func (ts *timers) elapse() {
+	ts.mu.Lock()
+	due := ts.due
+	ts.due = nil
+	ts.mu.Unlock()
+	for _, t := range due {
+		if t.Stop() {
+			t.f()
+		}
+	}
+}
 
 func TestTwoPodsDeliverEveryEventExactlyOnce(t *testing.T) {
 	needRedis(t)
@@ -58,15 +111,15 @@ func TestTwoPodsDeliverEveryEventExactlyOnce(t *testing.T) {
 	}
 	a.got.waitTotal(t, len(events))
 	b.got.waitTotal(t, len(events))
-	settle()
+	barrier(t, ns+":"+comm.String()+":global", comm, a, b)
 	for _, p := range []*pod{a, b} {
 		for _, ev := range events {
 			if n := p.got.count(comm, ev.ID); n != 1 {
 				t.Fatalf("pod received event %s %d times, want exactly once", ev.ID[:8], n)
 			}
 		}
-		if p.got.totalCount() != len(events) {
-			t.Fatalf("pod received %d deliveries, want %d", p.got.totalCount(), len(events))
+		if p.got.totalCount() != len(events)+1 { // and the sentinel
+			t.Fatalf("pod received %d deliveries, want %d", p.got.totalCount(), len(events)+1)
 		}
 	}
 }
@@ -96,13 +149,13 @@ func TestSameEventIDInTwoCommunities(t *testing.T) {
 	a.got.waitTotal(t, 2)
 	b.got.waitTotal(t, 2)
 	only1.got.waitTotal(t, 1)
-	settle()
+	barrier(t, ns+":"+c1.String()+":global", c1, a, b, only1)
 	for _, p := range []*pod{a, b} {
 		if p.got.count(c1, ev.ID) != 1 || p.got.count(c2, ev.ID) != 1 {
 			t.Fatalf("want the event once per community, got c1=%d c2=%d", p.got.count(c1, ev.ID), p.got.count(c2, ev.ID))
 		}
 	}
-	if only1.got.count(c1, ev.ID) != 1 || only1.got.count(c2, ev.ID) != 0 || only1.got.totalCount() != 1 {
+	if only1.got.count(c1, ev.ID) != 1 || only1.got.count(c2, ev.ID) != 0 || only1.got.totalCount() != 2 { // and the sentinel
 		t.Fatalf("pod retaining only c1: c1=%d c2=%d total=%d", only1.got.count(c1, ev.ID), only1.got.count(c2, ev.ID), only1.got.totalCount())
 	}
 }
@@ -113,7 +166,8 @@ func TestTopicsSubscribedOnlyWhileRetained(t *testing.T) {
 	ns := randomName("t")
 	rc := rawClient(t)
 	comm := tenant.NewCommunityID()
-	a := newPod(t, ns, WithUnsubscribeDelay(100*time.Millisecond))
+	var debounce timers
+	a := newPod(t, ns, WithUnsubscribeDelay(100*time.Millisecond), withAfterFunc(debounce.afterFunc))
 	b := newPod(t, ns)
 	topic := pubsub.Topic{Community: comm, Channel: "general"}
 	chName := ns + ":" + comm.String() + ":channel:general"
@@ -142,7 +196,7 @@ func TestTopicsSubscribedOnlyWhileRetained(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.got.waitTotal(t, 1)
-	settle()
+	barrier(t, chName, comm, a)
 	if a.got.count(comm, evGlobal.ID) != 0 || a.got.count(comm, evChan.ID) != 1 {
 		t.Fatalf("pod a got global=%d channel=%d; want 0 and 1", a.got.count(comm, evGlobal.ID), a.got.count(comm, evChan.ID))
 	}
@@ -153,13 +207,18 @@ func TestTopicsSubscribedOnlyWhileRetained(t *testing.T) {
 		t.Fatal("topic unsubscribed while still retained once")
 	}
 	a.Release(topic)
-	// Retained again within the debounce: the subscription is kept.
+	// Retained again within the debounce: the subscription is kept once
+	// the delay has passed.
 	a.Retain(topic)
-	time.Sleep(250 * time.Millisecond)
-	if !pubsubChannels(t, rc, ns)[chName] {
+	debounce.elapse()
+	if !a.Subscribed(topic) || !pubsubChannels(t, rc, ns)[chName] {
 		t.Fatal("topic unsubscribed although re-retained within the debounce")
 	}
 	a.Release(topic)
+	if !a.Subscribed(topic) {
+		t.Fatal("topic unsubscribed before the debounce delay passed")
+	}
+	debounce.elapse()
 	eventually(t, "the topic and control channel to be unsubscribed", func() bool {
 		return len(pubsubChannels(t, rc, ns)) == 1
 	})
@@ -218,7 +277,7 @@ func TestEchoMarkClearedOnEcho(t *testing.T) {
 		_, ok := a.echo.Get(echoKey(comm, ev.ID))
 		return !ok
 	})
-	settle()
+	barrier(t, ns+":"+comm.String()+":global", comm, a)
 	if n := a.got.count(comm, ev.ID); n != 1 {
 		t.Fatalf("publishing pod delivered its own event %d times, want 1", n)
 	}
@@ -250,8 +309,8 @@ func TestForeignEnvelopesDropped(t *testing.T) {
 		}
 	}
 	a.got.waitTotal(t, 1)
-	settle()
-	if a.got.totalCount() != 1 || a.got.count(c1, good.ID) != 1 {
+	barrier(t, ch, c1, a)
+	if a.got.totalCount() != 2 || a.got.count(c1, good.ID) != 1 { // and the sentinel
 		t.Fatalf("want only the valid event delivered, got %d deliveries", a.got.totalCount())
 	}
 	if a.logs.count("community differs") != 1 {
@@ -305,9 +364,25 @@ func TestControlMessagesReachOtherPod(t *testing.T) {
 			t.Fatalf("pod %s never got the control message", name)
 		}
 	}
-	settle()
-	if len(ra) != 0 || len(rb) != 0 {
-		t.Fatalf("extra control deliveries: a=%d b=%d", len(ra), len(rb))
+	// A sentinel on the same channel, after: each pod's next delivery is
+	// the sentinel, not an extra copy of the message.
+	sentinel := control.DisconnectPubkey{PubKey: strings.Repeat("cd", 32), Reason: "sentinel"}
+	enc, err := control.Encode(comm, "test", sentinel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(context.Background(), rc.B().Publish().Channel(ctl).Message(string(enc)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]chan got{"a": ra, "b": rb} {
+		select {
+		case g := <-ch:
+			if g.c != comm || g.m != control.Message(sentinel) {
+				t.Fatalf("pod %s got %+v in %v, want the sentinel: an extra control delivery", name, g.m, g.c)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("pod %s never got the sentinel", name)
+		}
 	}
 	if b.logs.count("unknown type") != 1 || b.logs.count("community differs") != 1 {
 		t.Fatal("unknown type / foreign community not logged")
@@ -367,7 +442,7 @@ func TestReconnectAfterClientKill(t *testing.T) {
 	}
 	a.got.waitTotal(t, 2)
 	b.got.waitTotal(t, 2)
-	settle()
+	barrier(t, ns+":"+comm.String()+":channel:c", comm, a, b)
 	if a.got.count(comm, ev1.ID) != 1 || b.got.count(comm, ev2.ID) != 1 || b.got.count(comm, ev1.ID) != 1 {
 		t.Fatal("delivery did not resume exactly once after reconnect")
 	}
@@ -422,7 +497,7 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.got.waitTotal(t, 3)
-	settle()
+	barrier(t, ns+":"+comm.String()+":global", comm, a)
 	if a.got.count(comm, ev2.ID) != 1 || a.got.count(comm, ev3.ID) != 1 {
 		t.Fatal("delivery did not resume after the outage")
 	}

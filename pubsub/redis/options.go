@@ -43,7 +43,13 @@ type config struct {
 	clientName       string
 	logger           *slog.Logger
 	topicOf          func(pubsub.Message) pubsub.Topic
+	// afterFunc schedules the debounced unsubscribe (time.AfterFunc;
+	// tests fire it by hand, see withAfterFunc).
+	afterFunc func(time.Duration, func()) stopper
 }
+
+// stopper is a scheduled call that can be cancelled: a *time.Timer.
+type stopper interface{ Stop() bool }
 
 func defaultConfig() config {
 	return config{
@@ -58,6 +64,7 @@ func defaultConfig() config {
 		clientName:       DefaultClientName,
 		logger:           slog.Default(),
 		topicOf:          CommunityTopic,
+		afterFunc:        func(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) },
 	}
 }
 
@@ -115,6 +122,19 @@ func WithUnsubscribeDelay(d time.Duration) Option {
 			return fmt.Errorf("pubsub/redis: unsubscribe delay must be 0-%v", maxUnsubscribeDelay)
 		}
 		c.unsubscribeDelay = d
+		return nil
+	}
+}
+
+// withAfterFunc replaces time.AfterFunc for the debounced unsubscribe
+// (WithUnsubscribeDelay): a test schedules the calls on its own clock and
+// runs them when it chooses.
+func withAfterFunc(f func(time.Duration, func()) stopper) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("pubsub/redis: nil afterFunc")
+		}
+		c.afterFunc = f
 		return nil
 	}
 }

@@ -95,7 +95,7 @@ func (b *Broker) releaseLocked(name string) bool {
 		b.signal()
 		return true
 	}
-	st.timer = time.AfterFunc(b.cfg.unsubscribeDelay, func() {
+	st.timer = b.cfg.afterFunc(b.cfg.unsubscribeDelay, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if st.refs == 0 && b.chans[name] == st {
