@@ -90,6 +90,7 @@ type Stream struct {
 	room         chan struct{}    // closed when the queue has room again; nil unless someone waits
 	wake         chan struct{}    // (cap 1) something was queued, or the stream ended
 	replaying    bool             // the stored events are still being delivered
+	liveNow      chan struct{}    // closed when replaying ends and live delivery begins
 	pending      []pubsub.Message // live events that arrived during the replay
 	pendingBytes int
 	ended        bool
@@ -108,7 +109,8 @@ func (r *Relay) subscribe(ctx context.Context, tc tenant.TenantContext, readers 
 		}
 	}
 	community := tc.Community()
-	s := &Stream{r: r, tc: tc, readers: slices.Clone(readers), filters: slices.Clone(filters), wake: make(chan struct{}, 1)}
+	s := &Stream{r: r, tc: tc, readers: slices.Clone(readers), filters: slices.Clone(filters),
+		wake: make(chan struct{}, 1), liveNow: make(chan struct{})}
 	s.st = trace.State{Tenant: tc, Actor: firstOf(s.readers)}
 	s.live = &pubsub.Subscription{Owner: s, ID: streamSubID, Filters: s.filters}
 	r.cfg.metrics.Req(tc)
@@ -329,6 +331,7 @@ func (s *Stream) replay(scope channel.Scope, g trace.Tracer) {
 		s.pending, s.pendingBytes = nil, 0
 		if len(pending) == 0 {
 			s.replaying = false
+			close(s.liveNow)
 			s.mu.Unlock()
 			return
 		}
