@@ -81,10 +81,10 @@ type Stream struct {
 
 	ctx       context.Context // ends when the stream ends: stops the replay
 	cancel    context.CancelFunc
-	stopAfter func() bool // stops closing the stream when the caller's context ends
 	closeOnce sync.Once
 
 	mu           sync.Mutex
+	stopAfter    func() bool     // stops closing the stream when the caller's context ends
 	queue        []StreamMessage // what Next returns next, oldest first
 	queueBytes   int
 	room         chan struct{}    // closed when the queue has room again; nil unless someone waits
@@ -149,7 +149,10 @@ func (r *Relay) subscribe(ctx context.Context, tc tenant.TenantContext, readers 
 	r.streams[s] = struct{}{}
 	r.mu.Unlock()
 	r.cfg.broker.Retain(pubsub.Topic{Community: community})
-	s.stopAfter = context.AfterFunc(ctx, s.Close)
+	stop := context.AfterFunc(ctx, s.Close)
+	s.mu.Lock()
+	s.stopAfter = stop
+	s.mu.Unlock()
 
 	scope, reason, needAuth, err := r.subscriptionAccess(ctx, community, s.readers, s.reader, s.filters,
 		traceChecks(ctx, g, s.st, community, s.tracer != nil))
@@ -225,8 +228,11 @@ func (s *Stream) Next(ctx context.Context) (StreamMessage, error) {
 func (s *Stream) Close() {
 	s.closeOnce.Do(func() {
 		s.end("")
-		if s.stopAfter != nil {
-			s.stopAfter()
+		s.mu.Lock()
+		stop := s.stopAfter
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
 		}
 		s.r.mu.Lock()
 		delete(s.r.streams, s)

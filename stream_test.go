@@ -105,7 +105,9 @@ func TestStreamRevocation(t *testing.T) {
 	bc := tr.dial(t)
 	bc.authAs(bob, tr.host)
 	bc.subscribe("chan", hFilter(priv))
-	only := subscribeOK(t, f.h, tr, []string{bob.pub()}, hFilter(priv))
+	chat := hFilter(priv) // the channel's messages (its commands and state are under #h too)
+	chat.Kinds = []int{nostr.KindChatMessage}
+	only := subscribeOK(t, f.h, tr, []string{bob.pub()}, chat)
 	feed := subscribeOK(t, f.h, tr, []string{bob.pub()}, nostr.Filter{Kinds: []int{nostr.KindChatMessage, 1}})
 	anon := subscribeOK(t, f.h, tr, nil, nostr.Filter{Kinds: []int{nostr.KindChatMessage, 1}})
 	eq(t, "bob's stored channel", len(stored(t, only)), 1)
