@@ -73,13 +73,17 @@ func (c *conn) actor() string {
 // traceLive records a live event that reached the client: one row, labelled
 // with the community the broker message belongs to.
 func (c *conn) traceLive(subID string, m pubsub.Message) {
-	st := c.traceState()
+	traceLive(c.ctx, c.tracer, c.traceState(), m)
+}
+
+// traceLive records on g a live event that reached a client.
+func traceLive(ctx context.Context, g trace.Tracer, st trace.State, m pubsub.Message) {
 	rows := []tenant.CommunityID{m.Community}
 	if id, has, err := channel.OfEvent(m.Event); err == nil && has {
-		c.tracer.ReadMessageRows(c.ctx, st, id.String(), rows)
+		g.ReadMessageRows(ctx, st, id.String(), rows)
 		return
 	}
-	c.tracer.ReadHostFeedRows(c.ctx, st, rows)
+	g.ReadHostFeedRows(ctx, st, rows)
 }
 
 func (c *conn) traceState() trace.State { return trace.State{Tenant: c.tc, Actor: c.actor()} }
@@ -90,28 +94,60 @@ func (c *conn) traceState() trace.State { return trace.State{Tenant: c.tc, Actor
 // wraps to their recipient alone, author-only kinds to their author.
 func (c *conn) liveAllowed(ev *nostr.Event) bool {
 	if c.reader == nil {
-		_, has, err := channel.OfEvent(ev)
-		return err == nil && !has && (!channel.IsPrivateKind(ev.Kind) || channel.GiftWrapVisible(ev, c.readers()))
+		return liveAllowed(nil, c.readers(), ev)
 	}
 	return c.reader.Deliverable(ev)
 }
 
-// checkRead decides a REQ or COUNT against bans, the community policy and
-// the channel rules (Relay.readAccess). It returns the scope to query
+// liveAllowed is the live delivery rule of a session reading through rd
+// as readers (see conn.liveAllowed).
+func liveAllowed(rd *channel.Reader, readers []string, ev *nostr.Event) bool {
+	if rd == nil {
+		_, has, err := channel.OfEvent(ev)
+		return err == nil && !has && (!channel.IsPrivateKind(ev.Kind) || channel.GiftWrapVisible(ev, readers))
+	}
+	return rd.Deliverable(ev)
+}
+
+// checkRead decides a REQ or COUNT against bans, the community policy, the
+// channel rules and the gift wrap rule (Relay.subscriptionAccess). It returns the scope to query
 // with, or a CLOSED reason.
 func (c *conn) checkRead(ctx context.Context, filters []nostr.Filter, g trace.Tracer) (scope channel.Scope, reason string, needAuth bool, err error) {
-	st := c.traceState()
-	checked := func(id *channel.ID, ok bool) {
+	checked := traceChecks(ctx, g, c.traceState(), c.tc.Community(), c.tracer != nil)
+	return c.r.subscriptionAccess(ctx, c.tc.Community(), c.readers(), c.reader, filters, checked)
+}
+
+// traceChecks records each channel decision of a read of community on g
+// (labelled with the channel only when tracing: formatting costs).
+func traceChecks(ctx context.Context, g trace.Tracer, st trace.State, community tenant.CommunityID, tracing bool) func(id *channel.ID, ok bool) {
+	label := func(id channel.ID) string {
+		if !tracing {
+			return ""
+		}
+		return id.String()
+	}
+	return func(id *channel.ID, ok bool) {
 		switch {
 		case id == nil:
 			g.AuthCheck(ctx, st, "", tenant.CommunityID{}, false)
 		case ok:
-			g.AuthCheck(ctx, st, c.traceLabel(*id), c.tc.Community(), true)
+			g.AuthCheck(ctx, st, label(*id), community, true)
 		default:
-			g.AuthCheck(ctx, st, c.traceLabel(*id), tenant.CommunityID{}, false)
+			g.AuthCheck(ctx, st, label(*id), tenant.CommunityID{}, false)
 		}
 	}
-	return c.r.readAccess(ctx, c.tc.Community(), c.readers(), c.reader, filters, checked)
+}
+
+// subscriptionAccess is the read decision of a subscription (a REQ or
+// COUNT on a connection, a seam stream): readAccess, then the gift wrap
+// rule (asking for gift wraps only before authenticating is auth-required).
+func (r *Relay) subscriptionAccess(ctx context.Context, community tenant.CommunityID, readers []string, rd *channel.Reader,
+	filters []nostr.Filter, checked func(id *channel.ID, ok bool)) (scope channel.Scope, reason string, needAuth bool, err error) {
+	scope, reason, needAuth, err = r.readAccess(ctx, community, readers, rd, filters, checked)
+	if err == nil && reason == "" && channel.GiftWrapAuthNeeded(filters, readers) {
+		return scope, channel.MsgGiftWrapAuth, true, nil
+	}
+	return scope, reason, needAuth, err
 }
 
 // readAccess is the one read decision of every client read — REQ and
@@ -195,7 +231,8 @@ func (r *Relay) onChannelChange(ctx context.Context, tc tenant.TenantContext, ch
 
 // revokeChannel applies a change of channel id that may have taken access
 // away (from everyone: deletion or a visibility change; else from the
-// revoked pubkeys) to this process's connections of community: each
+// revoked pubkeys) to this process's sessions of community (its
+// connections and seam streams, see session): each
 // affected one recomputes its readable set (channel.Reader.Revoked) and,
 // when it lost the channel, its subscriptions naming it get CLOSED
 // channel.MsgChannelRevoked. The caller applied the change to the
@@ -206,22 +243,14 @@ func (r *Relay) revokeChannel(ctx context.Context, community tenant.CommunityID,
 	if r.channels == nil || !everyone && len(revoked) == 0 {
 		return
 	}
-	for _, c := range r.connsOf(community, nil) {
-		// Only a connection that may currently read the channel (by its
+	for _, s := range r.sessionsOf(community) {
+		// Only a session that may currently read the channel (by its
 		// cached set) or names it in a subscription can lose anything; one
 		// without a valid set reads no channel until it computes a fresh one.
-		if c.mayHold(id) && c.reader.Revoked(ctx, id, everyone, revoked) {
-			c.closeSubsNaming(id, channel.MsgChannelRevoked)
+		if s.mayHold(id) && s.channelReader().Revoked(ctx, id, everyone, revoked) {
+			s.closeSubsNaming(id, channel.MsgChannelRevoked)
 		}
 	}
-}
-
-// traceLabel is a channel's trace label, formatted only when tracing.
-func (c *conn) traceLabel(id channel.ID) string {
-	if c.tracer == nil {
-		return ""
-	}
-	return id.String()
 }
 
 // mayHold reports whether the connection's cached readable set holds
@@ -257,20 +286,20 @@ func (r *Relay) onMemberRemoved(ctx context.Context, tc tenant.TenantContext, pu
 }
 
 // revokeMember applies the removal of pubkey from community's members to
-// this process's connections (see onMemberRemoved), whether the command ran
-// here or on another process.
+// this process's sessions — connections and seam streams — (see
+// onMemberRemoved), whether the command ran here or on another process.
 func (r *Relay) revokeMember(ctx context.Context, community tenant.CommunityID, pubkey string) {
 	if r.channels == nil {
 		return
 	}
 	r.channels.access.MemberChanged(community, pubkey)
-	for _, c := range r.connsOf(community, nil) {
-		lost, err := c.reader.LostCommunity(ctx, pubkey)
+	for _, s := range r.sessionsOf(community) {
+		lost, err := s.channelReader().LostCommunity(ctx, pubkey)
 		if err != nil {
 			r.log.ErrorContext(ctx, "buzz: community access after a member removal", "err", err)
 		}
 		if lost {
-			c.failAllSubs(channel.MsgCommunityRevoked)
+			s.failAllSubs(channel.MsgCommunityRevoked)
 		}
 	}
 }
@@ -457,13 +486,13 @@ func (r *Relay) policyChanged(community tenant.CommunityID, m control.PolicyChan
 		return
 	}
 	r.cl.goAction(func(ctx context.Context) {
-		for _, c := range r.connsOf(community, nil) {
-			lost, err := c.reader.LostCommunity(ctx, "")
+		for _, s := range r.sessionsOf(community) {
+			lost, err := s.channelReader().LostCommunity(ctx, "")
 			if err != nil {
 				r.log.ErrorContext(ctx, "buzz: community access after a policy change", "err", err)
 			}
 			if lost {
-				c.failAllSubs(channel.MsgCommunityRevoked)
+				s.failAllSubs(channel.MsgCommunityRevoked)
 			}
 		}
 	})

@@ -120,6 +120,7 @@ type Relay struct {
 
 	mu         sync.Mutex
 	conns      map[*conn]struct{}
+	streams    map[*Stream]struct{} // open seam streams (Host.Subscribe)
 	shutdown   bool
 	connWG     sync.WaitGroup
 	ownsVer    bool          // the verifier was created by New: Shutdown closes it
@@ -164,6 +165,7 @@ func New(opts ...Option) (*Relay, error) {
 		mux:      http.NewServeMux(),
 		log:      cfg.logger,
 		conns:    make(map[*conn]struct{}),
+		streams:  make(map[*Stream]struct{}),
 		closed:   make(chan struct{}),
 		inflight: pubsub.NewInflight(),
 	}
@@ -432,6 +434,10 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	for c := range r.conns {
 		conns = append(conns, c)
 	}
+	streams := make([]*Stream, 0, len(r.streams))
+	for s := range r.streams {
+		streams = append(streams, s)
+	}
 	r.mu.Unlock()
 	if !first {
 		select {
@@ -446,6 +452,9 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	// The features' background work (a workflow engine handing its runs
 	// back) stops first, while everything it uses still works.
 	r.features.stopBackground(ctx)
+	for _, s := range streams {
+		s.end(msgStreamShutdown)
+	}
 	for _, c := range conns {
 		c.beginClose(websocket.CloseServiceRestart, "relay restarting")
 	}
@@ -523,8 +532,11 @@ func (r *Relay) onMessage(msg pubsub.Message) {
 	}
 	frames := liveFrames{msg: msg}
 	r.index.Match(msg.Community, msg.Event, func(s *pubsub.Subscription) {
-		if c, ok := s.Owner.(*conn); ok {
-			c.deliverLive(s, msg, &frames)
+		switch o := s.Owner.(type) {
+		case *conn:
+			o.deliverLive(s, msg, &frames)
+		case *Stream:
+			o.deliverLive(msg)
 		}
 	})
 }

@@ -18,6 +18,7 @@ package buzz
 // clients re-announce (the status also expires after 180 s).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -299,6 +300,11 @@ func (r *Relay) onControl(community tenant.CommunityID, m control.Message) {
 	}
 	switch m := m.(type) {
 	case control.DisconnectCommunity:
+		// A stream ends with the message's reason, shown to its client;
+		// a connection gets the close frame of DisconnectCommunity.
+		for _, s := range r.streamsOf(community) {
+			s.end(cmp.Or(m.Reason, CloseCommunityGoneText))
+		}
 		r.cl.goAction(func(ctx context.Context) {
 			if err := r.DisconnectCommunity(ctx, community); err != nil && ctx.Err() == nil {
 				r.log.Warn("buzz: control: disconnect community", "community", community.String(), "err", err)
@@ -439,23 +445,30 @@ func closeReason(s string) string {
 	return s
 }
 
-// disconnectPubkey closes, gracefully, every connection of community on
-// this process that authenticated as pubkey or announced its presence.
+// disconnectPubkey closes, gracefully, every session of community on this
+// process that authenticated as pubkey or, for a connection, announced its
+// presence.
 func (r *Relay) disconnectPubkey(community tenant.CommunityID, pubkey, reason string) {
 	if pubkey == "" {
 		return
 	}
-	for _, c := range r.connsOf(community, nil) {
-		if c.isAuthed(pubkey) || r.cl.announced(c, pubkey) {
-			c.beginClose(websocket.ClosePolicyViolation, reason)
+	for _, s := range r.sessionsOf(community) {
+		if s.isAuthed(pubkey) || r.cl.announced(s, pubkey) {
+			s.disconnect(websocket.ClosePolicyViolation, reason)
 		}
 	}
 }
 
-func (cs *clusterState) announced(c *conn, pubkey string) bool {
+// announced reports whether s is a connection on which pubkey announced
+// its presence.
+func (cs *clusterState) announced(s session, pubkey string) bool {
+	c, ok := s.(*conn)
+	if !ok {
+		return false
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	_, ok := cs.byConn[c][pubkey]
+	_, ok = cs.byConn[c][pubkey]
 	return ok
 }
 

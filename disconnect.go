@@ -21,7 +21,9 @@ const (
 )
 
 // DisconnectCommunity closes every WebSocket of this relay bound to
-// community c, for example after the community was archived. Each
+// community c, for example after the community was archived, and ends
+// every stream of c opened through Host.Subscribe (reason
+// CloseCommunityGoneText). Each
 // connection stops reading, finishes the EVENTs already being processed (so
 // every acknowledged event gets its OK), sends what is queued and is closed
 // with CloseCommunityGone. DisconnectCommunity returns once they are all
@@ -37,6 +39,10 @@ const (
 func (r *Relay) DisconnectCommunity(ctx context.Context, c tenant.CommunityID) error {
 	if c.IsZero() {
 		return nil
+	}
+	// Seam streams end at once with the same text (Host.Subscribe).
+	for _, s := range r.streamsOf(c) {
+		s.end(CloseCommunityGoneText)
 	}
 	closed := make(map[*conn]bool)
 	// Sweep until a pass finds no connection left to close: an upgrade
@@ -93,8 +99,8 @@ func (r *Relay) connsOf(c tenant.CommunityID, skip map[*conn]bool) []*conn {
 // community (a removed host alias), with CloseCommunityGone. A host the
 // directory cannot look up right now keeps its connections (logged).
 func (r *Relay) closeUnboundHosts(ctx context.Context, community tenant.CommunityID, hosts []string) {
-	for _, c := range r.connsOf(community, nil) {
-		host := c.tc.Host()
+	for _, c := range r.sessionsOf(community) {
+		host := c.host()
 		if !slices.Contains(hosts, host) {
 			continue
 		}
@@ -106,6 +112,6 @@ func (r *Relay) closeUnboundHosts(ctx context.Context, community tenant.Communit
 			r.log.WarnContext(ctx, "buzz: host lookup after a host change", "err", err)
 			continue
 		}
-		c.beginClose(CloseCommunityGone, CloseCommunityGoneText)
+		c.disconnect(CloseCommunityGone, CloseCommunityGoneText)
 	}
 }

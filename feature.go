@@ -178,6 +178,32 @@ type Host interface {
 	// prefixed. Shutdown waits for it; it is counted (Metrics) and traced
 	// (WithTracer) as an EVENT.
 	IngestHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, caller HTTPCaller, ev *nostr.Event) (ok bool, message string)
+
+	// Subscribe opens a live read of filters in tc's community for a
+	// client that authenticated as readers (none: anonymous; the feature
+	// authenticates them, e.g. with NIP-98), as a REQ on a connection of
+	// tc's host would be: the same admission (Limits.MaxFilters,
+	// AuthRequired, the embedder's filter policies, bans, the community
+	// policy, the channel rules, the gift wrap and author-only rules), the
+	// same fair read queue for the stored events, the same live delivery
+	// rules. A refused read is a *Refusal (its Reason is the CLOSED
+	// message); another error is a bad argument or ctx's.
+	//
+	// The Stream delivers the stored events, StreamEOSE, then live events,
+	// and ends with the relay's reason when access is revoked — the
+	// channel deleted or made private, a reader removed from it or from a
+	// members-only community, a ban, a disconnect, the community archived —
+	// whether the change was made on this process or, with a control bus,
+	// on another. It is closed when ctx ends or by Stream.Close.
+	Subscribe(ctx context.Context, tc tenant.TenantContext, readers []string, filters []nostr.Filter) (*Stream, error)
+	// Submit admits ev into tc's community as an EVENT from a client that
+	// authenticated as signers (none: anonymous), through the relay's whole
+	// write path — verification, every admission rule, storage, live
+	// delivery, channel and moderation commands with the revocations they
+	// cause — and returns the OK the relay would send: accepted, and the
+	// message ("" or NIP-01 prefixed). Presence (kind 20001) is delivered
+	// but not recorded: that needs a connection.
+	Submit(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event, signers []string) (accepted bool, message string)
 }
 
 // HTTPRead is one read of an HTTP request by its NIP-98 signer (see
@@ -557,4 +583,12 @@ func (s *seam) CountHTTP(ctx context.Context, req *http.Request, tc tenant.Tenan
 
 func (s *seam) IngestHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, caller HTTPCaller, ev *nostr.Event) (bool, string) {
 	return s.r.ingestHTTP(ctx, req, tc, caller, ev)
+}
+
+func (s *seam) Subscribe(ctx context.Context, tc tenant.TenantContext, readers []string, filters []nostr.Filter) (*Stream, error) {
+	return s.r.subscribe(ctx, tc, readers, filters)
+}
+
+func (s *seam) Submit(ctx context.Context, tc tenant.TenantContext, ev *nostr.Event, signers []string) (bool, string) {
+	return s.r.submit(ctx, tc, ev, signers)
 }

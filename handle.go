@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
@@ -179,34 +180,45 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 	}()
 }
 
-// checkFilters applies the REQ/COUNT rules shared by both: a search that
-// parses (refused first, as a filter that does not parse is), subscription
-// id length, filter count, authentication, embedder filter policy. It
-// returns the CLOSED reason, or "".
+// checkFilters applies the REQ/COUNT rules shared by both: subscription id
+// length, then admitFilters. It returns the CLOSED reason, or "".
 func (c *conn) checkFilters(subID string, filters []nostr.Filter) (reason string, needAuth bool) {
-	if err := search.CheckFilters(filters); err != nil {
-		return ingest.Reason(err, "invalid: "), false
-	}
-	switch {
-	case len(subID) > c.limits.MaxSubIDLength:
+	if len(subID) > c.limits.MaxSubIDLength {
 		return fmt.Sprintf(msgSubIDTooLong, c.limits.MaxSubIDLength), false
-	case len(filters) == 0:
-		return msgNoFilters, false
-	case len(filters) > c.limits.MaxFilters:
-		return fmt.Sprintf(msgTooManyFilters, c.limits.MaxFilters), false
-	case c.r.cfg.auth == AuthRequired && !c.authenticated():
-		return msgReqAuth, true
-	}
-	if reason := c.readScope(); reason != "" {
-		return reason, false
 	}
 	ctx := c.ctx
 	if len(c.r.cfg.filterPolicy) > 0 {
 		ctx = withSubID(ctx, subID)
 	}
+	return c.r.admitFilters(ctx, c.tc, filters, c.authenticated, c.readScope)
+}
+
+// admitFilters applies the rules of a subscription's filters that come
+// before access (a REQ or COUNT on a connection, a seam stream): a search
+// that parses (search.CheckFilters), the filter count, authentication
+// (AuthRequired), the read scope of the client's API tokens (readScope,
+// nil for none) and the embedder's filter policies, run with ctx. It returns the refusal, or "".
+func (r *Relay) admitFilters(ctx context.Context, tc tenant.TenantContext, filters []nostr.Filter,
+	authenticated func() bool, readScope func() string) (reason string, needAuth bool) {
+	if err := search.CheckFilters(filters); err != nil {
+		return ingest.Reason(err, "invalid: "), false
+	}
+	switch {
+	case len(filters) == 0:
+		return msgNoFilters, false
+	case len(filters) > r.cfg.limits.MaxFilters:
+		return fmt.Sprintf(msgTooManyFilters, r.cfg.limits.MaxFilters), false
+	case r.cfg.auth == AuthRequired && !authenticated():
+		return msgReqAuth, true
+	}
+	if readScope != nil {
+		if reason := readScope(); reason != "" {
+			return reason, false
+		}
+	}
 	for _, f := range filters {
-		for _, fn := range c.r.cfg.filterPolicy {
-			if err := fn(ctx, c.tc, f); err != nil {
+		for _, fn := range r.cfg.filterPolicy {
+			if err := fn(ctx, tc, f); err != nil {
 				return ingest.Reason(err, "blocked: "), false
 			}
 		}
@@ -238,9 +250,6 @@ func (c *conn) readAccess(filters []nostr.Filter, g trace.Tracer) (scope channel
 		}
 		c.log.ErrorContext(c.ctx, "buzz: channel access", "err", err)
 		return scope, msgInternal, false, true
-	}
-	if reason == "" && channel.GiftWrapAuthNeeded(filters, c.readers()) {
-		return scope, channel.MsgGiftWrapAuth, true, true
 	}
 	return scope, reason, needAuth, true
 }
@@ -345,43 +354,32 @@ func (c *conn) releaseQuery() {
 	<-c.querySem
 }
 
-// failRead ends sub after its store read failed: CLOSED with the timeout
-// reason when the read ran past Limits.QueryTimeout, the internal-error
-// reason (the error logged, never sent) otherwise.
-func (c *conn) failRead(ctx context.Context, sub *subscription, g trace.Tracer, st trace.State, err error) {
-	g.SanitizedError(ctx, st, trace.ReasonServerError)
-	if errors.Is(err, errQueryTimeout) {
-		c.log.InfoContext(ctx, "buzz: query timed out", "err", err)
-		c.failSub(sub, c.timeoutReason())
-		return
-	}
-	c.log.ErrorContext(ctx, "buzz: query", "err", err)
-	c.failSub(sub, msgInternal)
+func (c *conn) timeoutReason() string {
+	return c.r.timeoutReason()
 }
 
-func (c *conn) timeoutReason() string {
-	return fmt.Sprintf(msgQueryTimeout, c.limits.QueryTimeout)
+// timeoutReason is the CLOSED reason of a read that ran past
+// Limits.QueryTimeout.
+func (r *Relay) timeoutReason() string {
+	return fmt.Sprintf(msgQueryTimeout, r.cfg.limits.QueryTimeout)
 }
 
 // clamp returns f with its limit bounded by MaxLimit (MaxLimit when absent).
-func (c *conn) clamp(f nostr.Filter) nostr.Filter {
-	if !f.LimitSet || f.Limit > c.limits.MaxLimit {
-		f.Limit, f.LimitSet = c.limits.MaxLimit, true
+func (c *conn) clamp(f nostr.Filter) nostr.Filter { return c.r.clamp(f) }
+
+// clamp returns f with its limit bounded by MaxLimit (MaxLimit when absent).
+func (r *Relay) clamp(f nostr.Filter) nostr.Filter {
+	if lim := r.cfg.limits.MaxLimit; !f.LimitSet || f.Limit > lim {
+		f.Limit, f.LimitSet = lim, true
 	}
 	return f
 }
 
-// replay streams the stored events of sub's filters (newest first per
-// filter, each event once), then EOSE, then the live events held back
-// meanwhile, and switches the subscription to live delivery.
-//
-// Stored events are read under scope (see access.go); with a tracer, the
-// community label of every row sent is recorded per filter.
+// replay streams the stored events of sub's filters (replayStored), then
+// EOSE, then the live events held back meanwhile, and switches the
+// subscription to live delivery.
 func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scope, g trace.Tracer, st trace.State) {
 	sent := make(map[string]struct{})
-	tracing := c.tracer != nil
-	readers := c.readers()
-	var rows []tenant.CommunityID
 	// The stored events go to the writer in batches (with the EOSE after
 	// the last), each reaching the socket in one write: queued one by one,
 	// each would wake the writer for a write of its own.
@@ -395,96 +393,19 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 		batch, batchBytes = batch[:0], 0
 		return ok
 	}
-	for i := range sub.filters {
-		f := &sub.filters[i]
-		rows = rows[:0]
-		if f.LimitSet && f.Limit == 0 {
-			traceRows(ctx, g, st, f, nil)
-			continue // "limit": 0 — live events only
-		}
-		// Gift wraps only: the store is asked for the reader's alone;
-		// otherwise, when gated, others' wraps are dropped one by one.
-		q, gated, ok := channel.GiftWrapQuery(c.clamp(*f), readers)
-		if !ok {
-			traceRows(ctx, g, st, f, nil)
-			continue
-		}
-		// Queued reports this connection may read (moderation.go), merged
-		// into the filter's newest-first order.
-		reports, err := c.reportRecords(ctx, f)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			c.log.ErrorContext(ctx, "buzz: reports query", "err", err)
-			g.SanitizedError(ctx, st, trace.ReasonServerError)
-			flush() // what was found before, then CLOSED
-			c.failSub(sub, msgInternal)
-			return
-		}
-		limit, n := c.clamp(*f).Limit, 0
-		delivered := true
-		send := func(rec store.Record) bool {
-			if _, dup := sent[rec.ID]; dup {
-				return true
-			}
-			sent[rec.ID] = struct{}{}
-			n++
+	complete, failure := c.r.replayStored(ctx, c.tc.Community(), c, c.readers(), sub.filters, scope, sent, g, st, c.tracer != nil, c.log,
+		func(rec store.Record) bool {
 			m := nostr.AppendEventMessage(nil, sub.id, rec.Raw)
 			batch, batchBytes = append(batch, m), batchBytes+len(m)
-			if (len(batch) >= pageRecords || batchBytes >= pageBytes) && !flush() {
-				delivered = false
-				return false
-			}
-			if tracing {
-				rows = append(rows, rec.Community)
-			}
-			return true
-		}
-		// Stored events come a page at a time (read.go): the store is free
-		// again before any of a page is sent.
-		err = c.r.queryPaged(ctx, c.tc.Community(), c, q, scope, func(page []store.Record) bool {
-			for _, rec := range page {
-				for len(reports) > 0 && n < limit && (reports[0].CreatedAt > rec.CreatedAt ||
-					reports[0].CreatedAt == rec.CreatedAt && reports[0].ID < rec.ID) {
-					if !send(reports[0]) {
-						return false
-					}
-					reports = reports[1:]
-				}
-				if n >= limit {
-					return false
-				}
-				if gated && !channel.GiftWrapVisibleRaw(rec.Raw, readers) {
-					continue
-				}
-				if !send(rec) {
-					return false
-				}
-			}
-			return true
+			return len(batch) < pageRecords && batchBytes < pageBytes || flush()
 		})
-		if err == nil && delivered {
-			for _, rec := range reports {
-				if n >= limit || !send(rec) {
-					break
-				}
-			}
-		}
-		if tracing {
-			traceRows(ctx, g, st, f, rows)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			flush() // what was found before, then CLOSED
-			c.failRead(ctx, sub, g, st, err)
-			return
-		}
-		if !delivered {
-			return
-		}
+	if failure != "" {
+		flush() // what was found before, then CLOSED
+		c.failSub(sub, failure)
+		return
+	}
+	if !complete {
+		return
 	}
 	batch = append(batch, nostr.AppendEOSE(nil, sub.id))
 	if !flush() {
@@ -523,6 +444,118 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 			}
 		}
 	}
+}
+
+// replayStored reads the stored events of a subscription's filters (a REQ
+// on a connection, a seam stream) for readers in community, under scope:
+// per filter, newest first, at most its limit clamped to Limits.MaxLimit
+// ("limit": 0 reads none), each event once across the filters (sent, which
+// it fills), gift wraps only to their recipient, and the queued reports
+// readers may read merged in (moderation.go). The store is read a page at
+// a time through the relay's fair read queue for owner, the page's rows
+// closed before any of it is delivered (read.go). deliver gets each event
+// and returns false to stop. With tracing, each filter's rows are recorded
+// on g.
+//
+// complete is true when every filter was read; failure is the reason to
+// close the subscription with when a read failed (logged and traced), ""
+// when it completed or stopped (deliver returned false, ctx ended).
+func (r *Relay) replayStored(ctx context.Context, community tenant.CommunityID, owner any, readers []string, filters []nostr.Filter,
+	scope channel.Scope, sent map[string]struct{}, g trace.Tracer, st trace.State, tracing bool, log *slog.Logger,
+	deliver func(store.Record) bool) (complete bool, failure string) {
+	var rows []tenant.CommunityID
+	for i := range filters {
+		f := &filters[i]
+		rows = rows[:0]
+		if f.LimitSet && f.Limit == 0 {
+			traceRows(ctx, g, st, f, nil)
+			continue // "limit": 0 — live events only
+		}
+		// Gift wraps only: the store is asked for the reader's alone;
+		// otherwise, when gated, others' wraps are dropped one by one.
+		q, gated, ok := channel.GiftWrapQuery(r.clamp(*f), readers)
+		if !ok {
+			traceRows(ctx, g, st, f, nil)
+			continue
+		}
+		// Queued reports readers may read, merged into the filter's
+		// newest-first order.
+		reports, err := r.reportRecords(ctx, community, readers, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ""
+			}
+			log.ErrorContext(ctx, "buzz: reports query", "err", err)
+			g.SanitizedError(ctx, st, trace.ReasonServerError)
+			return false, msgInternal
+		}
+		limit, n := r.clamp(*f).Limit, 0
+		delivered := true
+		send := func(rec store.Record) bool {
+			if _, dup := sent[rec.ID]; dup {
+				return true
+			}
+			sent[rec.ID] = struct{}{}
+			n++
+			if !deliver(rec) {
+				delivered = false
+				return false
+			}
+			if tracing {
+				rows = append(rows, rec.Community)
+			}
+			return true
+		}
+		// Stored events come a page at a time (read.go): the store is free
+		// again before any of a page is sent.
+		err = r.queryPaged(ctx, community, owner, q, scope, func(page []store.Record) bool {
+			for _, rec := range page {
+				for len(reports) > 0 && n < limit && (reports[0].CreatedAt > rec.CreatedAt ||
+					reports[0].CreatedAt == rec.CreatedAt && reports[0].ID < rec.ID) {
+					if !send(reports[0]) {
+						return false
+					}
+					reports = reports[1:]
+				}
+				if n >= limit {
+					return false
+				}
+				if gated && !channel.GiftWrapVisibleRaw(rec.Raw, readers) {
+					continue
+				}
+				if !send(rec) {
+					return false
+				}
+			}
+			return true
+		})
+		if err == nil && delivered {
+			for _, rec := range reports {
+				if n >= limit || !send(rec) {
+					break
+				}
+			}
+		}
+		if tracing {
+			traceRows(ctx, g, st, f, rows)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ""
+			}
+			g.SanitizedError(ctx, st, trace.ReasonServerError)
+			if errors.Is(err, errQueryTimeout) {
+				log.InfoContext(ctx, "buzz: query timed out", "err", err)
+				return false, r.timeoutReason()
+			}
+			log.ErrorContext(ctx, "buzz: query", "err", err)
+			return false, msgInternal
+		}
+		if !delivered {
+			return false, ""
+		}
+	}
+	return true, ""
 }
 
 // failAllSubs ends every subscription open on c with CLOSED reason.

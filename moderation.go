@@ -90,11 +90,10 @@ func (r *Relay) restrictionChanged(community tenant.CommunityID, m control.Restr
 				reason = msg
 			}
 		}
-		for _, c := range r.connsOf(community, nil) {
-			if !c.isAuthed(m.PubKey) {
-				continue
+		for _, s := range r.sessionsOf(community) {
+			if s.isAuthed(m.PubKey) {
+				s.failAllSubs(reason)
 			}
-			c.failAllSubs(reason)
 		}
 	})
 }
@@ -133,15 +132,15 @@ func (r *Relay) isModerator(ctx context.Context, c tenant.CommunityID, pubkey st
 	return ok && (role == channel.RoleOwner || role == channel.RoleAdmin || role == store.RoleModerator), nil
 }
 
-// reportRecords returns the queued reports a REQ filter f may return on
-// this connection, newest first, at most f's (clamped) limit: none unless
-// f names kind 1984 and the connection authenticated; every report of the
+// reportRecords returns the queued reports a subscription's filter f may
+// return to readers (the pubkeys its client authenticated as) in
+// community, newest first, at most f's (clamped) limit: none unless f
+// names kind 1984 and the client authenticated; every report of the
 // community for a moderator, else the readers' own.
-func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Record, error) {
-	if c.r.moderation == nil || !slices.Contains(f.Kinds, nostr.KindReport) {
+func (r *Relay) reportRecords(ctx context.Context, community tenant.CommunityID, readers []string, f *nostr.Filter) ([]store.Record, error) {
+	if r.moderation == nil || !slices.Contains(f.Kinds, nostr.KindReport) {
 		return nil, nil
 	}
-	readers := c.readers()
 	if len(readers) == 0 {
 		return nil, nil
 	}
@@ -157,7 +156,7 @@ func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Reco
 	}
 	var reporters []string
 	for _, pk := range readers {
-		mod, err := c.r.isModerator(ctx, c.tc.Community(), pk)
+		mod, err := r.isModerator(ctx, community, pk)
 		if err != nil {
 			return nil, err
 		}
@@ -170,16 +169,16 @@ func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Reco
 	var out []store.Record
 	for _, rep := range reporters {
 		q.Reporter = rep
-		rs, err := c.r.moderation.Reports(ctx, c.tc.Community(), q)
+		rs, err := r.moderation.Reports(ctx, community, q)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rs {
-			ev, err := nostr.ParseEvent(r.Raw)
+		for _, rep := range rs {
+			ev, err := nostr.ParseEvent(rep.Raw)
 			if err != nil || !search.Matches(f, ev) {
 				continue
 			}
-			out = append(out, store.Record{ID: r.ID, CreatedAt: r.CreatedAt, Raw: r.Raw, Community: c.tc.Community()})
+			out = append(out, store.Record{ID: rep.ID, CreatedAt: rep.CreatedAt, Raw: rep.Raw, Community: community})
 		}
 	}
 	slices.SortFunc(out, func(a, b store.Record) int {
@@ -191,7 +190,7 @@ func (c *conn) reportRecords(ctx context.Context, f *nostr.Filter) ([]store.Reco
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	if lim := c.clamp(*f).Limit; len(out) > lim {
+	if lim := r.clamp(*f).Limit; len(out) > lim {
 		out = out[:lim]
 	}
 	return out, nil

@@ -16,12 +16,14 @@ import (
 
 	gonostr "github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/checker"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
@@ -36,6 +38,14 @@ import (
 // Every cross-tenant attempt must answer exactly (once the attempt's own
 // ids are masked) what the same attempt on an object that does not exist
 // answers, and every request's trace must pass the independent checker.
+
+// Store is what the tests' relays keep: events, and channels with their
+// members and the community access policy (store/sqlite and
+// store/postgres; both moderate too).
+type Store interface {
+	store.EventStore
+	store.ChannelStore
+}
 
 // backend is a store the frontend runs on.
 type backend interface {
@@ -64,7 +74,7 @@ func backends(t *testing.T) map[string]func(t *testing.T) backend {
 	}
 }
 
-// serve runs a frontend over st, tracing into rec.
+// serve runs a relay with the frontend over st, tracing into rec.
 func serve(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder) client {
 	t.Helper()
 	broker, err := pubsub.NewLocal()
@@ -79,24 +89,49 @@ func serveWith(t *testing.T, st Store, dir tenant.Directory, rec *trace.Recorder
 	return serveConfig(t, Config{Store: st, Directory: dir, Broker: broker, Tracer: rec.Open})
 }
 
-// serveConfig runs a frontend of cfg, with the tests' relay key and, when
-// the store moderates, moderation. It closes cfg.Broker at the end.
+// Config is what a test relay with the frontend mounted is made of.
+// Store, Directory and Broker are required.
+type Config struct {
+	Store     Store
+	Directory tenant.Directory
+	Broker    pubsub.Broker
+	// Control, when set, is the deployment's control bus (the relay's
+	// default is one of its own, in process).
+	Control control.Bus
+	Tracer  trace.Factory
+}
+
+// serveConfig runs a relay of cfg with channels, the tests' relay key and
+// the frontend mounted, on a test HTTP server. It shuts the relay down and
+// closes cfg.Broker at the end.
 func serveConfig(t *testing.T, cfg Config) client {
 	t.Helper()
-	cfg.RelayKey = testRelayKey
-	if ms, ok := cfg.Store.(store.ModerationStore); ok {
-		cfg.Moderation = ms
-	}
-	broker := cfg.Broker
-	fe, err := newFrontend(cfg)
+	fe, err := newFrontend("http")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(fe)
+	opts := []buzz.Option{buzz.WithStore(cfg.Store), buzz.WithDirectory(cfg.Directory), buzz.WithBroker(cfg.Broker),
+		buzz.WithChannels(), buzz.WithRelayKey(testRelayKey), buzz.WithFeature(fe)}
+	if cfg.Tracer != nil {
+		opts = append(opts, buzz.WithTracer(cfg.Tracer))
+	}
+	if cfg.Control != nil {
+		opts = append(opts, buzz.WithControlBus(cfg.Control))
+	}
+	relay, err := buzz.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(relay)
 	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := relay.Shutdown(ctx); err != nil {
+			t.Errorf("relay shutdown: %v", err)
+		}
 		srv.Close()
 		fe.Close()
-		broker.Close()
+		cfg.Broker.Close()
 	})
 	return client{t: t, base: srv.URL}
 }

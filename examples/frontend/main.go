@@ -1,10 +1,13 @@
-// Command frontend is a custom buzz frontend that is not the relay's
-// WebSocket handler: an HTTP + Server-Sent Events timeline built from the
-// public packages alone — tenant (host → community), store (events),
-// channel (who may read what: the relay's read rules, revocation), pubsub
-// (live events and the stored-to-live handoff), ingest (the write path),
-// nip98 (who is asking) and relaykey (the relay's signing keys) — with the
-// relay's isolation guarantees. It serves http://localhost:3000 from
+// Command frontend is a buzz feature written by an embedder: an HTTP +
+// Server-Sent Events timeline that mounts on a buzz.Relay
+// (buzz.WithFeature) beside the relay's own WebSocket handler, as the
+// features that ship with buzz do. Its routes are mounted through the
+// relay's seam (buzz.Host.HandleCommunity) on every community host; it
+// writes through the relay's ingest path (Host.Submit) and reads through
+// the relay's subscriptions (Host.Subscribe), so its clients get the
+// relay's isolation, admission, channel rules, moderation and revocation —
+// on every process of a deployment with a control bus — without the
+// feature re-implementing any of it. It serves http://localhost:3000 from
 // ./buzz-data until SIGINT or SIGTERM:
 //
 //	POST /events                  one signed event (JSON body), admitted by the
@@ -29,7 +32,8 @@
 // banned pubkey can neither write nor read there, and its open streams
 // end. Channel commands publish the relay-signed channel state (NIP-29
 // 39000–39003), signed with the relay master key kept in the data
-// directory, as buzzd on the same data signs it.
+// directory. The same relay serves NIP-01 WebSocket clients on the same
+// port.
 //
 // Like every example, it imports public packages only (no internal
 // package), as an embedder would.
@@ -46,8 +50,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/pubsub"
+	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -65,8 +68,9 @@ func main() {
 	}
 }
 
-// run serves the frontend for the listener's host from the store in
-// dataDir until ctx ends, then ends every open stream and shuts down.
+// run serves the relay, with the frontend mounted, for the listener's host
+// from the store in dataDir until ctx ends, then shuts the relay down
+// (which ends every open stream) and the server.
 func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	defer ln.Close()
 	st, err := sqlite.Open(ctx, dataDir)
@@ -85,43 +89,30 @@ func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	if err != nil {
 		return err
 	}
-	// The relay master key kept with the data (buzzd keeps and uses the
-	// same one): channel state is signed as the relay signs it.
-	candidate, err := nostr.GenerateSecretKey()
-	if err != nil {
-		return err
-	}
-	relayKey, err := st.RelayKey(ctx, candidate)
-	if err != nil {
-		return err
-	}
-	broker, err := pubsub.NewLocal()
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	fe, err := newFrontend(Config{Store: st, Directory: dir, Broker: broker, RelayKey: relayKey, Moderation: st})
+	fe, err := newFrontend("http")
 	if err != nil {
 		return err
 	}
 	defer fe.Close()
-
-	// Streams never go idle: they end when base does, at shutdown.
-	base, endStreams := context.WithCancel(context.Background())
-	defer endStreams()
-	srv := &http.Server{Handler: fe, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return base }}
+	// The relay keeps its master key in the store (buzzd on the same data
+	// uses the same one): channel state is signed as buzzd signs it.
+	relay, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(dir), buzz.WithChannels(), buzz.WithFeature(fe))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: relay, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
+		_ = relay.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	endStreams()
-	err = srv.Shutdown(sctx)
+	err = relay.Shutdown(sctx) // ends the streams: their handlers return
+	err = errors.Join(err, srv.Shutdown(sctx))
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
