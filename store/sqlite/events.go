@@ -84,16 +84,17 @@ func (s *Store) openEvents(ctx context.Context) error {
 }
 
 // eventsTx returns the open batch's transaction on the events engine,
-// beginning it at first use; runBatch commits it after SQLite's commit.
-func (w *writer) eventsTx() (*lsm.Tx, error) {
+// beginning it at first use; its changes go into the batch's redo record
+// (redo.go), and runBatch commits it after SQLite's commit.
+func (w *writer) eventsTx() (redoTx, error) {
 	if w.evTx == nil {
 		tx, err := w.ev.Begin(w.ctx)
 		if err != nil {
-			return nil, internal("events", err)
+			return redoTx{}, internal("events", err)
 		}
 		w.evTx = tx
 	}
-	return w.evTx, nil
+	return redoTx{Tx: w.evTx, w: w}, nil
 }
 
 // Save implements store.EventStore. A deletion request goes through the

@@ -25,6 +25,20 @@
 // writing pauses (see maintainLoop), rather than inside a commit that
 // callers wait for.
 //
+// # One commit point
+//
+// An event that goes with no SQLite row (most of them) is saved in the
+// engine directly, and is durable there (its log synced) before Save
+// returns. A write that changes both engines — a channel command and its
+// event, a deletion request and its audit entry, a thread reply and its
+// thread node — commits in SQLite only: the engine's part is recorded in
+// the same transaction as a redo record, applied to the engine once
+// SQLite's commit is synced, and deleted once the engine's part is durable
+// too; Open applies the records a crash left before the store serves. So
+// after a crash such a write is in both engines or in neither, and the
+// caller, unanswered, may send it again (applying it twice changes
+// nothing). See redo.go.
+//
 // # Group commit
 //
 // SQLite has a single writer. Every write (Save, EnsureCommunity,
@@ -94,13 +108,16 @@ type Store struct {
 	mu        sync.RWMutex // guards closed and sends on reqs
 	closed    bool
 	reqs      chan *writeReq
-	committed chan []*writeReq      // batches applied by the writer, waiting for syncLoop
-	wal       *os.File              // the write-ahead log, synced by syncLoop; nil without WAL
-	syncFile  func(*os.File) error  // makes the write-ahead log durable: syncData
-	syncErr   atomic.Pointer[error] // the first failed sync of the WAL (failSync); nil while none has
-	wrote     chan struct{}         // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
-	ckdb      *sql.DB               // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
-	done      chan struct{}         // closed when the writer, syncLoop and maintainLoop have drained and exited
+	committed chan []*writeReq     // batches applied by the writer, waiting for syncLoop
+	wal       *os.File             // the write-ahead log, synced by syncLoop; nil without WAL
+	syncFile  func(*os.File) error // makes the write-ahead log durable: syncData
+	// redoDurable is the highest redo record whose engine part syncLoop
+	// has made durable; the writer deletes the records up to it.
+	redoDurable atomic.Int64
+	syncErr     atomic.Pointer[error] // the first failed sync of the WAL (failSync); nil while none has
+	wrote       chan struct{}         // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
+	ckdb        *sql.DB               // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
+	done        chan struct{}         // closed when the writer, syncLoop and maintainLoop have drained and exited
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]int64 // community id → communities.seq
@@ -427,6 +444,9 @@ func (s *Store) open(ctx context.Context) error {
 		if err := s.startTextIndex(ctx); err != nil {
 			return err
 		}
+		if err := s.replayRedo(ctx); err != nil {
+			return err
+		}
 	}
 
 	s.rdb, err = sql.Open("sqlite", s.dsn(true))
@@ -496,6 +516,13 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
+	if s.syncFailed() == nil {
+		// The redo records every answered write left are durable in the
+		// engine: none is left for the next Open to apply.
+		if err := s.w.dropRedo(s.redoDurable.Load()); err != nil {
+			s.cfg.log.Error("sqlite: delete applied redo records", "err", err)
+		}
+	}
 	return s.closeDBs()
 }
 

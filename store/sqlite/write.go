@@ -26,8 +26,10 @@ type writeReq struct {
 	done  chan error
 	state atomic.Int32 // reqQueued, then reqTaken by the writer or reqAbandoned by submit
 	// events: the transaction that applied fn also wrote to the events
-	// engine, whose log must be synced before the answer.
+	// engine, whose log must be synced before the answer; redo is the seq
+	// of the batch's redo record, deleted once that sync is done.
 	events bool
+	redo   int64
 }
 
 // The life of a writeReq: submit queues it; then exactly one of the writer
@@ -245,11 +247,16 @@ func (s *Store) syncLoop() {
 			} else {
 				s.failSync(err)
 			}
+			var redo int64
 			for _, q := range r.reqs {
 				if err != nil && isOutcome(q.err) {
 					q.err = err
 				}
+				redo = max(redo, q.redo)
 				q.done <- q.err
+			}
+			if err == nil && redo > s.redoDurable.Load() {
+				s.redoDurable.Store(redo) // rounds are answered in commit order
 			}
 			select {
 			case s.wrote <- struct{}{}:
@@ -330,28 +337,35 @@ func (s *Store) syncWAL(events bool) error {
 	return nil
 }
 
-// commitEvents commits the events engine's part of a batch whose SQLite
-// transaction has just committed: after syncing SQLite's log, so that a
-// crash never leaves the events without the SQLite rows that go with them
-// (a channel command's effect, a deletion's audit entry). reqs are marked
-// for syncLoop to sync the engine's log before answering them.
+// commitEvents applies the events engine's part of a batch whose SQLite
+// transaction, holding that part's redo record, has just committed (see
+// redo.go): after syncing SQLite's log, so that the engine never holds
+// events without the SQLite rows that go with them (a channel command's
+// effect, a deletion's audit entry); a crash before the engine's part is
+// durable leaves the redo record, which Open applies. reqs are marked for
+// syncLoop to sync the engine's log before answering them, after which
+// the redo record is deleted. A failure is final, like a failed sync:
+// the engine's part waits in its redo record for the store to be reopened.
 func (s *Store) commitEvents(reqs ...*writeReq) error {
 	w := s.w
-	tx := w.evTx
+	tx, seq := w.evTx, w.redoSeq
+	w.evTx, w.redo, w.redoSeq = nil, w.redo[:0], 0
 	if tx == nil {
 		return nil
 	}
-	w.evTx = nil
 	if err := s.syncWAL(false); err != nil {
 		tx.Rollback()
 		s.failSync(err)
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return internal("events", err)
+		err = internal("events", err)
+		s.failSync(err)
+		return err
 	}
 	for _, r := range reqs {
 		r.events = true
+		r.redo = seq
 	}
 	return nil
 }
@@ -362,6 +376,8 @@ func (w *writer) rollbackEvents() {
 		w.evTx.Rollback()
 		w.evTx = nil
 	}
+	w.redo, w.redoSeq = w.redo[:0], 0
+	w.redoDropped = 0 // a deletion of records (dropRedo) was rolled back too
 }
 
 // runBatch applies batch and sets each request's result; syncLoop delivers
@@ -381,6 +397,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 		finish(internal("begin", err))
 		return
 	}
+	if err := w.dropRedo(s.redoDurable.Load()); err != nil {
+		s.cfg.log.Error("sqlite: delete applied redo records", "err", err) // kept: applying them again is a no-op
+	}
 	failed := false
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil || !r.take() {
@@ -394,7 +413,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 		}
 	}
 	if !failed {
-		if _, err := w.commit.ExecContext(ctx); err == nil {
+		if err := w.writeRedo(); err != nil {
+			s.cfg.log.Error("sqlite: write batch", "err", err, "size", len(batch))
+		} else if _, err := w.commit.ExecContext(ctx); err == nil {
 			err := s.commitEvents(batch...)
 			w.endTx(true)
 			finish(err)
@@ -423,7 +444,9 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	}
 	err := r.fn(w)
 	if isOutcome(err) {
-		if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
+		if rerr := w.writeRedo(); rerr != nil {
+			err = rerr
+		} else if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
 			eerr := s.commitEvents(r)
 			w.endTx(true)
 			return cmp.Or(eerr, err)
@@ -464,6 +487,13 @@ type writer struct {
 	// SQLite's.
 	ev   *lsm.Store
 	evTx *lsm.Tx
+
+	// redo is the engine's part of the open batch, written by writeRedo
+	// as the record redoSeq; redoDropped is the highest record deleted
+	// (dropRedo).
+	redo        []redoOp
+	redoSeq     int64
+	redoDropped int64
 }
 
 // endTx runs after every commit or rollback.
