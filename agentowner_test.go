@@ -65,7 +65,7 @@ func (r *nip29Relay) connectAs(t *testing.T, url, sk, ownerSK, conditions, claim
 // verify, nor the owner of an expired attestation. The first owner recorded
 // stays, and the relationship holds in the community it was proved in only.
 func TestAgentOwnerEdits(t *testing.T) {
-	forEmbeddedAndPostgres(t, func(t *testing.T, b testBackend) {
+	forEachBackend(t, func(t *testing.T, b testBackend) {
 		r := startNIP29Relay(t, b)
 		alice, mallory := r.connect(t, r.url, true), r.connect(t, r.url, true)
 		gid := storetest.NewChannelID().String()

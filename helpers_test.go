@@ -410,11 +410,10 @@ func awaitSignal[T any](t testing.TB, ch <-chan T, what string) T {
 
 // openEmbedded opens the embedded store in dir as buzzd opens it by default
 // (metadata in SQLite, events in the LSM engine) and closes it at the end of
-// the test. A test that needs the older SQLite-held events passes no
-// WithLSMEvents itself through sqlite.Open.
+// the test.
 func openEmbedded(t testing.TB, dir string, opts ...sqlite.Option) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), dir, append([]sqlite.Option{sqlite.WithLSMEvents(), sqlite.WithLogger(quietLogger())}, opts...)...)
+	st, err := sqlite.Open(context.Background(), dir, append([]sqlite.Option{sqlite.WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatalf("open the embedded store: %v", err)
 	}

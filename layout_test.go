@@ -58,9 +58,8 @@ func TestPackageLayout(t *testing.T) {
 		"messaging":           cat(relay, drivers, backends, []string{m + "/channel", m + "/store", m + "/ingest", m + "/pubsub", m + "/tenant"}),
 		"store":               cat(relay, drivers, backends, []string{m + "/ingest", m + "/pubsub"}),
 		"store/storetest":     cat(relay, drivers, backends),
-		// store/sqlite may import store/lsm, which holds its events when
-		// WithLSMEvents is set: the one backend built on another, until the
-		// embedded store is one package.
+		// store/sqlite may import store/lsm: the embedded store composes
+		// the events engine (its events) with SQLite (everything else).
 		"store/sqlite":            cat(relay, redis, []string{"github.com/jackc/", m + "/store/postgres", m + "/ingest", m + "/pubsub"}),
 		"store/postgres":          cat(relay, redis, []string{"modernc.org/sqlite", m + "/store/sqlite", m + "/store/lsm", m + "/ingest", m + "/pubsub"}),
 		"store/lsm":               cat(relay, drivers, redis, backends, []string{m + "/ingest", m + "/pubsub"}),

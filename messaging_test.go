@@ -18,7 +18,6 @@ import (
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
 )
 
@@ -87,25 +86,8 @@ func toEvent(e *gonostr.Event) *nostr.Event {
 	return &nostr.Event{ID: e.ID, PubKey: e.PubKey, CreatedAt: int64(e.CreatedAt), Kind: e.Kind, Tags: tags, Content: e.Content}
 }
 
-// forEmbeddedAndPostgres runs fn on both backends of forEachBackend and on
-// the embedded store as buzzd opens it by default (events in the LSM).
-func forEmbeddedAndPostgres(t *testing.T, fn func(t *testing.T, b testBackend)) {
-	forEachBackend(t, fn)
-	t.Run("lsm", func(t *testing.T) {
-		dir := t.TempDir()
-		fn(t, testBackend{name: "lsm", open: func(t testing.TB) store.Backend {
-			st, err := sqlite.Open(context.Background(), dir, sqlite.WithLogger(quietLogger()), sqlite.WithLSMEvents())
-			if err != nil {
-				t.Fatalf("sqlite.Open: %v", err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		}})
-	})
-}
-
 func TestMessagingKinds(t *testing.T) {
-	forEmbeddedAndPostgres(t, func(t *testing.T, b testBackend) {
+	forEachBackend(t, func(t *testing.T, b testBackend) {
 		r := startNIP29Relay(t, b)
 		alice, bob, carol := r.connect(t, r.url, true), r.connect(t, r.url, true), r.connect(t, r.url, true)
 		gid := storetest.NewChannelID().String()

@@ -74,7 +74,7 @@ func TestNegentropyFigures(t *testing.T) {
 	backends := map[string]backend{
 		"embedded (LSM events)": {
 			open: func(t *testing.T) store.Backend {
-				st, err := sqlite.Open(ctx, t.TempDir(), sqlite.WithLSMEvents(), sqlite.WithLogger(quietLogger()))
+				st, err := sqlite.Open(ctx, t.TempDir(), sqlite.WithLogger(quietLogger()))
 				if err != nil {
 					t.Fatal(err)
 				}

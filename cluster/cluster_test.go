@@ -87,7 +87,7 @@ func TestOpenRefusesBadOptions(t *testing.T) {
 // host cache.
 func TestInProcess(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir(), sqlite.WithLSMEvents())
+	st, err := sqlite.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

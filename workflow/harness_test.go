@@ -29,7 +29,7 @@ func forBackends(t *testing.T, fn func(t *testing.T, open func(t *testing.T) wor
 		fn(t, func(t *testing.T) workflowtest.Backend {
 			once.Do(func() {
 				var err error
-				s, err = sqlite.Open(context.Background(), dir, sqlite.WithLSMEvents())
+				s, err = sqlite.Open(context.Background(), dir)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -41,8 +41,7 @@ func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 			return st
 		}}
 	}
-	t.Run("embedded", func(t *testing.T) { fn(t, embedded(sqlite.WithLSMEvents())) })
-	t.Run("sqlite", func(t *testing.T) { fn(t, embedded()) })
+	t.Run("embedded", func(t *testing.T) { fn(t, embedded()) })
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.NewDatabase(t)
 		fn(t, authBackend{shared: true, open: func(t testing.TB) wfBackend {

@@ -1,7 +1,7 @@
 package main
 
-// buzzd backup, restore and convert: the embedded store's online backup,
-// its restore, and the move of its events from SQLite to the LSM engine.
+// buzzd backup and restore: the embedded store's online backup and its
+// restore.
 // A running buzzd takes the backup itself (the events engine admits one
 // process) when asked over a Unix socket in its data directory: whoever
 // may read the data directory may ask, no one else.
@@ -32,7 +32,6 @@ const controlSocketName = "buzzd.sock"
 
 const backupUsage = `usage: buzzd backup DIR [flags]
        buzzd restore DIR [flags]
-       buzzd convert [-to lsm|sqlite] [flags]
 
 backup   writes a consistent snapshot of the embedded store (BUZZ_DATA_DIR)
          into DIR, a new or empty directory, while buzzd serves: the
@@ -42,16 +41,12 @@ backup   writes a consistent snapshot of the embedded store (BUZZ_DATA_DIR)
          or copy it into place with buzzd restore.
 restore  copies the backup in DIR into BUZZ_DATA_DIR, which must be new or
          empty; an interrupted backup is refused.
-convert  moves the embedded store's events from SQLite's tables into the
-         LSM engine (-to lsm, the default: the layout a new store gets), or
-         back (-to sqlite); buzzd must be stopped. Running it again does
-         nothing, and finishes an interrupted one.
 
 Every buzzd setting and flag applies (BUZZ_DATA_DIR, -data-dir). The
 embedded store only: back PostgreSQL up with its own tools (pg_dump).
 `
 
-// runBackupCmd runs "buzzd backup|restore|convert …" (args without the
+// runBackupCmd runs "buzzd backup|restore …" (args without the
 // command word).
 func runBackupCmd(ctx context.Context, cmd string, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	for _, a := range args {
@@ -61,35 +56,10 @@ func runBackupCmd(ctx context.Context, cmd string, args []string, lookupEnv func
 		}
 	}
 	help := "buzzd " + cmd + " help"
-	var dir string
-	to := "lsm"
-	switch cmd {
-	case "backup", "restore":
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			return usageError{err: fmt.Errorf("%s: want a directory: buzzd %s DIR", cmd, cmd), help: help}
-		}
-		dir, args = args[0], args[1:]
-	case "convert":
-		var rest []string
-		for i := 0; i < len(args); i++ {
-			switch a := args[i]; {
-			case a == "-to" || a == "--to":
-				if i+1 == len(args) {
-					return usageError{err: errors.New("convert: -to wants an engine"), help: help}
-				}
-				i++
-				to = args[i]
-			case strings.HasPrefix(a, "-to=") || strings.HasPrefix(a, "--to="):
-				to = a[strings.Index(a, "=")+1:]
-			default:
-				rest = append(rest, a)
-			}
-		}
-		args = rest
-		if to != "lsm" && to != "sqlite" {
-			return usageError{err: fmt.Errorf("convert: -to %q: want lsm or sqlite", to), help: help}
-		}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usageError{err: fmt.Errorf("%s: want a directory: buzzd %s DIR", cmd, cmd), help: help}
 	}
+	dir, args := args[0], args[1:]
 	cfg, err := parseConfig(cmd, args, lookupEnv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -104,34 +74,11 @@ func runBackupCmd(ctx context.Context, cmd string, args []string, lookupEnv func
 	switch cmd {
 	case "backup":
 		return backupCmd(ctx, cfg, dir, logger, stdout)
-	case "restore":
+	default:
 		if err := sqlite.Restore(ctx, dir, cfg.DataDir); err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
 		fmt.Fprintf(stdout, "restored %s into %s; start buzzd with BUZZ_DATA_DIR=%s\n", dir, cfg.DataDir, cfg.DataDir)
-		return nil
-	default:
-		if _, ok := dialControl(ctx, cfg.DataDir); ok {
-			return fmt.Errorf("convert: a buzzd is serving %s (it answers on %s): stop it first", cfg.DataDir, filepath.Join(cfg.DataDir, controlSocketName))
-		}
-		convert := sqlite.ConvertToLSM
-		if to == "sqlite" {
-			convert = sqlite.ConvertToSQLite
-		}
-		info, err := convert(ctx, cfg.DataDir)
-		if errors.Is(err, store.ErrInUse) {
-			return fmt.Errorf("convert: %s is open in another process (a buzzd or a buzzd admin command): stop it first: %w", cfg.DataDir, err)
-		}
-		if err != nil {
-			return fmt.Errorf("convert: %w", err)
-		}
-		engine := map[string]string{"lsm": "the LSM engine", "sqlite": "SQLite"}[to]
-		if info.Already {
-			fmt.Fprintf(stdout, "the events of %s are in %s already; nothing to do\n", cfg.DataDir, engine)
-			return nil
-		}
-		fmt.Fprintf(stdout, "converted %s: %d events, %d deleted ids, %d deleted coordinates moved to %s in %v\n",
-			cfg.DataDir, info.Events, info.Tombstones, info.Watermarks, engine, info.Duration.Round(time.Millisecond))
 		return nil
 	}
 }

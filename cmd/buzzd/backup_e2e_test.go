@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,6 +18,7 @@ import (
 
 	gonostr "github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
@@ -80,87 +83,82 @@ func storedIDs(t *testing.T, url, pk string) map[string]bool {
 // acknowledged before the backup began; buzzd restore copies it into a
 // new data directory, which serves the same events.
 func TestBackupE2E(t *testing.T) {
-	for _, events := range []string{"lsm", "sqlite"} {
-		t.Run(events, func(t *testing.T) {
-			data := t.TempDir()
-			settings := backupSettings(data)
-			settings["BUZZ_DB_EVENTS"] = events
-			// One port for every relay of the test: the community is the
-			// relay URL's host, port included.
-			port := freePort(t)
-			p := startBuzzd(t, port, settings)
-			sk, pk := newKey(t)
-			before := publishN(t, connect(t, p.url), sk, 200, "before")
+	data := t.TempDir()
+	settings := backupSettings(data)
+	// One port for every relay of the test: the community is the
+	// relay URL's host, port included.
+	port := freePort(t)
+	p := startBuzzd(t, port, settings)
+	sk, pk := newKey(t)
+	before := publishN(t, connect(t, p.url), sk, 200, "before")
 
-			// A writer publishes all along the backup.
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Add(1)
-			var during int
-			go func() {
-				defer wg.Done()
-				c := connect(t, p.url)
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if err := c.publish(signed(t, sk, 1, time.Now().Unix(), fmt.Sprintf("during %d", i), nil)); err != nil {
-						t.Errorf("publish during the backup: %v", err)
-						return
-					}
-					during++
-				}
-			}()
-			bdir := filepath.Join(t.TempDir(), "backup")
-			// The relay's own listener serves no backups, to any host.
-			resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(port)+"/backup?dir="+url.QueryEscape(bdir), "", nil)
-			if err != nil {
-				t.Fatal(err)
+	// A writer publishes all along the backup.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var during int
+	go func() {
+		defer wg.Done()
+		c := connect(t, p.url)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-			resp.Body.Close()
-			if _, err := os.Stat(bdir); resp.StatusCode == http.StatusOK || err == nil {
-				t.Fatalf("POST /backup on the relay's port: %s, backup directory: %v", resp.Status, err)
+			if err := c.publish(signed(t, sk, 1, time.Now().Unix(), fmt.Sprintf("during %d", i), nil)); err != nil {
+				t.Errorf("publish during the backup: %v", err)
+				return
 			}
-			out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "backup", bdir)
-			close(stop)
-			wg.Wait()
-			if code != 0 || !strings.Contains(out, "backed up") || !strings.Contains(out, "events in "+events) {
-				t.Fatalf("buzzd backup: exit %d\n%s", code, out)
-			}
-			if !strings.Contains(p.out.String(), "backup written") {
-				t.Fatalf("the serving buzzd did not take the backup:\n%s", p.out.String())
-			}
-			t.Logf("%d events published during the backup", during)
+			during++
+		}
+	}()
+	bdir := filepath.Join(t.TempDir(), "backup")
+	// The relay's own listener serves no backups, to any host.
+	resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(port)+"/backup?dir="+url.QueryEscape(bdir), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := os.Stat(bdir); resp.StatusCode == http.StatusOK || err == nil {
+		t.Fatalf("POST /backup on the relay's port: %s, backup directory: %v", resp.Status, err)
+	}
+	out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "backup", bdir)
+	close(stop)
+	wg.Wait()
+	if code != 0 || !strings.Contains(out, "backed up") || !strings.Contains(out, "events in lsm") {
+		t.Fatalf("buzzd backup: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(p.out.String(), "backup written") {
+		t.Fatalf("the serving buzzd did not take the backup:\n%s", p.out.String())
+	}
+	t.Logf("%d events published during the backup", during)
 
-			// Start on the backup itself.
-			stopBuzzd(t, p)
-			b := startBuzzd(t, port, backupSettings(bdir))
-			inBackup := storedIDs(t, b.url, pk)
-			if key := relayKeyLine(p.out.String()); key == "" || !strings.Contains(b.out.String(), key+" source=stored") {
-				t.Fatalf("the backup does not hold the relay key %q:\n%s", key, b.out.String())
-			}
-			for _, id := range before {
-				if !inBackup[id] {
-					t.Fatalf("event %.8s acknowledged before the backup is not in it", id)
-				}
-			}
-			stopBuzzd(t, b)
+	// Start on the backup itself.
+	stopBuzzd(t, p)
+	b := startBuzzd(t, port, backupSettings(bdir))
+	inBackup := storedIDs(t, b.url, pk)
+	if key := relayKeyLine(p.out.String()); key == "" || !strings.Contains(b.out.String(), key+" source=stored") {
+		t.Fatalf("the backup does not hold the relay key %q:\n%s", key, b.out.String())
+	}
+	for _, id := range before {
+		if !inBackup[id] {
+			t.Fatalf("event %.8s acknowledged before the backup is not in it", id)
+		}
+	}
+	stopBuzzd(t, b)
 
-			// Restore into a new data directory.
-			restored := filepath.Join(t.TempDir(), "restored")
-			if out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": restored}, "restore", bdir); code != 0 {
-				t.Fatalf("buzzd restore: exit %d\n%s", code, out)
-			}
-			if out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": restored}, "restore", bdir); code == 0 || !strings.Contains(out, "not empty") {
-				t.Fatalf("a second buzzd restore over the restored store: exit %d\n%s", code, out)
-			}
-			r := startBuzzd(t, port, backupSettings(restored))
-			if got := storedIDs(t, r.url, pk); len(got) != len(inBackup) {
-				t.Fatalf("the restored store serves %d events, the backup %d", len(got), len(inBackup))
-			}
-		})
+	// Restore into a new data directory.
+	restored := filepath.Join(t.TempDir(), "restored")
+	if out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": restored}, "restore", bdir); code != 0 {
+		t.Fatalf("buzzd restore: exit %d\n%s", code, out)
+	}
+	if out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": restored}, "restore", bdir); code == 0 || !strings.Contains(out, "not empty") {
+		t.Fatalf("a second buzzd restore over the restored store: exit %d\n%s", code, out)
+	}
+	r := startBuzzd(t, port, backupSettings(restored))
+	if got := storedIDs(t, r.url, pk); len(got) != len(inBackup) {
+		t.Fatalf("the restored store serves %d events, the backup %d", len(got), len(inBackup))
 	}
 }
 
@@ -287,14 +285,12 @@ func TestBackupKill9E2E(t *testing.T) {
 	}
 }
 
-// TestConvertE2E: buzzd convert moves a data directory's events from
-// SQLite to the LSM engine; it refuses while buzzd serves the directory,
-// and buzzd then starts on it with every event; converting again does
-// nothing; -to sqlite moves them back.
+// TestConvertE2E: buzzd started on a data directory in the old layout
+// (its events in SQLite's tables, no events directory) converts it before
+// serving: every event is served and found by a search as before.
 func TestConvertE2E(t *testing.T) {
 	data := t.TempDir()
 	settings := backupSettings(data)
-	settings["BUZZ_DB_EVENTS"] = "sqlite"
 	port := freePort(t) // both relays: the community is the URL's host and port
 	p := startBuzzd(t, port, settings)
 	sk, pk := newKey(t)
@@ -303,21 +299,15 @@ func TestConvertE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "convert"); code == 0 || !strings.Contains(out, "stop it first") {
-		t.Fatalf("buzzd convert while buzzd serves: exit %d\n%s", code, out)
-	}
 	stopBuzzd(t, p)
-	out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "convert", "-to", "lsm")
-	if code != 0 || !strings.Contains(out, "converted") || !strings.Contains(out, "100 events") {
-		t.Fatalf("buzzd convert: exit %d\n%s", code, out)
-	}
-	if out, code := buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "convert"); code != 0 || !strings.Contains(out, "nothing to do") {
-		t.Fatalf("a second buzzd convert: exit %d\n%s", code, out)
-	}
-	delete(settings, "BUZZ_DB_EVENTS")
+	toOldLayout(t, data)
+
 	p = startBuzzd(t, port, settings)
-	if !strings.Contains(p.out.String(), "events=lsm") && !waitOutput(p, "events=lsm") {
-		t.Fatalf("buzzd did not open the converted store's events in the engine:\n%s", p.out.String())
+	if !waitOutput(p, "converted the data directory") {
+		t.Fatalf("buzzd did not log the conversion:\n%s", p.out.String())
+	}
+	if _, err := os.Stat(filepath.Join(data, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); err != nil {
+		t.Fatalf("no events directory after the conversion: %v", err)
 	}
 	got := storedIDs(t, p.url, pk)
 	for _, id := range ids {
@@ -332,19 +322,60 @@ func TestConvertE2E(t *testing.T) {
 	if len(after) != len(search) {
 		t.Fatalf("search finds %d events after the conversion, %d before", len(after), len(search))
 	}
+}
 
-	// And back to SQLite.
-	stopBuzzd(t, p)
-	out, code = buzzdCmd(t, map[string]string{"BUZZ_DATA_DIR": data}, "convert", "-to=sqlite")
-	if code != 0 || !strings.Contains(out, "100 events") || !strings.Contains(out, "to SQLite") {
-		t.Fatalf("buzzd convert -to=sqlite: exit %d\n%s", code, out)
+// toOldLayout rewrites the stopped data directory dir into the layout of
+// the builds that kept events in SQLite's tables: its events written there
+// with SQL, its events directory removed.
+func toOldLayout(t *testing.T, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	p = startBuzzd(t, port, settings)
-	if !waitOutput(p, "events=sqlite") {
-		t.Fatalf("buzzd did not open the events in SQLite:\n%s", p.out.String())
+	type row struct {
+		host string
+		ev   *nostr.Event
 	}
-	if got := storedIDs(t, p.url, pk); len(got) != len(ids) {
-		t.Fatalf("%d events after converting back, want %d", len(got), len(ids))
+	var rows []row
+	comms, err := st.Communities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range comms {
+		for r, err := range st.Query(ctx, c.ID, nostr.Filter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := nostr.ParseEvent(r.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, row{c.Host, ev})
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal("no events to move")
+	}
+	if err := os.RemoveAll(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, r := range rows {
+		id, _ := hex.DecodeString(r.ev.ID)
+		pk, _ := hex.DecodeString(r.ev.PubKey)
+		if _, err := db.ExecContext(ctx, `INSERT INTO events (community, id, pubkey, created_at, kind, raw)
+			SELECT seq, ?, ?, ?, ?, ? FROM communities WHERE host = ?`, id, pk, r.ev.CreatedAt, r.ev.Kind, r.ev.AppendJSON(nil), r.host); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
-// TestBackupCommandLine: the backup, restore and convert commands' usage
+// TestBackupCommandLine: the backup and restore commands' usage
 // mistakes are usage errors naming the problem, and PostgreSQL is refused.
 func TestBackupCommandLine(t *testing.T) {
 	ctx := context.Background()
@@ -23,8 +23,6 @@ func TestBackupCommandLine(t *testing.T) {
 	}{
 		{args: []string{"backup"}, want: "want a directory"},
 		{args: []string{"restore", "-data-dir", "x"}, want: "want a directory"},
-		{args: []string{"convert", "-to", "badger"}, want: "want lsm or sqlite"},
-		{args: []string{"convert", "-to"}, want: "wants an engine"},
 		{args: []string{"backup", "b"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1/x"}, want: "pg_dump"},
 	} {
 		err := run(ctx, tt.args, envMap(tt.env), nil, io.Discard, io.Discard)
@@ -45,7 +43,7 @@ func TestBackupCommandLine(t *testing.T) {
 func TestBackupWithoutRelay(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
-	st, err := sqlite.Open(ctx, data, sqlite.WithLSMEvents())
+	st, err := sqlite.Open(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,10 +58,6 @@ type Config struct {
 	// checkpoints its write-ahead log and merges its text index in the
 	// background (sqlite.WithMaintenanceDelay); idle 0 turns that off.
 	DBMaintainIdle, DBMaintainMax time.Duration
-	// DBEvents is where a new embedded store keeps its events: "lsm"
-	// (sqlite.WithLSMEvents) or "sqlite"; an existing store keeps its
-	// events where they are.
-	DBEvents string
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
 	// RequireRelayMembership makes every community members-only (NIP-43
@@ -227,16 +223,6 @@ func settings() []setting {
 		{env: "BUZZ_DB_MAINTAIN_MAX", flag: "db-maintain-max", def: sqlite.DefaultMaintainMax.String(),
 			usage: "the longest the embedded store defers that background upkeep while writes keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainMax, err = parseMaintainDelay(v); return err }},
-		{env: "BUZZ_DB_EVENTS", flag: "db-events", def: "lsm",
-			usage: "where a new embedded store keeps its events: lsm (an LSM engine in a directory beside the SQLite file; ingests 1.15–1.4× and answers REQ and COUNT 1.4–1.7× faster than sqlite at the median: the embedded store's event engine in docs/benchmarks.md; one process per data directory) or sqlite (in the SQLite file, which several processes may share); an existing store keeps its events where they are (lsm is refused for one that has them in SQLite); PostgreSQL ignores it",
-			apply: func(c *Config, v string) error {
-				switch v = strings.TrimSpace(v); v {
-				case "lsm", "sqlite":
-					c.DBEvents = v
-					return nil
-				}
-				return errors.New("want lsm or sqlite")
-			}},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
 			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",
 			apply: func(c *Config, v string) (err error) { c.AuthRequired, err = parseBool(v); return err }},
@@ -443,7 +429,6 @@ func defaultConfig() Config {
 		DBReadMmapMiB:      defaultReadMmapMiB,
 		DBMaintainIdle:     sqlite.DefaultMaintainIdle,
 		DBMaintainMax:      sqlite.DefaultMaintainMax,
-		DBEvents:           "lsm",
 		Limits:             buzz.DefaultLimits(),
 		Info:               buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:           slog.LevelInfo,
@@ -836,9 +821,6 @@ Usage:
   buzzd backup DIR        snapshot the embedded store into DIR while buzzd
                           serves (buzzd backup help)
   buzzd restore DIR       copy the backup in DIR into BUZZ_DATA_DIR
-  buzzd convert [-to lsm|sqlite]
-                          move the embedded store's events between SQLite
-                          and the LSM engine (buzzd stopped)
   buzzd sync URL [-host H] [-filter JSON] [-dir up|down|both] [flags]
                           reconcile a community with another relay over
                           NIP-77 (buzzd sync -h)

@@ -386,26 +386,14 @@ func e2eSettings(kv ...string) map[string]string {
 	return m
 }
 
-// TestE2EEmbedded runs the relay on both event engines; with
-// BUZZ_DB_EVENTS unset a new store keeps its events in the LSM engine.
+// TestE2EEmbedded runs the relay on the embedded store, which keeps its
+// events in the engine's directory beside the SQLite file.
 func TestE2EEmbedded(t *testing.T) {
-	for _, events := range []string{"", "sqlite", "lsm"} {
-		name := events
-		if name == "" {
-			name = "default"
-		}
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			settings := e2eSettings("BUZZ_DATA_DIR", dir)
-			if events != "" {
-				settings["BUZZ_DB_EVENTS"] = events
-			}
-			p := startBuzzd(t, freePort(t), settings)
-			exerciseRelay(t, p)
-			if _, err := os.Stat(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); (err == nil) != (events != "sqlite") {
-				t.Fatalf("BUZZ_DB_EVENTS=%q: events directory present = %v", events, err == nil)
-			}
-		})
+	dir := t.TempDir()
+	p := startBuzzd(t, freePort(t), e2eSettings("BUZZ_DATA_DIR", dir))
+	exerciseRelay(t, p)
+	if _, err := os.Stat(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); err != nil {
+		t.Fatalf("no events directory: %v", err)
 	}
 }
 
@@ -442,11 +430,8 @@ func TestE2EPostgresAutoMigrate(t *testing.T) {
 // the middle of the stream, restarts it on the same data directory, and
 // requires every event that was acknowledged with OK true to be there.
 func TestRestartAfterKill(t *testing.T) {
-	t.Run("embedded", func(t *testing.T) { // the default: events in the LSM engine
+	t.Run("embedded", func(t *testing.T) {
 		restartAfterKill(t, map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "warn"})
-	})
-	t.Run("embedded-sqlite", func(t *testing.T) {
-		restartAfterKill(t, map[string]string{"BUZZ_DATA_DIR": t.TempDir(), "BUZZ_LOG_LEVEL": "warn", "BUZZ_DB_EVENTS": "sqlite"})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		restartAfterKill(t, map[string]string{"DATABASE_URL": freshDatabase(t), "BUZZ_AUTO_MIGRATE": "true",

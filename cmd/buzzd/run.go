@@ -12,7 +12,6 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -68,7 +67,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runExport(ctx, args, lookupEnv, stdout, stderr)
 	case "import":
 		return runImport(ctx, args, lookupEnv, os.Stdin, stdout, stderr)
-	case "backup", "restore", "convert":
+	case "backup", "restore":
 		return runBackupCmd(ctx, cmd, args, lookupEnv, stdout, stderr)
 	case "sync":
 		return runSync(ctx, args, lookupEnv, stdout, stderr)
@@ -88,7 +87,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 		return nil
 	default:
-		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, export, import, backup, restore, convert, sync, version or help)", cmd)}
+		return usageError{err: fmt.Errorf("unknown command %q (want serve, migrate, audit, admin, export, import, backup, restore, sync, version or help)", cmd)}
 	}
 }
 
@@ -172,11 +171,8 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 	opts := []sqlite.Option{sqlite.WithLogger(logger),
 		sqlite.WithEventCache(int64(cfg.DBEventCacheMiB) << 20), sqlite.WithReadMmap(int64(cfg.DBReadMmapMiB) << 20),
 		sqlite.WithMaintenanceDelay(cfg.DBMaintainIdle, cfg.DBMaintainMax)}
-	switch {
-	case !events:
+	if !events {
 		opts = append(opts, sqlite.WithoutEvents())
-	case newStore(cfg.DataDir) && cfg.DBEvents == "lsm":
-		opts = append(opts, sqlite.WithLSMEvents())
 	}
 	st, err := sqlite.Open(ctx, cfg.DataDir, opts...)
 	if errors.Is(err, store.ErrInUse) {
@@ -185,18 +181,8 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 	}
-	engine := "sqlite"
-	if st.LSMEvents() {
-		engine = "lsm"
-	}
-	logger.Info("store opened", "backend", "sqlite", "events", engine, "data_dir", cfg.DataDir)
+	logger.Info("store opened", "backend", "sqlite", "data_dir", cfg.DataDir)
 	return st, nil
-}
-
-// newStore reports whether dataDir holds no embedded store yet.
-func newStore(dataDir string) bool {
-	_, err := os.Stat(filepath.Join(dataDir, sqlite.DefaultFileName))
-	return errors.Is(err, os.ErrNotExist)
 }
 
 // serve runs the relay until ctx is cancelled, then shuts down gracefully:

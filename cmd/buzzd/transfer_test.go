@@ -33,7 +33,7 @@ import (
 func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 	t.Helper()
 	ctx := audit.WithActor(context.Background(), strings.Repeat("0f", 32))
-	st, err := sqlite.Open(ctx, dir, sqlite.WithLSMEvents())
+	st, err := sqlite.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ type backend interface {
 func backends(t *testing.T) map[string]func(t *testing.T) backend {
 	return map[string]func(t *testing.T) backend{
 		"embedded": func(t *testing.T) backend {
-			st, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.WithLSMEvents())
+			st, err := sqlite.Open(context.Background(), t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -533,7 +533,7 @@ func (l *leakyStore) QueryScoped(ctx context.Context, c tenant.CommunityID, f no
 }
 
 func TestIsolationCheckerCatchesLeak(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.WithLSMEvents())
+	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

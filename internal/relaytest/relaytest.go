@@ -63,7 +63,7 @@ func ForBackends(t *testing.T, fn func(t *testing.T, st Backend)) {
 // closed at the end of the test.
 func Embedded(t testing.TB) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.WithLSMEvents(), sqlite.WithLogger(Quiet()))
+	st, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.WithLogger(Quiet()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,8 @@
 // few microseconds an event.
 //
 // On its own it is a store.Backend with its own community registry. The
-// SQLite store embeds it for its events (sqlite.WithLSMEvents, buzzd's
-// default for a new data directory): then the registry is SQLite's
+// embedded store (store/sqlite) composes it with SQLite: the engine holds
+// the events, SQLite everything else; then the registry is SQLite's
 // (WithExternalRegistry) and channel commands write through a Tx together
 // with SQLite's tables.
 package lsm

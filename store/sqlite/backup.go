@@ -31,8 +31,8 @@ const (
 )
 
 // backupFormat is the layout of a backup directory: a data directory (the
-// database file DefaultFileName, its events directory when the events are
-// in the LSM engine) plus the manifest.
+// database file DefaultFileName and its events directory) plus the
+// manifest.
 const backupFormat = 1
 
 // ErrIncompleteBackup is Open's and CheckBackup's error for a directory
@@ -44,14 +44,16 @@ type BackupInfo struct {
 	Format int `json:"format"`
 	// Created is when the snapshot was taken.
 	Created time.Time `json:"created"`
-	// Events is where the events are: "lsm" or "sqlite".
+	// Events is where the events are: "lsm" (the events engine). A backup
+	// of an older build may say "sqlite" (its events in SQLite's tables):
+	// the store restored from it is converted at its first Open.
 	Events string `json:"events"`
 	// Bytes is the size of the backup's files.
 	Bytes int64 `json:"bytes"`
 	// Duration is how long the backup took.
 	Duration time.Duration `json:"duration_ns"`
 	// Pause is how long writes waited for the snapshot: the engine's
-	// checkpoint, with the events in the LSM engine; 0 otherwise.
+	// checkpoint.
 	Pause time.Duration `json:"pause_ns"`
 }
 
@@ -112,10 +114,7 @@ func (s *Store) backupStage(stage string) {
 }
 
 func (s *Store) backup(ctx context.Context, dir string, start time.Time) (BackupInfo, error) {
-	info := BackupInfo{Format: backupFormat, Events: "sqlite"}
-	if s.ev != nil {
-		info.Events = "lsm"
-	}
+	info := BackupInfo{Format: backupFormat, Events: "lsm"}
 	// A connection of its own, whose read transaction pins the snapshot
 	// the copy reads.
 	src, err := sql.Open("sqlite", s.dsn(true))
@@ -146,34 +145,30 @@ func (s *Store) backup(ctx context.Context, dir string, start time.Time) (Backup
 	}
 	defer unpin()
 
-	if s.ev == nil {
-		err = pin()
-	} else {
-		// Between two batches of the writer, with the engine's writer lock
-		// held (no event is being saved): SQLite's last commit and the
-		// engine's are the same instant, the one both copies take.
-		var ran bool
-		var perr error
-		err = s.submit(ctx, func(w *writer) error {
-			if ran { // a batch replayed after a failure: done already
-				return nil
-			}
-			ran = true
-			t0 := time.Now()
-			defer func() { info.Pause = time.Since(t0) }()
-			tx, err := w.eventsTx()
-			if err != nil {
-				perr = err
-				return nil
-			}
-			if perr = pin(); perr != nil {
-				return nil
-			}
-			perr = tx.Checkpoint(filepath.Join(dir, DefaultFileName+EventsDirSuffix))
+	// Between two batches of the writer, with the engine's writer lock
+	// held (no event is being saved): SQLite's last commit and the
+	// engine's are the same instant, the one both copies take.
+	var ran bool
+	var perr error
+	err = s.submit(ctx, func(w *writer) error {
+		if ran { // a batch replayed after a failure: done already
 			return nil
-		})
-		err = cmp.Or(err, perr)
-	}
+		}
+		ran = true
+		t0 := time.Now()
+		defer func() { info.Pause = time.Since(t0) }()
+		tx, err := w.eventsTx()
+		if err != nil {
+			perr = err
+			return nil
+		}
+		if perr = pin(); perr != nil {
+			return nil
+		}
+		perr = tx.Checkpoint(filepath.Join(dir, DefaultFileName+EventsDirSuffix))
+		return nil
+	})
+	err = cmp.Or(err, perr)
 	if err != nil {
 		return info, err
 	}

@@ -23,160 +23,144 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// backupModes are the two places a store keeps its events.
-var backupModes = []struct {
-	name string
-	opts []sqlite.Option
-}{
-	{"lsm", []sqlite.Option{sqlite.WithLSMEvents()}},
-	{"sqlite", nil},
-}
-
 // TestBackupUnderLoad: a backup taken while a writer saves events (notes,
 // and deletions of earlier notes, which write to both engines) holds every
 // event acknowledged before it started, only events the writer sent, and
 // its two engines agree: each deletion request stored has its audit entry
 // and each audit entry of a deletion its stored request.
 func TestBackupUnderLoad(t *testing.T) {
-	for _, m := range backupModes {
-		t.Run(m.name, func(t *testing.T) {
-			ctx := context.Background()
-			s := openTemp(t, m.opts...)
-			c := storetest.Community(t, s, "a.example")
-			alice := storetest.NewAuthor(t)
+	ctx := context.Background()
+	s := openTemp(t)
+	c := storetest.Community(t, s, "a.example")
+	alice := storetest.NewAuthor(t)
 
-			var mu sync.Mutex
-			var acked []string
-			sent := map[string]bool{}
-			stop := make(chan struct{})
-			enough := make(chan struct{})
-			var werr error
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var notes []string
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					ev := alice.Event(t, 1, 1_700_000_000+int64(i), fmt.Sprintf("note %d", i))
-					if i%10 == 9 {
-						ev = alice.Deletion(t, 1_700_000_000+int64(i), []string{notes[len(notes)-5]}, nil)
-					}
-					mu.Lock()
-					sent[ev.ID] = true
-					mu.Unlock()
-					if err := s.Save(ctx, c, ev); err != nil {
-						werr = err
-						return
-					}
-					if ev.Kind == 1 {
-						notes = append(notes, ev.ID)
-					}
-					mu.Lock()
-					acked = append(acked, ev.ID)
-					if len(acked) == 300 {
-						close(enough)
-					}
-					mu.Unlock()
-				}
-			}()
-			<-enough
+	var mu sync.Mutex
+	var acked []string
+	sent := map[string]bool{}
+	stop := make(chan struct{})
+	enough := make(chan struct{})
+	var werr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var notes []string
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ev := alice.Event(t, 1, 1_700_000_000+int64(i), fmt.Sprintf("note %d", i))
+			if i%10 == 9 {
+				ev = alice.Deletion(t, 1_700_000_000+int64(i), []string{notes[len(notes)-5]}, nil)
+			}
 			mu.Lock()
-			before := slices.Clone(acked)
+			sent[ev.ID] = true
 			mu.Unlock()
-			dir := filepath.Join(t.TempDir(), "backup")
-			info, err := s.Backup(ctx, dir)
+			if err := s.Save(ctx, c, ev); err != nil {
+				werr = err
+				return
+			}
+			if ev.Kind == 1 {
+				notes = append(notes, ev.ID)
+			}
 			mu.Lock()
-			during := len(acked) - len(before)
+			acked = append(acked, ev.ID)
+			if len(acked) == 300 {
+				close(enough)
+			}
 			mu.Unlock()
-			close(stop)
-			wg.Wait()
-			if err != nil {
-				t.Fatalf("Backup: %v", err)
-			}
-			if werr != nil {
-				t.Fatalf("writer: %v", werr)
-			}
-			if info.Events != m.name || info.Bytes <= 0 {
-				t.Fatalf("BackupInfo = %+v", info)
-			}
-			if got, err := sqlite.CheckBackup(dir); err != nil || got.Events != m.name {
-				t.Fatalf("CheckBackup = %+v, %v", got, err)
-			}
-			t.Logf("%d events acknowledged before the backup, %d while it ran; %d bytes in %v", len(before), during, info.Bytes, info.Duration)
+		}
+	}()
+	<-enough
+	mu.Lock()
+	before := slices.Clone(acked)
+	mu.Unlock()
+	dir := filepath.Join(t.TempDir(), "backup")
+	info, err := s.Backup(ctx, dir)
+	mu.Lock()
+	during := len(acked) - len(before)
+	mu.Unlock()
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Backup: %v", err)
+	}
+	if werr != nil {
+		t.Fatalf("writer: %v", werr)
+	}
+	if info.Events != "lsm" || info.Bytes <= 0 {
+		t.Fatalf("BackupInfo = %+v", info)
+	}
+	if got, err := sqlite.CheckBackup(dir); err != nil || got.Events != "lsm" {
+		t.Fatalf("CheckBackup = %+v, %v", got, err)
+	}
+	t.Logf("%d events acknowledged before the backup, %d while it ran; %d bytes in %v", len(before), during, info.Bytes, info.Duration)
 
-			b, err := sqlite.Open(ctx, dir)
-			if err != nil {
-				t.Fatalf("open the backup: %v", err)
-			}
-			defer b.Close()
-			if b.LSMEvents() != (m.name == "lsm") {
-				t.Fatalf("the backup's events are not where the store's are")
-			}
-			inBackup := map[string]*nostr.Event{}
-			for _, r := range storetest.Collect(t, b.Query(ctx, c, nostr.Filter{})) {
-				ev, err := nostr.ParseEvent(r.Raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				inBackup[r.ID] = ev
-			}
-			// Every acknowledged event is there, unless a deletion
-			// acknowledged before the backup removed it.
-			deleted := map[string]bool{}
-			for _, ev := range inBackup {
-				if ev.Kind == nostr.KindDeletion {
-					for _, tg := range ev.Tags {
-						if len(tg) > 1 && tg[0] == "e" {
-							deleted[tg[1]] = true
-						}
-					}
+	b, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		t.Fatalf("open the backup: %v", err)
+	}
+	defer b.Close()
+	inBackup := map[string]*nostr.Event{}
+	for _, r := range storetest.Collect(t, b.Query(ctx, c, nostr.Filter{})) {
+		ev, err := nostr.ParseEvent(r.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inBackup[r.ID] = ev
+	}
+	// Every acknowledged event is there, unless a deletion
+	// acknowledged before the backup removed it.
+	deleted := map[string]bool{}
+	for _, ev := range inBackup {
+		if ev.Kind == nostr.KindDeletion {
+			for _, tg := range ev.Tags {
+				if len(tg) > 1 && tg[0] == "e" {
+					deleted[tg[1]] = true
 				}
 			}
-			for _, id := range before {
-				if inBackup[id] == nil && !deleted[id] {
-					t.Fatalf("event %.8s acknowledged before the backup is not in it", id)
-				}
+		}
+	}
+	for _, id := range before {
+		if inBackup[id] == nil && !deleted[id] {
+			t.Fatalf("event %.8s acknowledged before the backup is not in it", id)
+		}
+	}
+	for id := range inBackup {
+		if !sent[id] {
+			t.Fatalf("the backup holds an event %.8s nobody sent", id)
+		}
+	}
+	// The two engines agree: deletions and their audit entries.
+	audited := map[string]bool{}
+	entries, err := b.AuditEntries(ctx, c, 0, 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Action == audit.EventDeletionRequested {
+			audited[e.Object] = true
+		}
+	}
+	stored := 0
+	for id, ev := range inBackup {
+		if ev.Kind == nostr.KindDeletion {
+			stored++
+			if !audited[id] {
+				t.Fatalf("deletion %.8s is in the backup without its audit entry", id)
 			}
-			for id := range inBackup {
-				if !sent[id] {
-					t.Fatalf("the backup holds an event %.8s nobody sent", id)
-				}
-			}
-			// The two engines agree: deletions and their audit entries.
-			audited := map[string]bool{}
-			entries, err := b.AuditEntries(ctx, c, 0, 100_000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				if e.Action == audit.EventDeletionRequested {
-					audited[e.Object] = true
-				}
-			}
-			stored := 0
-			for id, ev := range inBackup {
-				if ev.Kind == nostr.KindDeletion {
-					stored++
-					if !audited[id] {
-						t.Fatalf("deletion %.8s is in the backup without its audit entry", id)
-					}
-				}
-			}
-			if stored != len(audited) {
-				t.Fatalf("%d deletions stored, %d audited", stored, len(audited))
-			}
-			// The backup is a store: it takes writes, and a search finds
-			// its events (the text index catches up on open).
-			storetest.MustSave(t, b, c, alice.Event(t, 1, 1_800_000_000, "after the restore"))
-			if n := storetest.CountOf(t, b, c, nostr.Filter{Search: "restore"}); n != 1 {
-				t.Fatalf("search in the backup: %d", n)
-			}
-		})
+		}
+	}
+	if stored != len(audited) {
+		t.Fatalf("%d deletions stored, %d audited", stored, len(audited))
+	}
+	// The backup is a store: it takes writes, and a search finds
+	// its events (the text index catches up on open).
+	storetest.MustSave(t, b, c, alice.Event(t, 1, 1_800_000_000, "after the restore"))
+	if n := storetest.CountOf(t, b, c, nostr.Filter{Search: "restore"}); n != 1 {
+		t.Fatalf("search in the backup: %d", n)
 	}
 }
 
@@ -186,7 +170,7 @@ func TestBackupUnderLoad(t *testing.T) {
 func TestBackupRefusals(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := sqlite.Open(ctx, dir, sqlite.WithLSMEvents())
+	s, err := sqlite.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +209,7 @@ func TestBackupRefusals(t *testing.T) {
 // refuses a directory holding anything, and leaves the backup as it was.
 func TestBackupRestore(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t, sqlite.WithLSMEvents())
+	s := openTemp(t)
 	c := storetest.Community(t, s, "a.example")
 	alice := storetest.NewAuthor(t)
 	evs := make([]*nostr.Event, 50)
@@ -278,7 +262,7 @@ func TestBackupKilledHelper(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir, bdir, stage := args[0], args[1], args[2]
-	s, err := sqlite.Open(ctx, dir, sqlite.WithLSMEvents(), sqlite.WithBackupStageForTest(func(st string) {
+	s, err := sqlite.Open(ctx, dir, sqlite.WithBackupStageForTest(func(st string) {
 		if st == stage {
 			fmt.Println("stage", st)
 			select {} // until killed
@@ -385,8 +369,7 @@ func mustLookup(tb testing.TB, s store.Communities, host string) tenant.Communit
 }
 
 // TestBackupMeasure measures a backup of a store of
-// BUZZ_BACKUP_MEASURE events (docs/benchmarks.md), with the events in
-// SQLite, then converted to the LSM engine (timed), with them there.
+// BUZZ_BACKUP_MEASURE events (docs/benchmarks.md).
 func TestBackupMeasure(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("BUZZ_BACKUP_MEASURE"))
 	if n <= 0 {
@@ -423,22 +406,8 @@ func TestBackupMeasure(t *testing.T) {
 		t.Logf("%s: %d events, data directory %.1f MiB, backup %.1f MiB in %v, writes paused %v", label, n,
 			float64(src)/(1<<20), float64(info.Bytes)/(1<<20), info.Duration.Round(time.Millisecond), info.Pause.Round(time.Microsecond))
 	}
-	measure(s, "events in SQLite")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	info, err := sqlite.ConvertToLSM(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("conversion to the LSM engine: %d events in %v (%.0f events/s)", info.Events, info.Duration.Round(time.Millisecond),
-		float64(info.Events)/info.Duration.Seconds())
-	s, err = sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer s.Close()
-	if _, err := s.TextRows(ctx); err != nil { // the text index rebuilt
+	if _, err := s.TextRows(ctx); err != nil { // the text index caught up
 		t.Fatal(err)
 	}
 	measure(s, "events in the LSM engine")

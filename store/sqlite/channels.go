@@ -13,7 +13,6 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
-	"github.com/buzzrelay/buzz/store/lsm"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -137,8 +136,9 @@ func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubk
 	if err != nil {
 		return nil, err
 	}
-	var q sqlBuilder
-	q.add(`SELECT id FROM channels WHERE community = ? AND deleted_at IS NULL AND (visibility = 'open'`, cseq)
+	var q strings.Builder
+	q.WriteString(`SELECT id FROM channels WHERE community = ? AND deleted_at IS NULL AND (visibility = 'open'`)
+	args := []any{cseq}
 	var pks [][]byte
 	for _, p := range pubkeys {
 		if b, ok := nostr.DecodeHex32(p); ok {
@@ -146,17 +146,19 @@ func (s *Store) ReadableChannels(ctx context.Context, c tenant.CommunityID, pubk
 		}
 	}
 	if len(pks) > 0 {
-		q.add(` OR id IN (SELECT channel FROM channel_members WHERE community = ? AND pubkey IN (`, cseq)
+		q.WriteString(` OR id IN (SELECT channel FROM channel_members WHERE community = ? AND pubkey IN (`)
+		args = append(args, cseq)
 		for i, b := range pks {
 			if i > 0 {
-				q.sb.WriteString(`,`)
+				q.WriteString(`,`)
 			}
-			q.add(`?`, b)
+			q.WriteString(`?`)
+			args = append(args, b)
 		}
-		q.sb.WriteString(`))`)
+		q.WriteString(`))`)
 	}
-	q.sb.WriteString(`) ORDER BY id`)
-	rows, err := s.rdb.QueryContext(ctx, q.sb.String(), q.args...)
+	q.WriteString(`) ORDER BY id`)
+	rows, err := s.rdb.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, internal("readable channels", err)
 	}
@@ -202,7 +204,7 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 	if err != nil {
 		return channel.Change{}, err
 	}
-	p.cid, p.ev = c, ev
+	p.cid = c
 	var (
 		change  channel.Change
 		verdict error
@@ -331,11 +333,10 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 		return none, v, nil
 	}
 	// 9005 needs its target before anything is written.
-	var victimSeq int64
 	var victimAuthor []byte
 	if cmd.Kind == nostr.KindDeleteEvent {
 		var found bool
-		victimSeq, victimAuthor, found, err = w.channelEvent(p, cmd.EventID, cmd.Channel)
+		victimAuthor, found, err = w.channelEvent(p, cmd.EventID, cmd.Channel)
 		if err != nil {
 			return none, nil, err
 		}
@@ -427,7 +428,7 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 			change.Metadata = true
 		}
 	case nostr.KindDeleteEvent:
-		if err := w.deleteChannelEvent(p, cmd.EventID, victimSeq, victimAuthor); err != nil {
+		if err := w.deleteChannelEvent(p, cmd.EventID, victimAuthor); err != nil {
 			return none, nil, err
 		}
 		change.DeletedEvent = cmd.EventID
@@ -448,14 +449,9 @@ func (w *writer) applyCommand(p *prepared, cmd *channel.Command) (channel.Change
 // that could refuse it ran before the effect, so any refusal here is an
 // internal error (rolling the effect back).
 func (w *writer) saveCommandEvent(p *prepared) error {
-	var err error
-	if w.ev != nil {
-		var tx *lsm.Tx
-		if tx, err = w.eventsTx(); err == nil {
-			err = tx.Save(w.ctx, p.cid, p.ev)
-		}
-	} else {
-		err = w.save(p)
+	tx, err := w.eventsTx()
+	if err == nil {
+		err = tx.Save(w.ctx, p.cid, p.ev)
 	}
 	if err != nil && isOutcome(err) {
 		return fmt.Errorf("sqlite: channel command event refused after its checks: %w", err)
@@ -660,113 +656,64 @@ func (s *Store) Channels(ctx context.Context, c tenant.CommunityID) ([]channel.C
 // commandSeen returns the verdict for a command event already known: a
 // repeat (store.ErrDuplicate) or one its author deleted (store.ErrDeleted).
 func (w *writer) commandSeen(p *prepared) (verdict, err error) {
-	if w.ev != nil {
-		tx, err := w.eventsTx()
-		if err != nil {
-			return nil, err
-		}
-		switch err := tx.Seen(w.ctx, p.cid, p.ev); {
-		case err == nil:
-			return nil, nil
-		case isOutcome(err):
-			return err, nil
-		default:
-			return nil, internal("channel command", err)
-		}
+	tx, err := w.eventsTx()
+	if err != nil {
+		return nil, err
 	}
-	var one int
-	err = w.exists.QueryRowContext(w.ctx, p.community, p.id).Scan(&one)
-	switch {
+	switch err := tx.Seen(w.ctx, p.cid, p.ev); {
 	case err == nil:
-		return store.ErrDuplicate, nil
-	case !errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case isOutcome(err):
+		return err, nil
+	default:
 		return nil, internal("channel command", err)
 	}
-	err = w.tombstone.QueryRowContext(w.ctx, p.community, p.id, p.pubkey).Scan(&one)
-	switch {
-	case err == nil:
-		return store.ErrDeleted, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, internal("channel command", err)
-	}
-	return nil, nil
 }
 
-// channelEvent finds the live event with id in channel ch: its row (SQLite
-// only) and author.
-func (w *writer) channelEvent(p *prepared, id string, ch channel.ID) (seq int64, author []byte, found bool, err error) {
-	if w.ev != nil {
-		tx, err := w.eventsTx()
-		if err != nil {
-			return 0, nil, false, err
-		}
-		e, ok, err := tx.Event(w.ctx, p.cid, id)
-		if err != nil {
-			return 0, nil, false, internal("delete event", err)
-		}
-		if !ok || e.Channel != ch {
-			return 0, nil, false, nil
-		}
-		author, _ = nostr.DecodeHex32(e.PubKey)
-		return 0, author, true, nil
+// channelEvent finds the live event with id in channel ch, and its author.
+func (w *writer) channelEvent(p *prepared, id string, ch channel.ID) (author []byte, found bool, err error) {
+	tx, err := w.eventsTx()
+	if err != nil {
+		return nil, false, err
 	}
-	eid, _ := nostr.DecodeHex32(id)
-	err = w.conn.QueryRowContext(w.ctx, `SELECT seq, pubkey FROM events WHERE community = ? AND id = ? AND channel = ?`,
-		p.community, eid, ch[:]).Scan(&seq, &author)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, nil, false, nil
-	case err != nil:
-		return 0, nil, false, internal("delete event", err)
+	e, ok, err := tx.Event(w.ctx, p.cid, id)
+	if err != nil {
+		return nil, false, internal("delete event", err)
 	}
-	return seq, author, true, nil
+	if !ok || e.Channel != ch {
+		return nil, false, nil
+	}
+	author, _ = nostr.DecodeHex32(e.PubKey)
+	return author, true, nil
 }
 
 // newestMetadata returns the created_at of channel ch's newest metadata
 // event (creation or edit).
 func (w *writer) newestMetadata(p *prepared, ch channel.ID) (sql.NullInt64, error) {
-	if w.ev != nil {
-		tx, err := w.eventsTx()
-		if err != nil {
-			return sql.NullInt64{}, err
-		}
-		at, ok, err := tx.Newest(w.ctx, p.cid, ch, nostr.KindCreateChannel, nostr.KindEditMetadata)
-		if err != nil {
-			return sql.NullInt64{}, internal("channel metadata", err)
-		}
-		return sql.NullInt64{Int64: at, Valid: ok}, nil
+	tx, err := w.eventsTx()
+	if err != nil {
+		return sql.NullInt64{}, err
 	}
-	var newest sql.NullInt64
-	if err := w.conn.QueryRowContext(w.ctx, `SELECT max(created_at) FROM events WHERE community = ? AND channel = ? AND kind IN (?, ?)`,
-		p.community, ch[:], nostr.KindCreateChannel, nostr.KindEditMetadata).Scan(&newest); err != nil {
+	at, ok, err := tx.Newest(w.ctx, p.cid, ch, nostr.KindCreateChannel, nostr.KindEditMetadata)
+	if err != nil {
 		return sql.NullInt64{}, internal("channel metadata", err)
 	}
-	return newest, nil
+	return sql.NullInt64{Int64: at, Valid: ok}, nil
 }
 
-// deleteChannelEvent removes event id (found by channelEvent at seq, by
-// author) and refuses it from then on.
-func (w *writer) deleteChannelEvent(p *prepared, id string, seq int64, author []byte) error {
-	if w.ev != nil {
-		tx, err := w.eventsTx()
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Remove(w.ctx, p.cid, id); err != nil {
-			return internal("delete event", err)
-		}
-		if err := tx.Tombstone(w.ctx, p.cid, id, hex.EncodeToString(author)); err != nil {
-			return internal("delete event", err)
-		}
-		eid, _ := nostr.DecodeHex32(id)
-		return w.removeReplies(p.community, nil, eid)
-	}
-	if err := w.removeSeq(seq); err != nil {
+// deleteChannelEvent removes event id (found by channelEvent, by author)
+// and refuses it from then on.
+func (w *writer) deleteChannelEvent(p *prepared, id string, author []byte) error {
+	tx, err := w.eventsTx()
+	if err != nil {
 		return err
 	}
-	eid, _ := nostr.DecodeHex32(id)
-	if _, err := w.addTombstone.ExecContext(w.ctx, p.community, eid, author); err != nil {
+	if _, err := tx.Remove(w.ctx, p.cid, id); err != nil {
 		return internal("delete event", err)
 	}
-	return nil
+	if err := tx.Tombstone(w.ctx, p.cid, id, hex.EncodeToString(author)); err != nil {
+		return internal("delete event", err)
+	}
+	eid, _ := nostr.DecodeHex32(id)
+	return w.removeReplies(p.community, nil, eid)
 }

@@ -53,14 +53,6 @@ func TestThreads(t *testing.T) {
 	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openTemp(t) })
 }
 
-func TestLSMThreads(t *testing.T) {
-	storetest.RunThreads(t, func(t *testing.T) storetest.ThreadBackend { return openLSM(t) })
-}
-
 func TestMembershipAnnouncements(t *testing.T) {
 	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openTemp(t) })
-}
-
-func TestLSMMembershipAnnouncements(t *testing.T) {
-	storetest.RunMembershipAnnouncements(t, func(t *testing.T) storetest.ChannelBackend { return openLSM(t) })
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// ConvertInfo reports what ConvertToLSM did.
-type ConvertInfo struct {
+// convertInfo reports what convertToLSM did.
+type convertInfo struct {
 	// Already is set when the events were in the LSM engine already and
 	// nothing was done.
 	Already bool
@@ -29,7 +29,7 @@ type ConvertInfo struct {
 	Duration                       time.Duration
 }
 
-// convertingSuffix names the directory ConvertToLSM fills before renaming
+// convertingSuffix names the directory convertToLSM fills before renaming
 // it into place (EventsDirSuffix).
 const convertingSuffix = ".converting"
 
@@ -37,12 +37,13 @@ const convertingSuffix = ".converting"
 // writes.
 const convertBatch = 1000
 
-// ConvertToLSM moves the events of the store at path (a directory or a
-// database file, as for Open) from SQLite's tables into the LSM engine, the
-// layout WithLSMEvents gives a new store: every live event, and the NIP-09
-// state that refuses deleted ones. The rest of the store (communities,
-// channels, moderation, workflows, audit chains) stays where it is, and
-// the text index is rebuilt in the background at the next Open.
+// convertToLSM moves the events of the store in database file file from
+// SQLite's tables (the old layout of a data directory) into the LSM engine
+// in the directory beside it (EventsDirSuffix): every live event, and the
+// NIP-09 state that refuses deleted ones. The rest of the store
+// (communities, channels, threads, moderation, workflows, audit chains)
+// stays where it is, and the text index is rebuilt in the background at
+// the next Open. Open runs it when it finds events in SQLite's tables.
 //
 // It needs the store to itself: it takes SQLite's exclusive lock, and
 // fails with store.ErrInUse while another process (a relay, a tool) has
@@ -51,15 +52,10 @@ const convertBatch = 1000
 // interrupted at any point is finished by running it again. The engine's
 // directory is filled under a temporary name and renamed into place once
 // synced (from then on the store's events are in the engine); only then
-// are SQLite's event tables emptied. Open refuses a store caught between
-// the two, naming this function.
-func ConvertToLSM(ctx context.Context, path string) (ConvertInfo, error) {
+// are SQLite's event tables emptied.
+func convertToLSM(ctx context.Context, file string) (convertInfo, error) {
 	start := time.Now()
-	var info ConvertInfo
-	file, err := existingStore(path)
-	if err != nil {
-		return info, err
-	}
+	var info convertInfo
 	db, err := openExclusive(ctx, file)
 	if err != nil {
 		return info, err
@@ -67,10 +63,8 @@ func ConvertToLSM(ctx context.Context, path string) (ConvertInfo, error) {
 	defer db.Close()
 	dir := file + EventsDirSuffix
 	_, statErr := os.Stat(dir)
-	var one int
-	err = db.QueryRowContext(ctx, `SELECT 1 FROM events LIMIT 1`).Scan(&one)
-	hasRows := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	hasRows, err := sqliteHoldsEvents(ctx, db)
+	if err != nil {
 		return info, fmt.Errorf("sqlite: convert: %w", err)
 	}
 	if statErr == nil && !hasRows {
@@ -88,22 +82,6 @@ func ConvertToLSM(ctx context.Context, path string) (ConvertInfo, error) {
 	}
 	info.Duration = time.Since(start)
 	return info, nil
-}
-
-// existingStore resolves path as Open does, without creating anything,
-// and fails unless it names a store.
-func existingStore(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("sqlite: empty path")
-	}
-	file := path
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		file = filepath.Join(path, DefaultFileName)
-	}
-	if _, err := os.Stat(file); err != nil {
-		return "", fmt.Errorf("sqlite: no store at %s: %w", path, err)
-	}
-	return file, incompleteBackup(file)
 }
 
 // openExclusive opens the database on one connection that holds SQLite's
@@ -139,8 +117,8 @@ func openExclusive(ctx context.Context, file string) (*sql.DB, error) {
 
 // fillEngine writes the store's events and deletion state into a new
 // engine directory and renames it to dir.
-func fillEngine(ctx context.Context, db *sql.DB, dir string) (ConvertInfo, error) {
-	var info ConvertInfo
+func fillEngine(ctx context.Context, db *sql.DB, dir string) (convertInfo, error) {
+	var info convertInfo
 	tmp := dir + convertingSuffix
 	if err := os.RemoveAll(tmp); err != nil { // left by an interrupted conversion
 		return info, err
@@ -343,177 +321,4 @@ func dropSQLiteEvents(ctx context.Context, db *sql.DB) error {
 	}
 	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	return err
-}
-
-// splitEvents refuses a store whose events are in the engine while
-// SQLite's tables still hold events: a conversion interrupted after the
-// engine took them.
-func (s *Store) splitEvents(ctx context.Context) error {
-	var one int
-	err := s.wdb.QueryRowContext(ctx, `SELECT 1 FROM events LIMIT 1`).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: open: %w", err)
-	}
-	return fmt.Errorf("sqlite: the store's events are in the LSM engine and SQLite's tables still hold events: a conversion was interrupted; finish it by running it again (ConvertToLSM or ConvertToSQLite; buzzd convert)")
-}
-
-// convertedSuffix names the engine's directory once ConvertToSQLite has
-// moved its events into SQLite, until it is removed.
-const convertedSuffix = ".converted"
-
-// ConvertToSQLite is ConvertToLSM's reverse: it moves the events of the
-// store at path from the LSM engine into SQLite's tables (every live
-// event, and the NIP-09 state that refuses deleted ones), in one SQLite
-// transaction, then removes the engine's directory (renamed first, so an
-// interruption never leaves a half-removed engine under its name). The
-// same rules hold: the store to itself (store.ErrInUse otherwise, before
-// any change), idempotent (Already for a store whose events are in
-// SQLite), an interrupted run finished by running it again.
-func ConvertToSQLite(ctx context.Context, path string) (ConvertInfo, error) {
-	start := time.Now()
-	var info ConvertInfo
-	file, err := existingStore(path)
-	if err != nil {
-		return info, err
-	}
-	db, err := openExclusive(ctx, file)
-	if err != nil {
-		return info, err
-	}
-	defer db.Close()
-	dir := file + EventsDirSuffix
-	if err := os.RemoveAll(dir + convertedSuffix); err != nil { // left by an interrupted run
-		return info, fmt.Errorf("sqlite: convert: %w", err)
-	}
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		info.Already = true
-		info.Duration = time.Since(start)
-		return info, nil
-	}
-	var one int
-	err = db.QueryRowContext(ctx, `SELECT 1 FROM events LIMIT 1`).Scan(&one)
-	hasRows := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return info, fmt.Errorf("sqlite: convert: %w", err)
-	}
-	if !hasRows { // else an interrupted conversion left both complete
-		if info, err = fillSQLite(ctx, db, dir); err != nil {
-			return info, fmt.Errorf("sqlite: convert: %w", err)
-		}
-	}
-	if err := os.Rename(dir, dir+convertedSuffix); err != nil {
-		return info, fmt.Errorf("sqlite: convert: %w", err)
-	}
-	if err := syncPath(filepath.Dir(dir)); err != nil {
-		return info, fmt.Errorf("sqlite: convert: %w", err)
-	}
-	if err := os.RemoveAll(dir + convertedSuffix); err != nil {
-		return info, fmt.Errorf("sqlite: convert: %w", err)
-	}
-	info.Duration = time.Since(start)
-	return info, nil
-}
-
-// fillSQLite copies the engine's content in dir into SQLite's event
-// tables, through the writer's own statements, in one transaction, with
-// the text index rebuilt for SQLite's seqs.
-func fillSQLite(ctx context.Context, db *sql.DB, dir string) (ConvertInfo, error) {
-	var info ConvertInfo
-	ev, err := lsm.Open(ctx, dir, lsm.WithExternalRegistry())
-	if err != nil {
-		return info, err
-	}
-	defer ev.Close()
-	w, err := newWriter(ctx, db, nil)
-	if err != nil {
-		return info, err
-	}
-	defer w.close()
-	comm := map[tenant.CommunityID]int64{}
-	seqOf := func(c tenant.CommunityID) (int64, error) {
-		if seq, ok := comm[c]; ok {
-			return seq, nil
-		}
-		u := c.UUID()
-		var seq int64
-		if err := w.conn.QueryRowContext(ctx, `SELECT seq FROM communities WHERE id = ?`, u[:]).Scan(&seq); err != nil {
-			return 0, fmt.Errorf("community %s: %w", c, err)
-		}
-		comm[c] = seq
-		return seq, nil
-	}
-	if _, err := w.begin.ExecContext(ctx); err != nil {
-		return info, err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			_, _ = w.rollback.ExecContext(context.Background())
-		}
-	}()
-	if _, err := w.conn.ExecContext(ctx, `INSERT INTO events_fts (events_fts) VALUES ('delete-all')`); err != nil {
-		return info, err
-	}
-	err = ev.Dump(ctx, lsm.Dump{
-		Event: func(c tenant.CommunityID, raw []byte) error {
-			e, err := nostr.ParseEvent(raw)
-			if err != nil {
-				return fmt.Errorf("stored event: %w", err)
-			}
-			p, err := prepare(e)
-			if err != nil {
-				return err
-			}
-			if p.community, err = seqOf(c); err != nil {
-				return err
-			}
-			if err := w.save(p); err != nil {
-				return fmt.Errorf("event %s: %w", e.ID, err)
-			}
-			info.Events++
-			return nil
-		},
-		Tombstone: func(c tenant.CommunityID, id, pubkey string) error {
-			cseq, err := seqOf(c)
-			if err != nil {
-				return err
-			}
-			ib, _ := hex.DecodeString(id)
-			pb, _ := hex.DecodeString(pubkey)
-			if _, err := w.addTombstone.ExecContext(ctx, cseq, ib, pb); err != nil {
-				return err
-			}
-			info.Tombstones++
-			return nil
-		},
-		Watermark: func(c tenant.CommunityID, kind int, pubkey, d string, upTo int64) error {
-			cseq, err := seqOf(c)
-			if err != nil {
-				return err
-			}
-			pb, _ := hex.DecodeString(pubkey)
-			if _, err := w.raiseWatermark.ExecContext(ctx, cseq, kind, pb, d, upTo); err != nil {
-				return err
-			}
-			info.Watermarks++
-			return nil
-		},
-	})
-	if err != nil {
-		return info, err
-	}
-	if err := w.indexText(); err != nil {
-		return info, err
-	}
-	if _, err := w.conn.ExecContext(ctx, `UPDATE lsm_text_index SET indexed_through = 0`); err != nil {
-		return info, err
-	}
-	if _, err := w.commit.ExecContext(ctx); err != nil {
-		return info, err
-	}
-	committed = true
-	return info, nil
 }

@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -15,7 +17,6 @@ import (
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
-	"github.com/buzzrelay/buzz/tenant"
 )
 
 // convertFilters are the queries whose answers a conversion must keep.
@@ -32,21 +33,153 @@ var convertFilters = []nostr.Filter{
 	{Kinds: []int{1059}},
 }
 
-// TestConvertToLSM: a store with its events in SQLite, converted to the
-// engine, answers every query as before, still refuses what its deletions
-// refused, and converting again does nothing; a store open elsewhere is
-// not converted.
-func TestConvertToLSM(t *testing.T) {
+// oldLayout is the content of a data directory in the old layout, where
+// SQLite's tables held the events: per community host, its live events
+// and the NIP-09 state (deleted ids by their requester, coordinate
+// watermarks) that refuses deleted ones.
+type oldLayout struct {
+	events     map[string][]*nostr.Event
+	tombstones map[string][][2]string // id, requester pubkey
+	watermarks map[string][]oldWatermark
+}
+
+type oldWatermark struct {
+	kind   int
+	pubkey string
+	d      string
+	upTo   int64
+}
+
+// layoutOf reads what a data directory in the old layout would hold for
+// the events of s's communities named by hosts: the live events, and the deletion
+// state their deletion requests left.
+func layoutOf(t *testing.T, s *sqlite.Store, hosts []string) oldLayout {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	s, err := sqlite.Open(ctx, dir)
+	l := oldLayout{events: map[string][]*nostr.Event{}, tombstones: map[string][][2]string{}, watermarks: map[string][]oldWatermark{}}
+	for _, h := range hosts {
+		c, err := s.LookupHost(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, err := range s.Query(ctx, c, nostr.Filter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := nostr.ParseEvent(r.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.events[h] = append(l.events[h], ev)
+			if ev.Kind != nostr.KindDeletion {
+				continue
+			}
+			ids, coords := store.DeletionTargets(ev)
+			for _, id := range ids {
+				l.tombstones[h] = append(l.tombstones[h], [2]string{id, ev.PubKey})
+			}
+			for _, co := range coords {
+				l.watermarks[h] = append(l.watermarks[h], oldWatermark{co.Kind, ev.PubKey, co.D, ev.CreatedAt})
+			}
+		}
+	}
+	return l
+}
+
+// writeOldLayout creates, in dir, a data directory in the old layout
+// holding l: the schema of this build (an Open WithoutEvents, which
+// neither creates the events engine nor converts), the communities, and
+// l's rows written into SQLite's event tables with SQL, as the builds
+// that kept events there wrote them.
+func writeOldLayout(t *testing.T, dir string, l oldLayout) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, dir, sqlite.WithoutEvents())
 	if err != nil {
 		t.Fatal(err)
 	}
+	for h := range l.events {
+		if _, _, err := s.EnsureCommunity(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an Open WithoutEvents created the events engine: %v", err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	unhex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for h, evs := range l.events {
+		var cseq int64
+		if err := tx.QueryRowContext(ctx, `SELECT seq FROM communities WHERE host = ?`, h).Scan(&cseq); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			var d, expires, ch any
+			if nostr.IsReplaceable(ev.Kind) {
+				d = ""
+			} else if nostr.IsAddressable(ev.Kind) {
+				d = ev.DTag()
+			}
+			if at, ok := ev.Expiration(); ok {
+				expires = at
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw, channel)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, cseq, unhex(ev.ID), unhex(ev.PubKey), ev.CreatedAt, ev.Kind, d, expires, ev.AppendJSON(nil), ch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tb := range l.tombstones[h] {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO deleted_ids (community, id, pubkey) VALUES (?, ?, ?)`, cseq, unhex(tb[0]), unhex(tb[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range l.watermarks[h] {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO coord_deletions (community, kind, pubkey, d_tag, deleted_up_to) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (community, kind, pubkey, d_tag) DO UPDATE SET deleted_up_to = max(deleted_up_to, excluded.deleted_up_to)`,
+				cseq, w.kind, unhex(w.pubkey), w.d, w.upTo); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenConvertsOldLayout: a data directory in the old layout (events
+// in SQLite's tables, no events directory) is converted by Open: the
+// converted store answers every query as a store that always had its
+// events in the engine, refuses what the deletions refused, and finds
+// what a search found. An Open while another connection holds the
+// database changes nothing; a directory left by an interrupted conversion
+// is replaced; a conversion interrupted after the engine took the events
+// is finished by the next Open.
+func TestOpenConvertsOldLayout(t *testing.T) {
+	ctx := context.Background()
+	hosts := []string{"a.example", "b.example"}
+	ref := openTemp(t) // the same saves, in a store that always had the engine
 	alice, bob := storetest.NewAuthor(t), storetest.NewAuthor(t)
-	comms := []tenant.CommunityID{storetest.Community(t, s, "a.example"), storetest.Community(t, s, "b.example")}
-	var refused []*nostr.Event // saves the converted store must refuse as deleted
-	for ci, c := range comms {
+	var refused [][]*nostr.Event // per community: saves the converted store must refuse as deleted
+	for ci, h := range hosts {
+		c := storetest.Community(t, ref, h)
 		var notes []*nostr.Event
 		for i := range 40 {
 			tags := []nostr.Tag{}
@@ -54,116 +187,120 @@ func TestConvertToLSM(t *testing.T) {
 				tags = append(tags, nostr.Tag{"t", "go"})
 			}
 			ev := alice.Event(t, 1, 1_700_000_000+int64(i), fmt.Sprintf("hello %d from %d", i, ci), tags...)
-			storetest.MustSave(t, s, c, ev)
+			storetest.MustSave(t, ref, c, ev)
 			notes = append(notes, ev)
 		}
-		storetest.MustSave(t, s, c, alice.Event(t, 0, 1_700_000_001, `{"name":"alice"}`))
-		storetest.MustSave(t, s, c, alice.Event(t, 0, 1_700_000_002, `{"name":"alice 2"}`))
-		storetest.MustSave(t, s, c, bob.Event(t, 3, 1_700_000_003, ""))
+		storetest.MustSave(t, ref, c, alice.Event(t, 0, 1_700_000_001, `{"name":"alice"}`))
+		storetest.MustSave(t, ref, c, alice.Event(t, 0, 1_700_000_002, `{"name":"alice 2"}`))
+		storetest.MustSave(t, ref, c, bob.Event(t, 3, 1_700_000_003, ""))
 		old := alice.Event(t, 30023, 1_700_000_004, "draft", nostr.Tag{"d", "post"})
-		storetest.MustSave(t, s, c, old)
-		storetest.MustSave(t, s, c, alice.Event(t, 30023, 1_700_000_005, "other", nostr.Tag{"d", "other"}))
-		storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_006, "expires", nostr.Tag{"expiration", fmt.Sprint(time.Now().Add(time.Hour).Unix())}))
-		storetest.MustSave(t, s, c, bob.Event(t, 1059, 1_700_000_007, "wrapped", nostr.Tag{"p", alice.PubKey}))
+		storetest.MustSave(t, ref, c, old)
+		storetest.MustSave(t, ref, c, alice.Event(t, 30023, 1_700_000_005, "other", nostr.Tag{"d", "other"}))
+		storetest.MustSave(t, ref, c, alice.Event(t, 1, 1_700_000_006, "expires", nostr.Tag{"expiration", fmt.Sprint(time.Now().Add(time.Hour).Unix())}))
+		storetest.MustSave(t, ref, c, bob.Event(t, 1059, 1_700_000_007, "wrapped", nostr.Tag{"p", alice.PubKey}))
 		// Deletions: alice's own note (removed), bob's note by alice
 		// (kept, refused to alice), a coordinate (watermark).
 		bobNote := bob.Event(t, 1, 1_700_000_008, "bob's")
-		storetest.MustSave(t, s, c, bobNote)
-		storetest.MustSave(t, s, c, alice.Deletion(t, 1_700_000_050, []string{notes[5].ID, bobNote.ID},
+		storetest.MustSave(t, ref, c, bobNote)
+		storetest.MustSave(t, ref, c, alice.Deletion(t, 1_700_000_050, []string{notes[5].ID, bobNote.ID},
 			[]string{storetest.Coordinate(30023, alice.PubKey, "post")}))
-		storetest.MustSave(t, s, c, bob.Deletion(t, 1_700_000_051, []string{"ff" + strings.Repeat("0", 62)}, nil))
-		refused = append(refused, notes[5], old)
+		storetest.MustSave(t, ref, c, bob.Deletion(t, 1_700_000_051, []string{"ff" + strings.Repeat("0", 62)}, nil))
+		refused = append(refused, []*nostr.Event{notes[5], old})
 	}
-	want := answers(t, s, comms)
-	s.Close()
+	want := answers(t, ref, hosts)
 	for fi, f := range convertFilters {
 		if len(want[0][fi]) < 2 {
-			t.Fatalf("filter %+v matches nothing before the conversion", f)
+			t.Fatalf("filter %+v matches nothing in the reference store", f)
 		}
 	}
+	layout := layoutOf(t, ref, hosts)
 
-	// Open in another process's stead: the conversion refuses, changing
-	// nothing.
-	other, err := sqlite.Open(ctx, dir)
+	dir := t.TempDir()
+	writeOldLayout(t, dir, layout)
+	db := filepath.Join(dir, sqlite.DefaultFileName)
+	engine := db + sqlite.EventsDirSuffix
+	oldFile, err := os.ReadFile(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqlite.ConvertToLSM(ctx, dir); !errors.Is(err, store.ErrInUse) {
-		t.Fatalf("ConvertToLSM of a store open elsewhere = %v, want ErrInUse", err)
-	}
-	if err := other.Close(); err != nil {
+
+	// A tool holds the database: the conversion refuses, changing nothing.
+	tool, err := sqlite.Open(ctx, dir, sqlite.WithoutEvents())
+	if err != nil {
 		t.Fatal(err)
+	}
+	if s, err := sqlite.Open(ctx, dir); !errors.Is(err, store.ErrInUse) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("Open of an old-layout directory another connection holds = %v, want ErrInUse", err)
+	}
+	if err := tool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(engine); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused conversion left the events directory: %v", err)
 	}
 	// A directory left by an interrupted conversion is replaced.
-	if err := os.MkdirAll(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix+".converting", "junk"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(engine+".converting", "junk"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 
-	info, err := sqlite.ConvertToLSM(ctx, dir)
-	if err != nil {
-		t.Fatalf("ConvertToLSM: %v", err)
-	}
-	if info.Already || info.Events != int64(len(want[0][0])-1+len(want[1][0])-1) || info.Tombstones != 6 || info.Watermarks != 2 {
-		t.Fatalf("ConvertInfo = %+v", info)
-	}
-	if info, err := sqlite.ConvertToLSM(ctx, dir); err != nil || !info.Already {
-		t.Fatalf("a second ConvertToLSM = %+v, %v", info, err)
-	}
-
-	check := func(lsmEvents bool) *sqlite.Store {
+	check := func() {
 		t.Helper()
-		c, err := sqlite.Open(ctx, dir)
+		s, err := sqlite.Open(ctx, dir)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("Open of an old-layout directory: %v", err)
 		}
-		if c.LSMEvents() != lsmEvents {
-			t.Fatalf("the converted store's events in the engine: %v, want %v", c.LSMEvents(), lsmEvents)
-		}
-		got := answers(t, c, comms)
-		for ci := range comms {
+		defer s.Close()
+		got := answers(t, s, hosts)
+		for ci := range hosts {
 			for fi, f := range convertFilters {
 				if !slices.Equal(got[ci][fi], want[ci][fi]) {
-					t.Errorf("community %d, filter %+v: after %v, before %v", ci, f, got[ci][fi], want[ci][fi])
+					t.Errorf("community %d, filter %+v: converted %v, want %v", ci, f, got[ci][fi], want[ci][fi])
 				}
 			}
 		}
-		for i, ev := range refused {
-			storetest.SaveIs(t, c, comms[i/2], ev, store.ErrDeleted)
+		for ci, h := range hosts {
+			c, err := s.LookupHost(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range refused[ci] {
+				storetest.SaveIs(t, s, c, ev, store.ErrDeleted)
+			}
 		}
-		return c
+		if _, err := os.Stat(engine + ".converting"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the conversion left its temporary directory: %v", err)
+		}
 	}
-	if err := check(true).Close(); err != nil {
+	check()
+	check() // converted once: a second Open finds nothing to convert
+
+	// Interrupted after the engine took the events, before SQLite's
+	// tables were emptied: the database file as it was before, the
+	// engine's directory in place. The next Open finishes it.
+	if err := os.WriteFile(db, oldFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// And back: SQLite holds the same events, refusing the same ones.
-	back, err := sqlite.ConvertToSQLite(ctx, dir)
-	if err != nil || back.Already || back.Events != info.Events || back.Tombstones != info.Tombstones || back.Watermarks != info.Watermarks {
-		t.Fatalf("ConvertToSQLite = %+v, %v; ConvertToLSM was %+v", back, err, info)
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Remove(db + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
 	}
-	if again, err := sqlite.ConvertToSQLite(ctx, dir); err != nil || !again.Already {
-		t.Fatalf("a second ConvertToSQLite = %+v, %v", again, err)
-	}
-	if err := check(false).Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sqlite.ConvertToLSM(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	c := check(true)
-	defer c.Close()
-	// A second store opened WithLSMEvents on it is fine too.
-	storetest.MustSave(t, c, comms[0], alice.Event(t, 1, 1_700_000_100, "hello after"))
-	if n := storetest.CountOf(t, c, comms[0], nostr.Filter{Search: "hello"}); n != 40 {
-		t.Fatalf("search after the conversion: %d", n)
-	}
+	check()
 }
 
-// answers runs convertFilters in each community: the ids in order, then
-// the count.
-func answers(t *testing.T, s store.EventStore, comms []tenant.CommunityID) [][][]string {
+// answers runs convertFilters in each community of s named by hosts: the
+// ids in order, then the count.
+func answers(t *testing.T, s store.Backend, hosts []string) [][][]string {
 	t.Helper()
-	out := make([][][]string, len(comms))
-	for ci, c := range comms {
+	out := make([][][]string, len(hosts))
+	for ci, h := range hosts {
+		c, err := s.LookupHost(context.Background(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, f := range convertFilters {
 			ids := storetest.QueryIDs(t, s, c, f)
 			if f.Search != "" {
@@ -174,83 +311,4 @@ func answers(t *testing.T, s store.EventStore, comms []tenant.CommunityID) [][][
 		}
 	}
 	return out
-}
-
-// TestConvertInterrupted: a conversion stopped after the engine took the
-// events but before SQLite's tables were emptied (the database file as it
-// was before, the engine's directory in place) is refused by Open and
-// finished by running the conversion again.
-func TestConvertInterrupted(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	s, err := sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := storetest.Community(t, s, "a.example")
-	alice := storetest.NewAuthor(t)
-	for i := range 20 {
-		storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_000+int64(i), "hello"))
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(dir, sqlite.DefaultFileName)
-	before, err := os.ReadFile(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sqlite.ConvertToLSM(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(db, before, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sqlite.Open(ctx, dir); err == nil || !strings.Contains(err.Error(), "conversion was interrupted") {
-		t.Fatalf("Open of a half-converted store = %v", err)
-	}
-	if info, err := sqlite.ConvertToLSM(ctx, dir); err != nil || info.Already {
-		t.Fatalf("finishing the conversion = %+v, %v", info, err)
-	}
-	s, err = sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := storetest.CountOf(t, s, c, nostr.Filter{}); n != 20 || !s.LSMEvents() {
-		t.Fatalf("after finishing: %d events, in the engine %v", n, s.LSMEvents())
-	}
-	if n := storetest.CountOf(t, s, c, nostr.Filter{Search: "hello"}); n != 20 {
-		t.Fatalf("search after finishing: %d", n)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	// Back to SQLite, stopped after SQLite's transaction committed but
-	// before the engine's directory was renamed away (put back here).
-	events := filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)
-	saved := filepath.Join(t.TempDir(), "events")
-	if err := os.CopyFS(saved, os.DirFS(events)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sqlite.ConvertToSQLite(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.CopyFS(events, os.DirFS(saved)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sqlite.Open(ctx, dir); err == nil || !strings.Contains(err.Error(), "conversion was interrupted") {
-		t.Fatalf("Open of a half-converted store = %v", err)
-	}
-	if info, err := sqlite.ConvertToSQLite(ctx, dir); err != nil || info.Already {
-		t.Fatalf("finishing the conversion back = %+v, %v", info, err)
-	}
-	s, err = sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if n := storetest.CountOf(t, s, c, nostr.Filter{}); n != 20 || s.LSMEvents() {
-		t.Fatalf("after finishing the conversion back: %d events, in the engine %v", n, s.LSMEvents())
-	}
 }

@@ -195,41 +195,61 @@ func TestKillChild(t *testing.T) {
 	}
 }
 
-// TestAckAfterSync: a committed event (already visible to readers) is not
+// TestAckAfterSync: a committed write (already visible to readers) is not
 // acknowledged until the write-ahead log holding it has been synced.
 func TestAckAfterSync(t *testing.T) {
 	ctx := context.Background()
 	var gate chan struct{} // nil until armed: Community's write syncs freely
 	var armed atomic.Bool
 	reached := make(chan struct{}, 16)
-	s := openTemp(t, sqlite.WithBeforeSyncForTest(func() error {
+	s := openSynced(t, t.TempDir(), func() error {
 		if armed.Load() {
 			reached <- struct{}{}
 			<-gate
 		}
 		return nil
-	}))
-	c := storetest.Community(t, s, "sync.example")
-	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "synced before acknowledged")
+	})
 	gate = make(chan struct{})
 	armed.Store(true)
 	saved := make(chan error, 1)
-	go func() { saved <- s.Save(ctx, c, ev) }()
+	go func() {
+		_, _, err := s.EnsureCommunity(ctx, "sync.example")
+		saved <- err
+	}()
 
 	<-reached // the batch committed and waits for its sync
-	if got := storetest.QueryIDs(t, s, c, nostr.Filter{IDs: []string{ev.ID}}); len(got) != 1 {
-		t.Fatalf("committed event not visible before its sync: %v", got)
+	if _, err := s.LookupHost(ctx, "sync.example"); err != nil {
+		t.Fatalf("committed community not visible before its sync: %v", err)
 	}
 	select {
 	case err := <-saved:
-		t.Fatalf("Save returned (%v) before the write-ahead log was synced", err)
+		t.Fatalf("EnsureCommunity returned (%v) before the write-ahead log was synced", err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	armed.Store(false)
 	close(gate)
 	if err := <-saved; err != nil {
-		t.Fatalf("Save after sync: %v", err)
+		t.Fatalf("EnsureCommunity after sync: %v", err)
 	}
+}
+
+// openSynced opens the store in dir with no background maintenance (its
+// merge steps are writes with syncs of their own) and before called ahead
+// of every sync of the write-ahead log; an error before returns stands for
+// the sync's.
+func openSynced(t *testing.T, dir string, before func() error) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.OpenWithSyncForTest(context.Background(), dir, func(f *os.File) error {
+		if err := before(); err != nil {
+			return err
+		}
+		return sqlite.SyncData(f)
+	}, sqlite.WithMaintenanceDelay(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // TestOverlappingSyncs: a batch committed while an earlier batch's sync is
@@ -243,9 +263,7 @@ func TestOverlappingSyncs(t *testing.T) {
 	gate := make(chan struct{})
 	held := make(chan struct{}, 1)
 	started := make(chan struct{}, 16)
-	// No background maintenance: its merge steps are writes with syncs of
-	// their own.
-	s := openTemp(t, sqlite.WithMaintenanceDelay(0, 0), sqlite.WithBeforeSyncForTest(func() error {
+	s := openSynced(t, t.TempDir(), func() error {
 		if first.CompareAndSwap(true, false) {
 			held <- struct{}{}
 			<-gate
@@ -253,26 +271,22 @@ func TestOverlappingSyncs(t *testing.T) {
 		}
 		started <- struct{}{}
 		return nil
-	}))
-	c := storetest.Community(t, s, "overlap.example")
-	alice := storetest.NewAuthor(t)
-	earlier := alice.Event(t, 1, 1_700_000_000, "earlier")
-	later := alice.Event(t, 1, 1_700_000_001, "later")
+	})
 	for len(started) > 0 {
 		<-started
 	}
 	first.Store(true)
 	done := make(chan string, 2)
 	go func() {
-		if err := s.Save(ctx, c, earlier); err != nil {
-			t.Errorf("Save earlier: %v", err)
+		if _, _, err := s.EnsureCommunity(ctx, "earlier.example"); err != nil {
+			t.Errorf("EnsureCommunity earlier: %v", err)
 		}
 		done <- "earlier"
 	}()
 	<-held // the earlier batch's sync is running (and held)
 	go func() {
-		if err := s.Save(ctx, c, later); err != nil {
-			t.Errorf("Save later: %v", err)
+		if _, _, err := s.EnsureCommunity(ctx, "later.example"); err != nil {
+			t.Errorf("EnsureCommunity later: %v", err)
 		}
 		done <- "later"
 	}()
@@ -294,7 +308,8 @@ func TestOverlappingSyncs(t *testing.T) {
 }
 
 // TestSyncFailureIsSticky: once a sync of the write-ahead log fails, the
-// write it covered gets the failure, and so does every later write, even
+// write it covered gets the failure, and so does every later write to
+// SQLite (the engine's events have the engine's own policy), even
 // when later syncs would succeed: after a failed fdatasync the kernel may
 // have dropped pages it could not write, so nothing after them can be
 // acknowledged as durable. Reads go on; reopening the store recovers.
@@ -302,28 +317,32 @@ func TestSyncFailureIsSticky(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	var fail atomic.Bool
-	s, err := sqlite.Open(ctx, dir, sqlite.WithMaintenanceDelay(0, 0), sqlite.WithBeforeSyncForTest(func() error {
+	s := openSynced(t, dir, func() error {
 		if fail.Load() {
 			return errors.New("injected EIO")
 		}
 		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	c := storetest.Community(t, s, "sticky.example")
 	alice := storetest.NewAuthor(t)
-	before := alice.Event(t, 1, 1_700_000_000, "before the failure")
+	note := alice.Event(t, 1, 1_700_000_000, "before the failure")
+	storetest.MustSave(t, s, c, note)
+	// Deletion requests go through SQLite's writer (their audit entries).
+	deletion := func(at int64) *nostr.Event { return alice.Deletion(t, at, []string{note.ID}, nil) }
+	before := deletion(1_700_000_001)
 	storetest.MustSave(t, s, c, before)
 
 	fail.Store(true)
-	if err := s.Save(ctx, c, alice.Event(t, 1, 1_700_000_001, "its sync fails")); err == nil || !strings.Contains(err.Error(), "injected EIO") {
+	if err := s.Save(ctx, c, deletion(1_700_000_002)); err == nil || !strings.Contains(err.Error(), "injected EIO") {
 		t.Fatalf("Save whose sync failed = %v, want the sync's error", err)
 	}
 	fail.Store(false)
-	err = s.Save(ctx, c, alice.Event(t, 1, 1_700_000_002, "after the failure"))
+	err := s.Save(ctx, c, deletion(1_700_000_003))
 	if err == nil || !strings.Contains(err.Error(), "reopen the store") {
 		t.Fatalf("Save after a failed sync = %v, want it refused until the store is reopened", err)
+	}
+	if _, _, err := s.EnsureCommunity(ctx, "other.example"); err == nil || !strings.Contains(err.Error(), "reopen the store") {
+		t.Fatalf("EnsureCommunity after a failed sync = %v, want it refused until the store is reopened", err)
 	}
 	if got := storetest.QueryIDs(t, s, c, nostr.Filter{IDs: []string{before.ID}}); len(got) != 1 {
 		t.Fatalf("reads after a failed sync: %v", got)
@@ -336,5 +355,5 @@ func TestSyncFailureIsSticky(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_003, "reopened"))
+	storetest.MustSave(t, s, c, deletion(1_700_000_004))
 }

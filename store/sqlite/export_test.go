@@ -4,25 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/buzzrelay/buzz/search"
 	"github.com/buzzrelay/buzz/tenant"
 )
-
-// WithSlowReadsForTest makes every event read (Query, Count) first run a
-// query on a read connection that never ends unless interrupted: a
-// stand-in for a slow query that only cancellation stops.
-func WithSlowReadsForTest() Option {
-	return func(c *config) error {
-		c.slowReads = true
-		return nil
-	}
-}
-
-// ReadsInUse reports how many read connections are busy.
-func ReadsInUse(s *Store) int { return s.rdb.Stats().InUse }
 
 // WithoutAuditForBenchmark makes deletions and channel commands append no
 // audit entry, to measure what auditing costs.
@@ -33,15 +21,15 @@ func WithoutAuditForBenchmark() Option {
 	}
 }
 
-// WithBeforeSyncForTest runs fn before each sync of the write-ahead log,
-// after the batches it covers have committed; an error fn returns stands
-// for the sync's own.
-func WithBeforeSyncForTest(fn func() error) Option {
-	return func(c *config) error {
-		c.beforeSync = fn
-		return nil
-	}
+// OpenWithSyncForTest is Open with sync in place of the fdatasync that
+// makes the write-ahead log durable: a test holds syncs back or fails
+// them. sync receives the log's file.
+func OpenWithSyncForTest(ctx context.Context, path string, sync func(*os.File) error, opts ...Option) (*Store, error) {
+	return open(ctx, path, sync, opts...)
 }
+
+// SyncData is the sync Open uses.
+func SyncData(f *os.File) error { return syncData(f) }
 
 // TextIndexState reports how many segments the text index has and its
 // automerge setting, and checks the index's integrity (FTS5's

@@ -181,6 +181,11 @@ func TestBackgroundTextMerge(t *testing.T) {
 	const writes = 44
 	for i := range writes {
 		storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_000_000+int64(i), text(i)))
+		// A search waits for the text index to take the event in: one
+		// indexing transaction per event.
+		if got := storetest.QueryIDs(t, s, c, nostr.Filter{Search: fmt.Sprintf("w%dx0", i)}); len(got) != 1 {
+			t.Fatalf("search for event %d: %v", i, got)
+		}
 	}
 	unmerged, automerge := state(t, s)
 	if automerge != 0 || unmerged < 12 {
@@ -198,6 +203,7 @@ func TestBackgroundTextMerge(t *testing.T) {
 	s = open(t, dir, 10*time.Millisecond, time.Second, sqlite.WithMergePagesForTest(1),
 		sqlite.WithLogger(slog.New(steps)))
 	storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_001_000, "shared last"))
+	search(t, s, c, writes+1) // the text index takes it in: a change to merge
 	deadline := time.Now().Add(10 * time.Second)
 	for n, _ := state(t, s); n > 3; n, _ = state(t, s) {
 		if time.Now().After(deadline) {

@@ -72,7 +72,7 @@ func (w *writer) announceMembership(a *store.MembershipAnnouncer, cseq int64, c 
 		if err != nil {
 			return err
 		}
-		p.community, p.cid, p.ev = cseq, c, ev
+		p.community, p.cid = cseq, c
 		if err := w.saveCommandEvent(p); err != nil {
 			return err
 		}

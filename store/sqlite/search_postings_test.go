@@ -18,25 +18,9 @@ import (
 // the same postings of the text index whether or not community B writes
 // the word, 10,000 times or not at all (what it reads, not how long it
 // takes: the number of postings the index holds under the terms A's search
-// asks for, and the rows they match), with the events in SQLite and in the
-// LSM engine.
+// asks for, and the rows they match).
 func TestSearchReadsOnlyItsCommunityPostings(t *testing.T) {
-	for _, mode := range []struct {
-		name string
-		lsm  bool
-	}{{"sqlite events", false}, {"lsm events", true}} {
-		t.Run(mode.name, func(t *testing.T) {
-			var opts []sqlite.Option
-			if mode.lsm {
-				opts = append(opts, sqlite.WithLSMEvents())
-			}
-			s := openTemp(t, opts...)
-			if s.LSMEvents() != mode.lsm {
-				t.Fatalf("LSMEvents = %v, want %v", s.LSMEvents(), mode.lsm)
-			}
-			testSearchPostings(t, s)
-		})
-	}
+	testSearchPostings(t, openTemp(t))
 }
 
 func testSearchPostings(t *testing.T, s *sqlite.Store) {
@@ -110,94 +94,83 @@ func testSearchPostings(t *testing.T, s *sqlite.Store) {
 // community's words, FTS5's unicode61 tokenizer) is rebuilt when opened:
 // searches find what they found, and read only their community's postings.
 func TestSearchIndexMigration(t *testing.T) {
-	for _, mode := range []struct {
-		name string
-		lsm  bool
-	}{{"sqlite events", false}, {"lsm events", true}} {
-		t.Run(mode.name, func(t *testing.T) {
-			ctx := context.Background()
-			dir := t.TempDir()
-			var opts []sqlite.Option
-			if mode.lsm {
-				opts = append(opts, sqlite.WithLSMEvents())
-			}
-			open := func() *sqlite.Store {
-				s, err := sqlite.Open(ctx, dir, opts...)
-				if err != nil {
-					t.Fatalf("Open: %v", err)
-				}
-				return s
-			}
-			s := open()
-			ca := storetest.Community(t, s, "a.example")
-			cb := storetest.Community(t, s, "b.example")
-			alice := storetest.NewAuthor(t)
-			contents := []string{"secret plans", "Café au lait", "secret other"}
-			var evs []*nostr.Event
-			for i, content := range contents {
-				c := ca
-				if i == 2 {
-					c = cb
-				}
-				ev := alice.Event(t, 1, 1_700_000_000+int64(i), content)
-				storetest.MustSave(t, s, c, ev)
-				evs = append(evs, ev)
-			}
-			rowids, err := s.TextRows(ctx)
-			if err != nil || len(rowids) != len(contents) {
-				t.Fatalf("TextRows = %v, %v", rowids, err)
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func() *sqlite.Store {
+		s, err := sqlite.Open(ctx, dir)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	}
+	s := open()
+	ca := storetest.Community(t, s, "a.example")
+	cb := storetest.Community(t, s, "b.example")
+	alice := storetest.NewAuthor(t)
+	contents := []string{"secret plans", "Café au lait", "secret other"}
+	var evs []*nostr.Event
+	for i, content := range contents {
+		c := ca
+		if i == 2 {
+			c = cb
+		}
+		ev := alice.Event(t, 1, 1_700_000_000+int64(i), content)
+		storetest.MustSave(t, s, c, ev)
+		evs = append(evs, ev)
+	}
+	rowids, err := s.TextRows(ctx)
+	if err != nil || len(rowids) != len(contents) {
+		t.Fatalf("TextRows = %v, %v", rowids, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-			// The index as it was before version 180: the contents'
-			// words, shared, under the same rowids.
-			db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.DefaultFileName))
-			if err != nil {
-				t.Fatal(err)
-			}
-			stmts := []string{
-				`DROP TABLE events_fts`,
-				`CREATE VIRTUAL TABLE events_fts USING fts5(content, content = '', contentless_delete = 1,
-					tokenize = "unicode61 remove_diacritics 0 categories 'L* N*'")`,
-				`DELETE FROM schema_migrations WHERE version = 180`,
-			}
-			for _, q := range stmts {
-				if _, err := db.ExecContext(ctx, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			for i, id := range rowids {
-				if _, err := db.ExecContext(ctx, `INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, id, contents[i]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
+	// The index as it was before version 180: the contents'
+	// words, shared, under the same rowids.
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.DefaultFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{
+		`DROP TABLE events_fts`,
+		`CREATE VIRTUAL TABLE events_fts USING fts5(content, content = '', contentless_delete = 1,
+			tokenize = "unicode61 remove_diacritics 0 categories 'L* N*'")`,
+		`DELETE FROM schema_migrations WHERE version = 180`,
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i, id := range rowids {
+		if _, err := db.ExecContext(ctx, `INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, id, contents[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-			s = open()
-			t.Cleanup(func() { _ = s.Close() })
-			want := map[string]struct {
-				c   tenant.CommunityID
-				ids []string
-			}{
-				"secret": {ca, []string{evs[0].ID}}, "café": {ca, []string{evs[1].ID}}, "CAFÉ lait": {ca, []string{evs[1].ID}},
-				"other": {ca, nil}, "secret other": {cb, []string{evs[2].ID}},
-			}
-			for q, w := range want {
-				got := storetest.QueryIDs(t, s, w.c, nostr.Filter{Search: q})
-				if fmt.Sprint(got) != fmt.Sprint(w.ids) && !(len(got) == 0 && len(w.ids) == 0) {
-					t.Errorf("search %q after the migration: %v, want %v", q, got, w.ids)
-				}
-			}
-			if p, m, err := s.SearchPostings(ctx, ca, "other"); err != nil || p != 0 || m != 0 {
-				t.Fatalf("A's search for B's word reads %d postings, %d rows (%v)", p, m, err)
-			}
-			if p, _, err := s.SearchPostings(ctx, cb, "secret"); err != nil || p != 1 {
-				t.Fatalf("B's search for secret reads %d postings (%v), want its own 1", p, err)
-			}
-		})
+	s = open()
+	t.Cleanup(func() { _ = s.Close() })
+	want := map[string]struct {
+		c   tenant.CommunityID
+		ids []string
+	}{
+		"secret": {ca, []string{evs[0].ID}}, "café": {ca, []string{evs[1].ID}}, "CAFÉ lait": {ca, []string{evs[1].ID}},
+		"other": {ca, nil}, "secret other": {cb, []string{evs[2].ID}},
+	}
+	for q, w := range want {
+		got := storetest.QueryIDs(t, s, w.c, nostr.Filter{Search: q})
+		if fmt.Sprint(got) != fmt.Sprint(w.ids) && !(len(got) == 0 && len(w.ids) == 0) {
+			t.Errorf("search %q after the migration: %v, want %v", q, got, w.ids)
+		}
+	}
+	if p, m, err := s.SearchPostings(ctx, ca, "other"); err != nil || p != 0 || m != 0 {
+		t.Fatalf("A's search for B's word reads %d postings, %d rows (%v)", p, m, err)
+	}
+	if p, _, err := s.SearchPostings(ctx, cb, "secret"); err != nil || p != 1 {
+		t.Fatalf("B's search for secret reads %d postings (%v), want its own 1", p, err)
 	}
 }

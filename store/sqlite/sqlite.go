@@ -1,6 +1,14 @@
-// Package sqlite is buzz's embedded default store: a durable store.Backend in
-// a single SQLite database file, through the pure-Go modernc.org/sqlite driver
-// (no cgo, no server).
+// Package sqlite is buzz's embedded default store: a durable store.Backend
+// that composes two engines in one data directory, with no cgo and no
+// server. The events are in an LSM engine (package store/lsm, on pebble) in
+// a directory beside the database file (EventsDirSuffix); everything else
+// (communities, channels, threads, moderation, workflows, audit chains, the
+// text index of the events) is in a SQLite database file, through the
+// pure-Go modernc.org/sqlite driver.
+//
+// Existing data directories are converted on first open: in an older
+// layout SQLite's tables held the events, and Open moves them into the
+// engine, resumably (see Open).
 //
 // # Durability
 //
@@ -16,6 +24,20 @@
 // checkpoint) and merging the text index happen in the background too, when
 // writing pauses (see maintainLoop), rather than inside a commit that
 // callers wait for.
+//
+// # One commit point
+//
+// An event that goes with no SQLite row (most of them) is saved in the
+// engine directly, and is durable there (its log synced) before Save
+// returns. A write that changes both engines — a channel command and its
+// event, a deletion request and its audit entry, a thread reply and its
+// thread node — commits in SQLite only: the engine's part is recorded in
+// the same transaction as a redo record, applied to the engine once
+// SQLite's commit is synced, and deleted once the engine's part is durable
+// too; Open applies the records a crash left before the store serves. So
+// after a crash such a write is in both engines or in neither, and the
+// caller, unanswered, may send it again (applying it twice changes
+// nothing). See redo.go.
 //
 // # Group commit
 //
@@ -80,20 +102,22 @@ type Store struct {
 	w      *writer
 	rdb    *sql.DB      // read-only pool
 	rstmts *stmtCache   // prepared read statements of rdb, by SQL text
-	events *eventCache  // events read by id; nil when WithEventCache(0) or with WithLSMEvents
-	ev     *lsm.Store   // the events, with WithLSMEvents; nil when they are in SQLite
-	evOff  bool         // the events are in the LSM engine, not opened (WithoutEvents)
-	text   *textIndexer // indexes the engine's events in events_fts; nil without the engine
+	ev     *lsm.Store   // the events; nil when opened WithoutEvents
+	text   *textIndexer // indexes the engine's events in events_fts; nil WithoutEvents
 
 	mu        sync.RWMutex // guards closed and sends on reqs
 	closed    bool
 	reqs      chan *writeReq
-	committed chan []*writeReq      // batches applied by the writer, waiting for syncLoop
-	wal       *os.File              // the write-ahead log, synced by syncLoop; nil without WAL
-	syncErr   atomic.Pointer[error] // the first failed sync of the WAL (failSync); nil while none has
-	wrote     chan struct{}         // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
-	ckdb      *sql.DB               // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
-	done      chan struct{}         // closed when the writer, syncLoop and maintainLoop have drained and exited
+	committed chan []*writeReq     // batches applied by the writer, waiting for syncLoop
+	wal       *os.File             // the write-ahead log, synced by syncLoop; nil without WAL
+	syncFile  func(*os.File) error // makes the write-ahead log durable: syncData
+	// redoDurable is the highest redo record whose engine part syncLoop
+	// has made durable; the writer deletes the records up to it.
+	redoDurable atomic.Int64
+	syncErr     atomic.Pointer[error] // the first failed sync of the WAL (failSync); nil while none has
+	wrote       chan struct{}         // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
+	ckdb        *sql.DB               // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
+	done        chan struct{}         // closed when the writer, syncLoop and maintainLoop have drained and exited
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]int64 // community id → communities.seq
@@ -109,17 +133,14 @@ type config struct {
 	eventCache  int64 // bytes; 0: no event cache
 	readMmap    int64 // bytes of the database file each read connection maps; 0: none
 	log         *slog.Logger
-	slowReads   bool         // tests only: event reads spin in SQLite until cancelled (export_test.go)
 	noAudit     bool         // benchmarks only: deletions and channel commands append no audit entry (export_test.go)
-	beforeSync  func() error // tests only: runs before each sync of the WAL; an error stands for the sync's (export_test.go)
 	backupStage func(string) // tests only: runs after each stage of a backup (export_test.go)
 
 	maintainIdle time.Duration // 0: no background maintenance (maintainLoop)
 	maintainMax  time.Duration
 	mergePages   int // pages one text index merge step writes at most
 
-	lsmEvents bool // WithLSMEvents
-	noEvents  bool // WithoutEvents
+	noEvents bool // WithoutEvents
 }
 
 // Option configures Open.
@@ -256,7 +277,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // Open opens (creating if needed) the store at path and applies any pending
-// schema migrations.
+// schema migrations. A store whose events are still in SQLite's tables
+// (the older layout) is converted first: its events and deletion state move
+// into the engine, logged at info level; the conversion needs the store to
+// itself (store.ErrInUse while another process has it open, before any
+// change), and one interrupted at any point is finished by the next Open.
+// An Open WithoutEvents neither converts nor opens the engine.
 //
 // path names either a directory or a database file. If path is an existing
 // directory, or does not exist and has no file extension (for example
@@ -264,6 +290,12 @@ func WithLogger(l *slog.Logger) Option {
 // holds the database file DefaultFileName plus SQLite's -wal and -shm files.
 // Otherwise (for example "./relay.db") path is the database file itself.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	return open(ctx, path, syncData, opts...)
+}
+
+// open is Open with the function that makes the write-ahead log durable
+// (syncData, but for tests that fail or hold syncs: export_test.go).
+func open(ctx context.Context, path string, sync func(*os.File) error, opts ...Option) (*Store, error) {
 	cfg := config{maxBatch: 256, queue: 4096, readConns: 4, busyTimeout: 10 * time.Second, eventCache: DefaultEventCache, readMmap: DefaultReadMmap, log: slog.Default(),
 		maintainIdle: DefaultMaintainIdle, maintainMax: DefaultMaintainMax, mergePages: defaultMergePages}
 	for _, o := range opts {
@@ -281,10 +313,33 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := incompleteBackup(file); err != nil {
 		return nil, err
 	}
+	s, err := openStore(ctx, file, cfg, sync)
+	if errors.Is(err, errOldLayout) {
+		cfg.log.Info("sqlite: converting the data directory: moving its events from SQLite's tables into the events engine", "path", file)
+		info, cerr := convertToLSM(ctx, file)
+		if cerr != nil {
+			return nil, fmt.Errorf("sqlite: convert %s to the events engine (interrupted, it resumes at the next Open): %w", file, cerr)
+		}
+		cfg.log.Info("sqlite: converted the data directory", "path", file, "events", info.Events,
+			"deleted_ids", info.Tombstones, "deleted_coordinates", info.Watermarks, "duration", info.Duration)
+		s, err = openStore(ctx, file, cfg, sync)
+	}
+	if err != nil {
+		return nil, err
+	}
+	go s.writeLoop()
+	go s.syncLoop()
+	go s.maintainLoop()
+	return s, nil
+}
 
+// openStore opens the store in file, without starting its goroutines;
+// errOldLayout when its events are still in SQLite's tables.
+func openStore(ctx context.Context, file string, cfg config, sync func(*os.File) error) (*Store, error) {
 	s := &Store{
 		path:      file,
 		cfg:       cfg,
+		syncFile:  sync,
 		reqs:      make(chan *writeReq, cfg.queue),
 		committed: make(chan []*writeReq, 64),
 		wrote:     make(chan struct{}, 1),
@@ -295,9 +350,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
-	go s.writeLoop()
-	go s.syncLoop()
-	go s.maintainLoop()
 	return s, nil
 }
 
@@ -379,23 +431,20 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.openEvents(ctx); err != nil {
 		return err
 	}
-	if s.cfg.eventCache > 0 && s.ev == nil {
-		if s.events, err = newEventCache(s.cfg.eventCache); err != nil {
-			return err
-		}
-	}
-	if s.w, err = newWriter(ctx, s.wdb, s.events); err != nil {
+	if s.w, err = newWriter(ctx, s.wdb, s.ev); err != nil {
 		return err
 	}
-	s.w.ev = s.ev
 	if err := s.openWAL(ctx); err != nil {
 		return err
 	}
 	if err := s.openCheckpointer(ctx); err != nil {
 		return err
 	}
-	if s.ev != nil {
+	if !s.cfg.noEvents {
 		if err := s.startTextIndex(ctx); err != nil {
+			return err
+		}
+		if err := s.replayRedo(ctx); err != nil {
 			return err
 		}
 	}
@@ -467,6 +516,13 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
+	if s.syncFailed() == nil {
+		// The redo records every answered write left are durable in the
+		// engine: none is left for the next Open to apply.
+		if err := s.w.dropRedo(s.redoDurable.Load()); err != nil {
+			s.cfg.log.Error("sqlite: delete applied redo records", "err", err)
+		}
+	}
 	return s.closeDBs()
 }
 
@@ -489,13 +545,10 @@ func (s *Store) closeDBs() error {
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}
-	if s.events != nil {
-		s.events.close()
-	}
 	if s.wal != nil {
 		errs = append(errs, s.wal.Close())
 	}
-	if s.ev != nil {
+	if s.ev != nil { // nil WithoutEvents, or when open failed before it
 		errs = append(errs, s.ev.Close())
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// textIndexer keeps events_fts in step with the events of the LSM engine
-// (WithLSMEvents): every textInterval, and whenever a search waits for it,
+// textIndexer keeps events_fts in step with the events of the engine:
+// every textInterval, and whenever a search waits for it,
 // it adds the text of the events saved since in batches of up to textBatch,
 // through the writer, and removes the text of events the engine removed.
 // Indexing off the write path, in large batches, costs FTS5 a few
@@ -178,10 +178,10 @@ func (ix *textIndexer) waitFor(ctx context.Context, seq uint64) error {
 	}
 }
 
-// lsmSearch answers a filter with a search when the events are in the LSM
-// engine: events_fts finds the candidates among the community's own tokens
-// (keyed by its number in the engine), the engine checks and ranks them.
-func (s *Store) lsmSearch(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope,
+// search answers a filter with a search: events_fts finds the candidates
+// among the community's own tokens (keyed by its number in the engine),
+// the engine checks and ranks them.
+func (s *Store) search(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope,
 	yield func(store.Record, error) bool) {
 	sq, err := search.FromFilter(&f)
 	if err != nil {
@@ -231,12 +231,8 @@ func (s *Store) lsmSearch(ctx context.Context, c tenant.CommunityID, f nostr.Fil
 }
 
 // ftsCommunity is the number community c's tokens carry in events_fts
-// (ftstext.go): its number in the LSM engine when the events are there,
-// else its seq in SQLite.
+// (ftstext.go): its number in the events engine.
 func (s *Store) ftsCommunity(ctx context.Context, c tenant.CommunityID) (int64, error) {
-	if s.ev != nil {
-		cseq, err := s.ev.TextCommunity(ctx, c)
-		return int64(cseq), err
-	}
-	return s.communitySeq(ctx, c)
+	cseq, err := s.ev.TextCommunity(ctx, c)
+	return int64(cseq), err
 }

@@ -33,13 +33,13 @@ func threadParent(ev *nostr.Event) []byte {
 	return b
 }
 
-// addReply records the reply p just stored (p.parent set).
-func (w *writer) addReply(p *prepared) error {
+// addReply records reply ev of community cseq, whose parent is parent.
+func (w *writer) addReply(cseq int64, ev *nostr.Event, id, pubkey, parent []byte) error {
 	var expires any
-	if p.hasExpiry {
-		expires = p.expiresAt
+	if at, ok := ev.Expiration(); ok {
+		expires = at
 	}
-	if _, err := w.conn.ExecContext(w.ctx, insertNodeSQL, p.community, p.id, p.parent, p.pubkey, p.createdAt, expires); err != nil {
+	if _, err := w.conn.ExecContext(w.ctx, insertNodeSQL, cseq, id, parent, pubkey, ev.CreatedAt, expires); err != nil {
 		return internal("thread", err)
 	}
 	return nil
@@ -47,8 +47,7 @@ func (w *writer) addReply(p *prepared) error {
 
 // removeReplies takes the events of community cseq with ids out of their
 // threads; with pubkey set, only those by pubkey (a NIP-09 request removes
-// its author's own). The events engine's deletions call it (the SQLite
-// events table has a trigger for that).
+// its author's own). The events engine's deletions call it.
 func (w *writer) removeReplies(cseq int64, pubkey []byte, ids ...[]byte) error {
 	for _, id := range ids {
 		var err error
@@ -64,9 +63,9 @@ func (w *writer) removeReplies(cseq int64, pubkey []byte, ids ...[]byte) error {
 	return nil
 }
 
-// lsmSaveReply stores reply ev in the events engine and records it in the
+// saveReply stores reply ev in the events engine and records it in the
 // same batch: the node is written only when the engine stored the event.
-func (s *Store) lsmSaveReply(ctx context.Context, c tenant.CommunityID, cseq int64, ev *nostr.Event, parent []byte) error {
+func (s *Store) saveReply(ctx context.Context, c tenant.CommunityID, cseq int64, ev *nostr.Event, parent []byte) error {
 	id, ok1 := nostr.DecodeHex32(ev.ID)
 	pk, ok2 := nostr.DecodeHex32(ev.PubKey)
 	if !ok1 || !ok2 {
@@ -83,9 +82,7 @@ func (s *Store) lsmSaveReply(ctx context.Context, c tenant.CommunityID, cseq int
 			}
 			return internal("save", err)
 		}
-		p := &prepared{community: cseq, id: id, pubkey: pk, createdAt: ev.CreatedAt, parent: parent}
-		p.expiresAt, p.hasExpiry = ev.Expiration()
-		return w.addReply(p)
+		return w.addReply(cseq, ev, id, pk, parent)
 	})
 }
 

@@ -9,7 +9,3 @@ import (
 func TestAPITokens(t *testing.T) {
 	storetest.RunAPITokens(t, func(t *testing.T) storetest.TokenBackend { return openTemp(t) })
 }
-
-func TestAPITokensLSM(t *testing.T) {
-	storetest.RunAPITokens(t, func(t *testing.T) storetest.TokenBackend { return openLSM(t) })
-}

@@ -561,13 +561,8 @@ func (s *Store) RestoreEvent(ctx context.Context, c tenant.CommunityID, ev *nost
 }
 
 // RestoreEvents implements transfer.EventBatchDestination: RestoreEvent of
-// each event in order, as one write and one sync of the LSM engine. With
-// the events in SQLite it returns errors.ErrUnsupported, having written
-// nothing (restore them one by one).
+// each event in order, as one write and one sync of the events engine.
 func (s *Store) RestoreEvents(ctx context.Context, c tenant.CommunityID, evs []*nostr.Event) ([]error, error) {
-	if s.ev == nil && !s.evOff {
-		return nil, errors.ErrUnsupported
-	}
 	if _, err := s.communitySeq(ctx, c); err != nil {
 		return nil, err
 	}

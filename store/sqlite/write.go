@@ -1,16 +1,13 @@
 package sqlite
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/buzzrelay/buzz/nostr"
@@ -29,8 +26,10 @@ type writeReq struct {
 	done  chan error
 	state atomic.Int32 // reqQueued, then reqTaken by the writer or reqAbandoned by submit
 	// events: the transaction that applied fn also wrote to the events
-	// engine (WithLSMEvents), whose log must be synced before the answer.
+	// engine, whose log must be synced before the answer; redo is the seq
+	// of the batch's redo record, deleted once that sync is done.
 	events bool
+	redo   int64
 }
 
 // The life of a writeReq: submit queues it; then exactly one of the writer
@@ -248,11 +247,16 @@ func (s *Store) syncLoop() {
 			} else {
 				s.failSync(err)
 			}
+			var redo int64
 			for _, q := range r.reqs {
 				if err != nil && isOutcome(q.err) {
 					q.err = err
 				}
+				redo = max(redo, q.redo)
 				q.done <- q.err
+			}
+			if err == nil && redo > s.redoDurable.Load() {
+				s.redoDurable.Store(redo) // rounds are answered in commit order
 			}
 			select {
 			case s.wrote <- struct{}{}:
@@ -315,17 +319,14 @@ func (s *Store) syncFailed() error {
 const maxSyncs = 2
 
 // syncWAL makes everything written to the WAL so far durable, and with
-// events set everything committed to the events engine (WithLSMEvents).
+// events set everything committed to the events engine.
 // Without a WAL (a file system where SQLite could not use one) commits are
 // synced by SQLite itself (synchronous=FULL) and there is nothing to do.
 // A failure is logged once, by failSync.
 func (s *Store) syncWAL(events bool) error {
 	var err error
-	if s.cfg.beforeSync != nil {
-		err = s.cfg.beforeSync()
-	}
-	if err == nil && s.wal != nil {
-		err = syncData(s.wal)
+	if s.wal != nil {
+		err = s.syncFile(s.wal)
 	}
 	if err == nil && events && s.ev != nil {
 		err = s.ev.Sync()
@@ -336,28 +337,35 @@ func (s *Store) syncWAL(events bool) error {
 	return nil
 }
 
-// commitEvents commits the events engine's part of a batch whose SQLite
-// transaction has just committed: after syncing SQLite's log, so that a
-// crash never leaves the events without the SQLite rows that go with them
-// (a channel command's effect, a deletion's audit entry). reqs are marked
-// for syncLoop to sync the engine's log before answering them.
+// commitEvents applies the events engine's part of a batch whose SQLite
+// transaction, holding that part's redo record, has just committed (see
+// redo.go): after syncing SQLite's log, so that the engine never holds
+// events without the SQLite rows that go with them (a channel command's
+// effect, a deletion's audit entry); a crash before the engine's part is
+// durable leaves the redo record, which Open applies. reqs are marked for
+// syncLoop to sync the engine's log before answering them, after which
+// the redo record is deleted. A failure is final, like a failed sync:
+// the engine's part waits in its redo record for the store to be reopened.
 func (s *Store) commitEvents(reqs ...*writeReq) error {
 	w := s.w
-	tx := w.evTx
+	tx, seq := w.evTx, w.redoSeq
+	w.evTx, w.redo, w.redoSeq = nil, w.redo[:0], 0
 	if tx == nil {
 		return nil
 	}
-	w.evTx = nil
 	if err := s.syncWAL(false); err != nil {
 		tx.Rollback()
 		s.failSync(err)
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return internal("events", err)
+		err = internal("events", err)
+		s.failSync(err)
+		return err
 	}
 	for _, r := range reqs {
 		r.events = true
+		r.redo = seq
 	}
 	return nil
 }
@@ -368,6 +376,8 @@ func (w *writer) rollbackEvents() {
 		w.evTx.Rollback()
 		w.evTx = nil
 	}
+	w.redo, w.redoSeq = w.redo[:0], 0
+	w.redoDropped = 0 // a deletion of records (dropRedo) was rolled back too
 }
 
 // runBatch applies batch and sets each request's result; syncLoop delivers
@@ -387,6 +397,9 @@ func (s *Store) runBatch(batch []*writeReq) {
 		finish(internal("begin", err))
 		return
 	}
+	if err := w.dropRedo(s.redoDurable.Load()); err != nil {
+		s.cfg.log.Error("sqlite: delete applied redo records", "err", err) // kept: applying them again is a no-op
+	}
 	failed := false
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil || !r.take() {
@@ -400,8 +413,8 @@ func (s *Store) runBatch(batch []*writeReq) {
 		}
 	}
 	if !failed {
-		if err := w.indexText(); err != nil {
-			s.cfg.log.Error("sqlite: index write batch", "err", err, "size", len(batch))
+		if err := w.writeRedo(); err != nil {
+			s.cfg.log.Error("sqlite: write batch", "err", err, "size", len(batch))
 		} else if _, err := w.commit.ExecContext(ctx); err == nil {
 			err := s.commitEvents(batch...)
 			w.endTx(true)
@@ -416,7 +429,6 @@ func (s *Store) runBatch(batch []*writeReq) {
 	_, _ = w.rollback.ExecContext(ctx)
 	w.rollbackEvents()
 	w.endTx(false)
-	w.indexFrom = 0
 	for _, r := range batch {
 		r.err = s.runOne(ctx, r)
 	}
@@ -432,8 +444,8 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	}
 	err := r.fn(w)
 	if isOutcome(err) {
-		if ierr := w.indexText(); ierr != nil {
-			err = ierr
+		if rerr := w.writeRedo(); rerr != nil {
+			err = rerr
 		} else if _, cerr := w.commit.ExecContext(ctx); cerr == nil {
 			eerr := s.commitEvents(r)
 			w.endTx(true)
@@ -446,7 +458,6 @@ func (s *Store) runOne(ctx context.Context, r *writeReq) error {
 	_, _ = w.rollback.ExecContext(ctx)
 	w.rollbackEvents()
 	w.endTx(false)
-	w.indexFrom = 0
 	return err
 }
 
@@ -457,26 +468,12 @@ type writer struct {
 	ctx  context.Context
 
 	begin, commit, rollback *sql.Stmt
-
-	tombstone, exists, insert, watermark, head *sql.Stmt
-	insertLive                                 *sql.Stmt
-	deleteSeq, deleteTags                      *sql.Stmt
-	addTombstone, deleteByID                   *sql.Stmt
-	raiseWatermark, deleteCoord                *sql.Stmt
-	deleteExpired                              *sql.Stmt
-	insertCommunity, communityByHost           *sql.Stmt
-
-	tagStmts [maxTagRows + 1]*sql.Stmt // tagStmts[n] inserts n tag rows
+	insertCommunity         *sql.Stmt
+	communityByHost         *sql.Stmt
+	all                     []*sql.Stmt
 
 	// refused: the running fn refused with a verdict (see refuse).
 	refused bool
-
-	// indexFrom is the lowest seq inserted into events since the text of
-	// the open transaction's events was last indexed, 0 when none is
-	// pending (see indexText).
-	indexFrom int64
-	indexFTS  *sql.Stmt
-	all       []*sql.Stmt
 
 	// textChanged records that the open transaction added to or removed
 	// from the text index; textGen counts the commits that did, for
@@ -485,76 +482,34 @@ type writer struct {
 	textGen                atomic.Uint64
 	mergeFTS, totalChanges *sql.Stmt
 
-	// cache is the store's event cache (nil when off); removedFrom holds
-	// the communities whose events the open transaction removed, whose
-	// cached events endTx invalidates once the transaction has ended.
-	cache       *eventCache
-	removedFrom []int64
-	// saved are the events the open transaction stored, put in the cache
-	// by endTx once it commits.
-	saved []savedEvent
-
-	// ev is the events engine (WithLSMEvents), nil when the events are in
-	// SQLite; evTx its transaction for the open batch, begun at first use
-	// (eventsTx) and committed or rolled back with SQLite's.
+	// ev is the events engine; evTx its transaction for the open batch,
+	// begun at first use (eventsTx) and committed or rolled back with
+	// SQLite's.
 	ev   *lsm.Store
 	evTx *lsm.Tx
+
+	// redo is the engine's part of the open batch, written by writeRedo
+	// as the record redoSeq; redoDropped is the highest record deleted
+	// (dropRedo).
+	redo        []redoOp
+	redoSeq     int64
+	redoDropped int64
 }
 
-// savedEvent is a stored event waiting for its transaction to commit
-// before it enters the event cache, with the community's epoch as it was
-// when the event was stored (before the bump of any removal the same
-// transaction made).
-type savedEvent struct {
-	cseq    int64
-	epoch   uint64
-	seq     int64
-	rec     store.Record
-	expires int64
-	channel []byte
-}
-
-// noteRemoval records that the open transaction removed events of
-// community cseq.
-func (w *writer) noteRemoval(cseq int64) {
-	w.textChanged = true
-	if w.cache != nil && !slices.Contains(w.removedFrom, cseq) {
-		w.removedFrom = append(w.removedFrom, cseq)
-	}
-}
-
-// endTx runs after every commit or rollback: it invalidates the cached
-// events of the communities the transaction removed events from (after a
-// rollback needlessly, which costs only misses), then, when it committed,
-// caches the events it stored, so that reads of new events — the ones most
-// read — find them without a miss first.
+// endTx runs after every commit or rollback.
 func (w *writer) endTx(committed bool) {
 	if committed && w.textChanged {
 		w.textGen.Add(1)
 	}
 	w.textChanged = false
-	if len(w.removedFrom) > 0 {
-		w.cache.removed(w.removedFrom)
-		w.removedFrom = w.removedFrom[:0]
-	}
-	if committed {
-		for _, e := range w.saved {
-			w.cache.put(e.cseq, e.epoch, e.seq, e.rec, e.expires, e.channel)
-		}
-	}
-	clear(w.saved)
-	w.saved = w.saved[:0]
 }
 
-// maxTagRows is how many tag rows one INSERT statement carries.
-const maxTagRows = 16
-
-func newWriter(ctx context.Context, db *sql.DB, cache *eventCache) (*writer, error) {
+func newWriter(ctx context.Context, db *sql.DB, ev *lsm.Store) (*writer, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: writer: %w", err)
 	}
-	w := &writer{conn: conn, ctx: context.Background(), cache: cache}
+	w := &writer{conn: conn, ctx: context.Background(), ev: ev}
 	prep := func(dst **sql.Stmt, q string) {
 		if err != nil {
 			return
@@ -569,37 +524,10 @@ func newWriter(ctx context.Context, db *sql.DB, cache *eventCache) (*writer, err
 	prep(&w.begin, `BEGIN IMMEDIATE`)
 	prep(&w.commit, `COMMIT`)
 	prep(&w.rollback, `ROLLBACK`)
-	prep(&w.tombstone, `SELECT 1 FROM deleted_ids WHERE community = ? AND id = ? AND pubkey = ?`)
-	prep(&w.exists, `SELECT 1 FROM events WHERE community = ? AND id = ?`)
-	prep(&w.insert, `INSERT OR IGNORE INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw, channel)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	// insertLive is insert guarded by the tombstone check: one statement
-	// instead of two for the common event, the one neither deleted nor a
-	// duplicate.
-	prep(&w.insertLive, `INSERT OR IGNORE INTO events (community, id, pubkey, created_at, kind, d_tag, expires_at, raw, channel)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-		WHERE NOT EXISTS (SELECT 1 FROM deleted_ids WHERE community = ?1 AND id = ?2 AND pubkey = ?3)`)
-	prep(&w.watermark, `SELECT deleted_up_to FROM coord_deletions WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
-	prep(&w.head, `SELECT seq, created_at, id FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ?`)
-	prep(&w.deleteSeq, `DELETE FROM events WHERE seq = ? RETURNING community`)
-	prep(&w.deleteTags, `DELETE FROM tags WHERE event_seq = ?`)
-	prep(&w.addTombstone, `INSERT OR IGNORE INTO deleted_ids (community, id, pubkey) VALUES (?, ?, ?)`)
-	prep(&w.deleteByID, `DELETE FROM events WHERE community = ? AND id = ? AND pubkey = ? AND kind <> 5 RETURNING seq`)
-	prep(&w.raiseWatermark, `INSERT INTO coord_deletions (community, kind, pubkey, d_tag, deleted_up_to) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (community, kind, pubkey, d_tag) DO UPDATE SET deleted_up_to = max(deleted_up_to, excluded.deleted_up_to)`)
-	prep(&w.deleteCoord, `DELETE FROM events WHERE community = ? AND kind = ? AND pubkey = ? AND d_tag = ? AND created_at <= ? RETURNING seq`)
-	prep(&w.deleteExpired, `DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE expires_at <= ? LIMIT ?) RETURNING seq, community`)
 	prep(&w.insertCommunity, `INSERT INTO communities (id, host, created_at) VALUES (?, ?, ?) ON CONFLICT (host) DO NOTHING RETURNING seq`)
-	prep(&w.indexFTS, `INSERT INTO events_fts (rowid, content)
-		SELECT seq, `+ftsTextFunc+`(community, json_extract(CAST(raw AS TEXT), '$.content')) FROM events WHERE seq >= ? AND kind <> 1059`)
 	prep(&w.mergeFTS, `INSERT INTO events_fts (events_fts, rank) VALUES ('merge', ?)`)
 	prep(&w.totalChanges, `SELECT total_changes()`)
 	prep(&w.communityByHost, `SELECT seq, id FROM communities WHERE host = ?`)
-	for n := 1; n <= maxTagRows; n++ {
-		q := `INSERT OR IGNORE INTO tags (community, name, value, created_at, event_seq) VALUES ` +
-			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?), `, n), ", ")
-		prep(&w.tagStmts[n], q)
-	}
 	if err != nil {
 		w.close()
 		return nil, err
@@ -618,248 +546,4 @@ func (w *writer) close() error {
 		w.conn = nil
 	}
 	return errors.Join(errs...)
-}
-
-// save applies one event. Every check runs before the first write, so a
-// sentinel result has written nothing.
-func (w *writer) save(p *prepared) error {
-	ctx := w.ctx
-	var one int
-	// A deletion aimed at a deletion request has no effect, so a deletion
-	// is never refused as deleted. A regular event's tombstone is checked
-	// by the insert itself (insertLive), and again only when nothing was
-	// inserted; a replaceable event's before its current version goes.
-	live := p.kind != nostr.KindDeletion && !p.coordinate
-	if p.coordinate { // replaceable and addressable kinds; never a deletion
-		if err := w.checkTombstone(p); err != nil {
-			return err
-		}
-	}
-	var dTag any // NULL for regular kinds
-	if p.coordinate {
-		dTag = p.d
-		err := w.exists.QueryRowContext(ctx, p.community, p.id).Scan(&one)
-		switch {
-		case err == nil:
-			return store.ErrDuplicate
-		case !errors.Is(err, sql.ErrNoRows):
-			return internal("save", err)
-		}
-		var upTo int64
-		err = w.watermark.QueryRowContext(ctx, p.community, p.kind, p.pubkey, p.d).Scan(&upTo)
-		switch {
-		case err == nil:
-			if p.createdAt <= upTo {
-				return store.ErrDeleted
-			}
-		case !errors.Is(err, sql.ErrNoRows):
-			return internal("save", err)
-		}
-		var (
-			headSeq, headCreated int64
-			headID               []byte
-		)
-		err = w.head.QueryRowContext(ctx, p.community, p.kind, p.pubkey, p.d).Scan(&headSeq, &headCreated, &headID)
-		switch {
-		case err == nil:
-			if headCreated > p.createdAt || (headCreated == p.createdAt && bytes.Compare(headID, p.id) < 0) {
-				return store.ErrSuperseded
-			}
-			if err := w.removeSeq(headSeq); err != nil {
-				return err
-			}
-		case !errors.Is(err, sql.ErrNoRows):
-			return internal("save", err)
-		}
-	}
-
-	var expires any
-	if p.hasExpiry {
-		expires = p.expiresAt
-	}
-	ins := w.insert
-	if live {
-		ins = w.insertLive
-	}
-	res, err := ins.ExecContext(ctx, p.community, p.id, p.pubkey, p.createdAt, p.kind, dTag, expires, p.raw, p.channel)
-	if err != nil {
-		return internal("save", err)
-	}
-	var seq int64
-	if n, err := res.RowsAffected(); err != nil {
-		return internal("save", err)
-	} else if n == 0 {
-		if live {
-			if err := w.checkTombstone(p); err != nil {
-				return err
-			}
-		}
-		return store.ErrDuplicate
-	}
-	if seq, err = res.LastInsertId(); err != nil {
-		return internal("save", err)
-	}
-	if w.indexFrom == 0 || seq < w.indexFrom {
-		w.indexFrom = seq
-	}
-	if w.cache != nil {
-		e := savedEvent{cseq: p.community, epoch: w.cache.epoch(p.community), seq: seq,
-			rec: store.Record{ID: hex.EncodeToString(p.id), CreatedAt: p.createdAt, Raw: p.raw}}
-		if p.hasExpiry {
-			e.expires = p.expiresAt
-		}
-		if ch, ok := p.channel.([]byte); ok {
-			e.channel = ch
-		}
-		w.saved = append(w.saved, e)
-	}
-	if err := w.insertTags(p, seq); err != nil {
-		return err
-	}
-	if p.parent != nil {
-		if err := w.addReply(p); err != nil {
-			return err
-		}
-	}
-	if p.kind == nostr.KindDeletion {
-		if err := w.applyDeletion(p); err != nil {
-			return err
-		}
-		if p.audit != nil {
-			return w.appendAudit(p.community, p.cid, *p.audit)
-		}
-	}
-	return nil
-}
-
-// checkTombstone returns store.ErrDeleted when a deletion of p's event
-// id by its author has been stored.
-func (w *writer) checkTombstone(p *prepared) error {
-	var one int
-	err := w.tombstone.QueryRowContext(w.ctx, p.community, p.id, p.pubkey).Scan(&one)
-	switch {
-	case err == nil:
-		return store.ErrDeleted
-	case errors.Is(err, sql.ErrNoRows):
-		return nil
-	default:
-		return internal("save", err)
-	}
-}
-
-func (w *writer) insertTags(p *prepared, seq int64) error {
-	args := make([]any, 0, 5*min(len(p.tags), maxTagRows))
-	for rest := p.tags; len(rest) > 0; {
-		n := min(len(rest), maxTagRows)
-		args = args[:0]
-		for _, t := range rest[:n] {
-			args = append(args, p.community, t.Name, t.Value, p.createdAt, seq)
-		}
-		if _, err := w.tagStmts[n].ExecContext(w.ctx, args...); err != nil {
-			return internal("save tags", err)
-		}
-		rest = rest[n:]
-	}
-	return nil
-}
-
-// indexText adds the text of the events inserted since it last ran to
-// events_fts, in one statement: FTS5 flushes its pending terms into a new
-// index segment whenever a later statement of the transaction begins, so a
-// row trigger (or a statement per event) costs a segment per event.
-//
-// Every row with seq >= indexFrom was inserted in this transaction after
-// the last indexText: SQLite gives a new row a seq above every existing
-// one, so any older row that still exists has a lower seq. It must run
-// before the transaction commits and before anything is deleted from
-// events, so the delete trigger always finds the rows it removes indexed.
-func (w *writer) indexText() error {
-	from := w.indexFrom
-	if from == 0 {
-		return nil
-	}
-	w.indexFrom = 0
-	res, err := w.indexFTS.ExecContext(w.ctx, from)
-	if err != nil {
-		return internal("index text", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n > 0 {
-		w.textChanged = true
-	}
-	return nil
-}
-
-// removeSeq deletes one stored event and its tag rows.
-func (w *writer) removeSeq(seq int64) error {
-	var cseq int64
-	switch err := w.deleteSeq.QueryRowContext(w.ctx, seq).Scan(&cseq); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return internal("delete", err)
-	default:
-		w.noteRemoval(cseq)
-	}
-	if _, err := w.deleteTags.ExecContext(w.ctx, seq); err != nil {
-		return internal("delete tags", err)
-	}
-	return nil
-}
-
-// applyDeletion carries out a stored NIP-09 request: tombstones for the ids
-// it names (durable, so a later arrival is refused), removal of those ids
-// when they are the requester's own and not deletion requests themselves,
-// and coordinate watermarks with removal of the versions they cover.
-func (w *writer) applyDeletion(p *prepared) error {
-	ctx := w.ctx
-	for _, id := range p.delIDs {
-		if _, err := w.addTombstone.ExecContext(ctx, p.community, id, p.pubkey); err != nil {
-			return internal("delete", err)
-		}
-		if err := w.removeReturned(p.community, w.deleteByID, p.community, id, p.pubkey); err != nil {
-			return err
-		}
-	}
-	for _, c := range p.delCoords {
-		if _, err := w.raiseWatermark.ExecContext(ctx, p.community, c.Kind, p.pubkey, c.D, p.createdAt); err != nil {
-			return internal("delete", err)
-		}
-		if err := w.removeReturned(p.community, w.deleteCoord, p.community, c.Kind, p.pubkey, c.D, p.createdAt); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// removeReturned runs a DELETE … RETURNING seq of community cseq's events
-// and removes the tag rows of every deleted event.
-func (w *writer) removeReturned(cseq int64, st *sql.Stmt, args ...any) error {
-	rows, err := st.QueryContext(w.ctx, args...)
-	if err != nil {
-		return internal("delete", err)
-	}
-	var seqs []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			rows.Close()
-			return internal("delete", err)
-		}
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return internal("delete", err)
-	}
-	if err := rows.Close(); err != nil {
-		return internal("delete", err)
-	}
-	if len(seqs) > 0 {
-		w.noteRemoval(cseq)
-	}
-	for _, seq := range seqs {
-		if _, err := w.deleteTags.ExecContext(w.ctx, seq); err != nil {
-			return internal("delete tags", err)
-		}
-	}
-	return nil
 }
