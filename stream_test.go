@@ -116,6 +116,7 @@ func TestStreamRevocation(t *testing.T) {
 
 	m1 := owner.event(nostr.KindChatMessage, now(), "one", chanTag(priv))
 	oc.mustAccept(m1)
+	eq(t, "bob's channel subscription", bc.nextLive("chan").ID, m1.ID)
 	eq(t, "bob's channel stream", nextEventID(t, only), m1.ID)
 	eq(t, "bob's feed stream", nextEventID(t, feed), m1.ID)
 	g := owner.event(1, now(), "global")
