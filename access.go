@@ -339,7 +339,7 @@ func traceRows(ctx context.Context, g trace.Tracer, st trace.State, f *nostr.Fil
 }
 
 // relayKeyStore is a store that keeps the deployment's relay master key
-// (store/sqlite in its data directory, store/postgres in its database):
+// (store/embedded in its data directory, store/postgres in its database):
 // RelayKey stores candidate when no key is stored yet and returns the
 // stored key, the same to every process of the deployment.
 type relayKeyStore interface {

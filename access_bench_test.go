@@ -6,7 +6,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/storetest"
 )
 
@@ -15,7 +15,7 @@ import (
 // cached readable set of 100 open channels.
 func BenchmarkLiveAllowed(b *testing.B) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, b.TempDir())
+	st, err := embedded.Open(ctx, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

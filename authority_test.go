@@ -13,9 +13,9 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -39,9 +39,9 @@ type authBackend struct {
 }
 
 func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
-	embedded := func(opts ...sqlite.Option) authBackend {
+	embeddedBackend := func(opts ...embedded.Option) authBackend {
 		return authBackend{open: func(t testing.TB) authStore {
-			st, err := sqlite.Open(context.Background(), t.TempDir(), append(opts, sqlite.WithLogger(quietLogger()))...)
+			st, err := embedded.Open(context.Background(), t.TempDir(), append(opts, embedded.WithLogger(quietLogger()))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 			return st
 		}}
 	}
-	t.Run("embedded", func(t *testing.T) { fn(t, embedded()) })
+	t.Run("embedded", func(t *testing.T) { fn(t, embeddedBackend()) })
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.NewDatabase(t)
 		fn(t, authBackend{shared: true, open: func(t testing.TB) authStore {

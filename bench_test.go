@@ -200,7 +200,7 @@ func ingestOn(b *testing.B, c *rawClient, evs []benchEvent, lat []time.Duration,
 	}
 }
 
-// BenchmarkIngest measures EVENT → OK over real WebSockets into store/sqlite
+// BenchmarkIngest measures EVENT → OK over real WebSockets into store/embedded
 // with 16 connections, each waiting for its OK before the next EVENT.
 func BenchmarkIngest(b *testing.B) { benchIngest(b, 16, 1) }
 

@@ -26,7 +26,7 @@
 // client it runs for) and the parts several processes share (WithBroker,
 // WithControlBus, WithPresence, WithRateLimiter). The package links no
 // storage driver and no Redis client: backends come in through options
-// (store/sqlite, store/postgres, pubsub/redis, cluster).
+// (store/embedded, store/postgres, pubsub/redis, cluster).
 //
 //	rel, err := buzz.New(buzz.WithStore(st), buzz.WithDirectory(st),
 //		buzz.WithFeature(nip05.New()))

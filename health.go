@@ -34,7 +34,7 @@ const (
 // ReadyTimeout bounds each readiness check.
 const ReadyTimeout = 2 * time.Second
 
-// Pinger may be implemented by the store given to WithStore (store/sqlite
+// Pinger may be implemented by the store given to WithStore (store/embedded
 // and store/postgres do). Ping reports whether the store can serve; the
 // readiness check ("store" in /readyz and Relay.Ready) calls it, bounded
 // by ReadyTimeout. A store without it is assumed ready.

@@ -17,17 +17,17 @@ import (
 
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// testRelay is a Relay on store/sqlite in a temp dir, served over a real
+// testRelay is a Relay on store/embedded in a temp dir, served over a real
 // HTTP server, with the server's host mapped to a community.
 type testRelay struct {
 	t     testing.TB
 	relay *Relay
 	srv   *httptest.Server
-	store *sqlite.Store
+	store *embedded.Store
 	url   string // ws://127.0.0.1:port
 	host  string // normalized host, e.g. localhost:port
 	tc    tenant.TenantContext
@@ -411,9 +411,9 @@ func awaitSignal[T any](t testing.TB, ch <-chan T, what string) T {
 // openEmbedded opens the embedded store in dir as buzzd opens it by default
 // (metadata in SQLite, events in the LSM engine) and closes it at the end of
 // the test.
-func openEmbedded(t testing.TB, dir string, opts ...sqlite.Option) *sqlite.Store {
+func openEmbedded(t testing.TB, dir string, opts ...embedded.Option) *embedded.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), dir, append([]sqlite.Option{sqlite.WithLogger(quietLogger())}, opts...)...)
+	st, err := embedded.Open(context.Background(), dir, append([]embedded.Option{embedded.WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatalf("open the embedded store: %v", err)
 	}

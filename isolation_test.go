@@ -18,7 +18,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -292,7 +292,7 @@ func TestIsolationScenario(t *testing.T) {
 // extra row of community source labelled with its community: the mutation
 // the harness must catch.
 type leakyStore struct {
-	*sqlite.Store
+	*embedded.Store
 	victim, source tenant.CommunityID
 }
 

@@ -18,7 +18,7 @@ func TestPackageLayout(t *testing.T) {
 		relay    = []string{m}
 		drivers  = []string{"github.com/redis/", "github.com/jackc/", "modernc.org/sqlite"}
 		redis    = []string{"github.com/redis/", m + "/pubsub/redis"}
-		backends = []string{m + "/store/sqlite", m + "/store/postgres"}
+		backends = []string{m + "/store/embedded", m + "/store/embedded/", m + "/store/postgres"}
 		allBuzz  = []string{m, m + "/"}
 		// Test helpers and examples: no shipped package builds on them.
 		testOnly = []string{m + "/examples/", m + "/internal/testenv", m + "/store/storetest", m + "/store/postgres/pgtest",
@@ -58,11 +58,11 @@ func TestPackageLayout(t *testing.T) {
 		"messaging":           cat(relay, drivers, backends, []string{m + "/channel", m + "/store", m + "/ingest", m + "/pubsub", m + "/tenant"}),
 		"store":               cat(relay, drivers, backends, []string{m + "/ingest", m + "/pubsub"}),
 		"store/storetest":     cat(relay, drivers, backends),
-		// store/sqlite may import store/lsm: the embedded store composes
-		// the events engine (its events) with SQLite (everything else).
-		"store/sqlite":            cat(relay, redis, []string{"github.com/jackc/", m + "/store/postgres", m + "/ingest", m + "/pubsub"}),
-		"store/postgres":          cat(relay, redis, []string{"modernc.org/sqlite", m + "/store/sqlite", m + "/store/lsm", m + "/ingest", m + "/pubsub"}),
-		"store/lsm":               cat(relay, drivers, redis, backends, []string{m + "/ingest", m + "/pubsub"}),
+		// The embedded store composes its events engine (store/embedded/lsm)
+		// with SQLite (everything else); the engine knows nothing above it.
+		"store/embedded":          cat(relay, redis, []string{"github.com/jackc/", m + "/store/postgres", m + "/ingest", m + "/pubsub"}),
+		"store/postgres":          cat(relay, redis, []string{"modernc.org/sqlite", m + "/store/embedded", m + "/store/embedded/", m + "/ingest", m + "/pubsub"}),
+		"store/embedded/lsm":      cat(relay, drivers, redis, backends, []string{m + "/ingest", m + "/pubsub"}),
 		"pubsub":                  cat(relay, drivers, []string{m + "/pubsub/redis", m + "/store", m + "/ingest"}),
 		"pubsub/control":          cat(relay, drivers, []string{m + "/pubsub", m + "/pubsub/redis", m + "/store", m + "/nostr", m + "/ingest"}),
 		"pubsub/redis":            cat(relay, backends, []string{"github.com/jackc/", "modernc.org/sqlite", m + "/store", m + "/ingest"}),

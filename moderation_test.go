@@ -18,9 +18,9 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -280,7 +280,7 @@ func TestModerationReports(t *testing.T) {
 }
 
 // failingRestrictions is a store whose restriction lookups fail.
-type failingRestrictions struct{ *sqlite.Store }
+type failingRestrictions struct{ *embedded.Store }
 
 func (failingRestrictions) PubkeyRestrictions(context.Context, tenant.CommunityID, string, time.Time) ([]store.Restriction, error) {
 	return nil, errors.New("restrictions unavailable")

@@ -17,9 +17,9 @@ import (
 	"github.com/buzzrelay/buzz/nip77"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -74,7 +74,7 @@ func TestNegentropyFigures(t *testing.T) {
 	backends := map[string]backend{
 		"embedded (LSM events)": {
 			open: func(t *testing.T) store.Backend {
-				st, err := sqlite.Open(ctx, t.TempDir(), sqlite.WithLogger(quietLogger()))
+				st, err := embedded.Open(ctx, t.TempDir(), embedded.WithLogger(quietLogger()))
 				if err != nil {
 					t.Fatal(err)
 				}

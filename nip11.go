@@ -32,7 +32,7 @@ type Info struct {
 func (r *Relay) Info() Info { return r.cfg.info }
 
 // CommunityProfiles supplies each community's own self-description.
-// store/sqlite and store/postgres implement it (store.ProfileStore).
+// store/embedded and store/postgres implement it (store.ProfileStore).
 type CommunityProfiles interface {
 	CommunityProfile(ctx context.Context, c tenant.CommunityID) (store.CommunityProfile, error)
 }

@@ -92,7 +92,7 @@ type config struct {
 // WithStore sets the event store. Required.
 //
 // Beyond store.EventStore, the relay uses what else the store may
-// implement (store/sqlite and store/postgres implement all of them):
+// implement (store/embedded and store/postgres implement all of them):
 //   - Pinger: the store's readiness check (/readyz, Relay.Ready);
 //   - ReadCapacity: the size of the fair read queue;
 //   - CommunityProfiles: each community's NIP-11 profile (and so its home page, package homepage),
@@ -178,7 +178,7 @@ func WithBroker(b pubsub.Broker) Option {
 // WithCommunityProfiles sets where each community's own name, description,
 // icon and contact are read (served in NIP-11 and on the home page for the
 // community's hosts only). Default: the store, when it implements
-// CommunityProfiles (store/sqlite and store/postgres do).
+// CommunityProfiles (store/embedded and store/postgres do).
 func WithCommunityProfiles(p CommunityProfiles) Option {
 	return func(c *config) error {
 		if p == nil {

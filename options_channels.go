@@ -26,7 +26,7 @@ func WithTracer(f trace.Factory) Option {
 // NIP-11 document advertises its public key, a community's hosts the
 // community's derived key ("self", and "pubkey" unless WithInfo names one).
 // Without it, New uses the key the store keeps for the deployment (both
-// store/sqlite and store/postgres keep one: a store with a
+// store/embedded and store/postgres keep one: a store with a
 // RelayKey(ctx, candidate) method), storing a new random key on the
 // deployment's first start, so every process and every restart signs
 // alike. With a store that keeps none, New generates an ephemeral master

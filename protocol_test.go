@@ -13,7 +13,7 @@ import (
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 func TestReqOrderingAndLimit(t *testing.T) {
@@ -377,7 +377,7 @@ func TestExpiredNotServedNorDelivered(t *testing.T) {
 // sweepCounter counts DeleteExpired calls; the third one holds until its
 // context ends.
 type sweepCounter struct {
-	*sqlite.Store
+	*embedded.Store
 	calls    atomic.Int32
 	held     chan struct{} // closed when the third call starts
 	released atomic.Bool   // the held call saw its context end

@@ -29,7 +29,7 @@ const (
 var errQueryTimeout = errors.New("buzz: query took too long")
 
 // ReadCapacity may be implemented by the store given to WithStore
-// (store/sqlite and store/postgres do): ReadConcurrency is how many reads
+// (store/embedded and store/postgres do): ReadConcurrency is how many reads
 // it serves at once, and sizes the relay's fair read queue when
 // Limits.RelayQueryConcurrency is zero. Without it (or when it returns 0)
 // the queue has 16 slots.
@@ -38,7 +38,7 @@ type ReadCapacity interface {
 }
 
 // CountBatcher may be implemented by the store given to WithStore
-// (store/sqlite and store/postgres do): CountEach answers what CountScoped
+// (store/embedded and store/postgres do): CountEach answers what CountScoped
 // would for each of sets, in order, in one round trip to the database. A
 // COUNT that may match gift wraps counts up to three sets (see
 // channel.CountGiftWrapped); without it they are counted one after another.

@@ -4,7 +4,7 @@ import "sync/atomic"
 
 // workers runs the relay's store reads (a REQ's replay, a COUNT) on
 // goroutines kept between uses. A fresh goroutine starts with a small stack,
-// and a store read through SQLite (store/sqlite runs modernc.org/sqlite,
+// and a store read through SQLite (store/embedded runs modernc.org/sqlite,
 // whose calls nest deeply) grows it several times, copying it each time: a
 // fixed cost of every REQ that a goroutine kept from the last read does not
 // pay again. At most maxIdle goroutines wait for work; beyond that a

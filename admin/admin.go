@@ -57,7 +57,7 @@ const (
 	FeedbackPath = "/feedback" // product feedback
 )
 
-// Store is what the console reads. store/sqlite and store/postgres
+// Store is what the console reads. store/embedded and store/postgres
 // implement it (store.ModerationStore, store.FeedbackStore).
 type Store interface {
 	OpenReports(ctx context.Context, limit int) ([]store.CommunityReport, error)

@@ -21,9 +21,9 @@ import (
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
 type backend interface {
@@ -36,7 +36,7 @@ const adminHost = "admin.example"
 
 func forEachBackend(t *testing.T, fn func(t *testing.T, st backend)) {
 	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), t.TempDir())
+		st, err := embedded.Open(context.Background(), t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

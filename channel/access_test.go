@@ -8,7 +8,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -26,7 +26,7 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 type world struct {
-	st     *sqlite.Store
+	st     *embedded.Store
 	a      *channel.Access
 	clk    *fakeClock
 	c, c2  tenant.CommunityID
@@ -41,7 +41,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
+	st, err := embedded.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestCacheTTLAndInvalidation(t *testing.T) {
 }
 
 func TestNewAccessOptions(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
+	st, err := embedded.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

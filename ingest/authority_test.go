@@ -9,7 +9,7 @@ import (
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -101,7 +101,7 @@ type authorityPipeline struct {
 func newAuthorityPipeline(t *testing.T, cfg ingest.Config) authorityPipeline {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
+	st, err := embedded.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@
 // Package ingest owns admission: the order of the checks and the per-kind
 // validators. It consumes stores, brokers and limiters through the interfaces
 // of store, pubsub and ratelimit; it must not import the relay (package
-// buzz), a store backend (store/sqlite, store/postgres) or a Redis
+// buzz), a store backend (store/embedded, store/postgres) or a Redis
 // implementation (pubsub/redis, ratelimit/redislimit).
 package ingest
 

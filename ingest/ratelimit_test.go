@@ -13,14 +13,14 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/ratelimit"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
 // rlEnv is a pipeline over a real embedded store and the in-process broker.
 type rlEnv struct {
 	p      *ingest.Pipeline
-	st     *sqlite.Store
+	st     *embedded.Store
 	a, b   tenant.TenantContext
 	broker *pubsub.Local
 }
@@ -28,7 +28,7 @@ type rlEnv struct {
 func newRLEnv(t *testing.T, l ratelimit.Limiter, tier ingest.TierFunc) *rlEnv {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
+	st, err := embedded.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

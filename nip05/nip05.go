@@ -1,6 +1,6 @@
 // Package nip05 serves NIP-05 names per community, as a feature mounted on
 // a relay (buzz.WithFeature(nip05.New())). The relay's store must keep
-// names (store.NameStore; both store/sqlite and store/postgres do).
+// names (store.NameStore; both store/embedded and store/postgres do).
 //
 // Every community host serves
 //

@@ -24,7 +24,7 @@ import (
 // (unknown community, or no such alias to remove), 409 community_exists
 // (the alias is already a host or an alias).
 
-// AliasStore is the registry's host aliases. store/sqlite and
+// AliasStore is the registry's host aliases. store/embedded and
 // store/postgres implement it; a Store without it serves no alias routes.
 type AliasStore interface {
 	// AddHostAlias maps alias (which must pass tenant.ValidateHost, else

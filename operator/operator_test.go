@@ -26,9 +26,9 @@ import (
 	"github.com/buzzrelay/buzz/operator"
 	"github.com/buzzrelay/buzz/operator/optest"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -61,7 +61,7 @@ type env struct {
 func openSQLite(t *testing.T) backend { return openSQLiteB(t) }
 
 func openSQLiteB(t testing.TB) backend {
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "buzz.db"))
+	s, err := embedded.Open(context.Background(), filepath.Join(t.TempDir(), "buzz.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 // SettingsStore is what the profile, policy and kinds routes change: a
 // community's own self-description (store.ProfileStore), its access
-// policy and its kind allow-list (store.CommunityKindsStore). store/sqlite and store/postgres implement it; both record every
+// policy and its kind allow-list (store.CommunityKindsStore). store/embedded and store/postgres implement it; both record every
 // change in the community's audit chain, with the caller (audit.WithActor)
 // as actor.
 type SettingsStore interface {

@@ -7,7 +7,7 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// Store is the community registry the operator API manages. store/sqlite
+// Store is the community registry the operator API manages. store/embedded
 // and store/postgres implement it; operator/optest is its conformance suite.
 //
 // Public keys are 64 lowercase hex characters; "" means "no owner". Errors

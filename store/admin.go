@@ -63,7 +63,7 @@ var (
 // mapped for the relay to answer there. buzzd records it every time it
 // starts; the admin tools read it, so they protect the host the relay
 // actually serves rather than the one their own environment names.
-// store/sqlite and store/postgres implement it.
+// store/embedded and store/postgres implement it.
 type MainHostStore interface {
 	// SetMainHost records host (normalized; it must pass
 	// tenant.ValidateHost, else ErrInvalidHost) as the main host,

@@ -74,7 +74,7 @@ func (p CommunityProfile) Validate() error {
 	return nil
 }
 
-// ProfileStore keeps community profiles. store/sqlite and store/postgres
+// ProfileStore keeps community profiles. store/embedded and store/postgres
 // implement it; storetest.RunProfiles is its conformance suite.
 type ProfileStore interface {
 	// CommunityProfile returns c's profile (all fields "" until one is

@@ -1,6 +1,6 @@
 // Package store defines what buzz needs from event storage, and the
 // semantics every backend must implement identically. The conformance suite in
-// store/storetest pins those semantics; store/sqlite (the embedded default)
+// store/storetest pins those semantics; store/embedded (the embedded default)
 // and store/postgres (production) both pass it unchanged.
 //
 // Every call is scoped by a tenant.CommunityID: a backend never returns, counts,

@@ -9,7 +9,7 @@ import (
 
 // ChannelTopicSetter is implemented by backends that let the relay itself
 // (not a channel member's command) change a channel's topic, as the
-// workflow engine's set_channel_topic action does. store/sqlite and
+// workflow engine's set_channel_topic action does. store/embedded and
 // store/postgres implement it; storetest.RunChannelTopic pins it.
 type ChannelTopicSetter interface {
 	// SetChannelTopic sets channel id's topic (its "about") and returns

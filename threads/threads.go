@@ -1,7 +1,7 @@
 // Package threads serves the metadata of NIP-10 threads as a feature
 // mounted on a relay (buzz.WithFeature(threads.New())). The relay's store
 // must keep threads and channels (store.ThreadStore, store.ChannelStore;
-// both store/sqlite and store/postgres do) and the relay must authenticate
+// both store/embedded and store/postgres do) and the relay must authenticate
 // HTTP requests (buzz.WithHTTPAuth).
 //
 // The store records every reply — a chat message (kind 9) or a Buzz

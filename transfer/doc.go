@@ -2,7 +2,7 @@
 // communities, their state and their events as a buzz export, Import reads
 // one into any store. buzzd export and buzzd import are thin wrappers; an
 // embedder calls the functions with its own store, which implements the
-// small interfaces defined here (store/sqlite and store/postgres implement
+// small interfaces defined here (store/embedded and store/postgres implement
 // them all).
 //
 // # Format, version 1

@@ -29,7 +29,7 @@ type CommunitySource interface {
 
 // Source is what Export needs of a backend. A Source may also implement
 // MemberSource, ChannelSource, NameSource, ModerationSource and
-// AuditSource; Export writes the state of those it implements (store/sqlite
+// AuditSource; Export writes the state of those it implements (store/embedded
 // and store/postgres implement them all).
 type Source interface {
 	EventSource

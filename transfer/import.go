@@ -21,7 +21,7 @@ import (
 
 // EventDestination stores restored events: Save's semantics, except that
 // a deletion request appends no audit entry (its entry arrives with the
-// audit chain). store/sqlite and store/postgres implement it.
+// audit chain). store/embedded and store/postgres implement it.
 type EventDestination interface {
 	RestoreEvent(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error
 }
@@ -32,7 +32,7 @@ type EventDestination interface {
 // write (one transaction, one sync). err is a failure of the store; then
 // results is nil. It returns errors.ErrUnsupported, having written
 // nothing, when it cannot store a batch at once (Import then stores the
-// events one by one). store/sqlite and store/postgres implement it.
+// events one by one). store/embedded and store/postgres implement it.
 type EventBatchDestination interface {
 	RestoreEvents(ctx context.Context, c tenant.CommunityID, evs []*nostr.Event) (results []error, err error)
 }

@@ -10,17 +10,17 @@ import (
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/transfer"
 )
 
-func openSQLite(t *testing.T) *sqlite.Store {
+func openSQLite(t *testing.T) *embedded.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
+	st, err := embedded.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ type full interface {
 }
 
 var (
-	_ full = (*sqlite.Store)(nil)
+	_ full = (*embedded.Store)(nil)
 	_ full = (*postgres.Store)(nil)
 )
 
@@ -158,7 +158,7 @@ func TestRoundTripEmbedded(t *testing.T) {
 	if _, err := transfer.Export(ctx, &want, src, transfer.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dst, err := sqlite.Open(ctx, t.TempDir())
+	dst, err := embedded.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,16 +12,16 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/workflow"
 	"github.com/buzzrelay/buzz/workflow/workflowtest"
 )
 
 func benchBackends(b *testing.B, fn func(b *testing.B, bk workflowtest.Backend)) {
 	b.Run("sqlite", func(b *testing.B) {
-		s, err := sqlite.Open(context.Background(), b.TempDir())
+		s, err := embedded.Open(context.Background(), b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -23,7 +23,7 @@
 //   - Store: what the engine needs from storage (definitions with
 //     compare-and-swap revisions, runs unique per (workflow, trigger event),
 //     a per-step trace, leases with heartbeats, effect records keyed by
-//     idempotency key, parked runs). store/postgres and store/sqlite
+//     idempotency key, parked runs). store/postgres and store/embedded
 //     implement it; workflowtest is the conformance suite both pass.
 //   - Engine: built from a Store, an EventSource and a Publisher. Triggers
 //     are persisted as pending runs before anything else happens (a full

@@ -9,9 +9,9 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 	"github.com/buzzrelay/buzz/workflow/workflowtest"
@@ -24,12 +24,12 @@ func forBackends(t *testing.T, fn func(t *testing.T, open func(t *testing.T) wor
 		dir := t.TempDir()
 		var (
 			once sync.Once
-			s    *sqlite.Store
+			s    *embedded.Store
 		)
 		fn(t, func(t *testing.T) workflowtest.Backend {
 			once.Do(func() {
 				var err error
-				s, err = sqlite.Open(context.Background(), dir)
+				s, err = embedded.Open(context.Background(), dir)
 				if err != nil {
 					t.Fatal(err)
 				}

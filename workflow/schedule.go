@@ -202,7 +202,7 @@ type ScheduleFire struct {
 // ScheduleStore keeps the next fire time of every schedule-triggered
 // workflow (the stores maintain a row per such workflow whenever one is
 // put, due at once) and claims fires. Implementations: store/postgres,
-// store/sqlite; workflowtest.Run pins the semantics.
+// store/embedded; workflowtest.Run pins the semantics.
 type ScheduleStore interface {
 	// DueSchedules returns up to max schedules of any community whose
 	// next fire time is at or before now, earliest first. Its cost

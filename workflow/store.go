@@ -255,7 +255,7 @@ func (e *LimitError) Is(target error) bool { return target == ErrTooManyWorkflow
 
 // Store is what the engine needs from storage. Every method taking a
 // community is scoped by it; ClaimRuns alone looks across communities
-// (it returns ids only). Implementations: store/postgres, store/sqlite;
+// (it returns ids only). Implementations: store/postgres, store/embedded;
 // workflowtest.Run pins the semantics.
 type Store interface {
 	// PutWorkflow creates or replaces a workflow. A replacement must come

@@ -19,7 +19,7 @@ import (
 // first one created.
 
 // WebhookSecretStore keeps the hash of each workflow's webhook secret. It
-// is implemented beside Store by store/postgres and store/sqlite
+// is implemented beside Store by store/postgres and store/embedded
 // (workflowtest.RunWebhooks pins the semantics). Deleting a workflow
 // deletes its secret; redefining it keeps the secret.
 type WebhookSecretStore interface {

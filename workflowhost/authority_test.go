@@ -11,9 +11,9 @@ import (
 	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/workflow"
 )
 
@@ -31,9 +31,9 @@ type authBackend struct {
 }
 
 func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
-	embedded := func(opts ...sqlite.Option) authBackend {
+	embeddedBackend := func(opts ...embedded.Option) authBackend {
 		return authBackend{open: func(t testing.TB) wfBackend {
-			st, err := sqlite.Open(context.Background(), t.TempDir(), append(opts, sqlite.WithLogger(relaytest.Quiet()))...)
+			st, err := embedded.Open(context.Background(), t.TempDir(), append(opts, embedded.WithLogger(relaytest.Quiet()))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +41,7 @@ func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 			return st
 		}}
 	}
-	t.Run("embedded", func(t *testing.T) { fn(t, embedded()) })
+	t.Run("embedded", func(t *testing.T) { fn(t, embeddedBackend()) })
 	t.Run("postgres", func(t *testing.T) {
 		url := pgtest.NewDatabase(t)
 		fn(t, authBackend{shared: true, open: func(t testing.TB) wfBackend {

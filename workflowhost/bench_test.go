@@ -10,9 +10,9 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/workflow"
 )
 
@@ -24,7 +24,7 @@ import (
 
 func benchBackends(b *testing.B, fn func(b *testing.B, st wfBackend)) {
 	b.Run("sqlite", func(b *testing.B) {
-		st, err := sqlite.Open(context.Background(), b.TempDir())
+		st, err := embedded.Open(context.Background(), b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// These benchmarks drive an in-process relay (store/sqlite) over real
+// These benchmarks drive an in-process relay (store/embedded) over real
 // loopback WebSockets with the scenarios of the command, so that
 // `go test -bench Relay -cpuprofile` shows where the relay spends its time
 // on ingest, REQ and fan-out (client and relay share the profile; focus on

@@ -15,18 +15,18 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// startRelay serves an in-process buzz relay on store/sqlite over a real
+// startRelay serves an in-process buzz relay on store/embedded over a real
 // loopback HTTP server and returns its ws:// URL.
 func startTestRelay(t testing.TB, opts ...buzz.Option) string {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
+	st, err := embedded.Open(ctx, t.TempDir())
 	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
+		t.Fatalf("embedded.Open: %v", err)
 	}
 	var (
 		mu sync.Mutex

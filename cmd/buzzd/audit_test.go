@@ -15,9 +15,9 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -43,7 +43,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 		{
 			name: "sqlite", env: map[string]string{"BUZZ_DATA_DIR": dir},
 			open: func(t *testing.T) auditStore {
-				s, err := sqlite.Open(context.Background(), dir)
+				s, err := embedded.Open(context.Background(), dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,7 +135,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 
 func tamperSQLite(t *testing.T, dir string, c tenant.CommunityID, seq int64) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.DefaultFileName))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, embedded.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/store"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 // controlSocketName is the Unix socket a serving buzzd listens on in its
@@ -75,7 +75,7 @@ func runBackupCmd(ctx context.Context, cmd string, args []string, lookupEnv func
 	case "backup":
 		return backupCmd(ctx, cfg, dir, logger, stdout)
 	default:
-		if err := sqlite.Restore(ctx, dir, cfg.DataDir); err != nil {
+		if err := embedded.Restore(ctx, dir, cfg.DataDir); err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
 		fmt.Fprintf(stdout, "restored %s into %s; start buzzd with BUZZ_DATA_DIR=%s\n", dir, cfg.DataDir, cfg.DataDir)
@@ -90,7 +90,7 @@ func backupCmd(ctx context.Context, cfg Config, dir string, logger *slog.Logger,
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	var info sqlite.BackupInfo
+	var info embedded.BackupInfo
 	if client, ok := dialControl(ctx, cfg.DataDir); ok {
 		info, err = remoteBackup(ctx, client, abs)
 	} else {
@@ -105,22 +105,22 @@ func backupCmd(ctx context.Context, cfg Config, dir string, logger *slog.Logger,
 }
 
 // localBackup opens the store and backs it up: no buzzd serves it.
-func localBackup(ctx context.Context, cfg Config, dir string, logger *slog.Logger) (sqlite.BackupInfo, error) {
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, sqlite.DefaultFileName)); err != nil {
-		return sqlite.BackupInfo{}, fmt.Errorf("no embedded store in %s: %w", cfg.DataDir, err)
+func localBackup(ctx context.Context, cfg Config, dir string, logger *slog.Logger) (embedded.BackupInfo, error) {
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, embedded.DefaultFileName)); err != nil {
+		return embedded.BackupInfo{}, fmt.Errorf("no embedded store in %s: %w", cfg.DataDir, err)
 	}
 	backend, err := openBackend(ctx, cfg, logger, true)
 	if errors.Is(err, store.ErrInUse) {
-		return sqlite.BackupInfo{}, fmt.Errorf("a process holds the store in %s but nothing answers on %s (a buzzd of an older version?): %w",
+		return embedded.BackupInfo{}, fmt.Errorf("a process holds the store in %s but nothing answers on %s (a buzzd of an older version?): %w",
 			cfg.DataDir, filepath.Join(cfg.DataDir, controlSocketName), err)
 	}
 	if err != nil {
-		return sqlite.BackupInfo{}, err
+		return embedded.BackupInfo{}, err
 	}
 	defer backend.Close()
-	st, ok := backend.(*sqlite.Store)
+	st, ok := backend.(*embedded.Store)
 	if !ok {
-		return sqlite.BackupInfo{}, errors.New("the store is not the embedded one")
+		return embedded.BackupInfo{}, errors.New("the store is not the embedded one")
 	}
 	return st.Backup(ctx, dir)
 }
@@ -143,8 +143,8 @@ func dialControl(ctx context.Context, dataDir string) (*http.Client, bool) {
 }
 
 // remoteBackup asks the serving buzzd for a backup into dir.
-func remoteBackup(ctx context.Context, client *http.Client, dir string) (sqlite.BackupInfo, error) {
-	var info sqlite.BackupInfo
+func remoteBackup(ctx context.Context, client *http.Client, dir string) (embedded.BackupInfo, error) {
+	var info embedded.BackupInfo
 	u := "http://buzzd/backup?" + url.Values{"dir": {dir}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
@@ -173,7 +173,7 @@ func remoteBackup(ctx context.Context, client *http.Client, dir string) (sqlite.
 // that cannot be made (a path too long for a Unix socket, a file system
 // without them) or that another process answers on is logged and left:
 // the relay serves without it.
-func serveControl(ctx context.Context, dataDir string, st *sqlite.Store, logger *slog.Logger) (stop func()) {
+func serveControl(ctx context.Context, dataDir string, st *embedded.Store, logger *slog.Logger) (stop func()) {
 	path := filepath.Join(dataDir, controlSocketName)
 	if _, ok := dialControl(ctx, dataDir); ok {
 		logger.Warn("another buzzd answers on the control socket; buzzd backup reaches it, not this one", "socket", path)

@@ -19,7 +19,7 @@ import (
 	gonostr "github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 // backupSettings are a relay's settings for the backup tests: a data
@@ -221,19 +221,19 @@ func TestBackupKill9E2E(t *testing.T) {
 				if err != nil {
 					t.Fatalf("buzzd backup failed: %v", err)
 				}
-				if _, err := sqlite.CheckBackup(bdir); err != nil {
+				if _, err := embedded.CheckBackup(bdir); err != nil {
 					t.Fatalf("a backup that completed: %v", err)
 				}
 				break poll
 			default:
 			}
-			if _, err := os.Stat(filepath.Join(bdir, sqlite.BackupIncomplete)); err == nil {
+			if _, err := os.Stat(filepath.Join(bdir, embedded.BackupIncomplete)); err == nil {
 				if err := p.cmd.Process.Kill(); err != nil {
 					t.Fatal(err)
 				}
 				<-p.done
 				clientErr := <-exited
-				if _, err := sqlite.CheckBackup(bdir); err == nil {
+				if _, err := embedded.CheckBackup(bdir); err == nil {
 					// The backup completed before the kill landed.
 					p = startBuzzd(t, port, settings)
 					break poll
@@ -250,8 +250,8 @@ func TestBackupKill9E2E(t *testing.T) {
 	if !killed {
 		t.Fatal("no backup was caught in the middle in 10 attempts")
 	}
-	if _, err := os.Stat(filepath.Join(bdir, sqlite.BackupManifest)); err == nil {
-		if _, err := os.Stat(filepath.Join(bdir, sqlite.BackupIncomplete)); err != nil {
+	if _, err := os.Stat(filepath.Join(bdir, embedded.BackupManifest)); err == nil {
+		if _, err := os.Stat(filepath.Join(bdir, embedded.BackupIncomplete)); err != nil {
 			t.Fatal("the killed backup's directory looks complete")
 		}
 	}
@@ -306,7 +306,7 @@ func TestConvertE2E(t *testing.T) {
 	if !waitOutput(p, "converted the data directory") {
 		t.Fatalf("buzzd did not log the conversion:\n%s", p.out.String())
 	}
-	if _, err := os.Stat(filepath.Join(data, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); err != nil {
+	if _, err := os.Stat(filepath.Join(data, embedded.DefaultFileName+embedded.EventsDirSuffix)); err != nil {
 		t.Fatalf("no events directory after the conversion: %v", err)
 	}
 	got := storedIDs(t, p.url, pk)
@@ -330,7 +330,7 @@ func TestConvertE2E(t *testing.T) {
 func toOldLayout(t *testing.T, dir string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, dir)
+	st, err := embedded.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,10 +361,10 @@ func toOldLayout(t *testing.T, dir string) {
 	if len(rows) == 0 {
 		t.Fatal("no events to move")
 	}
-	if err := os.RemoveAll(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, embedded.DefaultFileName+embedded.EventsDirSuffix)); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.DefaultFileName))
+	db, err := sql.Open("sqlite", filepath.Join(dir, embedded.DefaultFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 // TestBackupCommandLine: the backup and restore commands' usage
@@ -43,7 +43,7 @@ func TestBackupCommandLine(t *testing.T) {
 func TestBackupWithoutRelay(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
-	st, err := sqlite.Open(ctx, data)
+	st, err := embedded.Open(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestBackupWithoutRelay(t *testing.T) {
 	if err := run(ctx, []string{"backup", bdir}, env, nil, &out, io.Discard); err != nil {
 		t.Fatalf("buzzd backup: %v", err)
 	}
-	if info, err := sqlite.CheckBackup(bdir); err != nil || info.Events != "lsm" || !strings.Contains(out.String(), "events in lsm") {
+	if info, err := embedded.CheckBackup(bdir); err != nil || info.Events != "lsm" || !strings.Contains(out.String(), "events in lsm") {
 		t.Fatalf("the backup: %+v, %v\n%s", info, err, out.String())
 	}
 	empty := envMap(map[string]string{"BUZZ_DATA_DIR": t.TempDir()})

@@ -88,7 +88,7 @@ func adminHelp(topic []string) string {
 	return "usage: buzzd admin <command> [flags]\n\n" + strings.Join(out, "\n") + "\n\nbuzzd admin help lists every command, its flags and the store it uses.\n"
 }
 
-// adminStore is what the admin CLI needs of a backend; store/sqlite and
+// adminStore is what the admin CLI needs of a backend; store/embedded and
 // store/postgres implement it.
 type adminStore interface {
 	store.Backend

@@ -19,8 +19,8 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
-	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
 // adminRun runs "buzzd admin args…" through run with env, and returns stdout
@@ -64,7 +64,7 @@ func TestAdminCLI(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		dir := t.TempDir()
 		adminCLI(t, map[string]string{"BUZZ_DATA_DIR": dir}, func(t *testing.T) adminStore {
-			st, err := sqlite.Open(context.Background(), dir)
+			st, err := embedded.Open(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,8 +18,8 @@ import (
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/metrics"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -49,14 +49,14 @@ type Config struct {
 	// tables with stale planner statistics (0 = its analyser off).
 	DBAnalyzeInterval time.Duration
 	// DBEventCacheMiB sizes the embedded store's in-memory cache of events
-	// read by id (sqlite.WithEventCache), in MiB; 0 turns it off.
+	// read by id (embedded.WithEventCache), in MiB; 0 turns it off.
 	DBEventCacheMiB int
 	// DBReadMmapMiB is how much of the embedded store's file each read
-	// connection maps (sqlite.WithReadMmap), in MiB; 0 turns it off.
+	// connection maps (embedded.WithReadMmap), in MiB; 0 turns it off.
 	DBReadMmapMiB int
 	// DBMaintainIdle and DBMaintainMax are when the embedded store
 	// checkpoints its write-ahead log and merges its text index in the
-	// background (sqlite.WithMaintenanceDelay); idle 0 turns that off.
+	// background (embedded.WithMaintenanceDelay); idle 0 turns that off.
 	DBMaintainIdle, DBMaintainMax time.Duration
 	// AuthRequired makes every read and write wait for NIP-42 AUTH.
 	AuthRequired bool
@@ -217,10 +217,10 @@ func settings() []setting {
 				c.DBReadMmapMiB, err = parseMiB(v, defaultReadMmapMiB)
 				return err
 			}},
-		{env: "BUZZ_DB_MAINTAIN_IDLE", flag: "db-maintain-idle", def: sqlite.DefaultMaintainIdle.String(),
+		{env: "BUZZ_DB_MAINTAIN_IDLE", flag: "db-maintain-idle", def: embedded.DefaultMaintainIdle.String(),
 			usage: "how long the embedded store waits after its last write before it checkpoints its write-ahead log and merges its text index in the background, keeping that work out of the commits that acknowledge events; 0 = off (SQLite then does both inside commits); PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainIdle, err = parseMaintainDelay(v); return err }},
-		{env: "BUZZ_DB_MAINTAIN_MAX", flag: "db-maintain-max", def: sqlite.DefaultMaintainMax.String(),
+		{env: "BUZZ_DB_MAINTAIN_MAX", flag: "db-maintain-max", def: embedded.DefaultMaintainMax.String(),
 			usage: "the longest the embedded store defers that background upkeep while writes keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainMax, err = parseMaintainDelay(v); return err }},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
@@ -412,11 +412,11 @@ func settings() []setting {
 }
 
 // defaultEventCacheMiB is the embedded store's own default event cache.
-const defaultEventCacheMiB = sqlite.DefaultEventCache >> 20
+const defaultEventCacheMiB = embedded.DefaultEventCache >> 20
 
 // defaultReadMmapMiB is the embedded store's own default (and largest)
 // read mapping, in whole MiB.
-const defaultReadMmapMiB = sqlite.DefaultReadMmap >> 20
+const defaultReadMmapMiB = embedded.DefaultReadMmap >> 20
 
 // defaultConfig returns the configuration used when nothing is set.
 func defaultConfig() Config {
@@ -427,8 +427,8 @@ func defaultConfig() Config {
 		DBAnalyzeInterval:  time.Minute,
 		DBEventCacheMiB:    defaultEventCacheMiB,
 		DBReadMmapMiB:      defaultReadMmapMiB,
-		DBMaintainIdle:     sqlite.DefaultMaintainIdle,
-		DBMaintainMax:      sqlite.DefaultMaintainMax,
+		DBMaintainIdle:     embedded.DefaultMaintainIdle,
+		DBMaintainMax:      embedded.DefaultMaintainMax,
 		Limits:             buzz.DefaultLimits(),
 		Info:               buzz.Info{Name: "buzz", Software: "https://github.com/buzzrelay/buzz", Version: buildVersion()},
 		LogLevel:           slog.LevelInfo,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 func envMap(m map[string]string) func(string) (string, bool) {
@@ -96,7 +96,7 @@ func TestParseConfigValues(t *testing.T) {
 		{"embedded maintenance off",
 			map[string]string{"BUZZ_DB_MAINTAIN_IDLE": "0"}, nil,
 			func(t *testing.T, c Config) {
-				if c.DBMaintainIdle != 0 || c.DBMaintainMax != sqlite.DefaultMaintainMax {
+				if c.DBMaintainIdle != 0 || c.DBMaintainMax != embedded.DefaultMaintainMax {
 					t.Errorf("maintenance idle %v max %v, want 0 and the default", c.DBMaintainIdle, c.DBMaintainMax)
 				}
 			}},

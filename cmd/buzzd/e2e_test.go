@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 
 	"github.com/gorilla/websocket"
 	gonostr "github.com/nbd-wtf/go-nostr"
@@ -392,7 +392,7 @@ func TestE2EEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	p := startBuzzd(t, freePort(t), e2eSettings("BUZZ_DATA_DIR", dir))
 	exerciseRelay(t, p)
-	if _, err := os.Stat(filepath.Join(dir, sqlite.DefaultFileName+sqlite.EventsDirSuffix)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, embedded.DefaultFileName+embedded.EventsDirSuffix)); err != nil {
 		t.Fatalf("no events directory: %v", err)
 	}
 }

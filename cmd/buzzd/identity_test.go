@@ -14,7 +14,7 @@ import (
 
 	"github.com/buzzrelay/buzz/audit"
 	"github.com/buzzrelay/buzz/store"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -133,7 +133,7 @@ func TestE2ECommunityIdentity(t *testing.T) {
 		t.Fatalf("buzzd exited %d", code)
 	}
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, dir)
+	s, err := embedded.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

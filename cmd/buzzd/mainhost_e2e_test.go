@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
-	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
 // runBuzzdCmd runs the buzzd binary to completion with exactly env (plus
@@ -46,7 +46,7 @@ func TestE2EMainHostProtected(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		dir := t.TempDir()
 		mainHostProtected(t, map[string]string{"BUZZ_DATA_DIR": dir}, func(ctx context.Context, host string) error {
-			st, err := sqlite.Open(ctx, dir)
+			st, err := embedded.Open(ctx, dir)
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 // buzzdExec runs the built buzzd with exactly env (plus PATH and HOME), as
@@ -74,9 +74,9 @@ func nameHolder(t *testing.T, port int, host, name string) string {
 func TestMoveEmbeddedToPostgres(t *testing.T) {
 	const host = "move.example"
 	dir := t.TempDir()
-	embedded := map[string]string{"BUZZ_DATA_DIR": dir}
+	src := map[string]string{"BUZZ_DATA_DIR": dir}
 	owner, alice, bob := mustKey(t), mustKey(t), mustKey(t)
-	if out, err := buzzdExec(t, embedded, "admin", "community", "add", host, "-owner", owner.PublicKey()); err != nil {
+	if out, err := buzzdExec(t, src, "admin", "community", "add", host, "-owner", owner.PublicKey()); err != nil {
 		t.Fatalf("community add: %v\n%s", err, out)
 	}
 
@@ -126,7 +126,7 @@ func TestMoveEmbeddedToPostgres(t *testing.T) {
 	pause := time.Now()
 	stopBuzzd(t, p)
 	file := filepath.Join(t.TempDir(), "buzz-export.jsonl")
-	if out, err := buzzdExec(t, embedded, "export", "-all", "-with-relay-key", "-o", file); err != nil {
+	if out, err := buzzdExec(t, src, "export", "-all", "-with-relay-key", "-o", file); err != nil {
 		t.Fatalf("export: %v\n%s", err, out)
 	}
 	// 4. Import (twice: the second adds nothing).
@@ -193,7 +193,7 @@ func TestImportRefusesAnotherRelayKey(t *testing.T) {
 		t.Fatalf("an export without -with-relay-key carries the key: %v", err)
 	}
 	ctx := context.Background()
-	srcStore, err := sqlite.Open(ctx, src)
+	srcStore, err := embedded.Open(ctx, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestImportRefusesAnotherRelayKey(t *testing.T) {
 	}
 
 	dstDir := filepath.Join(tmp, "dst")
-	dst, err := sqlite.Open(ctx, dstDir)
+	dst, err := embedded.Open(ctx, dstDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestImportRefusesAnotherRelayKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 2: the destination holds a different relay key") {
 		t.Fatalf("import over another key: %v\n%s", err, out)
 	}
-	dst, err = sqlite.Open(ctx, dstDir)
+	dst, err = embedded.Open(ctx, dstDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/internal/testenv"
 	"github.com/buzzrelay/buzz/pubsub/redis"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 // podLog is a slog handler that passes every INFO "buzz: pod …" record,
@@ -49,7 +49,7 @@ func startPod(t *testing.T, ns, name, version string, logs podLog) *buzz.Relay {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	st, err := sqlite.Open(ctx, t.TempDir())
+	st, err := embedded.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func relayKeySettings() []setting {
 	}
 }
 
-// relayKeyStore keeps the deployment's relay master key: store/sqlite in
+// relayKeyStore keeps the deployment's relay master key: store/embedded in
 // the data directory, store/postgres in the database. RelayKey stores
 // candidate when no key is stored yet and returns the stored key.
 type relayKeyStore interface {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 )
 
 func TestRelayKeyConfig(t *testing.T) {
@@ -53,11 +53,11 @@ func TestRelayKeySurvivesRestart(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		dir := t.TempDir()
 		signer, out := relaySignerAcrossRestart(t, e2eSettings("BUZZ_DATA_DIR", dir))
-		fi, err := os.Stat(filepath.Join(dir, sqlite.RelayKeyFileName))
+		fi, err := os.Stat(filepath.Join(dir, embedded.RelayKeyFileName))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("relay.key: %v %v, want mode 0600", fi, err)
 		}
-		raw, _ := os.ReadFile(filepath.Join(dir, sqlite.RelayKeyFileName))
+		raw, _ := os.ReadFile(filepath.Join(dir, embedded.RelayKeyFileName))
 		sk, err := nostr.ParseSecretKey(strings.TrimSpace(string(raw)))
 		if err != nil {
 			t.Fatal(err)

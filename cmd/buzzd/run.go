@@ -26,8 +26,8 @@ import (
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/threads"
 )
 
@@ -168,13 +168,13 @@ func openBackend(ctx context.Context, cfg Config, logger *slog.Logger, events bo
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	opts := []sqlite.Option{sqlite.WithLogger(logger),
-		sqlite.WithEventCache(int64(cfg.DBEventCacheMiB) << 20), sqlite.WithReadMmap(int64(cfg.DBReadMmapMiB) << 20),
-		sqlite.WithMaintenanceDelay(cfg.DBMaintainIdle, cfg.DBMaintainMax)}
+	opts := []embedded.Option{embedded.WithLogger(logger),
+		embedded.WithEventCache(int64(cfg.DBEventCacheMiB) << 20), embedded.WithReadMmap(int64(cfg.DBReadMmapMiB) << 20),
+		embedded.WithMaintenanceDelay(cfg.DBMaintainIdle, cfg.DBMaintainMax)}
 	if !events {
-		opts = append(opts, sqlite.WithoutEvents())
+		opts = append(opts, embedded.WithoutEvents())
 	}
-	st, err := sqlite.Open(ctx, cfg.DataDir, opts...)
+	st, err := embedded.Open(ctx, cfg.DataDir, opts...)
 	if errors.Is(err, store.ErrInUse) {
 		return nil, fmt.Errorf("open embedded store in %s: the directory is in use by another process — one buzzd at a time opens an embedded store (several pods share PostgreSQL): %w", cfg.DataDir, err)
 	}
@@ -198,7 +198,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
 		}
 	}()
-	if st, ok := backend.(*sqlite.Store); ok {
+	if st, ok := backend.(*embedded.Store); ok {
 		defer serveControl(ctx, cfg.DataDir, st, logger)()
 	}
 

@@ -9,8 +9,8 @@ import (
 	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
-	"github.com/buzzrelay/buzz/store/sqlite"
 )
 
 // TestAdminTokenCLI: "buzzd admin token mint|list|revoke" on both
@@ -22,7 +22,7 @@ func TestAdminTokenCLI(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		dir := t.TempDir()
 		adminTokenCLI(t, map[string]string{"BUZZ_DATA_DIR": dir}, func(t *testing.T) adminStore {
-			st, err := sqlite.Open(context.Background(), dir)
+			st, err := embedded.Open(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}

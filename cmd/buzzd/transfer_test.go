@@ -19,9 +19,9 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
@@ -33,7 +33,7 @@ import (
 func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 	t.Helper()
 	ctx := audit.WithActor(context.Background(), strings.Repeat("0f", 32))
-	st, err := sqlite.Open(ctx, dir)
+	st, err := embedded.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func seedTransfer(t *testing.T, dir string) (aOnly []string) {
 // seedWorkflow adds to community c a schedule-triggered workflow with a
 // webhook secret hash, one fired slot, its run parked on an approval with
 // a recorded effect, and the approval.
-func seedWorkflow(t *testing.T, ctx context.Context, st *sqlite.Store, c tenant.CommunityID, ch channel.ID, owner string) {
+func seedWorkflow(t *testing.T, ctx context.Context, st *embedded.Store, c tenant.CommunityID, ch channel.ID, owner string) {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()
@@ -172,10 +172,10 @@ func readFile(t *testing.T, path string) []byte {
 // nothing.
 func TestExportImportRoundTrip(t *testing.T) {
 	tmp := t.TempDir()
-	embedded := map[string]string{"BUZZ_DATA_DIR": filepath.Join(tmp, "one")}
+	src := map[string]string{"BUZZ_DATA_DIR": filepath.Join(tmp, "one")}
 	pg := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t)}
 	back := map[string]string{"BUZZ_DATA_DIR": filepath.Join(tmp, "three")}
-	seedTransfer(t, embedded["BUZZ_DATA_DIR"])
+	seedTransfer(t, src["BUZZ_DATA_DIR"])
 
 	exportTo := func(env map[string]string, name string) []byte {
 		t.Helper()
@@ -201,9 +201,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 		}
 	}
 
-	one := exportTo(embedded, "one.jsonl")
+	one := exportTo(src, "one.jsonl")
 	checkExport(t, one)
-	verify(embedded)
+	verify(src)
 
 	first := importFrom(pg, "one.jsonl")
 	if !strings.Contains(first, "events: 60 read, 60 new, 0 duplicate") {
@@ -232,7 +232,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	importFrom(back, "two.jsonl")
 	verify(back)
-	backStore, err := sqlite.Open(context.Background(), back["BUZZ_DATA_DIR"])
+	backStore, err := embedded.Open(context.Background(), back["BUZZ_DATA_DIR"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestImportRefusesTamperedEvents(t *testing.T) {
 	}
 	// The events before the bad line are stored (batches are flushed at the
 	// refusal), the bad one is not.
-	st, err := sqlite.Open(context.Background(), dst["BUZZ_DATA_DIR"])
+	st, err := embedded.Open(context.Background(), dst["BUZZ_DATA_DIR"])
 	if err != nil {
 		t.Fatal(err)
 	}

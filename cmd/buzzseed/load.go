@@ -17,8 +17,8 @@ import (
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -56,7 +56,7 @@ func runLoad(ctx context.Context, args []string) error {
 		}
 		s = ps
 	case "sqlite":
-		ss, err := sqlite.Open(ctx, *dir)
+		ss, err := embedded.Open(ctx, *dir)
 		if err != nil {
 			return err
 		}

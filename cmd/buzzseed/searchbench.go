@@ -16,8 +16,8 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -60,7 +60,7 @@ func runSearchBench(ctx context.Context, args []string) error {
 	case "postgres":
 		st, err = postgres.Open(ctx, *db, postgres.WithMaxConns(4), postgres.WithCommitters(1))
 	case "sqlite":
-		st, err = sqlite.Open(ctx, *dir)
+		st, err = embedded.Open(ctx, *dir)
 	default:
 		return fmt.Errorf("unknown -backend %q", *backend)
 	}

@@ -25,9 +25,9 @@ import (
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 )
@@ -40,7 +40,7 @@ import (
 // answers, and every request's trace must pass the independent checker.
 
 // Store is what the tests' relays keep: events, and channels with their
-// members and the community access policy (store/sqlite and
+// members and the community access policy (store/embedded and
 // store/postgres; both moderate too).
 type Store interface {
 	store.EventStore
@@ -56,7 +56,7 @@ type backend interface {
 func backends(t *testing.T) map[string]func(t *testing.T) backend {
 	return map[string]func(t *testing.T) backend{
 		"embedded": func(t *testing.T) backend {
-			st, err := sqlite.Open(context.Background(), t.TempDir())
+			st, err := embedded.Open(context.Background(), t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -509,7 +509,7 @@ func TestStoredToLiveHandoff(t *testing.T) {
 // row of community source labelled with its community: the mutation the
 // harness must catch.
 type leakyStore struct {
-	*sqlite.Store
+	*embedded.Store
 	victim, source tenant.CommunityID
 }
 
@@ -533,7 +533,7 @@ func (l *leakyStore) QueryScoped(ctx context.Context, c tenant.CommunityID, f no
 }
 
 func TestIsolationCheckerCatchesLeak(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
+	st, err := embedded.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

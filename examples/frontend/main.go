@@ -51,7 +51,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -73,7 +73,7 @@ func main() {
 // (which ends every open stream) and the server.
 func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	defer ln.Close()
-	st, err := sqlite.Open(ctx, dataDir)
+	st, err := embedded.Open(ctx, dataDir)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -39,7 +39,7 @@ func main() {
 // until ctx ends, then shuts it down gracefully.
 func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	defer ln.Close()
-	st, err := sqlite.Open(ctx, dataDir)
+	st, err := embedded.Open(ctx, dataDir)
 	if err != nil {
 		return err
 	}

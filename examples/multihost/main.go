@@ -32,7 +32,7 @@ import (
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/operator"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -55,7 +55,7 @@ func main() {
 // address>.
 func run(ctx context.Context, ln net.Listener, dataDir, operatorKey string, hosts []string) error {
 	defer ln.Close()
-	st, err := sqlite.Open(ctx, dataDir)
+	st, err := embedded.Open(ctx, dataDir)
 	if err != nil {
 		return err
 	}

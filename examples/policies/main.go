@@ -29,7 +29,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -89,7 +89,7 @@ func writeRule(ctx context.Context, _ tenant.TenantContext, ev *nostr.Event) err
 // run serves the relay on ln from the store in dataDir until ctx ends.
 func run(ctx context.Context, ln net.Listener, dataDir string) error {
 	defer ln.Close()
-	st, err := sqlite.Open(ctx, dataDir)
+	st, err := embedded.Open(ctx, dataDir)
 	if err != nil {
 		return err
 	}

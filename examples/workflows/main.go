@@ -30,7 +30,7 @@ import (
 	"syscall"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
 	"github.com/buzzrelay/buzz/workflowhost"
@@ -76,7 +76,7 @@ func main() {
 
 // run serves a relay with workflows on ln until ctx ends.
 func run(ctx context.Context, ln net.Listener, dataDir string) error {
-	st, err := sqlite.Open(ctx, dataDir)
+	st, err := embedded.Open(ctx, dataDir)
 	if err != nil {
 		return err
 	}

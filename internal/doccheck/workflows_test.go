@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/buzzrelay/buzz"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/workflow"
 	"github.com/buzzrelay/buzz/workflowhost"
 )
@@ -64,7 +64,7 @@ func indent(s string) string {
 func engine(t *testing.T) *workflow.Engine {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
+	st, err := embedded.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

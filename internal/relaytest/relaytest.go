@@ -27,9 +27,9 @@ import (
 	"github.com/buzzrelay/buzz/httpapi"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
-	"github.com/buzzrelay/buzz/store/sqlite"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -61,9 +61,9 @@ func ForBackends(t *testing.T, fn func(t *testing.T, st Backend)) {
 
 // Embedded opens a new embedded store as buzzd opens it by default,
 // closed at the end of the test.
-func Embedded(t testing.TB) *sqlite.Store {
+func Embedded(t testing.TB) *embedded.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.WithLogger(Quiet()))
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.WithLogger(Quiet()))
 	if err != nil {
 		t.Fatal(err)
 	}

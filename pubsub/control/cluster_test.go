@@ -19,7 +19,7 @@ import (
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/control"
 	"github.com/buzzrelay/buzz/pubsub/redis"
-	"github.com/buzzrelay/buzz/store/sqlite"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -47,7 +47,7 @@ type pod struct {
 
 // newPod starts a relay over b; its control bus is b when b is one (the
 // Redis broker), else the relay's in-process default.
-func newPod(t *testing.T, st *sqlite.Store, id tenant.CommunityID, b pubsub.Broker) *pod {
+func newPod(t *testing.T, st *embedded.Store, id tenant.CommunityID, b pubsub.Broker) *pod {
 	t.Helper()
 	fence, err := control.NewArchiveFence(staleDirectory{id}, time.Hour)
 	if err != nil {
@@ -155,10 +155,10 @@ func (p *pod) servedEventually(t *testing.T) {
 	}
 }
 
-func openStore(t *testing.T) (*sqlite.Store, tenant.CommunityID) {
+func openStore(t *testing.T) (*embedded.Store, tenant.CommunityID) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "buzz.db"))
+	st, err := embedded.Open(ctx, filepath.Join(t.TempDir(), "buzz.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func openStore(t *testing.T) (*sqlite.Store, tenant.CommunityID) {
 
 // archive archives the community in the store and tells every process
 // the way the operator API does: the Disconnector, then HostsChanged.
-func archive(t *testing.T, st *sqlite.Store, p *pod, id tenant.CommunityID, archived bool) {
+func archive(t *testing.T, st *embedded.Store, p *pod, id tenant.CommunityID, archived bool) {
 	t.Helper()
 	ctx := context.Background()
 	if _, _, err := st.SetArchived(ctx, id, "", archived, 0); err != nil {

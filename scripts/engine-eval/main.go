@@ -237,7 +237,7 @@ func buildCorpus(seed uint64, n int) *corpus {
 	return c
 }
 
-// ---------- writer (mirrors buzz store/sqlite/write.go) ----------
+// ---------- writer (mirrors buzz store/embedded/write.go) ----------
 
 const maxTagRows = 16
 

@@ -1,5 +1,5 @@
 // Package workflowtest is the conformance suite of workflow.Store: every
-// backend (store/postgres, store/sqlite) runs it unchanged, so the engine
+// backend (store/postgres, store/embedded) runs it unchanged, so the engine
 // sees the same semantics on both.
 //
 // It must not import a store backend (the backends' tests import it) or the

@@ -1,0 +1,254 @@
+package lsm_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded/lsm"
+	"github.com/buzzrelay/buzz/store/storetest"
+)
+
+// gatedFS holds every sync of a write-ahead log file back while its gate is
+// closed.
+type gatedFS struct {
+	vfs.FS
+	mu     sync.Mutex
+	open   chan struct{} // closed while syncs may proceed
+	held   int           // syncs waiting
+	waiter chan struct{} // signalled when a sync starts waiting
+}
+
+func newGatedFS() *gatedFS {
+	g := &gatedFS{FS: vfs.Default, open: make(chan struct{}), waiter: make(chan struct{}, 64)}
+	close(g.open)
+	return g
+}
+
+func (g *gatedFS) hold() {
+	g.mu.Lock()
+	g.open = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedFS) release() {
+	g.mu.Lock()
+	close(g.open)
+	g.mu.Unlock()
+}
+
+func (g *gatedFS) wait() {
+	g.mu.Lock()
+	ch := g.open
+	g.mu.Unlock()
+	select {
+	case g.waiter <- struct{}{}:
+	default:
+	}
+	<-ch
+}
+
+func (g *gatedFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return gatedFile{File: f, g: g}, nil
+}
+
+func (g *gatedFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := g.FS.Create(name, c)
+	return g.wrap(f, name, err)
+}
+
+func (g *gatedFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := g.FS.ReuseForWrite(old, name, c)
+	return g.wrap(f, name, err)
+}
+
+func (g *gatedFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := g.FS.OpenReadWrite(name, c, opts...)
+	return g.wrap(f, name, err)
+}
+
+type gatedFile struct {
+	vfs.File
+	g *gatedFS
+}
+
+func (f gatedFile) Sync() error     { f.g.wait(); return f.File.Sync() }
+func (f gatedFile) SyncData() error { f.g.wait(); return f.File.SyncData() }
+func (f gatedFile) SyncTo(n int64) (bool, error) {
+	f.g.wait()
+	return f.File.SyncTo(n)
+}
+
+// TestAckAfterSync: a saved event is visible to readers once applied, but
+// Save returns only after the log holding it has been synced; so does a
+// Save refused as a duplicate of it.
+func TestAckAfterSync(t *testing.T) {
+	g := newGatedFS()
+	s := openTemp(t, lsm.WithFS(g))
+	c := storetest.Community(t, s, "sync.example")
+	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "held")
+
+	g.hold()
+	var once sync.Once
+	release := func() { once.Do(g.release) }
+	t.Cleanup(release) // before Close, which syncs
+	done := make(chan error, 2)
+	go func() { done <- s.Save(context.Background(), c, ev) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(storetest.QueryIDs(t, s, c, nostr.Filter{IDs: []string{ev.ID}})) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the event never became visible")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	go func() { done <- s.Save(context.Background(), c, ev) }()
+	select {
+	case <-g.waiter:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log sync started")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Save returned (%v) while its log sync was held", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	got := map[string]int{}
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-done:
+			got[fmt.Sprint(err)]++
+		case <-time.After(10 * time.Second):
+			t.Fatal("Save did not return after the sync was released")
+		}
+	}
+	if got["<nil>"] != 1 || got[store.ErrDuplicate.Error()] != 1 {
+		t.Fatalf("results %v, want one nil and one duplicate", got)
+	}
+}
+
+const (
+	childEnvDir  = "BUZZ_LSM_KILL_CHILD_DIR"
+	childEnvHost = "kill.example"
+)
+
+// TestKillDurability re-executes the test binary as a child that saves
+// events from many goroutines and prints each id once Save returned nil.
+// The parent SIGKILLs it mid-stream, reopens the store and checks that
+// every acknowledged id is there.
+func TestKillDurability(t *testing.T) {
+	if os.Getenv(childEnvDir) != "" {
+		t.Skip("running as the child")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnvDir+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	var acked []string
+	sc := bufio.NewScanner(out)
+	deadline := time.Now().Add(2 * time.Minute)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
+			acked = append(acked, id)
+		}
+		if len(acked) == 300 {
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("child too slow")
+		}
+	}
+	// What the child printed before it died was acknowledged too.
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
+			acked = append(acked, id)
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("child exited before it was killed, after %d acks", len(acked))
+	}
+	s := reopen(t, dir)
+	c, err := s.LookupHost(context.Background(), childEnvHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, id := range storetest.QueryIDs(t, s, c, nostr.Filter{IDs: acked}) {
+		got[id] = true
+	}
+	missing := 0
+	for _, id := range acked {
+		if !got[id] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged events lost after kill -9", missing, len(acked))
+	}
+	t.Logf("%d acknowledged events all present after kill -9", len(acked))
+}
+
+// TestKillChild is the child side of TestKillDurability; it does nothing in
+// a normal run.
+func TestKillChild(t *testing.T) {
+	dir := os.Getenv(childEnvDir)
+	if dir == "" {
+		t.Skip("only runs as TestKillDurability's child")
+	}
+	ctx := context.Background()
+	s, err := lsm.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := storetest.Community(t, s, childEnvHost)
+	authors := storetest.NewAuthors(t, 8)
+	acks := make(chan string, 1024)
+	for w := 0; w < 8; w++ {
+		go func(w int) {
+			for i := 0; ; i++ {
+				ev := authors[w].Unsigned(1, time.Now().Unix(), fmt.Sprintf("worker %d event %d", w, i), nostr.Tag{"t", "kill"})
+				if err := s.Save(ctx, c, ev); err != nil {
+					fmt.Fprintln(os.Stderr, "child save:", err)
+					return
+				}
+				acks <- ev.ID
+			}
+		}(w)
+	}
+	for id := range acks {
+		fmt.Fprintf(os.Stdout, "ACK %s\n", id)
+	}
+}
