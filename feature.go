@@ -168,9 +168,8 @@ type Host interface {
 	// queue and timeout, each event once; traced as a COUNT. Its refusal
 	// and err are QueryHTTP's.
 	CountHTTP(ctx context.Context, req *http.Request, tc tenant.TenantContext, pubkey string, filters []nostr.Filter) (n int64, refusal string, err error)
-	// IngestHTTP admits ev into tc's community as the ingest pipeline
-	// admits an EVENT from a connection authenticated as caller.PubKey
-	// alone, caller being req's (AuthenticateHTTP): an API token must
+	// IngestHTTP is Submit for the caller of an HTTP request, req's
+	// (AuthenticateHTTP), authenticated as caller.PubKey alone: an API token must
 	// allow apitoken.ScopeForEvent(ev) (a refusal is audited), the
 	// embedder's event policies see req's Conn, and a presence
 	// announcement is refused (it belongs to a connection). It returns the

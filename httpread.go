@@ -218,19 +218,5 @@ func (r *Relay) ingestHTTP(ctx context.Context, req *http.Request, tc tenant.Ten
 	if reason := r.checkCaller(ctx, tc, caller, apitoken.ScopeForEvent(ev)); reason != "" {
 		return false, reason
 	}
-	pubkey := caller.PubKey
-	ticket := r.inflight.Begin()
-	defer r.inflight.End(ticket)
-	sub := ingest.Submission{
-		Tenant:   tc,
-		Event:    ev,
-		AuthedAs: func(pk string) bool { return pk == pubkey },
-		Actor:    pubkey,
-	}
-	if r.cfg.tracer != nil {
-		sub.Tracer = r.cfg.tracer(tc)
-	}
-	out := r.pipeline.Ingest(r.httpConn(ctx, req, pubkey), sub)
-	r.cfg.metrics.EventIngested(tc, out.OK, out.Stored, out.Message)
-	return out.OK, out.Message
+	return r.submit(r.httpConn(ctx, req, caller.PubKey), tc, ev, []string{caller.PubKey})
 }
