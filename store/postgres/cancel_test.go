@@ -17,32 +17,58 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// TestRelayCancelsQueriesInDatabase runs a relay on PostgreSQL whose event
-// reads are slow (a server-side sleep standing in for a slow plan) and
-// checks that the database is idle again within a second of the client
-// vanishing mid-COUNT and mid-REQ, of a CLOSE, and of the query deadline.
-func TestRelayCancelsQueriesInDatabase(t *testing.T) {
+// lockEvents makes every event read of the database at url slow: a
+// connection of the test's own holds an ACCESS EXCLUSIVE lock on the
+// events table in an open transaction until the test ends, so each read
+// waits in PostgreSQL, visible in pg_stat_activity, until it is
+// cancelled. It returns the number of backends waiting on that lock.
+func lockEvents(t *testing.T, url string) (waiting func() int) {
+	t.Helper()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	st, err := postgres.Open(ctx, url, postgres.WithReadDelayForTest(60*time.Second))
+	holder, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { holder.Close(ctx) })
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE events IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var holderPID int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
 	mon, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mon.Close(ctx) })
-	active := func() int {
+	return func() int {
 		var n int
 		err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%pg_sleep%'`).Scan(&n)
+			WHERE datname = current_database() AND state = 'active' AND $1 = ANY (pg_blocking_pids(pid))`, holderPID).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
+}
+
+// TestRelayCancelsQueriesInDatabase runs a relay on PostgreSQL whose event
+// reads are slow (they wait for a lock on the events table that another
+// connection holds) and checks that the database is idle again within a
+// second of the client vanishing mid-COUNT and mid-REQ, and of a CLOSE.
+func TestRelayCancelsQueriesInDatabase(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	st, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
 	within := func(what string, d time.Duration, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(d)
@@ -72,6 +98,7 @@ func TestRelayCancelsQueriesInDatabase(t *testing.T) {
 	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
 		t.Fatal(err)
 	}
+	active := lockEvents(t, url)
 	wsURL := "ws" + strings.TrimPrefix(srv.URL, "http")
 	dial := func() *websocket.Conn {
 		ws, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
@@ -109,11 +136,12 @@ func TestRelayCancelsQueriesInDatabase(t *testing.T) {
 }
 
 // TestRelayQueryDeadline checks that a read running past the relay's
-// QueryTimeout is cancelled in PostgreSQL and answered with CLOSED.
+// QueryTimeout (waiting for a lock on the events table) is answered with
+// CLOSED and cancelled in PostgreSQL.
 func TestRelayQueryDeadline(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	st, err := postgres.Open(ctx, url, postgres.WithReadDelayForTest(60*time.Second))
+	st, err := postgres.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +161,7 @@ func TestRelayQueryDeadline(t *testing.T) {
 	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
 		t.Fatal(err)
 	}
+	waiting := lockEvents(t, url)
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +190,13 @@ func TestRelayQueryDeadline(t *testing.T) {
 	for sub, msg := range closed {
 		if !strings.HasPrefix(msg, "error: query took too long") {
 			t.Errorf("CLOSED %s %q, want the deadline reason", sub, msg)
+		}
+	}
+	// The cancel request reaches PostgreSQL on a connection of its own,
+	// after the CLOSED: on a loaded machine that can take a while.
+	for deadline := time.Now().Add(5 * time.Second); waiting() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("reads still waiting in PostgreSQL 5 s after their CLOSED")
 		}
 	}
 }

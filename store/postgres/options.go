@@ -19,7 +19,6 @@ type config struct {
 	linger        time.Duration
 	committers    int
 	logger        *slog.Logger
-	readDelay     time.Duration // tests only: event reads pg_sleep first (export_test.go)
 	analyzeEvery  time.Duration // 0: the store's analyser is off
 	analyzeSettle time.Duration
 }

@@ -468,23 +468,6 @@ func timeOn(alias string, p *predicate) sq.And {
 	return and
 }
 
-// queueReadDelay queues the test hook's server-side sleep (a stand-in for
-// a slow query) before an event read; awaitReadDelay reads its result.
-// Both do nothing unless a test set readDelay.
-func (s *Store) queueReadDelay(b *pgx.Batch) {
-	if s.cfg.readDelay > 0 {
-		b.Queue(`SELECT pg_sleep($1)`, s.cfg.readDelay.Seconds())
-	}
-}
-
-func (s *Store) awaitReadDelay(br pgx.BatchResults) error {
-	if s.cfg.readDelay > 0 {
-		_, err := br.Exec()
-		return err
-	}
-	return nil
-}
-
 // inCommunity runs fn on a pooled connection inside one implicit
 // transaction whose buzz.community_id is c: the statements fn queues are
 // pipelined after set_config in a single round trip.
@@ -547,13 +530,9 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 			return
 		}
 		var b pgx.Batch
-		s.queueReadDelay(&b)
 		b.Queue(sqlStr, args...)
 		stopped := false
 		err = s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
-			if err := s.awaitReadDelay(br); err != nil {
-				return err
-			}
 			rows, err := br.Query()
 			if err != nil {
 				return err
@@ -600,13 +579,9 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 		return 0, err
 	}
 	var b pgx.Batch
-	s.queueReadDelay(&b)
 	b.Queue(sqlStr, args...)
 	var n int64
 	err = s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
-		if err := s.awaitReadDelay(br); err != nil {
-			return err
-		}
 		return br.QueryRow().Scan(&n)
 	})
 	if err != nil {
@@ -625,7 +600,6 @@ func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]no
 	now := time.Now().Unix()
 	ns := make([]int64, len(sets))
 	var b pgx.Batch
-	s.queueReadDelay(&b)
 	type asked struct {
 		i     int  // the set's index
 		wraps bool // the statement also answers set i+1
@@ -650,9 +624,6 @@ func (s *Store) CountEach(ctx context.Context, c tenant.CommunityID, sets [][]no
 		return ns, nil
 	}
 	err := s.inCommunity(ctx, c, &b, func(br pgx.BatchResults) error {
-		if err := s.awaitReadDelay(br); err != nil {
-			return err
-		}
 		for _, q := range queued {
 			dst := []any{&ns[q.i]}
 			if q.wraps {
