@@ -223,10 +223,8 @@ func (s *Store) ApplyChannelCommand(ctx context.Context, c tenant.CommunityID, c
 		if err != nil {
 			return err
 		}
-		if !s.cfg.noAudit {
-			if err := w.appendAudit(p.community, c, store.ChannelCommandAudit(&cmd, ev.ID)); err != nil {
-				return err
-			}
+		if err := w.appendAudit(p.community, c, store.ChannelCommandAudit(&cmd, ev.ID)); err != nil {
+			return err
 		}
 		change = ch
 		return nil

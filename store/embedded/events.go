@@ -122,7 +122,7 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 		return s.ev.Save(ctx, c, ev)
 	}
 	var rec *audit.Record
-	if !s.cfg.noAudit && !store.DeletionAuditOff(ctx) {
+	if !store.DeletionAuditOff(ctx) {
 		r := store.DeletionAudit(ev)
 		rec = &r
 	}

@@ -12,15 +12,6 @@ import (
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// WithoutAuditForBenchmark makes deletions and channel commands append no
-// audit entry, to measure what auditing costs.
-func WithoutAuditForBenchmark() Option {
-	return func(c *config) error {
-		c.noAudit = true
-		return nil
-	}
-}
-
 // OpenWithSyncForTest is Open with sync in place of the fdatasync that
 // makes the write-ahead log durable: a test holds syncs back or fails
 // them. sync receives the log's file.

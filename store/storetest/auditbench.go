@@ -17,7 +17,8 @@ import (
 // RunAuditBenchmarks measures what auditing costs ingest: the audited
 // writes — NIP-09 deletion requests and channel joins — saved by 16
 // concurrent writers, with auditing on (open(b, true)) and off
-// (open(b, false)), reporting events/s; plain kind 1 events (never
+// (open(b, false): the backend's audit entries are discarded, which the
+// run checks), reporting events/s; plain kind 1 events (never
 // audited) give the reference. Each sub-benchmark writes b.N events into
 // a fresh backend.
 //
@@ -110,6 +111,16 @@ func RunAuditBenchmarks(b *testing.B, open func(b *testing.B, audit bool) AuditB
 					rep, err := store.VerifyAudit(context.Background(), st, c)
 					if err != nil || rep.BrokenSeq != 0 || rep.Entries < int64(b.N) {
 						b.Fatalf("chain after the run: %+v %v (want at least %d entries)", rep, err, b.N)
+					}
+				}
+				if !audited {
+					// Off must mean off: the backend's way of discarding
+					// audit entries left the chain empty.
+					if err := st.SyncAudit(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+					if es, err := st.AuditEntries(context.Background(), c, 0, 1); err != nil || len(es) != 0 {
+						b.Fatalf("audit=false left %d entries in the chain (%v)", len(es), err)
 					}
 				}
 			})
