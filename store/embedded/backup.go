@@ -106,12 +106,14 @@ func (s *Store) Backup(ctx context.Context, dir string) (BackupInfo, error) {
 	return info, nil
 }
 
-// backupStage runs the test hook (WithBackupStageForTest), if any.
-func (s *Store) backupStage(stage string) {
-	if s.cfg.backupStage != nil {
-		s.cfg.backupStage(stage)
-	}
-}
+// The messages of the debug records a backup logs (WithLogger) as it goes:
+// the snapshot of both engines is taken (the writer goes on), and
+// SQLite's pages and the relay key are copied and synced (the manifest
+// is next).
+const (
+	BackupSnapshotTaken  = "sqlite: backup: snapshot taken"
+	BackupDatabaseCopied = "sqlite: backup: database copied"
+)
 
 func (s *Store) backup(ctx context.Context, dir string, start time.Time) (BackupInfo, error) {
 	info := BackupInfo{Format: backupFormat, Events: "lsm"}
@@ -173,7 +175,7 @@ func (s *Store) backup(ctx context.Context, dir string, start time.Time) (Backup
 		return info, err
 	}
 	info.Created = time.Now().UTC()
-	s.backupStage("snapshot")
+	s.cfg.log.Debug(BackupSnapshotTaken, "dir", dir, "pause", info.Pause)
 
 	dbFile := filepath.Join(dir, DefaultFileName)
 	err = conn.Raw(func(dc any) error {
@@ -213,7 +215,7 @@ func (s *Store) backup(ctx context.Context, dir string, start time.Time) (Backup
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return info, err
 	}
-	s.backupStage("database")
+	s.cfg.log.Debug(BackupDatabaseCopied, "dir", dir)
 
 	if info.Bytes, err = dirSize(dir); err != nil {
 		return info, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,12 +263,7 @@ func TestBackupKilledHelper(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir, bdir, stage := args[0], args[1], args[2]
-	s, err := embedded.Open(ctx, dir, embedded.WithBackupStageForTest(func(st string) {
-		if st == stage {
-			fmt.Println("stage", st)
-			select {} // until killed
-		}
-	}))
+	s, err := embedded.Open(ctx, dir, embedded.WithLogger(slog.New(stageStop{stage})))
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -288,6 +284,30 @@ func TestBackupKilledHelper(t *testing.T) {
 	_, err = s.Backup(ctx, bdir)
 	fmt.Println("backup returned", err)
 	os.Exit(1)
+}
+
+// backupStages are the stages TestBackupKilled kills a backup at: the
+// message of the debug record the backup logs at each.
+var backupStages = map[string]string{
+	"snapshot": embedded.BackupSnapshotTaken,
+	"database": embedded.BackupDatabaseCopied,
+}
+
+// stageStop is the log of TestBackupKilledHelper's store: on the record
+// of the backup reaching its stage, it says so and blocks the backup
+// until the process is killed.
+type stageStop struct{ stage string }
+
+func (stageStop) Enabled(context.Context, slog.Level) bool { return true }
+func (h stageStop) WithAttrs([]slog.Attr) slog.Handler     { return h }
+func (h stageStop) WithGroup(string) slog.Handler          { return h }
+
+func (h stageStop) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == backupStages[h.stage] {
+		fmt.Println("stage", h.stage)
+		select {} // until killed
+	}
+	return nil
 }
 
 // TestBackupKilled: a process killed (SIGKILL) in the middle of a backup

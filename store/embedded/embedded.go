@@ -133,7 +133,6 @@ type config struct {
 	eventCache  int64 // bytes; 0: no event cache
 	readMmap    int64 // bytes of the database file each read connection maps; 0: none
 	log         *slog.Logger
-	backupStage func(string) // tests only: runs after each stage of a backup (export_test.go)
 
 	maintainIdle time.Duration // 0: no background maintenance (maintainLoop)
 	maintainMax  time.Duration

@@ -122,12 +122,3 @@ func (s *Store) SearchPostings(ctx context.Context, c tenant.CommunityID, query 
 	})
 	return postings, matches, err
 }
-
-// WithBackupStageForTest calls fn after each stage of a backup: "snapshot"
-// (both engines captured), "database" (SQLite's pages copied and synced).
-func WithBackupStageForTest(fn func(stage string)) Option {
-	return func(c *config) error {
-		c.backupStage = fn
-		return nil
-	}
-}
