@@ -48,8 +48,8 @@ type Config struct {
 	// DBAnalyzeInterval is how often the PostgreSQL store vacuums and analyses event
 	// tables with stale planner statistics (0 = its analyser off).
 	DBAnalyzeInterval time.Duration
-	// DBEventCacheMiB sizes the embedded store's in-memory cache of events
-	// read by id (embedded.WithEventCache), in MiB; 0 turns it off.
+	// DBEventCacheMiB sizes the embedded store's in-memory cache of stored
+	// events (embedded.WithEventCache), in MiB; 0 turns it off.
 	DBEventCacheMiB int
 	// DBReadMmapMiB is how much of the embedded store's file each read
 	// connection maps (embedded.WithReadMmap), in MiB; 0 turns it off.
@@ -209,7 +209,7 @@ func settings() []setting {
 				return nil
 			}},
 		{env: "BUZZ_DB_EVENT_CACHE_MIB", flag: "db-event-cache-mib", def: strconv.Itoa(defaultEventCacheMiB),
-			usage: "MiB of events the embedded store keeps in memory to answer REQs by ids without reading the database (removals invalidate entries before they are acknowledged); 0 = off; PostgreSQL ignores it",
+			usage: "MiB of stored events the embedded store keeps in memory, so the events queries return most often are not read from disk; 0 = off; PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBEventCacheMiB, err = parseMiB(v, 1<<20); return err }},
 		{env: "BUZZ_DB_READ_MMAP_MIB", flag: "db-read-mmap-mib", def: strconv.Itoa(defaultReadMmapMiB),
 			usage: "MiB of the embedded store's file each read connection maps into memory, so reads take pages from the OS page cache without a system call each (an I/O error on a mapped page stops the process instead of failing the read); 0 = off; PostgreSQL ignores it",

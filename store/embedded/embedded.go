@@ -222,12 +222,13 @@ func WithBusyTimeout(d time.Duration) Option {
 // (WithEventCache).
 const DefaultEventCache = 64 << 20
 
-// WithEventCache sets how many bytes of events the store keeps in memory
-// to answer REQs by ids without a read of the database (default
-// DefaultEventCache, 64 MiB; 0 turns the cache off). Entries are events
-// earlier lookups by id read; removing an event (replacement, deletion,
-// expiry) invalidates them before the removal is acknowledged, so the
-// cache never changes an answer.
+// WithEventCache sets how many bytes of stored events the events engine
+// keeps in memory, so the events queries return most often are read from
+// memory instead of through the engine's levels (default DefaultEventCache,
+// 64 MiB; 0 turns the cache off). Entries are keyed by the engine's
+// sequence numbers, which are never reused, and a query finds them through
+// the engine's indexes: a removed event is no longer found, so the cache
+// never changes an answer.
 func WithEventCache(bytes int64) Option {
 	return func(c *config) error {
 		if bytes < 0 || bytes > 1<<40 {
