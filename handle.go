@@ -216,14 +216,21 @@ func (r *Relay) admitFilters(ctx context.Context, tc tenant.TenantContext, filte
 			return reason, false
 		}
 	}
+	return r.filterPolicyRefusal(ctx, tc, filters), false
+}
+
+// filterPolicyRefusal runs the embedder's filter policies on each filter,
+// with ctx, and returns the first refusal ("blocked: " unless the policy's
+// error names its prefix), or "".
+func (r *Relay) filterPolicyRefusal(ctx context.Context, tc tenant.TenantContext, filters []nostr.Filter) string {
 	for _, f := range filters {
 		for _, fn := range r.cfg.filterPolicy {
 			if err := fn(ctx, tc, f); err != nil {
-				return ingest.Reason(err, "blocked: "), false
+				return ingest.Reason(err, "blocked: ")
 			}
 		}
 	}
-	return "", false
+	return ""
 }
 
 // refuseRead ends a REQ or COUNT with CLOSED: it traces the sanitized

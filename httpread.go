@@ -10,7 +10,6 @@ import (
 
 	"github.com/buzzrelay/buzz/apitoken"
 	"github.com/buzzrelay/buzz/channel"
-	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -38,15 +37,9 @@ type Cursor struct {
 // channels. On a refusal or an error the trace is ended.
 func (r *Relay) httpReadAccess(ctx context.Context, req *http.Request, tc tenant.TenantContext, pubkey, seam string, filters []nostr.Filter) (scope channel.Scope, rt readTrace, reason string, err error) {
 	rt = r.armHTTPRead(tc, pubkey, seam)
-	pctx := r.httpConn(ctx, req, pubkey)
-	for _, f := range filters {
-		for _, fn := range r.cfg.filterPolicy {
-			if err := fn(pctx, tc, f); err != nil {
-				reason = ingest.Reason(err, "blocked: ")
-				rt.refuse(ctx, reason)
-				return scope, rt, reason, nil
-			}
-		}
+	if reason = r.filterPolicyRefusal(r.httpConn(ctx, req, pubkey), tc, filters); reason != "" {
+		rt.refuse(ctx, reason)
+		return scope, rt, reason, nil
 	}
 	scope, reason, _, err = r.readAccess(ctx, tc.Community(), []string{pubkey}, r.signerReader(ctx, tc.Community(), pubkey), filters, rt.channelCheck(ctx, tc))
 	if err != nil {
