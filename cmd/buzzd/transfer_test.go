@@ -414,15 +414,21 @@ func TestImportWorkflowIsolation(t *testing.T) {
 	if _, e, err := buzzdRun(t, map[string]string{"BUZZ_DATA_DIR": src}, "export", "-all", "-o", good); err != nil {
 		t.Fatalf("%v\n%s", err, e)
 	}
-	var lines, moved []string
+	// The export orders communities by creation time, then id: a's
+	// records may come before or after b's, so the moved lines are
+	// gathered first and placed right after b's community record.
+	var kept, moved, lines []string
 	for _, l := range strings.Split(strings.TrimSuffix(string(readFile(t, good)), "\n"), "\n") {
 		if strings.HasPrefix(l, `{"type":"workflow_run",`) || strings.HasPrefix(l, `{"type":"approval",`) {
 			moved = append(moved, strings.Replace(l, `"host":"a.example"`, `"host":"b.example"`, 1))
 			continue
 		}
+		kept = append(kept, l)
+	}
+	for _, l := range kept {
 		lines = append(lines, l)
 		if strings.HasPrefix(l, `{"type":"community","host":"b.example"`) {
-			lines = append(lines, moved...) // filled: a's records come first
+			lines = append(lines, moved...)
 		}
 	}
 	if len(moved) != 2 {
