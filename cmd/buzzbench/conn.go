@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,11 @@ type dialOptions struct {
 	authKey *nostr.SecretKey // AUTH as this key when challenged on connect; nil: only on demand
 	noRead  bool             // never read (slow reader)
 	rcvBuf  int              // SO_RCVBUF, 0 for the default
+	// relayURL, when set, is the relay the connection speaks to while url
+	// only names the address to reach it at (one pod of a deployment, as a
+	// load balancer would pick): its host is sent as the Host header and
+	// it is the AUTH event's relay tag.
+	relayURL string
 }
 
 // dial opens a connection. It does not wait for an AUTH challenge.
@@ -89,7 +95,17 @@ func dial(ctx context.Context, url string, o dialOptions) (*conn, error) {
 			return c, nil
 		}
 	}
-	ws, resp, err := d.DialContext(ctx, url, http.Header{})
+	hdr := http.Header{}
+	relayURL := url
+	if o.relayURL != "" {
+		u, err := neturl.Parse(o.relayURL)
+		if err != nil {
+			return nil, fmt.Errorf("relay URL %q: %w", o.relayURL, err)
+		}
+		hdr.Set("Host", u.Host)
+		relayURL = o.relayURL
+	}
+	ws, resp, err := d.DialContext(ctx, url, hdr)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("dial %s: %w (HTTP %d)", url, err, resp.StatusCode)
@@ -98,7 +114,7 @@ func dial(ctx context.Context, url string, o dialOptions) (*conn, error) {
 	}
 	ws.SetReadLimit(64 << 20)
 	c := &conn{
-		ws: ws, url: url, oks: map[string]func(okResult){}, subs: map[string]*subHandler{},
+		ws: ws, url: relayURL, oks: map[string]func(okResult){}, subs: map[string]*subHandler{},
 		done: make(chan struct{}), challenged: make(chan struct{}), stopRead: o.noRead,
 		authed: map[string]bool{},
 	}

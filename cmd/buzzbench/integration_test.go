@@ -9,60 +9,81 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-// startRelay serves an in-process buzz relay on store/embedded over a real
-// loopback HTTP server and returns its ws:// URL.
+// startTestRelay serves an in-process buzz relay on store/embedded over a
+// real loopback HTTP server and returns its ws:// URL.
 func startTestRelay(t testing.TB, opts ...buzz.Option) string {
+	t.Helper()
+	return startTestPods(t, 1, nil, opts...)[0]
+}
+
+// startTestPods serves n in-process buzz relays over one store/embedded
+// store, each on a loopback HTTP server of its own, and returns their ws://
+// URLs. Every pod serves the community of the first URL's host. With
+// broker set they share it, as pods of one deployment share Redis; with
+// broker nil each has its own in-process broker (pods that cannot reach
+// each other).
+func startTestPods(t testing.TB, n int, broker pubsub.Broker, opts ...buzz.Option) []string {
 	t.Helper()
 	ctx := context.Background()
 	st, err := embedded.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatalf("embedded.Open: %v", err)
 	}
-	var (
-		mu sync.Mutex
-		h  http.Handler
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	t.Cleanup(func() { _ = st.Close() }) // after every pod's cleanup below
+	var urls []string
+	for i := range n {
+		var (
+			mu sync.Mutex
+			h  http.Handler
+		)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hh := h
+			mu.Unlock()
+			hh.ServeHTTP(w, r)
+		}))
+		urls = append(urls, "ws"+strings.TrimPrefix(srv.URL, "http"))
+		if i == 0 {
+			host, err := tenant.NormalizeHost(strings.TrimPrefix(srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
+				t.Fatalf("EnsureCommunity: %v", err)
+			}
+		}
+		all := []buzz.Option{buzz.WithStore(st), buzz.WithChannels(), buzz.WithDirectory(st),
+			buzz.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+		if broker != nil {
+			all = append(all, buzz.WithBroker(broker))
+		}
+		relay, err := buzz.New(append(all, opts...)...)
+		if err != nil {
+			t.Fatalf("buzz.New: %v", err)
+		}
 		mu.Lock()
-		hh := h
+		h = relay
 		mu.Unlock()
-		hh.ServeHTTP(w, r)
-	}))
-	url := "ws" + strings.TrimPrefix(srv.URL, "http")
-	host, err := tenant.NormalizeHost(strings.TrimPrefix(srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = relay.Shutdown(ctx)
+			srv.Close()
+		})
 	}
-	if _, _, err := st.EnsureCommunity(ctx, host); err != nil {
-		t.Fatalf("EnsureCommunity: %v", err)
-	}
-	all := append([]buzz.Option{buzz.WithStore(st), buzz.WithChannels(), buzz.WithDirectory(st),
-		buzz.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
-	relay, err := buzz.New(all...)
-	if err != nil {
-		t.Fatalf("buzz.New: %v", err)
-	}
-	mu.Lock()
-	h = relay
-	mu.Unlock()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = relay.Shutdown(ctx)
-		srv.Close()
-		_ = st.Close()
-	})
-	return url
+	return urls
 }
 
 // testCorpus is signed once per test binary.
@@ -207,10 +228,76 @@ func TestRunJSONEndToEnd(t *testing.T) {
 	}
 }
 
+// TestCrosspodAcrossPods runs crosspod against three in-process pods of one
+// deployment (one store, one broker): the publisher on the first, the
+// subscribers on the other two, which serve the first's host, every
+// delivery crossing pods.
+func TestCrosspodAcrossPods(t *testing.T) {
+	for _, policy := range []struct {
+		name string
+		auth buzz.AuthPolicy
+	}{{"auth-optional", buzz.AuthOptional}, {"auth-required", buzz.AuthRequired}} {
+		t.Run(policy.name, func(t *testing.T) {
+			broker, err := pubsub.NewLocal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = broker.Close() })
+			pods := startTestPods(t, 3, broker, buzz.WithAuth(policy.auth))
+			c, err := testCorpus()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := &config{Subs: 8, Publishes: 10, SubURLs: pods[1:]}
+			e := &env{cfg: cfg, c: c, target: &target{URL: pods[0]}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r := runCrosspod(ctx, e)
+			if r.Scenario != "crosspod" {
+				t.Errorf("scenario %q", r.Scenario)
+			}
+			m := metricsOf(t, r) // fails on any missing or duplicate delivery
+			if m["accepted"] != 10 || m["deliver_p50"] <= 0 || m["deliver_p99"] < m["deliver_p50"] {
+				t.Errorf("crosspod: %v", m)
+			}
+		})
+	}
+}
+
+// TestCrosspodSubscribersAreOnOtherPods: pods that share the store but not
+// the broker deliver nothing to each other, and crosspod reports every
+// delivery missing, so its subscribers are not on the publisher's pod.
+func TestCrosspodSubscribersAreOnOtherPods(t *testing.T) {
+	pods := startTestPods(t, 2, nil)
+	c, err := testCorpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config{Subs: 3, Publishes: 2, SubURLs: pods[1:]}
+	e := &env{cfg: cfg, c: c, target: &target{URL: pods[0]}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runCrosspod(ctx, e)
+	var missing, accepted float64
+	for _, x := range r.Metrics {
+		switch x.Name {
+		case "missing":
+			missing = x.Value
+		case "accepted":
+			accepted = x.Value
+		}
+	}
+	if accepted != 2 || missing != 2*3 {
+		t.Fatalf("accepted %v, missing %v, want 2 and 6: %+v", accepted, missing, r)
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"-url", "http://x"}, {"-events", "5"}, {"-conns", "0"}, {"-runs", "0"}, {"nosuch"},
 		{"-b-start", "x"}, {"-write-frac", "2"},
+		{"crosspod"}, {"-sub-url", "http://x", "crosspod"},
+		{"-sub-url", "ws://localhost:2", "-b", "ws://localhost:3", "crosspod"},
 	} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -222,5 +309,15 @@ func TestParseFlags(t *testing.T) {
 	}
 	if len(cfg.Scenarios) != len(scenarioNames) || cfg.B == nil || cfg.A.Label == cfg.B.Label {
 		t.Fatalf("cfg = %+v", cfg)
+	}
+	if slices.Contains(cfg.Scenarios, "crosspod") {
+		t.Errorf("all includes crosspod, which needs -sub-url: %v", cfg.Scenarios)
+	}
+	cfg, err = parseFlags([]string{"-url", "ws://localhost:1", "-sub-url", "ws://localhost:2, ws://localhost:3", "-sub-url", "ws://localhost:4", "fanout,crosspod"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ws://localhost:2", "ws://localhost:3", "ws://localhost:4"}; !slices.Equal(cfg.SubURLs, want) || !slices.Equal(cfg.Scenarios, []string{"fanout", "crosspod"}) {
+		t.Fatalf("sub URLs %q, scenarios %q", cfg.SubURLs, cfg.Scenarios)
 	}
 }

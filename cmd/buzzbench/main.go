@@ -13,7 +13,9 @@
 //
 // Scenarios: ingest, ingest-pipelined, req, count, visible, fanout, idle,
 // mixed, slowreader, abuse (noisy neighbours: each attack while an
-// innocent client measures), or "all". See -h for the flags.
+// innocent client measures), or "all"; and crosspod, which "all" leaves
+// out: the fan-out with its subscribers on the -sub-url relays (other pods
+// of the same deployment) and its publisher on -url. See -h for the flags.
 //
 // It imports nostr only of buzz, and must not import the relay: it measures
 // any Nostr relay from outside, over WebSocket.
@@ -43,10 +45,17 @@ var scenarioNames = []string{"ingest", "ingest-pipelined", "req", "count", "visi
 
 var defaultScenarios = "ingest,req,count,visible,fanout"
 
+// optInScenarios are scenarios "all" does not run: they need flags of
+// their own.
+var optInScenarios = []string{"crosspod"}
+
 // config holds every flag.
 type config struct {
-	A             *target       `json:"a"`
-	B             *target       `json:"b,omitempty"`
+	A *target `json:"a"`
+	B *target `json:"b,omitempty"`
+	// SubURLs are the relays crosspod's subscribers connect to, in turn:
+	// other pods of A's deployment.
+	SubURLs       []string      `json:"sub_urls,omitempty"`
 	Scenarios     []string      `json:"scenarios"`
 	Seed          uint64        `json:"seed"`
 	Events        int           `json:"events"`
@@ -82,20 +91,28 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.A.URL, "url", "ws://localhost:3000", "WebSocket URL of the relay under test")
 	fs.StringVar(&cfg.A.Start, "start", "", "shell command that starts the relay under test (restarted for each run, stopped at the end)")
 	fs.IntVar(&cfg.A.PID, "pid", 0, "pid of the relay, to read its memory from /proc (implied by -start)")
+	fs.Func("sub-url", "WebSocket URL of another pod of the relay under test, for crosspod's subscribers (repeatable or comma-separated; the subscribers are spread over them in turn, the publisher stays on -url)", func(v string) error {
+		for _, u := range strings.Split(v, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				cfg.SubURLs = append(cfg.SubURLs, u)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&bURL, "b", "", "WebSocket URL of a second relay to measure in the same run")
 	fs.StringVar(&bStart, "b-start", "", "shell command that starts the second relay")
 	fs.IntVar(&bPID, "b-pid", 0, "pid of the second relay")
 	fs.StringVar(&aName, "name", "", "label of the relay under test in the report (default: its host)")
 	fs.StringVar(&bName, "b-name", "", "label of the second relay (default: its host)")
-	fs.StringVar(&scen, "scenario", defaultScenarios, "comma-separated scenarios, or \"all\": "+strings.Join(scenarioNames, ","))
+	fs.StringVar(&scen, "scenario", defaultScenarios, "comma-separated scenarios, or \"all\": "+strings.Join(scenarioNames, ",")+"; and "+strings.Join(optInScenarios, ",")+", which \"all\" leaves out")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "corpus seed")
 	fs.IntVar(&cfg.Events, "events", 20000, "main corpus size (events)")
 	fs.IntVar(&cfg.Conns, "conns", 16, "connections for ingest, concurrent REQs and mixed")
 	fs.IntVar(&cfg.Window, "window", 16, "events in flight per connection for ingest-pipelined")
 	fs.IntVar(&cfg.Reqs, "reqs", 2100, "REQs per mode (sequential, concurrent)")
 	fs.IntVar(&cfg.Visible, "visible", 200, "events for the visible scenario")
-	fs.IntVar(&cfg.Subs, "subs", 200, "subscribers for fanout")
-	fs.IntVar(&cfg.Publishes, "publishes", 200, "events published during fanout")
+	fs.IntVar(&cfg.Subs, "subs", 200, "subscribers for fanout and crosspod")
+	fs.IntVar(&cfg.Publishes, "publishes", 200, "events published during fanout and crosspod")
 	fs.IntVar(&cfg.Idle, "idle", 1000, "idle connections to hold")
 	fs.IntVar(&cfg.MixedOps, "mixed-ops", 4000, "operations in the mixed scenario")
 	fs.Float64Var(&cfg.WriteFrac, "write-frac", 0.2, "fraction of mixed operations that are writes")
@@ -107,7 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.JSONOut, "json-out", "", "also write the JSON report to this file")
 	merge := fs.Bool("merge", false, "measure nothing: print one table of the headline figures of the JSON reports given as arguments (-json-out files), a column per relay label, medians over all their runs")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: buzzbench [flags] [scenario,...]\n       buzzbench -merge report.json...\n\nscenarios: %s, all (default %s)\n\n", strings.Join(scenarioNames, ", "), defaultScenarios)
+		fmt.Fprintf(fs.Output(), "usage: buzzbench [flags] [scenario,...]\n       buzzbench -merge report.json...\n\nscenarios: %s, all (default %s); %s (not in all)\n\n", strings.Join(scenarioNames, ", "), defaultScenarios, strings.Join(optInScenarios, ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -131,8 +148,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	} else {
 		for _, s := range strings.Split(scen, ",") {
 			s = strings.TrimSpace(s)
-			if !slices.Contains(scenarioNames, s) {
-				return nil, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(scenarioNames, ", "))
+			if !slices.Contains(scenarioNames, s) && !slices.Contains(optInScenarios, s) {
+				return nil, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(append(slices.Clone(scenarioNames), optInScenarios...), ", "))
 			}
 			cfg.Scenarios = append(cfg.Scenarios, s)
 		}
@@ -152,6 +169,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("relay URL %q must be ws:// or wss://", t.URL)
 		}
 		t.Label = u.Host
+	}
+	for _, s := range cfg.SubURLs {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return nil, fmt.Errorf("-sub-url %q must be ws:// or wss://", s)
+		}
+	}
+	if slices.Contains(cfg.Scenarios, "crosspod") {
+		switch {
+		case len(cfg.SubURLs) == 0:
+			return nil, errors.New("crosspod needs -sub-url: the other pods its subscribers connect to")
+		case cfg.B != nil:
+			return nil, errors.New("crosspod measures one deployment: -sub-url belongs to -url, so no -b")
+		}
 	}
 	if aName != "" {
 		cfg.A.Label = aName
@@ -307,7 +338,13 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 		if t.Start == "" {
 			return nil
 		}
-		p, err := startRelay(ctx, t.Start, t.URL, logDir)
+		// The start command starts the whole deployment: every pod the
+		// scenarios dial must accept connections.
+		urls := []string{t.URL}
+		if t == e.cfg.A {
+			urls = append(urls, e.cfg.SubURLs...)
+		}
+		p, err := startRelay(ctx, t.Start, urls, logDir)
 		if err != nil {
 			return err
 		}
@@ -350,6 +387,8 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 			r = runVisible(sctx, e)
 		case "fanout":
 			r = runFanout(sctx, e)
+		case "crosspod":
+			r = runCrosspod(sctx, e)
 		case "mixed":
 			r = runMixed(sctx, e)
 		case "idle":

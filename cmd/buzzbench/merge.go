@@ -77,6 +77,9 @@ func runFigures(cfg *config, run []result) map[figureRow]float64 {
 		out[figureRow{order: 10 + len(reqShapes), name: fmt.Sprintf("REQ p50, geometric mean of the %d shapes", shapes), unit: "ms"}] = math.Exp(logSum / float64(shapes))
 	}
 	put(figureRow{order: 30, param: cfg.Subs, name: fmt.Sprintf("fan-out to %d subscribers, delivery p99", cfg.Subs), unit: "ms"}, "fanout", "deliver_p99")
+	cross := fmt.Sprintf("cross-pod fan-out to %d subscribers on %d other pods, delivery", cfg.Subs, len(cfg.SubURLs))
+	put(figureRow{order: 31, param: cfg.Subs, name: cross + " p50", unit: "ms"}, "crosspod", "deliver_p50")
+	put(figureRow{order: 31, param: cfg.Subs, name: cross + " p99", unit: "ms"}, "crosspod", "deliver_p99")
 	peak, seen := 0.0, false
 	failed := 0.0
 	for _, r := range run {
@@ -96,12 +99,15 @@ func runFigures(cfg *config, run []result) map[figureRow]float64 {
 			scen = append(scen, r.Scenario)
 		}
 		param := 0
-		if slices.Contains(scen, "fanout") {
+		if slices.Contains(scen, "fanout") || slices.Contains(scen, "crosspod") {
 			param = cfg.Subs
 		}
 		name := "peak RSS over " + strings.Join(scen, "+")
 		if len(scen) == 1 && scen[0] == "fanout" {
 			name = fmt.Sprintf("peak RSS over fan-out to %d subscribers", cfg.Subs)
+		}
+		if len(scen) == 1 && scen[0] == "crosspod" {
+			name = fmt.Sprintf("peak RSS over cross-pod fan-out to %d subscribers, all pods", cfg.Subs)
 		}
 		out[figureRow{order: 40, param: param, name: name, unit: "MiB"}] = peak
 	}
@@ -162,7 +168,7 @@ func mergeReports(w io.Writer, paths []string) error {
 				cols = append(cols, c)
 			}
 			for _, run := range t.Runs {
-				if slices.ContainsFunc(run, func(r result) bool { return r.Scenario == "ingest" }) {
+				if slices.ContainsFunc(run, func(r result) bool { return r.Scenario == "ingest" || r.Scenario == "crosspod" }) {
 					c.runs++
 				}
 				for row, v := range runFigures(rep.Config, run) {

@@ -58,8 +58,9 @@ type relayProc struct {
 	exited  chan struct{}
 }
 
-// startRelay runs command and waits until url accepts WebSocket connections.
-func startRelay(ctx context.Context, command, url, logDir string) (*relayProc, error) {
+// startRelay runs command and waits until every one of urls accepts
+// WebSocket connections (one command may start several pods).
+func startRelay(ctx context.Context, command string, urls []string, logDir string) (*relayProc, error) {
 	logf, err := os.CreateTemp(logDir, "relay-*.log")
 	if err != nil {
 		return nil, err
@@ -74,27 +75,30 @@ func startRelay(ctx context.Context, command, url, logDir string) (*relayProc, e
 	p := &relayProc{cmd: cmd, pgid: cmd.Process.Pid, logPath: logf.Name(), exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		c, err := dial(dctx, url, dialOptions{})
-		cancel()
-		if err == nil {
-			c.Close()
-			return p, nil
-		}
-		select {
-		case <-p.exited:
-			return nil, fmt.Errorf("relay command %q exited before accepting connections (log: %s)", command, p.logPath)
-		case <-ctx.Done():
-			p.stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("relay at %s did not accept connections within 30s: %v (log: %s)", url, err, p.logPath)
+	for _, url := range urls {
+		for {
+			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			c, err := dial(dctx, url, dialOptions{})
+			cancel()
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-p.exited:
+				return nil, fmt.Errorf("relay command %q exited before accepting connections (log: %s)", command, p.logPath)
+			case <-ctx.Done():
+				p.stop()
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				p.stop()
+				return nil, fmt.Errorf("relay at %s did not accept connections within 30s: %v (log: %s)", url, err, p.logPath)
+			}
 		}
 	}
+	return p, nil
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after 10 s.

@@ -84,8 +84,14 @@ func (e *env) dial(ctx context.Context, i int) (*conn, error) {
 	return dial(ctx, e.target.URL, dialOptions{authKey: e.connKey(i)})
 }
 
-// dialMany opens n connections with bounded parallelism.
+// dialMany opens n connections to the relay under test with bounded
+// parallelism.
 func (e *env) dialMany(ctx context.Context, n int, opts func(i int) dialOptions) ([]*conn, error) {
+	return e.dialManyAt(ctx, n, func(int) string { return e.target.URL }, opts)
+}
+
+// dialManyAt is dialMany with connection i opened to urlOf(i).
+func (e *env) dialManyAt(ctx context.Context, n int, urlOf func(i int) string, opts func(i int) dialOptions) ([]*conn, error) {
 	conns := make([]*conn, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 32)
@@ -100,7 +106,7 @@ func (e *env) dialMany(ctx context.Context, n int, opts func(i int) dialOptions)
 			if opts != nil {
 				o = opts(i)
 			}
-			conns[i], errs[i] = dial(ctx, e.target.URL, o)
+			conns[i], errs[i] = dial(ctx, urlOf(i), o)
 		}()
 	}
 	wg.Wait()
@@ -585,7 +591,29 @@ func runVisible(ctx context.Context, e *env) result {
 // publishes cfg.Publishes events one at a time, each after the previous one
 // reached every subscriber (or 2 s passed).
 func runFanout(ctx context.Context, e *env) result {
-	res := result{Scenario: "fanout"}
+	return runFanoutAt(ctx, e, "fanout", func(int) string { return e.target.URL }, nil)
+}
+
+// runCrosspod is the fan-out of one deployment of several pods: the
+// publisher on the relay under test (-url), subscriber i on
+// cfg.SubURLs[i mod len], so every delivery crosses from the publisher's
+// pod to another one (over the deployment's broker). The pods are one
+// relay: a subscriber reaches its pod at the -sub-url address but names
+// -url's host (Host header, AUTH relay tag), as behind a load balancer. Its figures are
+// fanout's: delivery latency from the publisher's send to the EVENT's
+// arrival at each subscriber, and every delivery missing after 2 s.
+func runCrosspod(ctx context.Context, e *env) result {
+	subs := e.cfg.SubURLs
+	res := runFanoutAt(ctx, e, "crosspod", func(i int) string { return subs[i%len(subs)] },
+		func(i int) dialOptions { return dialOptions{authKey: e.connKey(i), relayURL: e.target.URL} })
+	res.note("publisher on %s; subscribers spread over %s", e.target.URL, strings.Join(subs, ", "))
+	return res
+}
+
+// runFanoutAt is the fan-out scenario named name with subscriber i
+// connected to subURL(i) and the publisher to the relay under test.
+func runFanoutAt(ctx context.Context, e *env, name string, subURL func(i int) string, opts func(i int) dialOptions) result {
+	res := result{Scenario: name}
 	evs := e.takeExtras(e.cfg.Publishes)
 	m := e.cfg.Subs
 	if len(evs) == 0 {
@@ -604,7 +632,7 @@ func runFanout(ctx context.Context, e *env) result {
 	for i := range all {
 		all[i] = make(chan struct{})
 	}
-	subs, err := e.dialMany(ctx, m, nil)
+	subs, err := e.dialManyAt(ctx, m, subURL, opts)
 	if err != nil {
 		res.note("dial: %v", err)
 		res.check("errors", 1)
@@ -667,7 +695,7 @@ func runFanout(ctx context.Context, e *env) result {
 	sent := make([]time.Time, len(evs))
 	var okLat, lastLat []time.Duration
 	var done atomic.Int64
-	stop := e.progress.track("fanout", &done, len(evs))
+	stop := e.progress.track(name, &done, len(evs))
 	for i := range evs {
 		ev := &evs[i]
 		r, t0, err := pub.publish(ctx, ev.Ev.ID, ev.Raw, e.c.keyFor, ev.Ev.PubKey)
