@@ -28,6 +28,19 @@
 #                    (the load tool stays on core 1)
 # With PARTS containing postgres, buzzd's builds on PostgreSQL (BUILD-pg) and
 # khatru with eventstore/postgresql (khatru-pg) are columns too.
+# With PARTS containing crosspod, each buzzd build is also a column of three
+# pods (BUILD-3pods): one deployment of three buzzd processes on one fresh
+# PostgreSQL database and the Redis at $REDIS, each pod pinned to core 0
+# like every relay (PostgreSQL and Redis are not pinned), buzzbench on core
+# 1. It runs fanout (publisher and subscribers on the first pod) and
+# crosspod (publisher on the first pod, the subscribers spread over the
+# other two, which they reach at their own ports while naming the first
+# pod's host, as behind a load balancer), so every live delivery of crosspod
+# crosses pods through Redis. Each run migrates the fresh database once,
+# then starts the pods under a Redis namespace of its own
+# (BUZZ_REDIS_NAMESPACE=sbs<pid>): nothing of an earlier run is seen, and
+# nothing is flushed. No peer has a multi-pod mode, so the part has buzzd
+# columns only.
 #
 # The peers are never built inside this repository:
 # - khatru: a scratch module under $OUT/khatru-src (a main.go wiring
@@ -58,8 +71,9 @@
 # buzzd-libsecp256k1"]; PEERS ["khatru strfry strfry-allcores"]; PARTS
 # ["embedded"]: embedded (the table's main columns), postgres (the
 # PostgreSQL columns, databases buzzbench_* dropped and recreated for every
-# run), fanout (fan-out rows with 1,000 and 10,000 subscribers);
-# PG [postgres://postgres@127.0.0.1:5432]; EVENTS [20000], the corpus size;
+# run), fanout (fan-out rows with 1,000 and 10,000 subscribers), crosspod
+# (three pods, above); PG [postgres://postgres@127.0.0.1:5432]; REDIS
+# [redis://127.0.0.1:6379/0], for crosspod; EVENTS [20000], the corpus size;
 # BENCH_FLAGS [], more buzzbench flags for every invocation (a quick check of
 # the script: RUNS=1 EVENTS=1000 CEILING_RUNS=1 CEILING_TIME=200x
 # BENCH_FLAGS="-reqs 140 -subs 20 -publishes 20 -idle 50").
@@ -77,6 +91,7 @@ case "$mode" in print | run | table) ;; *)
 esac
 OUT="${OUT:-/tmp/side-by-side}"
 PG="${PG:-postgres://postgres@127.0.0.1:5432}"
+REDIS="${REDIS:-redis://127.0.0.1:6379/0}"
 RUNS="${RUNS:-3}"
 BUILDS="${BUILDS:-buzzd buzzd-libsecp256k1}"
 PEERS="${PEERS:-khatru strfry strfry-allcores}"
@@ -103,6 +118,9 @@ header() {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "machine: ${cpu:-unknown CPU}, $(nproc) cores, Linux $(uname -r), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "pinning: each relay on core 0 (strfry-allcores: no pinning), buzzbench on core 1"
+	if has "$PARTS" crosspod; then
+		echo "crosspod: 3 buzzd pods, each on core 0, one PostgreSQL database, Redis $REDIS (a namespace per run); subscribers on pods 2 and 3, publisher on pod 1"
+	fi
 	local commit dirty=""
 	commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || dirty=" (dirty: uncommitted changes)"
@@ -307,6 +325,23 @@ if has "$PARTS" postgres; then
 	fi
 fi
 
+# The crosspod part's columns: three pods of one build, each started with
+# the same settings but its own address and pod name.
+xlabels=() xports=() xstarts=()
+if has "$PARTS" crosspod; then
+	for b in $BUILDS; do
+		db="buzzbench_${b//-/_}_3pods"
+		a=$port
+		env="DATABASE_URL=$PG/$db REDIS_URL=$REDIS BUZZ_REDIS_NAMESPACE=sbs\$\$ RELAY_URL=ws://127.0.0.1:$a $buzzd_env"
+		start="$(fresh "$db") && export $env && $OUT/$b migrate"
+		for p in $a $((a + 1)) $((a + 2)); do
+			start+=" && { BUZZ_POD_NAME=pod$p BUZZ_BIND_ADDR=127.0.0.1:$p taskset -c 0 $OUT/$b & }"
+		done
+		xlabels+=("$b-3pods") xports+=("$a") xstarts+=("$start && wait")
+		port=$((a + 3))
+	done
+fi
+
 # The invocations, run by run, column by column.
 bench="taskset -c 1 $OUT/buzzbench -runs 1 -events $EVENTS -conns 16 -window 64 $BENCH_FLAGS"
 cmds=() names=()
@@ -320,6 +355,11 @@ for r in $(seq 1 "$RUNS"); do
 			scen=ingest,ingest-pipelined,req,count,fanout
 		fi
 		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") $scen")
+		names+=("$l run $r/$RUNS")
+	done
+	for i in "${!xlabels[@]}"; do
+		l="${xlabels[$i]}" a="${xports[$i]}"
+		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:$a -sub-url ws://127.0.0.1:$((a + 1)),ws://127.0.0.1:$((a + 2)) -start $(printf %q "${xstarts[$i]}") fanout,crosspod")
 		names+=("$l run $r/$RUNS")
 	done
 	if has "$PARTS" fanout; then
@@ -337,7 +377,7 @@ done
 # order above.
 table() {
 	local files=() f
-	for l in "${labels[@]}"; do
+	for l in "${labels[@]}" "${xlabels[@]}"; do
 		for f in "$REPORTS/ceiling-$l.json" "$REPORTS/$l"-run*.json "$REPORTS/$l"-fanout*.json; do
 			[ -f "$f" ] && files+=("$f")
 		done

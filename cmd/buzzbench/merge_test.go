@@ -102,6 +102,54 @@ func TestMergeReports(t *testing.T) {
 	}
 }
 
+// TestMergeCrosspod: a three-pod column that ran only fanout and crosspod
+// counts its runs and gets the cross-pod rows, after the fan-out row, and a
+// peak RSS row of its own.
+func TestMergeCrosspod(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &config{Subs: 200, SubURLs: []string{"ws://127.0.0.1:2", "ws://127.0.0.1:3"}}
+	run := func(p50, p99 float64) []result {
+		fan := result{Scenario: "fanout"}
+		fan.add("deliver_p99", "ms", 2*p99, "lower")
+		fan.add("peak_rss", "MiB", 300, "lower")
+		cross := result{Scenario: "crosspod"}
+		cross.add("deliver_p50", "ms", p50, "lower")
+		cross.add("deliver_p99", "ms", p99, "lower")
+		cross.check("missing", 1)
+		cross.add("peak_rss", "MiB", 310, "lower")
+		return []result{fan, cross}
+	}
+	rep := report{Config: cfg, Targets: []*targetOut{{Relay: &target{Label: "buzzd-3pods"}, Runs: [][]result{run(1, 4), run(2, 6), run(3, 5)}}}}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := mergeReports(&out, []string{p}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"| figure | unit | buzzd-3pods (3 runs) |",
+		"| fan-out to 200 subscribers, delivery p99 | ms | 10 |",
+		"| cross-pod fan-out to 200 subscribers on 2 other pods, delivery p50 | ms | 2 |",
+		"| cross-pod fan-out to 200 subscribers on 2 other pods, delivery p99 | ms | 5 |",
+		"| peak RSS over fanout+crosspod | MiB | 310 |",
+		"| failed correctness checks, all runs | count | 3 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("merged table lacks %q:\n%s", want, got)
+		}
+	}
+	if i, j, k := strings.Index(got, "| fan-out to 200"), strings.Index(got, "| cross-pod fan-out to 200 subscribers on 2 other pods, delivery p50"), strings.Index(got, "| cross-pod fan-out to 200 subscribers on 2 other pods, delivery p99"); i < 0 || j < i || k < j {
+		t.Errorf("rows out of order:\n%s", got)
+	}
+}
+
 func TestParseStatusKBHighWaterMark(t *testing.T) {
 	status := []byte("Name:\tbuzzd\nVmHWM:\t   20000 kB\nVmRSS:\t   12345 kB\n")
 	if v, ok := parseStatusKB(status, "VmHWM:"); !ok || v != 20000*1024 {

@@ -59,7 +59,8 @@ type relayProc struct {
 }
 
 // startRelay runs command and waits until every one of urls accepts
-// WebSocket connections (one command may start several pods).
+// WebSocket connections for urls[0]'s host (one command may start several
+// pods of one relay: urls[0] and the addresses of the others).
 func startRelay(ctx context.Context, command string, urls []string, logDir string) (*relayProc, error) {
 	logf, err := os.CreateTemp(logDir, "relay-*.log")
 	if err != nil {
@@ -78,7 +79,7 @@ func startRelay(ctx context.Context, command string, urls []string, logDir strin
 	for _, url := range urls {
 		for {
 			dctx, cancel := context.WithTimeout(ctx, time.Second)
-			c, err := dial(dctx, url, dialOptions{})
+			c, err := dial(dctx, url, dialOptions{relayURL: urls[0]})
 			cancel()
 			if err == nil {
 				c.Close()
