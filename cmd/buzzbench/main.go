@@ -373,6 +373,7 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 			}
 		}
 		sctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+		sched0, schedOK := t.sched()
 		var r result
 		switch name {
 		case "ingest":
@@ -402,6 +403,13 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 		// value over a run's scenarios is the run's peak.
 		if hwm, ok := t.peakRSS(); ok {
 			r.add("peak_rss", "MiB", float64(hwm)/(1<<20), "lower")
+		}
+		// The relay's CPU time and its wait for a CPU during the
+		// scenario: a wait far above the CPU time marks a busy machine.
+		if sched1, ok := t.sched(); ok && schedOK {
+			d := sched1.sub(sched0)
+			r.add("relay_cpu", "s", d.CPU.Seconds(), "lower")
+			r.add("relay_runq_wait", "s", d.Wait.Seconds(), "lower")
 		}
 		if sctx.Err() == context.DeadlineExceeded {
 			r.note("stopped by -timeout %s", e.cfg.Timeout)

@@ -80,6 +80,13 @@ func runFigures(cfg *config, run []result) map[figureRow]float64 {
 	cross := fmt.Sprintf("cross-pod fan-out to %d subscribers on %d other pods, delivery", cfg.Subs, len(cfg.SubURLs))
 	put(figureRow{order: 31, param: cfg.Subs, name: cross + " p50", unit: "ms"}, "crosspod", "deliver_p50")
 	put(figureRow{order: 31, param: cfg.Subs, name: cross + " p99", unit: "ms"}, "crosspod", "deliver_p99")
+	// How much of the time the pods were runnable they waited for a CPU
+	// instead: far above 1, the latency rows measure the machine's load.
+	if cpu, ok := val("crosspod", "relay_cpu"); ok && cpu > 0 {
+		if wait, ok := val("crosspod", "relay_runq_wait"); ok {
+			out[figureRow{order: 32, param: cfg.Subs, name: "cross-pod fan-out: the pods' wait for a CPU ÷ their CPU time", unit: "ratio"}] = wait / cpu
+		}
+	}
 	peak, seen := 0.0, false
 	failed := 0.0
 	for _, r := range run {

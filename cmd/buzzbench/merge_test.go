@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMergeReports folds three one-run reports of two relays and a verify
@@ -117,6 +118,8 @@ func TestMergeCrosspod(t *testing.T) {
 		cross.add("deliver_p99", "ms", p99, "lower")
 		cross.check("missing", 1)
 		cross.add("peak_rss", "MiB", 310, "lower")
+		cross.add("relay_cpu", "s", 2, "lower")
+		cross.add("relay_runq_wait", "s", 2*p50, "lower")
 		return []result{fan, cross}
 	}
 	rep := report{Config: cfg, Targets: []*targetOut{{Relay: &target{Label: "buzzd-3pods"}, Runs: [][]result{run(1, 4), run(2, 6), run(3, 5)}}}}
@@ -138,6 +141,7 @@ func TestMergeCrosspod(t *testing.T) {
 		"| fan-out to 200 subscribers, delivery p99 | ms | 10 |",
 		"| cross-pod fan-out to 200 subscribers on 2 other pods, delivery p50 | ms | 2 |",
 		"| cross-pod fan-out to 200 subscribers on 2 other pods, delivery p99 | ms | 5 |",
+		"| cross-pod fan-out: the pods' wait for a CPU ÷ their CPU time | ratio | 2 |",
 		"| peak RSS over fanout+crosspod | MiB | 310 |",
 		"| failed correctness checks, all runs | count | 3 |",
 	} {
@@ -157,5 +161,33 @@ func TestParseStatusKBHighWaterMark(t *testing.T) {
 	}
 	if v, ok := pidStatus(os.Getpid(), "VmHWM:"); !ok || v <= 0 {
 		t.Fatalf("own VmHWM = %d, %v", v, ok)
+	}
+}
+
+func TestSchedTimes(t *testing.T) {
+	st, ok := parseSchedstat([]byte("2500000 7000000 42\n"))
+	if !ok || st.CPU != 2500*time.Microsecond || st.Wait != 7*time.Millisecond {
+		t.Fatalf("parseSchedstat = %+v, %v", st, ok)
+	}
+	if _, ok := parseSchedstat([]byte("x 1 2")); ok {
+		t.Fatal("malformed schedstat accepted")
+	}
+	if d := (schedTimes{5, 9}).sub(schedTimes{2, 4}); d != (schedTimes{3, 5}) {
+		t.Fatalf("sub = %+v", d)
+	}
+	// The test binary's own threads, where the kernel keeps schedstat.
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("no /proc/<pid>/schedstat here")
+	}
+	before, ok := pidSched(os.Getpid())
+	if !ok {
+		t.Fatal("pidSched(self) found nothing")
+	}
+	for i := 0; i < 1e6; i++ { // burn some CPU
+		_ = strings.Repeat("x", i%7)
+	}
+	after, _ := pidSched(os.Getpid())
+	if d := after.sub(before); d.CPU <= 0 {
+		t.Fatalf("CPU time did not grow: %+v → %+v", before, after)
 	}
 }

@@ -49,6 +49,81 @@ func (t *target) peakRSS() (int64, bool) {
 	return 0, false
 }
 
+// schedTimes is CPU time and run-queue wait summed over threads, from
+// /proc/<pid>/task/<tid>/schedstat: time on a CPU, then time runnable but
+// waiting for one. A wait far above the CPU time means the relay's latency
+// was set by the machine's other work, not by the relay.
+type schedTimes struct {
+	CPU, Wait time.Duration
+}
+
+func (a schedTimes) sub(b schedTimes) schedTimes {
+	return schedTimes{a.CPU - b.CPU, a.Wait - b.Wait}
+}
+
+// sched returns the relay's schedTimes: summed over the process group of a
+// started relay (every pod its command started), or over the process given
+// by -pid.
+func (t *target) sched() (schedTimes, bool) {
+	switch {
+	case t.proc != nil:
+		return groupSched(t.proc.pgid)
+	case t.PID > 0:
+		return pidSched(t.PID)
+	}
+	return schedTimes{}, false
+}
+
+// pidSched sums /proc/<pid>/task/*/schedstat.
+func pidSched(pid int) (schedTimes, bool) {
+	paths, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/schedstat", pid))
+	if err != nil || len(paths) == 0 {
+		return schedTimes{}, false
+	}
+	var sum schedTimes
+	found := false
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue // the thread ended
+		}
+		if st, ok := parseSchedstat(data); ok {
+			sum.CPU += st.CPU
+			sum.Wait += st.Wait
+			found = true
+		}
+	}
+	return sum, found
+}
+
+// parseSchedstat reads one schedstat line: "<cpu ns> <wait ns> <slices>".
+func parseSchedstat(data []byte) (schedTimes, bool) {
+	f := strings.Fields(string(data))
+	if len(f) < 2 {
+		return schedTimes{}, false
+	}
+	cpu, err1 := strconv.ParseInt(f[0], 10, 64)
+	wait, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return schedTimes{}, false
+	}
+	return schedTimes{time.Duration(cpu), time.Duration(wait)}, true
+}
+
+// groupSched sums pidSched over the processes of a process group.
+func groupSched(pgid int) (schedTimes, bool) {
+	var sum schedTimes
+	found := false
+	for _, pid := range groupPIDs(pgid) {
+		if st, ok := pidSched(pid); ok {
+			sum.CPU += st.CPU
+			sum.Wait += st.Wait
+			found = true
+		}
+	}
+	return sum, found
+}
+
 // relayProc is a relay started by -start: "sh -c cmd" in its own process
 // group, so stopping it stops everything the command started.
 type relayProc struct {
@@ -159,12 +234,24 @@ func groupRSS(pgid int) (int64, bool) { return groupStatus(pgid, "VmRSS:") }
 // groupStatus sums one "kB" field of /proc/<pid>/status over the processes
 // of a process group.
 func groupStatus(pgid int, field string) (int64, bool) {
-	entries, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		return 0, false
-	}
 	var total int64
 	found := false
+	for _, pid := range groupPIDs(pgid) {
+		if v, ok := pidStatus(pid, field); ok {
+			total += v
+			found = true
+		}
+	}
+	return total, found
+}
+
+// groupPIDs lists the processes of a process group.
+func groupPIDs(pgid int) []int {
+	entries, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return nil
+	}
+	var pids []int
 	for _, path := range entries {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -174,13 +261,11 @@ func groupStatus(pgid int, field string) (int64, bool) {
 		if err != nil || g != pgid {
 			continue
 		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		if v, ok := pidStatus(pid, field); ok {
-			total += v
-			found = true
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
+			pids = append(pids, pid)
 		}
 	}
-	return total, found
+	return pids
 }
 
 // statPgrp returns the process group field of /proc/<pid>/stat.
