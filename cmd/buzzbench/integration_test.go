@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,10 +13,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/buzzrelay/buzz"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
@@ -289,6 +292,58 @@ func TestCrosspodSubscribersAreOnOtherPods(t *testing.T) {
 	}
 	if accepted != 2 || missing != 2*3 {
 		t.Fatalf("accepted %v, missing %v, want 2 and 6: %+v", accepted, missing, r)
+	}
+}
+
+// TestFanoutReturnsWhenASubscriptionIsRefused: a relay that refuses one
+// subscriber's REQ while the others are live ends the scenario with the
+// refusal reported, and closing the live subscribers (each reporting its
+// connection's end) does not hang it.
+func TestFanoutReturnsWhenASubscriptionIsRefused(t *testing.T) {
+	var reqs atomic.Int32
+	url := startTestRelay(t, buzz.WithFilterPolicy(func(context.Context, tenant.TenantContext, nostr.Filter) error {
+		if reqs.Add(1) == 3 {
+			return errors.New("blocked: the third REQ")
+		}
+		return nil
+	}))
+	c, err := testCorpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cfg: &config{Subs: 20, Publishes: 2}, c: c, target: &target{URL: url}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runFanout(ctx, e)
+	refused := slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "the third REQ") })
+	var errs float64
+	for _, x := range r.Metrics {
+		if x.Name == "errors" {
+			errs = x.Value
+		}
+	}
+	if !refused || errs != 1 || ctx.Err() != nil {
+		t.Fatalf("notes %q, errors %v, ctx %v", r.Notes, errs, ctx.Err())
+	}
+}
+
+// TestFanoutAuthenticatesRefusedSubscribers: subscribers whose REQ reaches
+// an auth-required relay before they authenticated (here: they never
+// answered the challenge on connect) authenticate and subscribe again, and
+// every delivery is made.
+func TestFanoutAuthenticatesRefusedSubscribers(t *testing.T) {
+	url := startTestRelay(t, buzz.WithAuth(buzz.AuthRequired))
+	c, err := testCorpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cfg: &config{Subs: 4, Publishes: 3}, c: c, target: &target{URL: url}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := runFanoutAt(ctx, e, "fanout", func(int) string { return url }, func(int) dialOptions { return dialOptions{} })
+	m := metricsOf(t, r) // fails on errors, missing or duplicate deliveries
+	if m["accepted"] != 3 {
+		t.Fatalf("fanout: %v %q", m, r.Notes)
 	}
 }
 

@@ -639,12 +639,27 @@ func runFanoutAt(ctx context.Context, e *env, name string, subURL func(i int) st
 		return res
 	}
 	defer closeAll(subs)
-	eose := make(chan string, m)
+	// Each subscriber reports its EOSE or CLOSED here; the handlers run on
+	// the connections' read goroutines and must never block them (a
+	// connection that ends reports CLOSED once more, after this function
+	// may have stopped reading), so the sends do not wait.
+	type subAnswer struct {
+		s   int
+		msg string // "" for EOSE
+	}
+	eose := make(chan subAnswer, 2*m)
+	answer := func(a subAnswer) {
+		select {
+		case eose <- a:
+		default:
+		}
+	}
 	filter := nostr.Filter{Kinds: []int{1}, Tags: map[string][]string{"t": {e.c.LiveTopic}}, Limit: 0, LimitSet: true}
+	handlers := make([]*subHandler, m)
 	for s, c := range subs {
 		recv[s] = make([]time.Time, len(evs))
 		live := false // read goroutine only
-		h := &subHandler{
+		handlers[s] = &subHandler{
 			event: func(id string, at time.Time) {
 				i, ok := index[id]
 				if !ok || !live {
@@ -659,20 +674,38 @@ func runFanoutAt(ctx context.Context, e *env, name string, subURL func(i int) st
 					close(all[i])
 				}
 			},
-			eose:   func(time.Time) { live = true; eose <- "" },
-			closed: func(msg string, _ time.Time) { eose <- "CLOSED " + msg },
+			eose:   func(time.Time) { live = true; answer(subAnswer{s, ""}) },
+			closed: func(msg string, _ time.Time) { answer(subAnswer{s, "CLOSED " + msg}) },
 		}
-		if err := c.subscribe("fan", []nostr.Filter{filter}, false, h); err != nil {
+		if err := c.subscribe("fan", []nostr.Filter{filter}, false, handlers[s]); err != nil {
 			res.note("subscribe: %v", err)
 			res.check("errors", 1)
 			return res
 		}
 	}
-	for range subs {
+	retried := make([]bool, m)
+	for pending := m; pending > 0; {
 		select {
-		case msg := <-eose:
-			if msg != "" {
-				res.note("subscription refused: %s", msg)
+		case a := <-eose:
+			switch {
+			case a.msg == "":
+				pending--
+			case strings.HasPrefix(a.msg, "CLOSED auth-required:") && !retried[a.s]:
+				// The REQ overtook the answer to the relay's challenge (or
+				// the challenge came late): authenticate, then ask again.
+				retried[a.s] = true
+				if err := subs[a.s].authenticate(ctx, *e.connKey(a.s)); err != nil {
+					res.note("AUTH after %s: %v", a.msg, err)
+					res.check("errors", 1)
+					return res
+				}
+				if err := subs[a.s].subscribe("fan", []nostr.Filter{filter}, false, handlers[a.s]); err != nil {
+					res.note("subscribe: %v", err)
+					res.check("errors", 1)
+					return res
+				}
+			default:
+				res.note("subscription refused: %s", a.msg)
 				res.check("errors", 1)
 				return res
 			}
