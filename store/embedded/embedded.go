@@ -121,6 +121,16 @@ type Store struct {
 
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]int64 // community id → communities.seq
+
+	// restricted holds the communities (by seq) whose
+	// moderation_restrictions may hold rows: loaded at open, added to by
+	// the writer before it inserts a restriction (markRestricted), never
+	// removed from. PubkeyRestrictions answers "none" without a query for
+	// a community it does not hold, which is every community of a relay
+	// that never banned anyone: the query ran for every event whose author
+	// the ingest pipeline's short-lived cache did not hold.
+	restrictMu sync.RWMutex
+	restricted map[int64]struct{}
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -336,14 +346,15 @@ func open(ctx context.Context, path string, sync func(*os.File) error, opts ...O
 // errOldLayout when its events are still in SQLite's tables.
 func openStore(ctx context.Context, file string, cfg config, sync func(*os.File) error) (*Store, error) {
 	s := &Store{
-		path:      file,
-		cfg:       cfg,
-		syncFile:  sync,
-		reqs:      make(chan *writeReq, cfg.queue),
-		committed: make(chan []*writeReq, 64),
-		wrote:     make(chan struct{}, 1),
-		done:      make(chan struct{}),
-		comm:      make(map[tenant.CommunityID]int64),
+		path:       file,
+		cfg:        cfg,
+		syncFile:   sync,
+		reqs:       make(chan *writeReq, cfg.queue),
+		committed:  make(chan []*writeReq, 64),
+		wrote:      make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		comm:       make(map[tenant.CommunityID]int64),
+		restricted: make(map[int64]struct{}),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
@@ -431,6 +442,9 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	if s.w, err = newWriter(ctx, s.wdb, s.ev); err != nil {
+		return err
+	}
+	if err := s.loadRestricted(ctx); err != nil {
 		return err
 	}
 	if err := s.openWAL(ctx); err != nil {

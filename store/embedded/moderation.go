@@ -64,8 +64,57 @@ func (s *Store) PubkeyRestrictions(ctx context.Context, c tenant.CommunityID, pu
 	if err != nil {
 		return nil, err
 	}
+	if !s.mayBeRestricted(cseq) {
+		return nil, nil
+	}
 	return s.restrictions(ctx, `SELECT `+restrictionColumns+` FROM moderation_restrictions
 WHERE community = ? AND pubkey = ? AND (until IS NULL OR until > ?) ORDER BY kind`, cseq, pk, now.Unix())
+}
+
+// loadRestricted fills s.restricted from the database; it runs in open,
+// before the writer goroutine starts.
+func (s *Store) loadRestricted(ctx context.Context) error {
+	rows, err := s.w.conn.QueryContext(ctx, `SELECT DISTINCT community FROM moderation_restrictions`)
+	if err != nil {
+		return internal("restrictions", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cseq int64
+		if err := rows.Scan(&cseq); err != nil {
+			return internal("restrictions", err)
+		}
+		s.restricted[cseq] = struct{}{}
+	}
+	if err := rows.Err(); err != nil {
+		return internal("restrictions", err)
+	}
+	return nil
+}
+
+// markRestricted records that community cseq may hold restrictions from
+// now on. The writer calls it before it inserts one, so a
+// PubkeyRestrictions that starts after the insert is acknowledged queries.
+// A mark whose insert is then rolled back only costs queries.
+func (s *Store) markRestricted(cseq int64) {
+	s.restrictMu.RLock()
+	_, ok := s.restricted[cseq]
+	s.restrictMu.RUnlock()
+	if ok {
+		return
+	}
+	s.restrictMu.Lock()
+	s.restricted[cseq] = struct{}{}
+	s.restrictMu.Unlock()
+}
+
+// mayBeRestricted reports whether community cseq may hold restrictions
+// (see Store.restricted).
+func (s *Store) mayBeRestricted(cseq int64) bool {
+	s.restrictMu.RLock()
+	_, ok := s.restricted[cseq]
+	s.restrictMu.RUnlock()
+	return ok
 }
 
 // Restrictions implements store.ModerationStore.
@@ -150,6 +199,7 @@ func (s *Store) Moderate(ctx context.Context, c tenant.CommunityID, a store.Mode
 			if a.Action == store.ActionTimeout {
 				kind = store.RestrictionTimeout
 			}
+			s.markRestricted(cseq)
 			if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO moderation_restrictions (community, pubkey, kind, until, reason, actor, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (community, pubkey, kind) DO UPDATE SET until = excluded.until, reason = excluded.reason,

@@ -25,7 +25,7 @@ func (s *Store) ClaimReaction(ctx context.Context, c tenant.CommunityID, k store
 		claimed bool
 	)
 	err = s.submit(ctx, func(w *writer) error {
-		res, err := w.conn.ExecContext(w.ctx, `INSERT INTO reactions (community, pubkey, target, emoji, event_id, claimed_at)
+		res, err := w.exec(`INSERT INTO reactions (community, pubkey, target, emoji, event_id, claimed_at)
 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, cseq, k.PubKey, k.Target, k.Emoji, eventID, at.Unix())
 		if err != nil {
 			return internal("claim reaction", err)
@@ -37,7 +37,7 @@ VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, cseq, k.PubKey, k.Target, k.E
 			return nil
 		}
 		var ts int64
-		err = w.conn.QueryRowContext(w.ctx, `SELECT event_id, claimed_at FROM reactions
+		err = w.queryRow(`SELECT event_id, claimed_at FROM reactions
 WHERE community = ? AND pubkey = ? AND target = ? AND emoji = ?`, cseq, k.PubKey, k.Target, k.Emoji).Scan(&h.EventID, &ts)
 		if errors.Is(err, sql.ErrNoRows) {
 			return internal("claim reaction", errors.New("slot vanished"))
@@ -59,7 +59,7 @@ func (s *Store) ReplaceReaction(ctx context.Context, c tenant.CommunityID, k sto
 	}
 	var ok bool
 	err = s.submit(ctx, func(w *writer) error {
-		res, err := w.conn.ExecContext(w.ctx, `UPDATE reactions SET event_id = ?, claimed_at = ?
+		res, err := w.exec(`UPDATE reactions SET event_id = ?, claimed_at = ?
 WHERE community = ? AND pubkey = ? AND target = ? AND emoji = ? AND event_id = ?`,
 			eventID, at.Unix(), cseq, k.PubKey, k.Target, k.Emoji, old)
 		if err != nil {

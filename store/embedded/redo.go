@@ -94,7 +94,7 @@ func (w *writer) writeRedo() error {
 	if err != nil {
 		return internal("redo", err)
 	}
-	if err := w.conn.QueryRowContext(w.ctx, `INSERT INTO event_redo (ops) VALUES (?) RETURNING seq`, ops).Scan(&w.redoSeq); err != nil {
+	if err := w.queryRow(`INSERT INTO event_redo (ops) VALUES (?) RETURNING seq`, ops).Scan(&w.redoSeq); err != nil {
 		return internal("redo", err)
 	}
 	return nil
@@ -106,7 +106,7 @@ func (w *writer) dropRedo(durable int64) error {
 	if durable <= w.redoDropped {
 		return nil
 	}
-	if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM event_redo WHERE seq <= ?`, durable); err != nil {
+	if _, err := w.exec(`DELETE FROM event_redo WHERE seq <= ?`, durable); err != nil {
 		return internal("redo", err)
 	}
 	w.redoDropped = durable

@@ -127,16 +127,16 @@ func (ix *textIndexer) step(ctx context.Context) bool {
 			// Added before removed: a removal the engine reported after
 			// Texts read the event must delete the row added here.
 			for _, t := range texts {
-				if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, int64(t.Seq), ftsText(int64(t.Community), t.Content)); err != nil {
+				if _, err := w.exec(`INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, int64(t.Seq), ftsText(int64(t.Community), t.Content)); err != nil {
 					return internal("text index", err)
 				}
 			}
 			for _, seq := range removed {
-				if _, err := w.conn.ExecContext(w.ctx, `DELETE FROM events_fts WHERE rowid = ?`, int64(seq)); err != nil {
+				if _, err := w.exec(`DELETE FROM events_fts WHERE rowid = ?`, int64(seq)); err != nil {
 					return internal("text index", err)
 				}
 			}
-			if _, err := w.conn.ExecContext(w.ctx, `UPDATE lsm_text_index SET indexed_through = ? WHERE id = 1`, int64(last)); err != nil {
+			if _, err := w.exec(`UPDATE lsm_text_index SET indexed_through = ? WHERE id = 1`, int64(last)); err != nil {
 				return internal("text index", err)
 			}
 			w.textChanged = w.textChanged || len(texts) > 0 || len(removed) > 0

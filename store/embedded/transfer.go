@@ -437,6 +437,9 @@ func (s *Store) RestoreRestriction(ctx context.Context, c tenant.CommunityID, r 
 		(r.Kind == store.RestrictionTimeout && r.Until.IsZero()) {
 		return false, store.ErrInvalidModeration
 	}
+	if cseq, err := s.communitySeq(ctx, c); err == nil {
+		s.markRestricted(cseq) // before the insert (see markRestricted)
+	}
 	return s.restoreRow(ctx, "restore restriction", c, `INSERT INTO moderation_restrictions (community, pubkey, kind, until, reason, actor, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, pk, string(r.Kind), unixOrNull(r.Until), r.Reason, actor, r.CreatedAt.Unix())
 }
