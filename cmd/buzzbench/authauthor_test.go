@@ -59,7 +59,8 @@ func TestAuthorQueuesRouteEveryEventToItsAuthor(t *testing.T) {
 // TestIngestAuthPerAuthor publishes the corpus with -auth-per-author into
 // a relay that requires AUTH and checks, in the relay, that each event
 // arrived on a connection authenticated as its author and nobody else, in
-// both ingest modes; REQ and COUNT connections authenticate too.
+// both ingest modes; REQ (concurrent: one connection per author) and COUNT
+// connections authenticate too.
 func TestIngestAuthPerAuthor(t *testing.T) {
 	var mu sync.Mutex
 	var wrong []string

@@ -482,6 +482,16 @@ func (e *env) queryAt(i int) *plannedQuery {
 	return &qs[(i/len(reqShapes))%len(qs)]
 }
 
+// reqConns is how many connections the concurrent REQs spread over:
+// cfg.Conns, or under -auth-per-author one per corpus author (connection i
+// authenticates as author i), as the ingest had.
+func (e *env) reqConns() int {
+	if e.cfg.AuthPerAuthor {
+		return len(e.c.Authors)
+	}
+	return e.cfg.Conns
+}
+
 // runReq runs cfg.Reqs REQs sequentially on one connection, then cfg.Reqs
 // spread over cfg.Conns connections.
 func runReq(ctx context.Context, e *env) result {
@@ -494,7 +504,7 @@ func runReq(ctx context.Context, e *env) result {
 	for _, mode := range []struct {
 		prefix string
 		conns  int
-	}{{"seq_", 1}, {"conc_", e.cfg.Conns}} {
+	}{{"seq_", 1}, {"conc_", e.reqConns()}} {
 		conns, err := e.dialMany(ctx, mode.conns, nil)
 		if err != nil {
 			res.note("dial: %v", err)
@@ -534,7 +544,7 @@ func runReq(ctx context.Context, e *env) result {
 		rc.report(&res, mode.prefix)
 		res.check(mode.prefix+"errors", int(errs.Load()))
 	}
-	res.note("%d REQs per mode, shapes %s; concurrent over %d connections", e.cfg.Reqs, strings.Join(reqShapes, ","), e.cfg.Conns)
+	res.note("%d REQs per mode, shapes %s; concurrent over %d connections", e.cfg.Reqs, strings.Join(reqShapes, ","), e.reqConns())
 	return res
 }
 
