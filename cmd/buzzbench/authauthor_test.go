@@ -163,3 +163,29 @@ func TestAuthPerAuthorLabels(t *testing.T) {
 		t.Fatalf("labels %q, %q", cfg.A.Label, cfg.B.Label)
 	}
 }
+
+// TestAuthPerAuthorFigures: a -auth-per-author run's merged rows say how it
+// connected and carry the REQ-by-ids tail; an anonymous run's do not.
+func TestAuthPerAuthorFigures(t *testing.T) {
+	run := []result{
+		{Scenario: "ingest", Metrics: []metric{{Name: "events_per_s", Value: 100}}},
+		{Scenario: "req", Metrics: []metric{{Name: "seq_ids_p99", Value: 2}, {Name: "conc_ids_p99", Value: 3}}},
+	}
+	names := func(cfg *config) map[string]float64 {
+		out := map[string]float64{}
+		for row, v := range runFigures(cfg, run) {
+			out[row.name] = v
+		}
+		return out
+	}
+	auth := names(&config{Conns: 16, Window: 64, AuthPerAuthor: true})
+	if auth["ingest, one authenticated connection per author, 1 event in flight each"] != 100 ||
+		auth["REQ p99, ids (sequential, right after ingest)"] != 2 ||
+		auth["REQ p99, ids (concurrent, one authenticated connection per author)"] != 3 {
+		t.Errorf("auth rows: %v", auth)
+	}
+	anon := names(&config{Conns: 16, Window: 64})
+	if anon["ingest, 16 connections, 1 event in flight each"] != 100 || len(anon) != 2 {
+		t.Errorf("anonymous rows: %v", anon)
+	}
+}
