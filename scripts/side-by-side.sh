@@ -41,11 +41,18 @@
 # (BUZZ_REDIS_NAMESPACE=sbs<pid>): nothing of an earlier run is seen, and
 # nothing is flushed. No peer has a multi-pod mode, so the part has buzzd
 # columns only.
+# With PARTS containing auth, buzzd's builds and khatru are measured again with
+# buzzbench -auth-per-author (columns BUILD+auth, khatru+auth): ingest over
+# one connection per corpus author, each authenticated (NIP-42) as its
+# author, then REQ and COUNT on authenticated connections; khatru runs with
+# KHATRU_AUTH=1, which makes it challenge every connection on connect as
+# buzzd does (strfry does not do NIP-42 and has no auth column).
 #
 # The peers are never built inside this repository:
 # - khatru: a scratch module under $OUT/khatru-src (a main.go wiring
 #   khatru.NewRelay() to one event store: Save, Query, Count, Delete,
-#   Replace; nothing else), built there. KHATRU=/path/to/binary skips that;
+#   Replace; with KHATRU_AUTH=1 in its environment it also sends a NIP-42
+#   challenge on connect (khatru.RequestAuth); nothing else), built there. KHATRU=/path/to/binary skips that;
 #   the binary takes `DIR ADDR` (badger) or `postgres://… ADDR`.
 # - strfry: cloned at STRFRY_REF into $OUT/strfry-src with its submodules and
 #   built with its own Makefile (`make setup-golpe`, `make`), as strfry's
@@ -72,7 +79,8 @@
 # ["embedded"]: embedded (the table's main columns), postgres (the
 # PostgreSQL columns, databases buzzbench_* dropped and recreated for every
 # run), fanout (fan-out rows with 1,000 and 10,000 subscribers), crosspod
-# (three pods, above); PG [postgres://postgres@127.0.0.1:5432]; REDIS
+# (three pods, above), auth (the authenticated columns, above);
+# PG [postgres://postgres@127.0.0.1:5432]; REDIS
 # [redis://127.0.0.1:6379/0], for crosspod; EVENTS [20000], the corpus size;
 # BENCH_FLAGS [], more buzzbench flags for every invocation (a quick check of
 # the script: RUNS=1 EVENTS=1000 CEILING_RUNS=1 CEILING_TIME=200x
@@ -165,6 +173,7 @@ if has "$PEERS" khatru && [ -z "$KHATRU" ]; then
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -198,6 +207,11 @@ func main() {
 	}
 	relay.DeleteEvent = append(relay.DeleteEvent, db.DeleteEvent)
 	relay.ReplaceEvent = append(relay.ReplaceEvent, db.ReplaceEvent)
+	if os.Getenv("KHATRU_AUTH") == "1" {
+		// Challenge every connection on connect (NIP-42), as an
+		// auth-required deployment does; nothing is refused.
+		relay.OnConnect = append(relay.OnConnect, func(ctx context.Context) { khatru.RequestAuth(ctx) })
+	}
 	panic(http.ListenAndServe(os.Args[2], relay))
 }
 GO
@@ -294,7 +308,7 @@ fresh() { echo "psql -q '$PG/postgres' -c 'DROP DATABASE IF EXISTS $1 WITH (FORC
 labels=() ports=() starts=()
 column() { labels+=("$1") ports+=("$2") starts+=("$3"); }
 port=3111
-if has "$PARTS" embedded || has "$PARTS" fanout; then
+if has "$PARTS" embedded || has "$PARTS" fanout || has "$PARTS" auth; then
 	for b in $BUILDS; do
 		column "$b" $port "RELAY_URL=ws://127.0.0.1:$port BUZZ_BIND_ADDR=127.0.0.1:$port BUZZ_DATA_DIR=\$(mktemp -d) $buzzd_env exec taskset -c 0 $OUT/$b"
 		port=$((port + 1))
@@ -362,6 +376,17 @@ for r in $(seq 1 "$RUNS"); do
 		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:$a -sub-url ws://127.0.0.1:$((a + 1)),ws://127.0.0.1:$((a + 2)) -start $(printf %q "${xstarts[$i]}") fanout,crosspod")
 		names+=("$l run $r/$RUNS")
 	done
+	if has "$PARTS" auth; then
+		for ((i = 0; i < embedded_columns; i++)); do
+			l="${labels[$i]}" start="${starts[$i]}"
+			case "$l" in
+			strfry*) continue ;;
+			khatru) start="export KHATRU_AUTH=1 && $start" ;;
+			esac
+			cmds+=("$bench -auth-per-author -json-out $REPORTS/$l-auth-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "$start") ingest,ingest-pipelined,req,count")
+			names+=("$l authenticated run $r/$RUNS")
+		done
+	fi
 	if has "$PARTS" fanout; then
 		for subs in 1000 10000; do
 			for ((i = 0; i < embedded_columns; i++)); do
@@ -378,7 +403,7 @@ done
 table() {
 	local files=() f
 	for l in "${labels[@]}" "${xlabels[@]}"; do
-		for f in "$REPORTS/ceiling-$l.json" "$REPORTS/$l"-run*.json "$REPORTS/$l"-fanout*.json; do
+		for f in "$REPORTS/ceiling-$l.json" "$REPORTS/$l"-run*.json "$REPORTS/$l"-fanout*.json "$REPORTS/$l"-auth-run*.json; do
 			[ -f "$f" ] && files+=("$f")
 		done
 	done

@@ -63,7 +63,7 @@ func BenchmarkRelayIngest(b *testing.B) {
 		var o outcomes
 		var done atomic.Int64
 		b.StartTimer()
-		lats, elapsed, missing := publishAll(context.Background(), conns, c.Events, 1, c.keyFor, &o, &done)
+		lats, elapsed, missing := publishAll(context.Background(), conns, nil, c.Events, 1, c.keyFor, &o, &done)
 		b.StopTimer()
 		closeAll(conns)
 		if missing > 0 || o.refusedTotal() > 0 {

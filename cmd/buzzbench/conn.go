@@ -65,8 +65,11 @@ type conn struct {
 
 type dialOptions struct {
 	authKey *nostr.SecretKey // AUTH as this key when challenged on connect; nil: only on demand
-	noRead  bool             // never read (slow reader)
-	rcvBuf  int              // SO_RCVBUF, 0 for the default
+	// requireAuth: with authKey, dial fails unless the relay challenges
+	// (within 5 s) and accepts the AUTH.
+	requireAuth bool
+	noRead      bool // never read (slow reader)
+	rcvBuf      int  // SO_RCVBUF, 0 for the default
 	// relayURL, when set, is the relay the connection speaks to while url
 	// only names the address to reach it at (one pod of a deployment, as a
 	// load balancer would pick): its host is sent as the Host header and
@@ -132,6 +135,12 @@ func dial(ctx context.Context, url string, o dialOptions) (*conn, error) {
 				return nil, fmt.Errorf("NIP-42 AUTH: %w", err)
 			}
 		case <-time.After(challengeWait):
+			if o.requireAuth {
+				if err := c.authenticate(ctx, *o.authKey); err != nil {
+					c.Close()
+					return nil, fmt.Errorf("NIP-42 AUTH required by -auth-per-author: %w", err)
+				}
+			}
 		case <-ctx.Done():
 			c.Close()
 			return nil, ctx.Err()

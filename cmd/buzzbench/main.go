@@ -49,6 +49,9 @@ var defaultScenarios = "ingest,req,count,visible,fanout"
 // their own.
 var optInScenarios = []string{"crosspod"}
 
+// authLabelSuffix ends the label of a relay measured with -auth-per-author.
+const authLabelSuffix = "+auth"
+
 // config holds every flag.
 type config struct {
 	A *target `json:"a"`
@@ -71,9 +74,14 @@ type config struct {
 	SlowPublishes int           `json:"slow_publishes"`
 	Runs          int           `json:"runs"`
 	Timeout       time.Duration `json:"scenario_timeout"`
-	CacheDir      string        `json:"-"`
-	JSON          bool          `json:"-"`
-	JSONOut       string        `json:"-"`
+	// AuthPerAuthor: ingest uses one connection per corpus author, each
+	// authenticated (NIP-42) as that author on connect and publishing only
+	// that author's events; every other connection must authenticate too.
+	// Relay labels get authLabelSuffix.
+	AuthPerAuthor bool   `json:"auth_per_author,omitempty"`
+	CacheDir      string `json:"-"`
+	JSON          bool   `json:"-"`
+	JSONOut       string `json:"-"`
 	// Merge holds the report files of -merge; nothing is measured then.
 	Merge []string `json:"-"`
 }
@@ -118,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&cfg.WriteFrac, "write-frac", 0.2, "fraction of mixed operations that are writes")
 	fs.IntVar(&cfg.SlowPublishes, "slow-publishes", 500, "events published while the slow reader does not read")
 	fs.IntVar(&cfg.Runs, "runs", 1, "repetitions; the table shows median [min–max]")
+	fs.BoolVar(&cfg.AuthPerAuthor, "auth-per-author", false, "ingest over one connection per corpus author, each authenticated (NIP-42) as that author on connect and publishing only its own events; REQ/COUNT connections authenticate too (a relay that sends no challenge fails); labels get the suffix \""+authLabelSuffix+"\"")
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "upper bound on each scenario")
 	fs.StringVar(&cfg.CacheDir, "cache", cacheDefault, "directory of the signed-corpus cache (\"\" disables it)")
 	fs.BoolVar(&cfg.JSON, "json", false, "print JSON instead of a table")
@@ -192,6 +201,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.B != nil && cfg.B.Label == cfg.A.Label {
 		cfg.A.Label, cfg.B.Label = "A:"+cfg.A.Label, "B:"+cfg.B.Label
+	}
+	if cfg.AuthPerAuthor {
+		// -merge makes a column per label: authenticated figures must not
+		// share a column with anonymous ones.
+		for _, t := range []*target{cfg.A, cfg.B} {
+			if t != nil && !strings.HasSuffix(t.Label, authLabelSuffix) {
+				t.Label += authLabelSuffix
+			}
+		}
 	}
 	switch {
 	case cfg.Events < 100 || cfg.Events > 10_000_000:

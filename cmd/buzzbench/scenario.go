@@ -80,8 +80,55 @@ func (e *env) connKey(i int) *nostr.SecretKey {
 	return &sk
 }
 
+// dialOpts are the options of connection i: it authenticates as
+// connKey(i) when challenged, and under -auth-per-author it must.
+func (e *env) dialOpts(i int) dialOptions {
+	return dialOptions{authKey: e.connKey(i), requireAuth: e.cfg.AuthPerAuthor}
+}
+
 func (e *env) dial(ctx context.Context, i int) (*conn, error) {
-	return dial(ctx, e.target.URL, dialOptions{authKey: e.connKey(i)})
+	return dial(ctx, e.target.URL, e.dialOpts(i))
+}
+
+// ingestConns opens the connections that publish the main corpus and says
+// which events each publishes. By default there are n connections taking
+// events from one shared queue (queues is nil). Under -auth-per-author
+// there is one connection per corpus author, authenticated as that author,
+// and queues[k] holds the indexes (in publish order) of the events of
+// author k, so that every event goes out on its author's connection.
+func (e *env) ingestConns(ctx context.Context, n int) (conns []*conn, queues [][]int, err error) {
+	if !e.cfg.AuthPerAuthor {
+		conns, err = e.dialMany(ctx, n, nil)
+		return conns, nil, err
+	}
+	queues, err = authorQueues(e.c.Events, e.c.Authors)
+	if err != nil {
+		return nil, nil, err
+	}
+	conns, err = e.dialMany(ctx, len(e.c.Authors), func(k int) dialOptions {
+		sk := e.c.Authors[k].SK
+		return dialOptions{authKey: &sk, requireAuth: true}
+	})
+	return conns, queues, err
+}
+
+// authorQueues returns, for each author, the indexes into evs of that
+// author's events in their order in evs. It fails if an event's author is
+// not among authors.
+func authorQueues(evs []corpusEvent, authors []author) ([][]int, error) {
+	byPub := make(map[string]int, len(authors))
+	for k, a := range authors {
+		byPub[a.Pub] = k
+	}
+	queues := make([][]int, len(authors))
+	for i := range evs {
+		k, ok := byPub[evs[i].Ev.PubKey]
+		if !ok {
+			return nil, fmt.Errorf("event %s: author %s is not a corpus author", evs[i].Ev.ID, evs[i].Ev.PubKey)
+		}
+		queues[k] = append(queues[k], i)
+	}
+	return queues, nil
 }
 
 // dialMany opens n connections to the relay under test with bounded
@@ -102,7 +149,7 @@ func (e *env) dialManyAt(ctx context.Context, n int, urlOf func(i int) string, o
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			o := dialOptions{authKey: e.connKey(i)}
+			o := e.dialOpts(i)
 			if opts != nil {
 				o = opts(i)
 			}
@@ -181,11 +228,25 @@ func (o *outcomes) report(r *result, prefix string) {
 }
 
 // publishAll publishes evs over conns with at most window events in flight
-// per connection, the connections taking events from one shared queue. It
-// returns the send→OK latencies and the wall time from the first send to
-// the last OK.
-func publishAll(ctx context.Context, conns []*conn, evs []corpusEvent, window int, key func(string) (nostr.SecretKey, bool), o *outcomes, done *atomic.Int64) ([]time.Duration, time.Duration, int) {
+// per connection. With queues nil the connections take events from one
+// shared queue; otherwise conns[k] publishes exactly the events
+// queues[k] indexes, in that order. It returns the send→OK latencies and
+// the wall time from the first send to the last OK.
+func publishAll(ctx context.Context, conns []*conn, queues [][]int, evs []corpusEvent, window int, key func(string) (nostr.SecretKey, bool), o *outcomes, done *atomic.Int64) ([]time.Duration, time.Duration, int) {
 	var next atomic.Int64
+	nexts := make([]int, len(conns)) // per-connection cursor into queues[k]
+	// take returns the next event index for connection k.
+	take := func(k int) (int, bool) {
+		if queues == nil {
+			i := int(next.Add(1) - 1)
+			return i, i < len(evs)
+		}
+		if nexts[k] >= len(queues[k]) {
+			return 0, false
+		}
+		nexts[k]++
+		return queues[k][nexts[k]-1], true
+	}
 	var retryMu sync.Mutex
 	retry := make([][]int, len(conns))
 	var mu sync.Mutex // guards lats: callbacks run on read goroutines
@@ -200,8 +261,8 @@ func publishAll(ctx context.Context, conns []*conn, evs []corpusEvent, window in
 			slots := make(chan struct{}, window)
 			var inflight sync.WaitGroup
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(evs) || ctx.Err() != nil {
+				i, ok := take(k)
+				if !ok || ctx.Err() != nil {
 					break
 				}
 				select {
@@ -294,7 +355,7 @@ func runIngest(ctx context.Context, e *env, window int) result {
 		name = "ingest-pipelined"
 	}
 	res := result{Scenario: name}
-	conns, err := e.dialMany(ctx, e.cfg.Conns, nil)
+	conns, queues, err := e.ingestConns(ctx, e.cfg.Conns)
 	if err != nil {
 		res.note("dial: %v", err)
 		res.check("errors", 1)
@@ -304,7 +365,7 @@ func runIngest(ctx context.Context, e *env, window int) result {
 	var o outcomes
 	var done atomic.Int64
 	stop := e.progress.track(name, &done, len(e.c.Events))
-	lats, elapsed, missing := publishAll(ctx, conns, e.c.Events, window, e.c.keyFor, &o, &done)
+	lats, elapsed, missing := publishAll(ctx, conns, queues, e.c.Events, window, e.ingestKey(), &o, &done)
 	stop()
 	e.loaded = true
 	res.add("events_per_s", "ev/s", float64(len(lats))/elapsed.Seconds(), "higher")
@@ -313,7 +374,21 @@ func runIngest(ctx context.Context, e *env, window int) result {
 	o.report(&res, "")
 	res.check("no_ok", missing)
 	res.note("%d events, %d connections, window %d", len(e.c.Events), len(conns), window)
+	if queues != nil {
+		res.note("one connection per author, each authenticated (NIP-42) as its author on connect")
+	}
 	return res
+}
+
+// ingestKey is the key lookup publishAll may authenticate with when a
+// refusal asks for it. Under -auth-per-author it is nil: every connection
+// is its author's already, and authenticating further identities would
+// hide an event sent on the wrong connection.
+func (e *env) ingestKey() func(string) (nostr.SecretKey, bool) {
+	if e.cfg.AuthPerAuthor {
+		return nil
+	}
+	return e.c.keyFor
 }
 
 // ensureLoaded publishes the main corpus, untimed, if this relay session
@@ -322,7 +397,7 @@ func ensureLoaded(ctx context.Context, e *env) error {
 	if e.loaded {
 		return nil
 	}
-	conns, err := e.dialMany(ctx, min(e.cfg.Conns, 8), nil)
+	conns, queues, err := e.ingestConns(ctx, min(e.cfg.Conns, 8))
 	if err != nil {
 		return err
 	}
@@ -330,7 +405,7 @@ func ensureLoaded(ctx context.Context, e *env) error {
 	var o outcomes
 	var done atomic.Int64
 	stop := e.progress.track("load corpus", &done, len(e.c.Events))
-	_, _, missing := publishAll(ctx, conns, e.c.Events, 32, e.c.keyFor, &o, &done)
+	_, _, missing := publishAll(ctx, conns, queues, e.c.Events, 32, e.ingestKey(), &o, &done)
 	stop()
 	if n := o.refusedTotal() + missing; n > 0 {
 		return fmt.Errorf("loading the corpus: %d events refused or unanswered (%v)", n, o.refused)
@@ -413,6 +488,16 @@ func (e *env) queryAt(i int) *plannedQuery {
 	return &qs[(i/len(reqShapes))%len(qs)]
 }
 
+// reqConns is how many connections the concurrent REQs spread over:
+// cfg.Conns, or under -auth-per-author one per corpus author (connection i
+// authenticates as author i), as the ingest had.
+func (e *env) reqConns() int {
+	if e.cfg.AuthPerAuthor {
+		return len(e.c.Authors)
+	}
+	return e.cfg.Conns
+}
+
 // runReq runs cfg.Reqs REQs sequentially on one connection, then cfg.Reqs
 // spread over cfg.Conns connections.
 func runReq(ctx context.Context, e *env) result {
@@ -425,7 +510,7 @@ func runReq(ctx context.Context, e *env) result {
 	for _, mode := range []struct {
 		prefix string
 		conns  int
-	}{{"seq_", 1}, {"conc_", e.cfg.Conns}} {
+	}{{"seq_", 1}, {"conc_", e.reqConns()}} {
 		conns, err := e.dialMany(ctx, mode.conns, nil)
 		if err != nil {
 			res.note("dial: %v", err)
@@ -465,7 +550,7 @@ func runReq(ctx context.Context, e *env) result {
 		rc.report(&res, mode.prefix)
 		res.check(mode.prefix+"errors", int(errs.Load()))
 	}
-	res.note("%d REQs per mode, shapes %s; concurrent over %d connections", e.cfg.Reqs, strings.Join(reqShapes, ","), e.cfg.Conns)
+	res.note("%d REQs per mode, shapes %s; concurrent over %d connections", e.cfg.Reqs, strings.Join(reqShapes, ","), e.reqConns())
 	return res
 }
 
