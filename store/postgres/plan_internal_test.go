@@ -177,7 +177,7 @@ func TestPlansWithoutStatistics(t *testing.T) {
 			var sqlStr string
 			var args []any
 			if sh.count {
-				sqlStr, args, err = buildCount(a, []nostr.Filter{f}, now, sh.scope, false)
+				sqlStr, args, err = buildCount(a, []nostr.Filter{f}, now, sh.scope, false, nil)
 			} else {
 				sqlStr, args, err = buildScopedQuery(a, &f, now, sh.scope)
 			}
