@@ -778,18 +778,17 @@ func mineCounts(c tenant.CommunityID, mine []nostr.Filter) (overE, overX sq.Sqli
 		none := sq.Expr("0::bigint")
 		return none, none
 	}
-	// The rows are already live and in scope; the conditions of or on
-	// kind, author and time come before the tag probes, and a FILTER's
-	// AND is evaluated in order, so the probes run only for rows of
-	// mine's kinds by mine's authors.
-	overE = sq.Expr("count(*) FILTER (WHERE ?)", or)
+	// The rows are already live and in scope. A FILTER's AND is
+	// evaluated in order: when every filter of mine names kinds (mine's
+	// are a few private kinds), a row of another kind costs one test, and
+	// the probes run only for rows of mine's kinds (in or, the conditions
+	// on columns come before the tag probes).
 	probe := sq.Expr("EXISTS (SELECT 1 FROM events e WHERE e.community_id = ? AND e.created_at = x.created_at AND e.id = x.id AND ?)", c.UUID(), or)
 	if allKinds {
-		overX = sq.Expr("count(*) FILTER (WHERE x.kind = ANY(?) AND ?)", kinds, probe)
-	} else {
-		overX = sq.Expr("count(*) FILTER (WHERE ?)", probe)
+		return sq.Expr("count(*) FILTER (WHERE e.kind = ANY(?) AND ?)", kinds, or),
+			sq.Expr("count(*) FILTER (WHERE x.kind = ANY(?) AND ?)", kinds, probe)
 	}
-	return overE, overX
+	return sq.Expr("count(*) FILTER (WHERE ?)", or), sq.Expr("count(*) FILTER (WHERE ?)", probe)
 }
 
 // narrowsAll reports whether every filter of sub narrows (matches only
