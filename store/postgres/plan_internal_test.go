@@ -151,7 +151,10 @@ func TestPlansWithoutStatistics(t *testing.T) {
 		{name: "#p", filter: `{"#p":[` + pubkeys200[5] + `],"limit":50}`, scope: all, drive: "event_tags_key"},
 		{name: "#p 200 values", filter: `{"#p":[` + strings.Join(pubkeys200, ",") + `],"limit":50}`, scope: all, drive: "event_tags_key"},
 		{name: "#e thread", filter: `{"kinds":[1,7],"#e":["` + hexOf("ev1007") + `"],"limit":100}`, scope: all, drive: "event_tags_key"},
-		{name: "since/until", filter: fmt.Sprintf(`{"since":%d,"until":%d,"limit":100}`, now-86400, now-82800), scope: all},
+		// Not the partial author index, bound by community_id alone,
+		// which without statistics once looked cheapest (liveUnauthored).
+		{name: "since/until", filter: fmt.Sprintf(`{"since":%d,"until":%d,"limit":100}`, now-86400, now-82800), scope: all, drive: "_pkey"},
+		{name: "since/until, community-wide scope", filter: fmt.Sprintf(`{"since":%d,"until":%d,"limit":100}`, now-86400, now-82800), scope: channel.ScopeOf(), drive: "_pkey"},
 		{name: "#t + #z", filter: `{"#t":["topic7"],"#z":["z3"],"limit":20}`, scope: all, drive: "event_tags_key"},
 		{name: "COUNT #t", filter: `{"#t":["topic7"]}`, count: true, scope: all, drive: "event_tags_key", tagsOnly: true},
 		{name: "COUNT kind #t, channel scope", filter: `{"kinds":[1],"#t":["topic7"]}`, count: true, scope: channel.ScopeOf(chID), drive: "event_tags_key", tagsOnly: true},
@@ -177,7 +180,7 @@ func TestPlansWithoutStatistics(t *testing.T) {
 			var sqlStr string
 			var args []any
 			if sh.count {
-				sqlStr, args, err = buildCount(a, []nostr.Filter{f}, now, sh.scope, false)
+				sqlStr, args, err = buildCount(a, []nostr.Filter{f}, now, sh.scope, false, nil)
 			} else {
 				sqlStr, args, err = buildScopedQuery(a, &f, now, sh.scope)
 			}

@@ -87,20 +87,27 @@ func searchQuery(c tenant.CommunityID, now int64, p *predicate, f *nostr.Filter)
 }
 
 // countUnion counts the distinct events the parts select (each part
-// selects created_at, id, and kind when agg reads x.kind): merged by UNION
-// when there are several, or with DISTINCT when one part may yield an
-// event twice. agg is the select list over the merged rows, x.
-func countUnion(parts []sq.Sqlizer, distinct bool, agg string) sq.Sqlizer {
+// selects created_at, id, and kind when withKind): merged by UNION when
+// there are several, or with DISTINCT when one part may yield an event
+// twice. agg is the select list over the merged rows, x, whose columns are
+// named created_at, id (and kind) whatever the parts name them.
+func countUnion(parts []sq.Sqlizer, distinct bool, agg sq.Sqlizer, withKind bool) sq.Sqlizer {
+	x := "x(created_at, id)"
+	if withKind {
+		x = "x(created_at, id, kind)"
+	}
 	if len(parts) == 1 {
 		if distinct {
-			return sq.Expr("SELECT "+agg+" FROM (SELECT DISTINCT x.* FROM (?) AS x) AS x", parts[0])
+			return sq.Expr("SELECT ? FROM (SELECT DISTINCT y.* FROM (?) AS y) AS "+x, agg, parts[0])
 		}
-		return sq.Expr("SELECT "+agg+" FROM (?) AS x", parts[0])
+		return sq.Expr("SELECT ? FROM (?) AS "+x, agg, parts[0])
 	}
 	ph := make([]string, len(parts))
-	args := make([]any, len(parts))
+	args := make([]any, 0, len(parts)+1)
+	args = append(args, agg)
 	for i, p := range parts {
-		ph[i], args[i] = "(?)", p
+		ph[i] = "(?)"
+		args = append(args, p)
 	}
-	return sq.Expr("SELECT "+agg+" FROM ("+strings.Join(ph, " UNION ")+") AS x", args...)
+	return sq.Expr("SELECT ? FROM ("+strings.Join(ph, " UNION ")+") AS "+x, args...)
 }

@@ -959,6 +959,37 @@ func testCountEach(t *testing.T, b store.Backend) {
 		{{Search: "w1"}},
 		{{Search: "w1", Kinds: []int{1059}}},
 	})
+	// And by the reader's own private events among them, as the third set
+	// (a store may count all three with one statement): narrowings of the
+	// first set, by author, tag or tag rows, and third sets that only look
+	// like it.
+	SaveAll(t, b, c, []*nostr.Event{
+		alice.Event(t, 1059, base+30, "w3", nostr.Tag{"p", bob.PubKey}, nostr.Tag{"t", "1"}),
+		alice.Event(t, 1059, base+31, "w4", nostr.Tag{"p", alice.PubKey}, nostr.Tag{"t", "1"}),
+		bob.Event(t, 7, base+32, "r", nostr.Tag{"p", bob.PubKey}, nostr.Tag{"t", "1"}, nostr.Tag{"tt", "long"}),
+	})
+	toBob := map[string][]string{"p": {bob.PubKey}}
+	t1 := map[string][]string{"t": {"1"}}
+	t1ToBob := map[string][]string{"t": {"1"}, "p": {bob.PubKey}}
+	var triples [][]nostr.Filter
+	triple := func(set, mine []nostr.Filter) {
+		triples = append(triples, set, channel.GiftWrapPart(set), mine)
+	}
+	triple([]nostr.Filter{{Authors: []string{alice.PubKey}}},
+		[]nostr.Filter{{Authors: []string{alice.PubKey}, Kinds: []int{1059}, Tags: toBob}})
+	triple([]nostr.Filter{{Tags: t1}},
+		[]nostr.Filter{{Tags: t1ToBob, Kinds: []int{1059}}, {Tags: t1, Kinds: []int{7}, Authors: []string{bob.PubKey}}})
+	triple([]nostr.Filter{{Tags: t01}, {Authors: []string{bob.PubKey}}},
+		[]nostr.Filter{{Tags: t1ToBob, Kinds: []int{1059, 7}}, {Authors: []string{bob.PubKey}, Kinds: []int{7}, Since: ptr(base + 30)}})
+	triple([]nostr.Filter{{Authors: []string{alice.PubKey, bob.PubKey}, Tags: map[string][]string{"tt": {"long"}}}},
+		[]nostr.Filter{{Authors: []string{bob.PubKey}, Tags: map[string][]string{"tt": {"long"}, "p": {bob.PubKey}}}})
+	triple([]nostr.Filter{{Kinds: []int{1059}}}, []nostr.Filter{{Kinds: []int{1059}, Tags: t1}, {Kinds: []int{}}})
+	triple([]nostr.Filter{{Kinds: []int{1059}}}, []nostr.Filter{{Kinds: []int{}}})
+	// Third sets that do not narrow the first: counted on their own.
+	triple([]nostr.Filter{{Authors: []string{alice.PubKey}}}, []nostr.Filter{{Authors: []string{bob.PubKey}, Kinds: []int{1059}}})
+	triple([]nostr.Filter{{Tags: t1}}, []nostr.Filter{{Kinds: []int{1059}, Tags: toBob}})
+	triple([]nostr.Filter{{Kinds: []int{1059}, Since: ptr(base + 30)}}, []nostr.Filter{{Kinds: []int{1059}}})
+	check(triples)
 	got, err := cb.CountEach(ctxb(), Community(t, b, "empty.example"), sets, channel.AllChannels())
 	if err != nil || len(got) != len(sets) || slices.Max(got) != 0 {
 		t.Fatalf("CountEach in an empty community = %v, %v", got, err)
