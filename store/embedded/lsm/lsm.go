@@ -85,6 +85,7 @@ type Store struct {
 type config struct {
 	cacheBytes  int64
 	recordBytes int64
+	memTable    int64
 	external    bool
 	onRemove    func(seqs []uint64)
 	minSync     time.Duration
@@ -124,6 +125,35 @@ func WithRecordCacheBytes(n int64) Option {
 			return fmt.Errorf("lsm: record cache of %d bytes", n)
 		}
 		c.recordBytes = n
+		return nil
+	}
+}
+
+// DefaultMemTableBytes is the largest in-memory table unless
+// WithMemTableBytes says otherwise (pebble starts with smaller ones and
+// doubles up to it; a full one is written out as a table file while writes
+// go to the next).
+//
+// Measured in an execution trace of a relay on one core: writing out a
+// full table holds the processor for 7–13 ms at a time, and every
+// connection waits behind it; the ingest OK p99 is those waits. With
+// pebble's default of 4 MiB, a burst of 20,000 events wrote out tables
+// often enough to set the p99; with 32 MiB, in two interleaved invocations
+// of 3 runs each, the closed-loop OK p99 went from 23.7 to 17.3 ms and the
+// pipelined one from 389 to 299 ms, ingest 4 % faster, for 20 MiB more
+// peak memory. Fewer, larger tables also mean fewer level-0 files to
+// compact. A burst longer than the table still pays for writing it out.
+const DefaultMemTableBytes = 32 << 20
+
+// WithMemTableBytes sets the largest in-memory table, from 1 MiB to 1 GiB.
+// Up to two may be held at once (one being written out): memory for fewer
+// pauses of the writers.
+func WithMemTableBytes(n int64) Option {
+	return func(c *config) error {
+		if n < 1<<20 || n > 1<<30 {
+			return fmt.Errorf("lsm: memtable of %d bytes is outside 1 MiB to 1 GiB", n)
+		}
+		c.memTable = n
 		return nil
 	}
 }
@@ -200,7 +230,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // Open opens the store in directory dir, creating it if needed.
 func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
-	cfg := config{cacheBytes: DefaultCacheBytes, recordBytes: DefaultRecordCacheBytes, minSync: DefaultMinSyncInterval}
+	cfg := config{cacheBytes: DefaultCacheBytes, recordBytes: DefaultRecordCacheBytes, memTable: DefaultMemTableBytes, minSync: DefaultMinSyncInterval}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -218,6 +248,8 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 		Cache:  cache,
 		Logger: pebbleLogger{l: cfg.log},
 		FS:     cfg.fs,
+		// The option bounds it to 1 GiB, so the conversion is exact.
+		MemTableSize: uint64(cfg.memTable),
 	}
 	if po.FS == nil {
 		po.FS = offPSyncFS(vfs.Default)

@@ -48,13 +48,46 @@ func TestConformanceWithoutRecordCache(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	for _, o := range []lsm.Option{lsm.WithCacheBytes(1000), lsm.WithRecordCacheBytes(-1), lsm.WithLogger(nil), lsm.WithMinSyncInterval(-time.Microsecond), lsm.WithMinSyncInterval(2 * time.Second)} {
+	for _, o := range []lsm.Option{lsm.WithCacheBytes(1000), lsm.WithRecordCacheBytes(-1), lsm.WithLogger(nil), lsm.WithMinSyncInterval(-time.Microsecond), lsm.WithMinSyncInterval(2 * time.Second), lsm.WithMemTableBytes(1<<20 - 1), lsm.WithMemTableBytes(1<<30 + 1)} {
 		if s, err := lsm.Open(context.Background(), t.TempDir(), o); err == nil || !strings.HasPrefix(err.Error(), "lsm: ") {
 			if s != nil {
 				s.Close()
 			}
 			t.Errorf("Open with a bad option = %v, want an lsm: error", err)
 		}
+	}
+}
+
+// TestSmallMemTable: with the smallest memtable, a few megabytes of events
+// are written out to table files while saves go on; every event is found
+// before and after a reopen with the default size.
+func TestSmallMemTable(t *testing.T) {
+	dir := t.TempDir()
+	s, err := lsm.Open(context.Background(), dir, lsm.WithMemTableBytes(1<<20))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	c := storetest.Community(t, s, "memtable.example")
+	alice := storetest.NewAuthor(t)
+	body := strings.Repeat("x", 2000)
+	const n = 1500 // about 3 MiB of events
+	for i := range n {
+		storetest.MustSave(t, s, c, alice.Event(t, 1, int64(1_700_000_000+i), fmt.Sprintf("%d %s", i, body)))
+	}
+	all := nostr.Filter{Kinds: []int{1}}
+	if got := storetest.CountOf(t, s, c, all); got != n {
+		t.Fatalf("count before reopen = %d, want %d", got, n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s, err = lsm.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	if got := storetest.CountOf(t, s, c, all); got != n {
+		t.Fatalf("count after reopen = %d, want %d", got, n)
 	}
 }
 
