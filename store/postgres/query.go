@@ -204,9 +204,14 @@ func eqAny[T any](col string, vals []T) sq.Sqlizer {
 // live are the conditions every read carries: the community, not deleted,
 // not expired.
 func live(c tenant.CommunityID, now int64) sq.And {
+	return liveWith(c, now, "e.deleted_at IS NULL")
+}
+
+// liveWith is live with notDeleted as its "not deleted" condition.
+func liveWith(c tenant.CommunityID, now int64, notDeleted string) sq.And {
 	return sq.And{
 		sq.Expr("e.community_id = ?", c.UUID()),
-		sq.Expr("e.deleted_at IS NULL"),
+		sq.Expr(notDeleted),
 		sq.Expr("(e.expires_at IS NULL OR e.expires_at > ?)", now),
 	}
 }
@@ -222,11 +227,7 @@ func live(c tenant.CommunityID, now int64) sq.And {
 // community (546 buffers for a window of 33 of 20,000 events, against 30
 // through the primary key, which it chooses once analysed).
 func liveUnauthored(c tenant.CommunityID, now int64) sq.And {
-	return sq.And{
-		sq.Expr("e.community_id = ?", c.UUID()),
-		sq.Expr("(e.deleted_at IS NULL) IS TRUE"),
-		sq.Expr("(e.expires_at IS NULL OR e.expires_at > ?)", now),
-	}
+	return liveWith(c, now, "(e.deleted_at IS NULL) IS TRUE")
 }
 
 const cols = "e.id, e.created_at, e.raw"
@@ -254,16 +255,20 @@ func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc chann
 	if !f.LimitSet {
 		limit = math.MaxInt64 // a tag-driven query without a limit
 	}
+	// The plain reads below (no list to fan out over) keep the partial
+	// author index for filters that name authors (see liveUnauthored).
+	plain := live(c, now)
+	if p.authors == nil {
+		plain = liveUnauthored(c, now)
+	}
 	var q sq.Sqlizer
 	switch {
 	case p.tsquery != "":
 		q = searchQuery(c, now, p, f)
 	case p.ids != nil:
 		q = byIDs(c, now, p, f.LimitSet, limit)
-	case !f.LimitSet && p.authors == nil && len(p.tags) == 0:
-		q = sq.Select(cols).From("events e").Where(liveUnauthored(c, now)).Where(p.conds("")).OrderBy(order)
-	case !f.LimitSet && p.authors != nil:
-		q = sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order)
+	case !f.LimitSet && (p.authors != nil || len(p.tags) == 0):
+		q = sq.Select(cols).From("events e").Where(plain).Where(p.conds("")).OrderBy(order)
 	case len(p.authors) > 1:
 		q = fanOut(len(p.authors), func(v any) sq.Sqlizer {
 			return sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.pubkey = ?", v)).
@@ -284,10 +289,8 @@ func buildScopedQuery(c tenant.CommunityID, f *nostr.Filter, now int64, sc chann
 			return sq.Select(cols).From("events e").Where(live(c, now)).Where(sq.Expr("e.kind = ?", v)).
 				Where(p.conds("kinds")).OrderBy(order).Limit(limit)
 		}, func(i int) any { return p.kinds[i] }, "?::integer[]", p.kinds, limit, false)
-	case p.authors == nil:
-		q = sq.Select(cols).From("events e").Where(liveUnauthored(c, now)).Where(p.conds("")).OrderBy(order).Limit(limit)
 	default:
-		q = sq.Select(cols).From("events e").Where(live(c, now)).Where(p.conds("")).OrderBy(order).Limit(limit)
+		q = sq.Select(cols).From("events e").Where(plain).Where(p.conds("")).OrderBy(order).Limit(limit)
 	}
 	sqlStr, args, err := q.ToSql()
 	if err != nil {
@@ -725,19 +728,18 @@ func buildCount(c tenant.CommunityID, filters []nostr.Filter, now int64, sc chan
 	if len(or) == 0 && len(parts) == 0 {
 		return "", nil, errNothing
 	}
-	var q sq.Sqlizer = sq.Select(direct).From("events e").Where(live(c, now)).Where(or)
+	sel := sq.Select(direct)
+	var aggX sq.Sqlizer = sq.Expr(agg)
 	if mineDirect != nil {
-		q = sq.Select(direct).Column(mineDirect).From("events e").Where(live(c, now)).Where(or)
+		sel = sel.Column(mineDirect)
+		aggX = sq.Expr(agg+", ?", mineUnion)
 	}
+	var q sq.Sqlizer = sel.From("events e").Where(live(c, now)).Where(or)
 	if len(parts) > 0 {
 		if len(or) > 0 {
 			parts = append(parts, sq.Select(cols).From("events e").Where(live(c, now)).Where(or))
 		}
-		if mineUnion != nil {
-			q = countUnion(parts, distinct, sq.Expr(agg+", ?", mineUnion), wraps)
-		} else {
-			q = countUnion(parts, distinct, sq.Expr(agg), wraps)
-		}
+		q = countUnion(parts, distinct, aggX, wraps)
 	}
 	sqlStr, args, err := q.ToSql()
 	if err == nil {
@@ -813,13 +815,7 @@ func narrows(m, f *nostr.Filter) bool {
 	if m.Search != "" || f.Search != "" {
 		return false
 	}
-	within := func(sub, set []string) bool {
-		return set == nil || (sub != nil && !slices.ContainsFunc(sub, func(v string) bool { return !slices.Contains(set, v) }))
-	}
-	if !within(m.IDs, f.IDs) || !within(m.Authors, f.Authors) {
-		return false
-	}
-	if f.Kinds != nil && (m.Kinds == nil || slices.ContainsFunc(m.Kinds, func(k int) bool { return !slices.Contains(f.Kinds, k) })) {
+	if !within(m.IDs, f.IDs) || !within(m.Authors, f.Authors) || !within(m.Kinds, f.Kinds) {
 		return false
 	}
 	for name, vals := range f.Tags {
@@ -834,6 +830,13 @@ func narrows(m, f *nostr.Filter) bool {
 		return false
 	}
 	return true
+}
+
+// within reports whether a condition listing sub is at least as strict as
+// one listing set: set lists nothing (no condition), or sub lists values,
+// all of them in set.
+func within[T comparable](sub, set []T) bool {
+	return set == nil || (sub != nil && !slices.ContainsFunc(sub, func(v T) bool { return !slices.Contains(set, v) }))
 }
 
 // unsearchableKinds are the kinds a search never matches: the p-gated and
