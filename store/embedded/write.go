@@ -472,8 +472,8 @@ type writer struct {
 	communityByHost         *sql.Stmt
 	all                     []*sql.Stmt
 
-	// stmts holds the statements of exec and queryRow, prepared on first
-	// use, by SQL text.
+	// stmts finds the statements of exec and queryRow, prepared on first
+	// use, by SQL text; all holds them too, with the ones above.
 	stmts map[string]*sql.Stmt
 
 	// refused: the running fn refused with a verdict (see refuse).
@@ -560,6 +560,7 @@ func (w *writer) prepared(q string) *sql.Stmt {
 		return nil
 	}
 	w.stmts[q] = st
+	w.all = append(w.all, st)
 	return st
 }
 
@@ -586,9 +587,6 @@ func (w *writer) close() error {
 		errs = append(errs, st.Close())
 	}
 	w.all = nil
-	for _, st := range w.stmts {
-		errs = append(errs, st.Close())
-	}
 	clear(w.stmts)
 	if w.conn != nil {
 		errs = append(errs, w.conn.Close())
