@@ -105,10 +105,9 @@ func (e *env) ingestConns(ctx context.Context, n int) (conns []*conn, queues [][
 	if err != nil {
 		return nil, nil, err
 	}
-	conns, err = e.dialMany(ctx, len(e.c.Authors), func(k int) dialOptions {
-		sk := e.c.Authors[k].SK
-		return dialOptions{authKey: &sk, requireAuth: true}
-	})
+	// Connection k's default options (dialOpts) authenticate it as author
+	// k, and require it.
+	conns, err = e.dialMany(ctx, len(e.c.Authors), nil)
 	return conns, queues, err
 }
 
