@@ -6,95 +6,148 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/bits"
+	"sync"
 
+	curve "github.com/consensys/gnark-crypto/ecc/secp256k1"
+	"github.com/consensys/gnark-crypto/ecc/secp256k1/fp"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
 // VerifyBackend names the signature verification backend of this build.
 const VerifyBackend = "purego"
 
-// wnafWindow is the window width of the signed-digit (wNAF) form the public
-// key's half of R = s*G - e*P is computed with: digits are odd, in
-// (-2^(w-1), 2^(w-1)), so the key's table holds 2^(w-2) odd multiples.
+// R = s*G - e*P is computed in one chain of doublings from the four
+// half-length scalars the endomorphism splits s and -e into, each in
+// width-w non-adjacent form (wNAF): digits are odd, in (-2^(w-1), 2^(w-1)),
+// and a table of 2^(w-2) odd multiples serves each. The key's tables are
+// built once per key, so they use a narrow window; G's are built once per
+// process, so they use a wide one and need fewer additions.
 const (
-	wnafWindow = 5
-	wnafTable  = 1 << (wnafWindow - 2)
+	keyWindow  = 5
+	keyTable   = 1 << (keyWindow - 2)
+	baseWindow = 8
+	baseTable  = 1 << (baseWindow - 2)
 	// wnafDigits bounds the digit positions of a half-length scalar from
 	// splitScalar (under 2^129), with room for the final carry.
 	wnafDigits = 132
 )
 
 // liftedKey is a public key after lift_x, with the odd multiples P, 3P, …,
-// 15P in affine form (Z = 1), computed once per key so each verification
-// spends its point additions on the cheaper mixed form.
+// 15P in affine form, computed once per key so each verification spends
+// its point additions on the cheaper mixed form.
 type liftedKey struct {
 	x     [32]byte
-	table [wnafTable]secp256k1.JacobianPoint
+	table [keyTable]curve.G1Affine
 }
 
+// baseTables holds the odd multiples G, 3G, … of the generator and of λG
+// in affine form. It is built once and never written after.
+type baseTables struct {
+	g, lamG [baseTable]curve.G1Affine
+}
+
+// baseMultiples returns the process's generator tables, built on first use.
+var baseMultiples = sync.OnceValue(func() *baseTables {
+	_, g := curve.Generators()
+	t := &baseTables{}
+	oddMultiples(&g, t.g[:])
+	for i := range t.lamG {
+		t.lamG[i].X.Mul(&t.g[i].X, &endoBeta)
+		t.lamG[i].Y = t.g[i].Y
+	}
+	return t
+})
+
 func backendSelfTest() error { return nil }
+
+// oddMultiples fills out with p, 3p, 5p, … in affine form, using one field
+// inversion (Montgomery's trick). No multiple of a point of prime order n
+// is the point at infinity for a multiplier below n, so every Z is
+// non-zero; len(out) must be at most 8192 (the stack buffers).
+func oddMultiples(p *curve.G1Affine, out []curve.G1Affine) {
+	var jac [baseTable]curve.G1Jac
+	var prefix [baseTable]fp.Element
+	n := len(out)
+	var twoP curve.G1Jac
+	twoP.DoubleMixed(p)
+	jac[0].FromAffine(p)
+	for i := 1; i < n; i++ {
+		jac[i] = jac[i-1]
+		jac[i].AddAssign(&twoP)
+	}
+	// prefix[i] is the product of the Z values of jac[0..i].
+	prefix[0] = jac[0].Z
+	for i := 1; i < n; i++ {
+		prefix[i].Mul(&prefix[i-1], &jac[i].Z)
+	}
+	var inv fp.Element
+	invert(&inv, &prefix[n-1])
+	for i := n - 1; i >= 0; i-- {
+		var zInv, zInv2 fp.Element
+		if i > 0 {
+			zInv.Mul(&inv, &prefix[i-1]) // 1/Z_i
+			inv.Mul(&inv, &jac[i].Z)     // 1/(Z_0…Z_{i-1})
+		} else {
+			zInv = inv
+		}
+		zInv2.Square(&zInv)
+		out[i].X.Mul(&jac[i].X, &zInv2)
+		out[i].Y.Mul(&jac[i].Y, &zInv2).Mul(&out[i].Y, &zInv)
+	}
+}
+
+// invert sets z to 1/x (0 for x = 0) as x^(p-2) = (x^((p-3)/4))^4 · x,
+// with gnark-crypto's addition chain for the exponent (p-3)/4; unlike
+// fp.Element.Inverse it does not allocate.
+func invert(z, x *fp.Element) {
+	var t fp.Element
+	t.ExpBySqrtPm3o4(*x)
+	t.Square(&t)
+	t.Square(&t)
+	z.Mul(&t, x)
+}
 
 // liftX performs BIP-340 lift_x: the curve point with x coordinate x and an
 // even y, failing if x is not a valid coordinate (x >= p included). It then
 // fills the key's table of odd multiples.
 func liftX(x *[32]byte) (*liftedKey, bool) {
-	var px secp256k1.FieldVal
-	if overflow := px.SetBytes(x); overflow != 0 {
+	px, err := fp.BigEndian.Element(x)
+	if err != nil {
 		return nil, false
 	}
-	var py secp256k1.FieldVal
-	if !secp256k1.DecompressY(&px, false, &py) {
+	seven := fp.NewElement(7)
+	var y2, py fp.Element
+	y2.Square(&px).Mul(&y2, &px).Add(&y2, &seven)
+	if py.Sqrt(&y2) == nil {
 		return nil, false
+	}
+	if isOdd(&py) {
+		py.Neg(&py)
 	}
 	k := &liftedKey{x: *x}
-	p := &k.table[0]
-	p.X.Set(&px)
-	p.Y.Set(&py)
-	p.Z.SetInt(1)
-
-	// Jacobian odd multiples: t[i] = t[i-1] + 2P.
-	var twoP secp256k1.JacobianPoint
-	secp256k1.DoubleNonConst(p, &twoP)
-	for i := 1; i < wnafTable; i++ {
-		secp256k1.AddNonConst(&k.table[i-1], &twoP, &k.table[i])
-	}
-	// To affine with one inversion (Montgomery's trick): prefix[i] is the
-	// product of the Z values of t[1..i]. No multiple of a point of prime
-	// order n is the point at infinity for a multiplier below n, so every
-	// Z is non-zero.
-	var prefix [wnafTable]secp256k1.FieldVal
-	prefix[0].SetInt(1)
-	for i := 1; i < wnafTable; i++ {
-		prefix[i].Mul2(&prefix[i-1], &k.table[i].Z)
-	}
-	var inv secp256k1.FieldVal
-	inv.Set(&prefix[wnafTable-1]).Inverse()
-	for i := wnafTable - 1; i >= 1; i-- {
-		var zInv, zInv2, zInv3 secp256k1.FieldVal
-		zInv.Mul2(&inv, &prefix[i-1]) // 1/Z_i
-		inv.Mul(&k.table[i].Z)        // 1/(Z_1…Z_{i-1})
-		zInv2.SquareVal(&zInv)
-		zInv3.Mul2(&zInv2, &zInv)
-		t := &k.table[i]
-		t.X.Mul(&zInv2).Normalize()
-		t.Y.Mul(&zInv3).Normalize()
-		t.Z.SetInt(1)
-	}
+	oddMultiples(&curve.G1Affine{X: px, Y: py}, k.table[:])
 	return k, true
+}
+
+// isOdd reports whether the canonical value of a is odd.
+func isOdd(a *fp.Element) bool {
+	return a.Bits()[0]&1 == 1
 }
 
 // verifySig checks a BIP-340 signature of the 32-byte msg by key:
 // with r = sig[0:32] < p, s = sig[32:64] < n and e = challenge(r, P, m),
 // R = s*G - e*P must be a finite point with even y and x(R) = r.
 //
-// s*G uses the precomputed tables of the decred secp256k1 package; -e*P is
-// split by the curve's endomorphism into k1*P + k2*λP with k1, k2 of about
-// 128 bits, each walked in width-5 wNAF against the key's cached odd
-// multiples (λP is (β·x, y), one multiplication per entry), so it costs
-// about 128 doublings and 45 mixed additions. Nothing is allocated.
+// s and -e are each split by the curve's endomorphism into two scalars of
+// about 128 bits (k1 + k2·λ), and all four are walked in wNAF in one chain
+// of about 128 doublings: -e's halves against the key's odd multiples of P
+// and λP (λP is (β·x, y), one multiplication per entry), s's against the
+// wider constant tables of G and λG. The x coordinate is compared in
+// Jacobian form (r·Z² = X) before the one inversion the y parity needs.
+// Nothing is allocated.
 func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool {
-	var r secp256k1.FieldVal
-	if overflow := r.SetByteSlice(sig[:32]); overflow {
+	r, err := fp.BigEndian.Element((*[32]byte)(sig[:32]))
+	if err != nil {
 		return false
 	}
 	var s secp256k1.ModNScalar
@@ -106,86 +159,96 @@ func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool 
 	e.SetBytes(&ch)
 	e.Negate()
 
-	var eP, sG, R secp256k1.JacobianPoint
-	mulLifted(&e, key, &eP)
-	secp256k1.ScalarBaseMultNonConst(&s, &sG)
-	secp256k1.AddNonConst(&sG, &eP, &R)
-	if (R.X.IsZero() && R.Y.IsZero()) || R.Z.IsZero() {
+	var R curve.G1Jac
+	mulAdd(&R, &s, &e, key, baseMultiples())
+	if R.Z.IsZero() {
 		return false
 	}
-	R.ToAffine()
-	if R.Y.IsOdd() {
+	var zz, rx fp.Element
+	zz.Square(&R.Z)
+	rx.Mul(&r, &zz)
+	if !rx.Equal(&R.X) {
 		return false
 	}
-	return r.Equals(&R.X)
+	var zInv, y fp.Element
+	invert(&zInv, &R.Z)
+	y.Square(&zInv).Mul(&y, &zInv).Mul(&y, &R.Y)
+	return !isOdd(&y)
 }
 
-// mulLifted sets result to k*P for the key's point P (normalized).
-func mulLifted(k *secp256k1.ModNScalar, key *liftedKey, result *secp256k1.JacobianPoint) {
-	k1, k2 := splitScalar(k)
-	neg1, neg2 := k1.IsOverHalfOrder(), k2.IsOverHalfOrder()
-	if neg1 {
-		k1.Negate()
-	}
-	if neg2 {
-		k2.Negate()
-	}
-	var n1, n2 [wnafDigits]int8
-	top1 := wnaf(&n1, &k1)
-	top2 := wnaf(&n2, &k2)
-	top := max(top1, top2)
+// mulAdd sets q to s*G + e*P for the key's point P.
+func mulAdd(q *curve.G1Jac, s, e *secp256k1.ModNScalar, key *liftedKey, base *baseTables) {
+	e1, e2 := splitScalar(e)
+	s1, s2 := splitScalar(s)
+	var ne1, ne2, ns1, ns2 [wnafDigits]int8
+	top := max(
+		wnaf(&ne1, &e1, keyWindow),
+		wnaf(&ne2, &e2, keyWindow),
+		wnaf(&ns1, &s1, baseWindow),
+		wnaf(&ns2, &s2, baseWindow),
+	)
 
 	// λP's table: (β·x, y) of each odd multiple.
-	var lam [wnafTable]secp256k1.JacobianPoint
+	var lam [keyTable]curve.G1Affine
 	for i := range lam {
-		lam[i].X.Mul2(&key.table[i].X, &endoBeta).Normalize()
-		lam[i].Y.Set(&key.table[i].Y)
-		lam[i].Z.SetInt(1)
+		lam[i].X.Mul(&key.table[i].X, &endoBeta)
+		lam[i].Y = key.table[i].Y
 	}
 
-	var q, t secp256k1.JacobianPoint // q starts as the point at infinity
+	*q = curve.G1Jac{} // the point at infinity (Z = 0)
 	for i := top; i >= 0; i-- {
-		secp256k1.DoubleNonConst(&q, &q)
-		if d := n1[i]; d != 0 {
-			addDigit(&q, &key.table, d, neg1, &t)
+		q.DoubleAssign()
+		if d := ne1[i]; d != 0 {
+			addDigit(q, key.table[:], d)
 		}
-		if d := n2[i]; d != 0 {
-			addDigit(&q, &lam, d, neg2, &t)
+		if d := ne2[i]; d != 0 {
+			addDigit(q, lam[:], d)
+		}
+		if d := ns1[i]; d != 0 {
+			addDigit(q, base.g[:], d)
+		}
+		if d := ns2[i]; d != 0 {
+			addDigit(q, base.lamG[:], d)
 		}
 	}
-	result.Set(&q)
 }
 
-// addDigit adds d*P (d odd, from a wNAF form) to q, negated when neg is
-// set, where table holds P, 3P, … in affine form; t is scratch space.
-func addDigit(q *secp256k1.JacobianPoint, table *[wnafTable]secp256k1.JacobianPoint, d int8, neg bool, t *secp256k1.JacobianPoint) {
-	if d < 0 {
-		d, neg = -d, !neg
+// addDigit adds d*P (d odd, from a wNAF form) to q, where table holds P,
+// 3P, … in affine form.
+func addDigit(q *curve.G1Jac, table []curve.G1Affine, d int8) {
+	if d > 0 {
+		q.AddMixed(&table[d>>1])
+		return
 	}
-	p := &table[d>>1]
+	p := &table[(-d)>>1]
+	var t curve.G1Affine
+	t.X = p.X
+	t.Y.Neg(&p.Y)
+	q.AddMixed(&t)
+}
+
+// wnaf writes the width-w non-adjacent form of k into out, least
+// significant digit first, and returns the index of its highest non-zero
+// digit (-1 for zero). k is a half-length scalar from splitScalar: it or
+// its negation is below 2^129, and in the latter case the digits are those
+// of -k, negated. w is at most 8.
+func wnaf(out *[wnafDigits]int8, k *secp256k1.ModNScalar, w int) int {
+	neg := k.IsOverHalfOrder()
+	var kk secp256k1.ModNScalar
+	kk.Set(k)
 	if neg {
-		t.X.Set(&p.X)
-		t.Y.NegateVal(&p.Y, 1).Normalize()
-		t.Z.SetInt(1)
-		p = t
+		kk.Negate()
 	}
-	secp256k1.AddNonConst(q, p, q)
-}
-
-// wnaf writes the width-wnafWindow non-adjacent form of k (below 2^130) into
-// out, least significant digit first, and returns the index of its highest
-// non-zero digit (-1 for zero).
-func wnaf(out *[wnafDigits]int8, k *secp256k1.ModNScalar) int {
-	b := k.Bytes()
+	b := kk.Bytes()
 	var limbs [5]uint64 // little-endian, with a zero limb to read past the top
 	for i := range 4 {
 		limbs[i] = binary.BigEndian.Uint64(b[24-8*i:])
 	}
 	bitsAt := func(pos, n int) uint64 {
-		w, off := pos/64, uint(pos%64)
-		v := limbs[w] >> off
+		i, off := pos/64, uint(pos%64)
+		v := limbs[i] >> off
 		if off+uint(n) > 64 {
-			v |= limbs[w+1] << (64 - off)
+			v |= limbs[i+1] << (64 - off)
 		}
 		return v & (1<<n - 1)
 	}
@@ -196,10 +259,13 @@ func wnaf(out *[wnafDigits]int8, k *secp256k1.ModNScalar) int {
 			pos++
 			continue
 		}
-		n := min(wnafWindow, wnafDigits-pos)
+		n := min(w, wnafDigits-pos)
 		word := int64(bitsAt(pos, n) + carry)
-		carry = uint64(word>>(wnafWindow-1)) & 1
-		word -= int64(carry) << wnafWindow
+		carry = uint64(word>>(w-1)) & 1
+		word -= int64(carry) << w
+		if neg {
+			word = -word
+		}
 		out[pos] = int8(word)
 		top = pos
 		pos += n
@@ -267,13 +333,15 @@ func mulShift320Round(a, b *[4]uint64) secp256k1.ModNScalar {
 	return s
 }
 
-func fieldHex(s string) secp256k1.FieldVal {
+func fieldHex(s string) fp.Element {
 	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != fp.Bytes {
+		panic("nostr: bad field constant " + s)
+	}
+	f, err := fp.BigEndian.Element((*[fp.Bytes]byte)(b))
 	if err != nil {
 		panic(err)
 	}
-	var f secp256k1.FieldVal
-	f.SetByteSlice(b)
 	return f
 }
 

@@ -5,8 +5,11 @@ package nostr
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math/big"
 	"testing"
 
+	curve "github.com/consensys/gnark-crypto/ecc/secp256k1"
+	"github.com/consensys/gnark-crypto/ecc/secp256k1/fp"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
@@ -35,6 +38,17 @@ func testScalars(t *testing.T) []secp256k1.ModNScalar {
 	}
 	k.SetBytes(&half)
 	add(k)
+	// Around 2^128, where the halves of a split scalar lie.
+	for _, d := range []int64{-2, -1, 0, 1, 2} {
+		var v big.Int
+		v.Lsh(big.NewInt(1), 128).Add(&v, big.NewInt(d))
+		var b [32]byte
+		v.FillBytes(b[:])
+		k.SetBytes(&b)
+		add(k)
+		k.Negate()
+		add(k)
+	}
 	for i := range 32 {
 		var one [32]byte
 		one[31-i/8] = 1 << (i % 8)
@@ -77,54 +91,78 @@ func TestSplitScalar(t *testing.T) {
 	}
 }
 
-// TestWNAF checks that the digits are odd, bounded by the window, spaced
-// at least a window apart, and sum back to the scalar.
+// TestWNAF checks, for both window widths, that the digits are odd,
+// bounded by the window, spaced at least a window apart, and sum back to
+// the scalar (negated halves included).
 func TestWNAF(t *testing.T) {
-	for _, k := range testScalars(t) {
-		k1, _ := splitScalar(&k)
-		if k1.IsOverHalfOrder() {
-			k1.Negate()
-		}
-		var digits [wnafDigits]int8
-		top := wnaf(&digits, &k1)
-		var sum, term, pow secp256k1.ModNScalar
-		pow.SetInt(1)
-		last := -wnafWindow
-		for i := 0; i < wnafDigits; i++ {
-			if d := digits[i]; d != 0 {
-				if d%2 == 0 || d >= 1<<(wnafWindow-1) || d <= -(1<<(wnafWindow-1)) {
-					t.Fatalf("digit %d at %d is not odd within the window", d, i)
+	for _, w := range []int{keyWindow, baseWindow} {
+		for _, k := range testScalars(t) {
+			k1, k2 := splitScalar(&k)
+			for _, h := range []secp256k1.ModNScalar{k1, k2} {
+				var digits [wnafDigits]int8
+				top := wnaf(&digits, &h, w)
+				var sum, term, pow, two secp256k1.ModNScalar
+				pow.SetInt(1)
+				two.SetInt(2)
+				last := -w
+				for i := 0; i < wnafDigits; i++ {
+					if d := digits[i]; d != 0 {
+						if d%2 == 0 || int(d) >= 1<<(w-1) || int(d) <= -(1<<(w-1)) {
+							t.Fatalf("w=%d: digit %d at %d is not odd within the window", w, d, i)
+						}
+						if i-last < w {
+							t.Fatalf("w=%d: digits at %d and %d are closer than the window", w, last, i)
+						}
+						if i > top {
+							t.Fatalf("w=%d: digit at %d above the reported top %d", w, i, top)
+						}
+						last = i
+						if d > 0 {
+							term.SetInt(uint32(d))
+						} else {
+							term.SetInt(uint32(-d)).Negate()
+						}
+						sum.Add(term.Mul(&pow))
+					}
+					pow.Mul(&two)
 				}
-				if i-last < wnafWindow {
-					t.Fatalf("digits at %d and %d are closer than the window", last, i)
+				if !sum.Equals(&h) {
+					t.Fatalf("w=%d: wNAF digits of %x sum to %x", w, h.Bytes(), sum.Bytes())
 				}
-				if i > top {
-					t.Fatalf("digit at %d above the reported top %d", i, top)
-				}
-				last = i
-				if d > 0 {
-					term.SetInt(uint32(d))
-				} else {
-					term.SetInt(uint32(-d)).Negate()
-				}
-				sum.Add(term.Mul(&pow))
 			}
-			var two secp256k1.ModNScalar
-			two.SetInt(2)
-			pow.Mul(&two)
-		}
-		if !sum.Equals(&k1) {
-			t.Fatalf("wNAF digits of %x sum to %x", k1.Bytes(), sum.Bytes())
 		}
 	}
 }
 
-// TestMulLiftedMatchesScalarMult compares the key-table multiplication with
-// the decred package's ScalarMultNonConst for several keys and scalars.
-func TestMulLiftedMatchesScalarMult(t *testing.T) {
-	scalars := testScalars(t)
+// decredPoint converts a gnark Jacobian point to a decred one, for
+// comparison with the decred package's independent arithmetic.
+func decredPoint(t *testing.T, p *curve.G1Jac) secp256k1.JacobianPoint {
+	t.Helper()
+	var out secp256k1.JacobianPoint
+	if p.Z.IsZero() {
+		return out // decred's point at infinity is all zeros
+	}
+	var a curve.G1Affine
+	a.FromJacobian(p)
+	xb, yb := a.X.Bytes(), a.Y.Bytes()
+	out.X.SetBytes(&xb)
+	out.Y.SetBytes(&yb)
+	out.Z.SetInt(1)
+	return out
+}
+
+func isInfinity(p *secp256k1.JacobianPoint) bool {
+	return (p.X.IsZero() && p.Y.IsZero()) || p.Z.IsZero()
+}
+
+// testKeys returns lifted keys for a few private keys, with the decred
+// point P of each.
+func testKeys(t *testing.T, n int) ([]*liftedKey, []secp256k1.JacobianPoint) {
+	t.Helper()
+	var keys []*liftedKey
+	var points []secp256k1.JacobianPoint
 	seed := sha256.Sum256([]byte("key"))
-	for range 8 {
+	for range n {
 		seed = sha256.Sum256(seed[:])
 		priv := secp256k1.PrivKeyFromBytes(seed[:])
 		var x [32]byte
@@ -139,13 +177,112 @@ func TestMulLiftedMatchesScalarMult(t *testing.T) {
 			t.Fatal("DecompressY failed")
 		}
 		p.Z.SetInt(1)
+		keys = append(keys, key)
+		points = append(points, p)
+	}
+	return keys, points
+}
+
+// TestMulLiftedMatchesScalarMult compares the key half of the chain
+// (s = 0) with the decred package's ScalarMultNonConst for several keys
+// and scalars.
+func TestMulLiftedMatchesScalarMult(t *testing.T) {
+	scalars := testScalars(t)
+	keys, points := testKeys(t, 8)
+	base := baseMultiples()
+	var zero secp256k1.ModNScalar
+	for i, key := range keys {
 		for _, k := range scalars {
-			var got, want secp256k1.JacobianPoint
-			mulLifted(&k, key, &got)
-			secp256k1.ScalarMultNonConst(&k, &p, &want)
-			if !got.EquivalentNonConst(&want) {
-				t.Fatalf("key %x, k = %x: mulLifted disagrees with ScalarMultNonConst", x, k.Bytes())
+			var q curve.G1Jac
+			mulAdd(&q, &zero, &k, key, base)
+			got := decredPoint(t, &q)
+			var want secp256k1.JacobianPoint
+			secp256k1.ScalarMultNonConst(&k, &points[i], &want)
+			if isInfinity(&got) != isInfinity(&want) || (!isInfinity(&want) && !got.EquivalentNonConst(&want)) {
+				t.Fatalf("key %x, k = %x: k*P disagrees with ScalarMultNonConst", key.x, k.Bytes())
 			}
 		}
+	}
+}
+
+// TestMulAddMatchesIndependent checks the joint chain, s*G + e*P, against
+// the decred package's ScalarBaseMultNonConst, ScalarMultNonConst and
+// AddNonConst, for edge and pseudo-random s and e, including e = -s·d for
+// the key's secret d (the sum is then the point at infinity) and e = 1 - s·d
+// (the sum is G).
+func TestMulAddMatchesIndependent(t *testing.T) {
+	scalars := testScalars(t)
+	keys, points := testKeys(t, 3)
+	base := baseMultiples()
+	seed := sha256.Sum256([]byte("key"))
+	for i, key := range keys {
+		seed = sha256.Sum256(seed[:])
+		// d is the discrete log of the even-y point liftX gives.
+		var d secp256k1.ModNScalar
+		d.SetBytes(&seed)
+		if secp256k1.PrivKeyFromBytes(seed[:]).PubKey().Y().Bit(0) == 1 {
+			d.Negate()
+		}
+		check := func(s, e *secp256k1.ModNScalar) *curve.G1Jac {
+			t.Helper()
+			var q curve.G1Jac
+			mulAdd(&q, s, e, key, base)
+			got := decredPoint(t, &q)
+			var sG, eP, want secp256k1.JacobianPoint
+			secp256k1.ScalarBaseMultNonConst(s, &sG)
+			secp256k1.ScalarMultNonConst(e, &points[i], &eP)
+			secp256k1.AddNonConst(&sG, &eP, &want)
+			if isInfinity(&got) != isInfinity(&want) || (!isInfinity(&want) && !got.EquivalentNonConst(&want)) {
+				t.Fatalf("key %x, s = %x, e = %x: s*G + e*P disagrees with the decred package", key.x, s.Bytes(), e.Bytes())
+			}
+			return &q
+		}
+		for j, s := range scalars {
+			e := scalars[(j*7+i+1)%len(scalars)]
+			check(&s, &e)
+			check(&s, &s)
+			// e = -s/d: s*G + e*P = s*G - s*G, the point at infinity.
+			var dInv, cancel secp256k1.ModNScalar
+			dInv.InverseValNonConst(&d)
+			cancel.Mul2(&s, &dInv).Negate()
+			if q := check(&s, &cancel); !q.Z.IsZero() {
+				t.Fatalf("key %x, s = %x: s*G - s*G is not the point at infinity", key.x, s.Bytes())
+			}
+			// e = (1 - s)/d: the sum is G.
+			var one, toG secp256k1.ModNScalar
+			one.SetInt(1)
+			toG.NegateVal(&s).Add(&one)
+			toG.Mul(&dInv)
+			_, g := curve.Generators()
+			var a curve.G1Affine
+			if a.FromJacobian(check(&s, &toG)); !a.Equal(&g) {
+				t.Fatalf("key %x, s = %x: s*G + (1-s)*G is not G", key.x, s.Bytes())
+			}
+		}
+	}
+}
+
+// TestInvert checks the addition-chain inversion against gnark-crypto's
+// fp.Element.Inverse.
+func TestInvert(t *testing.T) {
+	var x fp.Element
+	for i := range 200 {
+		if i < 5 {
+			x.SetUint64(uint64(i + 1))
+		} else {
+			x.MustSetRandom()
+		}
+		var got, want fp.Element
+		invert(&got, &x)
+		want.Inverse(&x)
+		if !got.Equal(&want) {
+			t.Fatalf("invert(%s) = %s, want %s", x.String(), got.String(), want.String())
+		}
+	}
+	x.SetZero()
+	var got fp.Element
+	invert(&got, &x)
+	if !got.IsZero() {
+		t.Fatalf("invert(0) = %s, want 0", got.String())
 	}
 }
