@@ -63,7 +63,7 @@ func backendSelfTest() error { return nil }
 // oddMultiples fills out with p, 3p, 5p, … in affine form, using one field
 // inversion (Montgomery's trick). No multiple of a point of prime order n
 // is the point at infinity for a multiplier below n, so every Z is
-// non-zero; len(out) must be at most 8192 (the stack buffers).
+// non-zero. len(out) must be at most baseTable (the scratch arrays).
 func oddMultiples(p *curve.G1Affine, out []curve.G1Affine) {
 	var jac [baseTable]curve.G1Jac
 	var prefix [baseTable]fp.Element
