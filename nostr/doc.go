@@ -45,8 +45,8 @@
 // # Signatures
 //
 // Verifier checks ids and BIP-340 signatures and caches lifted public keys.
-// By default it verifies in pure Go, on the secp256k1 field and group
-// arithmetic of github.com/consensys/gnark-crypto (with the scalars mod n
+// By default it verifies in pure Go, on the secp256k1 field arithmetic and
+// point types of github.com/consensys/gnark-crypto (with the scalars mod n
 // of github.com/decred/dcrd/dcrec/secp256k1/v4, the package btcec/v2
 // wraps), so a build needs no C compiler. With -tags libsecp256k1 it verifies with
 // the system's libsecp256k1 (Debian: libsecp256k1-dev), linked through cgo

@@ -197,7 +197,7 @@ func mulAdd(q *curve.G1Jac, s, e *secp256k1.ModNScalar, key *liftedKey, base *ba
 
 	*q = curve.G1Jac{} // the point at infinity (Z = 0)
 	for i := top; i >= 0; i-- {
-		q.DoubleAssign()
+		jacDouble(q)
 		if d := ne1[i]; d != 0 {
 			addDigit(q, key.table[:], d)
 		}
@@ -217,14 +217,14 @@ func mulAdd(q *curve.G1Jac, s, e *secp256k1.ModNScalar, key *liftedKey, base *ba
 // 3P, … in affine form.
 func addDigit(q *curve.G1Jac, table []curve.G1Affine, d int8) {
 	if d > 0 {
-		q.AddMixed(&table[d>>1])
+		jacAddAffine(q, &table[d>>1])
 		return
 	}
 	p := &table[(-d)>>1]
 	var t curve.G1Affine
 	t.X = p.X
 	t.Y.Neg(&p.Y)
-	q.AddMixed(&t)
+	jacAddAffine(q, &t)
 }
 
 // wnaf writes the width-w non-adjacent form of k into out, least
