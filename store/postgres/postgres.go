@@ -25,6 +25,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,20 +101,27 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	// A query whose context ends (its client went away, its subscription
 	// closed, its deadline passed) is cancelled in the server: pgx closes
 	// the connection and sends PostgreSQL a cancel request on the way out
-	// (PostgreSQL does not notice a closed socket while it computes; the
-	// cancel request stops it at once — TestRelayCancelsQueriesInDatabase).
+	// (PostgreSQL notices a closed socket only at its next client check,
+	// checkClientConnection; the cancel request stops it at once —
+	// TestRelayCancelsQueriesInDatabase).
 	// pgx's CancelRequestContextWatcherHandler would keep the connection,
 	// but turns the context's error into the server's 57014 error, which
 	// callers testing for context.Canceled would no longer recognise.
 	pcfg.MaxConns = cfg.maxConns
 	pcfg.MinConns = 0
 	pcfg.HealthCheckPeriod = 10 * time.Second
+	setRole := ""
 	if role := cfg.rlsRole; role != "" {
-		setRole := "SET ROLE " + pgx.Identifier{role}.Sanitize()
-		pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			_, err := c.Exec(ctx, setRole)
-			return err
+		setRole = "SET ROLE " + pgx.Identifier{role}.Sanitize()
+	}
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if setRole != "" {
+			if _, err := c.Exec(ctx, setRole); err != nil {
+				return err
+			}
 		}
+		checkClientConnection(ctx, c, cfg.logger)
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -148,6 +158,31 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	s.warnIfNoAutovacuum(ctx)
 	return s, nil
+}
+
+// clientCheckInterval is how often a backend of the pool, while it runs a
+// statement, polls whether its client is still connected.
+const clientCheckInterval = "1s"
+
+// checkClientConnection has the connection's backend notice within
+// clientCheckInterval that its client went away while it runs a
+// statement (client_connection_check_interval, PostgreSQL 14 and later).
+// The cancel request pgx sends when a query's context ends stops a
+// statement that is running; but one sent before the backend has read the
+// statement (a deadline passing while the query is still being sent, on a
+// loaded machine) is ignored, and the backend then runs the statement
+// with nobody to answer, waiting on a lock as long as it is held: closing
+// the connection alone does not stop it, as PostgreSQL does not look at
+// the socket otherwise. Where the server is older or its platform cannot
+// poll for a closed socket, the connection is used without it.
+func checkClientConnection(ctx context.Context, c *pgx.Conn, log *slog.Logger) {
+	major, _, _ := strings.Cut(c.PgConn().ParameterStatus("server_version"), ".")
+	if n, err := strconv.Atoi(strings.TrimSpace(major)); err != nil || n < 14 {
+		return
+	}
+	if _, err := c.Exec(ctx, "SET client_connection_check_interval = '"+clientCheckInterval+"'"); err != nil {
+		log.Debug("postgres: client connection checks unavailable", "err", err)
+	}
 }
 
 // ReadConcurrency is how many client queries the store serves at once:
