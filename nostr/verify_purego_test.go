@@ -155,6 +155,15 @@ func isInfinity(p *secp256k1.JacobianPoint) bool {
 	return (p.X.IsZero() && p.Y.IsZero()) || p.Z.IsZero()
 }
 
+// samePoint reports whether a and b are the same point: both the point at
+// infinity, or equal in affine terms.
+func samePoint(a, b *secp256k1.JacobianPoint) bool {
+	if isInfinity(a) || isInfinity(b) {
+		return isInfinity(a) == isInfinity(b)
+	}
+	return a.EquivalentNonConst(b)
+}
+
 // testKeys returns lifted keys for a few private keys, with the decred
 // point P of each.
 func testKeys(t *testing.T, n int) ([]*liftedKey, []secp256k1.JacobianPoint) {
@@ -198,7 +207,7 @@ func TestMulLiftedMatchesScalarMult(t *testing.T) {
 			got := decredPoint(t, &q)
 			var want secp256k1.JacobianPoint
 			secp256k1.ScalarMultNonConst(&k, &points[i], &want)
-			if isInfinity(&got) != isInfinity(&want) || (!isInfinity(&want) && !got.EquivalentNonConst(&want)) {
+			if !samePoint(&got, &want) {
 				t.Fatalf("key %x, k = %x: k*P disagrees with ScalarMultNonConst", key.x, k.Bytes())
 			}
 		}
@@ -232,7 +241,7 @@ func TestMulAddMatchesIndependent(t *testing.T) {
 			secp256k1.ScalarBaseMultNonConst(s, &sG)
 			secp256k1.ScalarMultNonConst(e, &points[i], &eP)
 			secp256k1.AddNonConst(&sG, &eP, &want)
-			if isInfinity(&got) != isInfinity(&want) || (!isInfinity(&want) && !got.EquivalentNonConst(&want)) {
+			if !samePoint(&got, &want) {
 				t.Fatalf("key %x, s = %x, e = %x: s*G + e*P disagrees with the decred package", key.x, s.Bytes(), e.Bytes())
 			}
 			return &q

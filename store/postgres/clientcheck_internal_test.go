@@ -17,14 +17,8 @@ import (
 // few check intervals instead of waiting as long as the lock is held.
 func TestOrphanedBackendEnds(t *testing.T) {
 	ctx := context.Background()
-	url := internalDatabase(t)
-	s, err := Open(ctx, url, WithAutoMigrate(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-
-	holder, err := pgx.Connect(ctx, url)
+	s := internalStore(t)
+	holder, err := pgx.Connect(ctx, s.url)
 	if err != nil {
 		t.Fatal(err)
 	}
