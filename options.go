@@ -100,7 +100,9 @@ type config struct {
 //   - store.AuditLog: audit chains of refusals and moderation (served by
 //     the audit/audithttp feature).
 //   - store.ReactionStore: one reaction per (author, target, emoji) in a
-//     community (NIP-25).
+//     community (NIP-25), claimed before the write (store/postgres; the
+//     embedded store keeps the slots with the events and refuses a second
+//     reaction in Save with store.ErrReactionHeld).
 //
 // Channels (store.ChannelStore), and what rests on them (community roles and
 // access policy, moderation through store.ModerationStore, workflows), are

@@ -8,6 +8,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
@@ -234,6 +235,8 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channel.Admis
 		return Outcome{Message: MsgSuperseded}, nil
 	case errors.Is(err, store.ErrDeleted):
 		return Outcome{Message: MsgDeleted}, nil
+	case errors.Is(err, store.ErrReactionHeld):
+		return Outcome{Message: messaging.MsgReactionExists}, nil
 	case errors.Is(err, channel.ErrInvalidTag):
 		return Outcome{Message: channel.MsgBadChannelTag}, nil
 	default:

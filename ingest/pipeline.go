@@ -121,7 +121,10 @@ type Config struct {
 	// agent's messages; without it only a message's author may.
 	AgentOwners store.AgentOwnerStore
 	// Reactions keeps one reaction per (author, target, emoji) of a
-	// community (step 10b); nil stores every reaction.
+	// community (step 10b) for a store that does not keep the slots with
+	// the events itself; nil leaves them to the store, whose Save refuses a
+	// reaction for a held slot with store.ErrReactionHeld (the embedded
+	// store), or stores every reaction (a store that keeps no slots).
 	Reactions store.ReactionStore
 	// ReactionGrace: how long a reaction slot whose event is not stored
 	// stays claimed (0: DefaultReactionGrace; negative is refused).
@@ -557,7 +560,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	}
 
 	// 10b. A reaction claims its (author, target, emoji) slot before it is
-	// written: a second identical reaction, from any process, is refused.
+	// written, when Reactions is set: a second identical reaction, from any
+	// process, is refused. (A store keeping the slots itself refuses it in
+	// step 11, with the write.)
 	rkey, claimed, refusal := p.claimReaction(ctx, s)
 	if refusal != "" {
 		return Outcome{Message: refusal}

@@ -27,7 +27,11 @@ type ReactionHolder struct {
 // the backend. The relay claims the slot before it stores the reaction
 // event, and frees it when a deletion removes that event; a holder whose
 // event is not stored (a write that never finished) is taken over by the
-// relay after a grace period. Both backends implement it.
+// relay after a grace period. store/postgres implements it. A store can
+// instead keep the slots with the events, written and freed in the same
+// write as their holder, and refuse a reaction for a held slot in Save
+// with ErrReactionHeld (store/embedded does): then no claim, grace period
+// or release is needed.
 type ReactionStore interface {
 	// ClaimReaction makes eventID the holder of k in community c if k has
 	// none. It returns the holder after the call (eventID when claimed)

@@ -34,6 +34,12 @@ var (
 	// ErrDeleted: the event was deleted by its author (NIP-09, by id or by a
 	// coordinate watermark at or after its created_at) and cannot be re-added.
 	ErrDeleted = errors.New("store: event was deleted by its author")
+	// ErrReactionHeld: the event is a reaction (kind 7) and the community
+	// holds a reaction by the same author to the same event with the same
+	// emoji (the slot of ReactionKey). Returned by a store that keeps the
+	// slots with the events, atomically with the write (the embedded
+	// store); a store implementing ReactionStore leaves them to the relay.
+	ErrReactionHeld = errors.New("store: a reaction by this author with this emoji to this event is stored")
 
 	// ErrInUse reports that an embedded store's files are held by another
 	// process (or another open store in this one): one process at a time

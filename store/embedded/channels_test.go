@@ -1,8 +1,11 @@
 package embedded_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/storetest"
 )
 
@@ -26,8 +29,37 @@ func TestListings(t *testing.T) {
 	storetest.RunListings(t, func(t *testing.T) storetest.ListingBackend { return openTemp(t) })
 }
 
-func TestReactions(t *testing.T) {
-	storetest.RunReactions(t, func(t *testing.T) storetest.ReactionBackend { return openTemp(t) })
+func TestReactionSlots(t *testing.T) {
+	type opened struct {
+		dir    string
+		closed bool
+	}
+	all := map[store.Backend]*opened{}
+	open := func(t *testing.T, dir string) store.Backend {
+		s, err := embedded.Open(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		o := &opened{dir: dir}
+		all[s] = o
+		t.Cleanup(func() {
+			if !o.closed {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}
+		})
+		return s
+	}
+	reopen := func(t *testing.T, b store.Backend) store.Backend {
+		o := all[b]
+		o.closed = true
+		if err := b.(*embedded.Store).Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		return open(t, o.dir)
+	}
+	storetest.RunReactionSlots(t, func(t *testing.T) store.Backend { return open(t, t.TempDir()) }, reopen)
 }
 
 func TestMessaging(t *testing.T) {

@@ -26,7 +26,11 @@ type convertInfo struct {
 	// Events, Tombstones and Watermarks count what was carried over: live
 	// events, NIP-09 "e" deletions and "a" deletions (coordinates).
 	Events, Tombstones, Watermarks int64
-	Duration                       time.Duration
+	// Reactions counts the reactions left out because an earlier one held
+	// their slot (store.ErrReactionHeld): an older store could hold both
+	// when one came in through an import.
+	Reactions int64
+	Duration  time.Duration
 }
 
 // convertingSuffix names the directory convertToLSM fills before renaming
@@ -187,7 +191,11 @@ func fillEngine(ctx context.Context, db *sql.DB, dir string) (convertInfo, error
 			rows.Close()
 			return info, err
 		}
-		if err := t.Save(ctx, c, e); err != nil {
+		switch err := t.Save(ctx, c, e); {
+		case errors.Is(err, store.ErrReactionHeld):
+			info.Reactions++
+			continue
+		case err != nil:
 			rows.Close()
 			return info, fmt.Errorf("event %s: %w", e.ID, err)
 		}

@@ -330,7 +330,8 @@ func open(ctx context.Context, path string, sync func(*os.File) error, opts ...O
 			return nil, fmt.Errorf("sqlite: convert %s to the events engine (interrupted, it resumes at the next Open): %w", file, cerr)
 		}
 		cfg.log.Info("sqlite: converted the data directory", "path", file, "events", info.Events,
-			"deleted_ids", info.Tombstones, "deleted_coordinates", info.Watermarks, "duration", info.Duration)
+			"deleted_ids", info.Tombstones, "deleted_coordinates", info.Watermarks,
+			"duplicate_reactions_left_out", info.Reactions, "duration", info.Duration)
 		s, err = openStore(ctx, file, cfg, sync)
 	}
 	if err != nil {

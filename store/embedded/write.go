@@ -52,8 +52,8 @@ func (r *writeReq) take() bool {
 // isOutcome reports whether err is a per-request result that leaves the
 // transaction usable (nothing was written for that request).
 func isOutcome(err error) bool {
-	return err == nil || errors.Is(err, store.ErrDuplicate) ||
-		errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrDeleted)
+	return err == nil || errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) ||
+		errors.Is(err, store.ErrDeleted) || errors.Is(err, store.ErrReactionHeld)
 }
 
 // submit queues fn for the writer and waits for its committed result.
@@ -547,7 +547,7 @@ const maxWriterStmts = 64
 // first use; nil when it cannot be prepared here (the caller then runs q
 // unprepared, which reports the error) or the cache is full. Compiling
 // the SQL of each write was a large part of a small write's cost (a
-// reaction's claim, an event's text in the index).
+// membership change, an event's text in the index).
 func (w *writer) prepared(q string) *sql.Stmt {
 	if st, ok := w.stmts[q]; ok {
 		return st

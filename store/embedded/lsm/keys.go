@@ -37,6 +37,12 @@ import (
 //	'd' cseq id pubkey                       tombstone: refused for that author
 //	'w' cseq kind pubkey d                   → deleted_up_to (8 bytes)
 //
+// Reaction slots (NIP-25, as Buzz keeps them: one live reaction per author,
+// target event and emoji), written and removed with the reaction holding
+// the slot:
+//
+//	'r' cseq pubkey target emoji             → seq of the holder
+//
 // The community registry:
 //
 //	'H' host                                 → cseq (4) + community id (16)
@@ -55,6 +61,7 @@ const (
 	pExpiry      = 'x'
 	pTombstone   = 'd'
 	pWater       = 'w'
+	pReaction    = 'r'
 	pHost        = 'H'
 	pCommunity   = 'C'
 	pCommunityID = 'U'
@@ -64,8 +71,9 @@ const (
 )
 
 // formatVersion is the key layout above. A change to it gets a new number
-// and a conversion in Open.
-const formatVersion = 1
+// and a conversion in Open. Version 2 added the reaction slots; Open
+// converts a version 1 store by writing the slots of its live reactions.
+const formatVersion = 2
 
 // key builds keys by appending.
 type key []byte
@@ -124,6 +132,10 @@ func waterKey(cseq uint32, kind int, pubkey []byte, d string) key {
 
 func tombstoneKey(cseq uint32, id, pubkey []byte) key {
 	return newKey(pTombstone, 69).u32(cseq).bytes(id).bytes(pubkey)
+}
+
+func reactionKey(cseq uint32, pubkey, target []byte, emoji string) key {
+	return newKey(pReaction, 69+len(emoji)).u32(cseq).bytes(pubkey).bytes(target).bytes([]byte(emoji))
 }
 
 func expiryKey(expiresAt int64, seq uint64) key {

@@ -290,11 +290,14 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
+	convert := false
 	switch {
 	case !ok:
 		if err := s.db.Set([]byte{pFormat}, []byte{formatVersion}, pebble.Sync); err != nil {
 			return fmt.Errorf("lsm: write format: %w", err)
 		}
+	case len(v) == 1 && v[0] == 1:
+		convert = true // no reaction slots yet: indexSlots, once the counters are known
 	case len(v) != 1 || v[0] != formatVersion:
 		return fmt.Errorf("lsm: store has key layout %v, this build reads %d", v, formatVersion)
 	}
@@ -318,6 +321,9 @@ func (s *Store) load() error {
 			return fmt.Errorf("%w: community key of %d bytes", errCorrupt, len(last))
 		}
 		s.lastCseq = binary.BigEndian.Uint32(last[1:])
+	}
+	if convert {
+		return s.indexSlots()
 	}
 	return nil
 }

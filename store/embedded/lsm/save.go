@@ -28,6 +28,8 @@ type prepared struct {
 
 	delIDs    [][32]byte         // kind 5: distinct ids named by "e" tags
 	delCoords []store.Coordinate // kind 5: distinct own coordinates named by "a" tags
+
+	slot reaction // kind 7: the slot the reaction holds (ok false: none)
 }
 
 func prepare(ev *nostr.Event) (*prepared, error) {
@@ -50,6 +52,7 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 		p.h.channel, p.h.hasChan = ch, true
 	}
 	p.h.expiresAt, p.h.hasExpiry = ev.Expiration()
+	p.slot = reactionOf(ev)
 	switch {
 	case nostr.IsReplaceable(ev.Kind):
 		p.coordinate = true
@@ -177,7 +180,8 @@ func (s *Store) SaveBatch(ctx context.Context, c tenant.CommunityID, evs []*nost
 
 // isOutcome reports whether err is one of Save's sentinel results.
 func isOutcome(err error) bool {
-	return errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrDeleted)
+	return errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) ||
+		errors.Is(err, store.ErrDeleted) || errors.Is(err, store.ErrReactionHeld)
 }
 
 // txn is a write in progress; it runs under s.mu. Its checks read through
@@ -254,6 +258,16 @@ func (t *txn) apply(p *prepared) error {
 	} else if dup {
 		return store.ErrDuplicate
 	}
+	var rk key
+	if p.slot.ok {
+		// The slot's key exists only while its holder is stored.
+		rk = p.slot.key(cseq, h.pubkey[:])
+		if held, err := t.has(rk); err != nil {
+			return err
+		} else if held {
+			return store.ErrReactionHeld
+		}
+	}
 	var ck key
 	if p.coordinate {
 		v, ok, err := t.get(waterKey(cseq, h.kind, h.pubkey[:], p.d))
@@ -295,6 +309,9 @@ func (t *txn) apply(p *prepared) error {
 	}
 	if ck != nil {
 		w.set(ck, seqv)
+	}
+	if rk != nil {
+		w.set(rk, seqv)
 	}
 	if h.kind == nostr.KindDeletion {
 		if err := t.applyDeletion(&w, p); err != nil {
@@ -407,6 +424,18 @@ func (t *txn) remove(r stored) error {
 		w.del(coordKey(r.h.cseq, r.h.kind, r.h.pubkey[:], ""))
 	case nostr.IsAddressable(r.h.kind):
 		w.del(coordKey(r.h.cseq, r.h.kind, r.h.pubkey[:], ev.DTag()))
+	}
+	if slot := reactionOf(ev); slot.ok {
+		// Freed only if this event holds it: a store converted from
+		// layout 1 may keep a second reaction with the same slot.
+		rk := slot.key(r.h.cseq, r.h.pubkey[:])
+		v, ok, err := t.get(rk)
+		if err != nil {
+			return err
+		}
+		if ok && len(v) == 8 && binary.BigEndian.Uint64(v) == r.seq {
+			w.del(rk)
+		}
 	}
 	if w.err != nil {
 		return fmt.Errorf("lsm: remove: %w", w.err)
