@@ -69,6 +69,7 @@ type Store struct {
 	// under mu in seq order, so every live event has a seq at or below it.
 	visible  atomic.Uint64
 	onRemove func(seqs []uint64) // WithOnRemove
+	tombs    *tombFilter         // every tombstone key (under mu)
 
 	// regMu serializes the registry's writes.
 	regMu    sync.Mutex
@@ -323,9 +324,11 @@ func (s *Store) load() error {
 		s.lastCseq = binary.BigEndian.Uint32(last[1:])
 	}
 	if convert {
-		return s.indexSlots()
+		if err := s.indexSlots(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.buildTombs(s.db, 0)
 }
 
 // lastKey returns a copy of the greatest key with prefix p, or nil.

@@ -1,12 +1,15 @@
 package lsm_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded/lsm"
 	"github.com/buzzrelay/buzz/store/storetest"
 )
 
@@ -84,4 +87,39 @@ func TestLayout1Conversion(t *testing.T) {
 	}
 	closer.Close()
 	db.Close()
+}
+
+// TestTombstonesPastFilterCapacity: a deletion naming more events than the
+// tombstone filter was sized for (it is rebuilt while the deletion is
+// written) refuses every one of them, before and after a restart.
+func TestTombstonesPastFilterCapacity(t *testing.T) {
+	dir := t.TempDir()
+	s := reopen(t, dir)
+	c := storetest.Community(t, s, "tombstones.example")
+	a := storetest.NewAuthor(t)
+	const n = 12_000 // past the smallest filter's 10,000
+	evs := make([]*nostr.Event, n)
+	tags := make([]nostr.Tag, n)
+	for i := range evs {
+		evs[i] = a.Event(t, 1, int64(1_700_000_000+i), "deleted before it arrives")
+		tags[i] = nostr.Tag{"e", evs[i].ID}
+	}
+	storetest.MustSave(t, s, c, a.Event(t, 5, 1_700_100_000, "", tags...))
+	allDeleted := func(s *lsm.Store) {
+		t.Helper()
+		res, err := s.SaveBatch(context.Background(), c, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, err := range res {
+			if !errors.Is(err, store.ErrDeleted) {
+				t.Fatalf("event %d of %d: %v, want deleted", i, n, err)
+			}
+		}
+	}
+	allDeleted(s)
+	s.Close()
+	s = reopen(t, dir)
+	allDeleted(s)
+	storetest.MustSave(t, s, c, a.Event(t, 1, 1_700_000_000, "not deleted"))
 }

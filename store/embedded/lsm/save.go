@@ -193,6 +193,7 @@ type txn struct {
 	b       *pebble.Batch
 	cached  []stored
 	removed []uint64
+	tombs   [][]byte // tombstone keys written (tombFilter)
 }
 
 // newTxn starts a write; indexed makes its reads see its own writes (needed
@@ -246,7 +247,7 @@ func (t *txn) apply(p *prepared) error {
 	// A deletion aimed at a deletion request has no effect, so a deletion
 	// request is never refused as deleted.
 	if h.kind != nostr.KindDeletion {
-		if dead, err := t.has(tombstoneKey(cseq, h.id[:], h.pubkey[:])); err != nil {
+		if dead, err := t.tombstoned(tombstoneKey(cseq, h.id[:], h.pubkey[:])); err != nil {
 			return err
 		} else if dead {
 			return store.ErrDeleted
@@ -451,7 +452,11 @@ func (t *txn) remove(r stored) error {
 func (t *txn) applyDeletion(w *writes, p *prepared) error {
 	cseq, h := p.h.cseq, &p.h
 	for _, id := range p.delIDs {
-		w.set(tombstoneKey(cseq, id[:], h.pubkey[:]), nil)
+		tk := tombstoneKey(cseq, id[:], h.pubkey[:])
+		if err := t.addTomb(tk); err != nil {
+			return err
+		}
+		w.set(tk, nil)
 		r, ok, err := t.recordAt(idKey(cseq, id[:]))
 		if err != nil {
 			return err

@@ -148,7 +148,11 @@ func (tx *Tx) Tombstone(ctx context.Context, c tenant.CommunityID, id, pubkey st
 	if err != nil {
 		return err
 	}
-	if err := tx.t.b.Set(tombstoneKey(cseq, ib[:], pb[:]), nil, nil); err != nil {
+	tk := tombstoneKey(cseq, ib[:], pb[:])
+	if err := tx.t.addTomb(tk); err != nil {
+		return err
+	}
+	if err := tx.t.b.Set(tk, nil, nil); err != nil {
 		return fmt.Errorf("lsm: tombstone: %w", err)
 	}
 	return nil
@@ -209,7 +213,7 @@ func (tx *Tx) Seen(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) e
 	if ev.Kind == nostr.KindDeletion {
 		return nil
 	}
-	if dead, err := tx.t.has(tombstoneKey(cseq, id[:], pk[:])); err != nil {
+	if dead, err := tx.t.tombstoned(tombstoneKey(cseq, id[:], pk[:])); err != nil {
 		return err
 	} else if dead {
 		return store.ErrDeleted
