@@ -118,7 +118,8 @@ type ImportStats struct {
 	Bytes int64
 	// Events read; of those New were stored, Duplicate were already there,
 	// Obsolete lost to what the destination holds (a newer replaceable
-	// version, or deleted there by their author) and Refused were bad.
+	// version, deleted there by their author, or a reaction whose slot
+	// another reaction holds there) and Refused were bad.
 	Events, New, Duplicate, Obsolete, Refused int64
 	// Read and Added count the state records by type (events excluded).
 	Read, Added Counts
@@ -661,7 +662,7 @@ func (im *importer) flushEvents() error {
 			im.stats.New++
 		case errors.Is(err, store.ErrDuplicate):
 			im.stats.Duplicate++
-		case errors.Is(err, store.ErrSuperseded), errors.Is(err, store.ErrDeleted):
+		case errors.Is(err, store.ErrSuperseded), errors.Is(err, store.ErrDeleted), errors.Is(err, store.ErrReactionHeld):
 			im.stats.Obsolete++
 		case isRefusal(err), errors.Is(err, channel.ErrInvalidTag):
 			im.stats.Refused++

@@ -241,3 +241,29 @@ func openPostgres(t *testing.T) *postgres.Store {
 	t.Cleanup(func() { pg.Close() })
 	return pg
 }
+
+// TestImportReactionSlot: an export holding two reactions for one slot
+// (author, target, emoji) stores the first on the embedded store, which
+// keeps one reaction per slot, and counts the second as obsolete.
+func TestImportReactionSlot(t *testing.T) {
+	ctx := context.Background()
+	alice := storetest.NewAuthor(t)
+	target := alice.Event(t, nostr.KindNote, 1_700_000_000, "target")
+	first := alice.Event(t, 7, 1_700_000_001, "🔥", nostr.Tag{"e", target.ID})
+	second := alice.Event(t, 7, 1_700_000_002, "🔥", nostr.Tag{"e", target.ID})
+	cid := tenant.NewCommunityID()
+	src := `{"buzz_export":1}` + "\n" +
+		`{"type":"community","host":"a.example","id":"` + cid.String() + `","created_at":1700000000,"access":"open","profile":{"name":"","description":"","icon":"","contact":""},"aliases":[]}` + "\n"
+	for _, ev := range []*nostr.Event{target, first, second} {
+		src += `{"type":"event","host":"a.example","event":` + string(ev.AppendJSON(nil)) + "}\n"
+	}
+	src += `{"type":"end","communities":1,"events":3,"records":4}` + "\n"
+	dst := openSQLite(t)
+	st, err := transfer.Import(ctx, strings.NewReader(src), dst, transfer.ImportOptions{})
+	if err != nil || st.New != 2 || st.Obsolete != 1 {
+		t.Fatalf("import = %+v, %v; want 2 new, 1 obsolete", st, err)
+	}
+	if got, want := storetest.QueryIDs(t, dst, cid, nostr.Filter{Kinds: []int{7}}), []string{first.ID}; !slices.Equal(got, want) {
+		t.Fatalf("reactions stored: %v, want %v", got, want)
+	}
+}
