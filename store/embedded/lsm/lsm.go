@@ -12,9 +12,14 @@
 // Every Save is durable before it returns: the event's writes are applied,
 // then the store waits for a synced write-ahead log covering them. Concurrent
 // Saves share syncs. Decisions that write nothing (duplicate, superseded,
-// deleted) also wait for the sync of the state they were decided on. A
+// deleted, a reaction whose slot is held) also wait for the sync of the
+// state they were decided on. A
 // failed log write or sync stops the process (pebble's policy: after a
 // failed fsync nothing later proves what reached the disk).
+//
+// It keeps one stored reaction per (author, target, emoji) of a community,
+// the slot written and freed in the batch of the reaction holding it
+// (reactions.go), and refuses a second with store.ErrReactionHeld.
 //
 // It keeps no text index: a NIP-50 search walks the candidates its other
 // conditions select (or the community's timeline) and matches and scores
