@@ -74,7 +74,9 @@ type Store struct {
 	// under mu in seq order, so every live event has a seq at or below it.
 	visible  atomic.Uint64
 	onRemove func(seqs []uint64) // WithOnRemove
-	tombs    *tombFilter         // every tombstone key (under mu)
+	// ids and tombs filter the duplicate and tombstone checks of a save
+	// (keyFilter; under mu).
+	ids, tombs *keyFilter
 
 	// regMu serializes the registry's writes.
 	regMu    sync.Mutex
@@ -333,7 +335,11 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	return s.buildTombs(s.db, 0)
+	if s.ids, err = loadFilter(s.db, pID); err != nil {
+		return err
+	}
+	s.tombs, err = loadFilter(s.db, pTombstone)
+	return err
 }
 
 // lastKey returns a copy of the greatest key with prefix p, or nil.

@@ -89,15 +89,15 @@ func TestLayout1Conversion(t *testing.T) {
 	db.Close()
 }
 
-// TestTombstonesPastFilterCapacity: a deletion naming more events than the
-// tombstone filter was sized for (it is rebuilt while the deletion is
-// written) refuses every one of them, before and after a restart.
-func TestTombstonesPastFilterCapacity(t *testing.T) {
+// TestTombstonesOfALargeDeletion: a deletion naming 12,000 events refuses
+// every one of them, before and after a restart (which loads the tombstone
+// filter from the store), and refuses nothing else.
+func TestTombstonesOfALargeDeletion(t *testing.T) {
 	dir := t.TempDir()
 	s := reopen(t, dir)
 	c := storetest.Community(t, s, "tombstones.example")
 	a := storetest.NewAuthor(t)
-	const n = 12_000 // past the smallest filter's 10,000
+	const n = 12_000
 	evs := make([]*nostr.Event, n)
 	tags := make([]nostr.Tag, n)
 	for i := range evs {

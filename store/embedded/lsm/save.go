@@ -193,7 +193,6 @@ type txn struct {
 	b       *pebble.Batch
 	cached  []stored
 	removed []uint64
-	tombs   [][]byte // tombstone keys written (tombFilter)
 }
 
 // newTxn starts a write; indexed makes its reads see its own writes (needed
@@ -247,14 +246,14 @@ func (t *txn) apply(p *prepared) error {
 	// A deletion aimed at a deletion request has no effect, so a deletion
 	// request is never refused as deleted.
 	if h.kind != nostr.KindDeletion {
-		if dead, err := t.tombstoned(tombstoneKey(cseq, h.id[:], h.pubkey[:])); err != nil {
+		if dead, err := t.stored(s.tombs, tombstoneKey(cseq, h.id[:], h.pubkey[:])); err != nil {
 			return err
 		} else if dead {
 			return store.ErrDeleted
 		}
 	}
 	idk := idKey(cseq, h.id[:])
-	if dup, err := t.has(idk); err != nil {
+	if dup, err := t.stored(s.ids, idk); err != nil {
 		return err
 	} else if dup {
 		return store.ErrDuplicate
@@ -300,6 +299,7 @@ func (t *txn) apply(p *prepared) error {
 	rec = append(rec, p.raw...)
 	w := writes{b: t.b}
 	w.set(eventKey(seq), rec)
+	s.ids.add(idk)
 	w.set(idk, seqv)
 	meta := h.metaValue()
 	for _, k := range timelineEntries(h, p.tags, seq) {
@@ -453,9 +453,7 @@ func (t *txn) applyDeletion(w *writes, p *prepared) error {
 	cseq, h := p.h.cseq, &p.h
 	for _, id := range p.delIDs {
 		tk := tombstoneKey(cseq, id[:], h.pubkey[:])
-		if err := t.addTomb(tk); err != nil {
-			return err
-		}
+		t.s.tombs.add(tk)
 		w.set(tk, nil)
 		r, ok, err := t.recordAt(idKey(cseq, id[:]))
 		if err != nil {

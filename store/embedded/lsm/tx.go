@@ -149,9 +149,7 @@ func (tx *Tx) Tombstone(ctx context.Context, c tenant.CommunityID, id, pubkey st
 		return err
 	}
 	tk := tombstoneKey(cseq, ib[:], pb[:])
-	if err := tx.t.addTomb(tk); err != nil {
-		return err
-	}
+	tx.s.tombs.add(tk)
 	if err := tx.t.b.Set(tk, nil, nil); err != nil {
 		return fmt.Errorf("lsm: tombstone: %w", err)
 	}
@@ -205,7 +203,7 @@ func (tx *Tx) Seen(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) e
 	if err != nil {
 		return err
 	}
-	if dup, err := tx.t.has(idKey(cseq, id[:])); err != nil {
+	if dup, err := tx.t.stored(tx.s.ids, idKey(cseq, id[:])); err != nil {
 		return err
 	} else if dup {
 		return store.ErrDuplicate
@@ -213,7 +211,7 @@ func (tx *Tx) Seen(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) e
 	if ev.Kind == nostr.KindDeletion {
 		return nil
 	}
-	if dead, err := tx.t.tombstoned(tombstoneKey(cseq, id[:], pk[:])); err != nil {
+	if dead, err := tx.t.stored(tx.s.tombs, tombstoneKey(cseq, id[:], pk[:])); err != nil {
 		return err
 	} else if dead {
 		return store.ErrDeleted
