@@ -3,6 +3,7 @@ package nostr
 import (
 	"crypto/sha256"
 	"errors"
+	"slices"
 )
 
 // Event fields as they appear on the wire, in NIP-01 order.
@@ -261,6 +262,8 @@ func (p *scanner) readTags() (Tags, error) {
 // from input in that same canonical form the output is byte-for-byte the
 // input. A nil Tags is written as [].
 func (e *Event) AppendJSON(dst []byte) []byte {
+	// id, pubkey and sig, the field names and the two numbers.
+	dst = slices.Grow(dst, 64+64+128+80+e.bodySize())
 	dst = append(dst, `{"id":`...)
 	dst = AppendString(dst, e.ID)
 	dst = append(dst, `,"pubkey":`...)
@@ -276,6 +279,20 @@ func (e *Event) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"sig":`...)
 	dst = AppendString(dst, e.Sig)
 	return append(dst, '}')
+}
+
+// bodySize is the length of the event's tags and content as JSON, without
+// escapes: what AppendJSON and AppendCanonical grow their buffer by, so
+// that writing them allocates once.
+func (e *Event) bodySize() int {
+	n := len(e.Content) + 4
+	for _, t := range e.Tags {
+		n += 3
+		for _, v := range t {
+			n += len(v) + 3
+		}
+	}
+	return n
 }
 
 func (t Tags) appendJSON(dst []byte) []byte {
@@ -300,6 +317,8 @@ func (t Tags) appendJSON(dst []byte) []byte {
 // [0,"<pubkey>",<created_at>,<kind>,<tags>,"<content>"] with no whitespace
 // and NIP-01 string escaping. The event id is the sha256 of these bytes.
 func (e *Event) AppendCanonical(dst []byte) []byte {
+	// The pubkey, the punctuation and the two numbers.
+	dst = slices.Grow(dst, 64+50+e.bodySize())
 	dst = append(dst, `[0,`...)
 	dst = AppendString(dst, e.PubKey)
 	dst = append(dst, ',')

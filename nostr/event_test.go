@@ -391,3 +391,21 @@ func TestIsSearchable(t *testing.T) {
 		t.Fatal("only gift wraps are unsearchable")
 	}
 }
+
+// TestAppendAllocatesOnce: writing an event's JSON or its canonical form
+// into an empty buffer allocates once, whatever its tags and content.
+func TestAppendAllocatesOnce(t *testing.T) {
+	ev := &Event{ID: hexA, PubKey: hexB, CreatedAt: 1_700_000_000, Kind: 1, Sig: hexSig,
+		Content: strings.Repeat("a note of some length ", 40)}
+	for i := range 12 {
+		ev.Tags = append(ev.Tags, Tag{"e", hexA, "wss://relay.example/" + strings.Repeat("x", i), "reply"})
+	}
+	for name, fn := range map[string]func(){
+		"AppendJSON":      func() { _ = ev.AppendJSON(nil) },
+		"AppendCanonical": func() { _ = ev.AppendCanonical(nil) },
+	} {
+		if n := testing.AllocsPerRun(50, fn); n != 1 {
+			t.Errorf("%s: %v allocations, want 1", name, n)
+		}
+	}
+}
