@@ -3,7 +3,6 @@ package nostr
 import (
 	"crypto/sha256"
 	"errors"
-	"slices"
 )
 
 // Event fields as they appear on the wire, in NIP-01 order.
@@ -263,7 +262,7 @@ func (p *scanner) readTags() (Tags, error) {
 // input. A nil Tags is written as [].
 func (e *Event) AppendJSON(dst []byte) []byte {
 	// id, pubkey and sig, the field names and the two numbers.
-	dst = slices.Grow(dst, 64+64+128+80+e.bodySize())
+	dst = grow(dst, 64+64+128+80+e.bodySize())
 	dst = append(dst, `{"id":`...)
 	dst = AppendString(dst, e.ID)
 	dst = append(dst, `,"pubkey":`...)
@@ -295,6 +294,17 @@ func (e *Event) bodySize() int {
 	return n
 }
 
+// grow returns dst with room for n more bytes, in one allocation when it
+// has not. (slices.Grow allocates twice under the race detector.)
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	nd := make([]byte, len(dst), len(dst)+n)
+	copy(nd, dst)
+	return nd
+}
+
 func (t Tags) appendJSON(dst []byte) []byte {
 	dst = append(dst, '[')
 	for i, tag := range t {
@@ -318,7 +328,7 @@ func (t Tags) appendJSON(dst []byte) []byte {
 // and NIP-01 string escaping. The event id is the sha256 of these bytes.
 func (e *Event) AppendCanonical(dst []byte) []byte {
 	// The pubkey, the punctuation and the two numbers.
-	dst = slices.Grow(dst, 64+50+e.bodySize())
+	dst = grow(dst, 64+50+e.bodySize())
 	dst = append(dst, `[0,`...)
 	dst = AppendString(dst, e.PubKey)
 	dst = append(dst, ',')
