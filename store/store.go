@@ -47,6 +47,15 @@ var (
 	ErrInUse = errors.New("store: the data directory is in use by another process")
 )
 
+// IsOutcome reports whether err is one of Save's per-event outcomes
+// (ErrDuplicate, ErrSuperseded, ErrDeleted, ErrReactionHeld): the event
+// was judged and nothing was written for it, and the store is fine. Any
+// other non-nil error is a failure of the store or of the request.
+func IsOutcome(err error) bool {
+	return errors.Is(err, ErrDuplicate) || errors.Is(err, ErrSuperseded) ||
+		errors.Is(err, ErrDeleted) || errors.Is(err, ErrReactionHeld)
+}
+
 // Record is one stored event as a query returns it.
 type Record struct {
 	ID        string // lowercase hex event id

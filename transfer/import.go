@@ -662,7 +662,7 @@ func (im *importer) flushEvents() error {
 			im.stats.New++
 		case errors.Is(err, store.ErrDuplicate):
 			im.stats.Duplicate++
-		case errors.Is(err, store.ErrSuperseded), errors.Is(err, store.ErrDeleted), errors.Is(err, store.ErrReactionHeld):
+		case store.IsOutcome(err):
 			im.stats.Obsolete++
 		case isRefusal(err), errors.Is(err, channel.ErrInvalidTag):
 			im.stats.Refused++

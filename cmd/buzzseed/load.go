@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/url"
@@ -159,7 +158,7 @@ func runLoad(ctx context.Context, args []string) error {
 					switch err := s.Save(ctx, it.c, it.ev); {
 					case err == nil:
 						saved.Add(1)
-					case errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) || errors.Is(err, store.ErrReactionHeld):
+					case store.IsOutcome(err):
 						dup.Add(1)
 					default:
 						if failed.Add(1) < 5 {
@@ -185,7 +184,7 @@ func runLoad(ctx context.Context, args []string) error {
 		close(ch)
 		wg.Wait()
 		total = saved.Load()
-		fmt.Fprintf(os.Stderr, "saved %d, duplicate/superseded/reaction slot held %d, failed %d\n", saved.Load(), dup.Load(), failed.Load())
+		fmt.Fprintf(os.Stderr, "saved %d, refused by the store (duplicate, superseded, deleted, reaction slot held) %d, failed %d\n", saved.Load(), dup.Load(), failed.Load())
 	default:
 		return fmt.Errorf("unknown -mode %q", *mode)
 	}

@@ -52,8 +52,7 @@ func (r *writeReq) take() bool {
 // isOutcome reports whether err is a per-request result that leaves the
 // transaction usable (nothing was written for that request).
 func isOutcome(err error) bool {
-	return err == nil || errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) ||
-		errors.Is(err, store.ErrDeleted) || errors.Is(err, store.ErrReactionHeld)
+	return err == nil || store.IsOutcome(err)
 }
 
 // submit queues fn for the writer and waits for its committed result.

@@ -107,7 +107,7 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	}
 	t.close()
 	s.mu.Unlock()
-	if err != nil && !isOutcome(err) {
+	if err != nil && !store.IsOutcome(err) {
 		return err
 	}
 	// The outcome is acknowledged only once what it was decided on (the
@@ -157,7 +157,7 @@ func (s *Store) SaveBatch(ctx context.Context, c tenant.CommunityID, evs []*nost
 		}
 		p.h.cseq = cseq
 		if err = t.apply(p); err != nil {
-			if !isOutcome(err) {
+			if !store.IsOutcome(err) {
 				break
 			}
 			results[i], err = err, nil
@@ -176,12 +176,6 @@ func (s *Store) SaveBatch(ctx context.Context, c tenant.CommunityID, evs []*nost
 		return nil, err
 	}
 	return results, nil
-}
-
-// isOutcome reports whether err is one of Save's sentinel results.
-func isOutcome(err error) bool {
-	return errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrSuperseded) ||
-		errors.Is(err, store.ErrDeleted) || errors.Is(err, store.ErrReactionHeld)
 }
 
 // txn is a write in progress; it runs under s.mu. Its checks read through
