@@ -360,8 +360,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	}
 
 	// 4. Integrity: the id must be the hash of the canonical serialization,
-	// and the signature must verify against the pubkey.
-	if err := p.cfg.Verifier.Verify(ev); err != nil {
+	// and the signature must verify against the pubkey. Connections that
+	// reach this point together share one batch verification.
+	if err := p.cfg.Verifier.VerifyConcurrent(ev); err != nil {
 		return Outcome{Message: Reason(err, "invalid: ")}
 	}
 

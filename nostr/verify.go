@@ -29,6 +29,7 @@ const DefaultPubKeyCacheSize = 65536
 type Verifier struct {
 	cache        *ristretto.Cache[string, *liftedKey]
 	challengeTag [64]byte // sha256("BIP0340/challenge") twice
+	batches      batcher  // VerifyConcurrent's
 }
 
 type verifierConfig struct {
@@ -66,6 +67,7 @@ func NewVerifier(opts ...VerifierOption) (*Verifier, error) {
 		return nil, err
 	}
 	v := &Verifier{}
+	v.batches.calls.New = newVerifyCall
 	tag := sha256.Sum256([]byte("BIP0340/challenge"))
 	copy(v.challengeTag[:32], tag[:])
 	copy(v.challengeTag[32:], tag[:])

@@ -48,3 +48,19 @@ func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool 
 		(*C.uchar)(unsafe.Pointer(&sig[0])),
 		(*C.uchar)(unsafe.Pointer(&msg[0])), 32, &key.pk) == 1
 }
+
+// batchVerification is false: the system library has no batch
+// verification, so VerifyConcurrent calls Verify.
+const batchVerification = false
+
+// verifySigs reports whether every signature of items is valid, checking
+// each with secp256k1_schnorrsig_verify (the system library has no batch
+// verification).
+func (v *Verifier) verifySigs(items []sigItem) bool {
+	for i := range items {
+		if !v.verifySig(items[i].key, &items[i].msg, &items[i].sig) {
+			return false
+		}
+	}
+	return true
+}

@@ -66,7 +66,7 @@ func backendSelfTest() error { return nil }
 // non-zero. len(out) must be at most baseTable (the scratch arrays).
 func oddMultiples(p *curve.G1Affine, out []curve.G1Affine) {
 	var jac [baseTable]curve.G1Jac
-	var prefix [baseTable]fp.Element
+	var scratch [baseTable]fp.Element
 	n := len(out)
 	var twoP curve.G1Jac
 	twoP.DoubleMixed(p)
@@ -75,18 +75,26 @@ func oddMultiples(p *curve.G1Affine, out []curve.G1Affine) {
 		jac[i] = jac[i-1]
 		jac[i].AddAssign(&twoP)
 	}
-	// prefix[i] is the product of the Z values of jac[0..i].
-	prefix[0] = jac[0].Z
+	toAffine(jac[:n], out, scratch[:n])
+}
+
+// toAffine sets out[i] to jac[i] in affine form with one field inversion
+// for all of them (Montgomery's trick); scratch must be as long as jac.
+// Every Z must be non-zero.
+func toAffine(jac []curve.G1Jac, out []curve.G1Affine, scratch []fp.Element) {
+	n := len(jac)
+	// scratch[i] is the product of the Z values of jac[0..i].
+	scratch[0] = jac[0].Z
 	for i := 1; i < n; i++ {
-		prefix[i].Mul(&prefix[i-1], &jac[i].Z)
+		scratch[i].Mul(&scratch[i-1], &jac[i].Z)
 	}
 	var inv fp.Element
-	invert(&inv, &prefix[n-1])
+	invert(&inv, &scratch[n-1])
 	for i := n - 1; i >= 0; i-- {
 		var zInv, zInv2 fp.Element
 		if i > 0 {
-			zInv.Mul(&inv, &prefix[i-1]) // 1/Z_i
-			inv.Mul(&inv, &jac[i].Z)     // 1/(Z_0…Z_{i-1})
+			zInv.Mul(&inv, &scratch[i-1]) // 1/Z_i
+			inv.Mul(&inv, &jac[i].Z)      // 1/(Z_0…Z_{i-1})
 		} else {
 			zInv = inv
 		}

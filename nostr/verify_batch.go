@@ -1,0 +1,177 @@
+package nostr
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// maxBatch bounds the signatures verified together; past a few dozen the
+// shared doublings are a small part of the cost and a failed batch costs
+// its callers more.
+const maxBatch = 64
+
+// sigItem is one signature of a batch, its key lifted.
+type sigItem struct {
+	key *liftedKey
+	msg [32]byte
+	sig [64]byte
+}
+
+// VerifyBatch checks each event as Verify does and returns its result at
+// the same index: nil, ErrIDMismatch or ErrBadSignature. The signatures
+// are checked together with BIP-340 batch verification (in the pure-Go
+// build; the libsecp256k1 build checks them one by one), which for a few
+// or more signatures costs less per signature than Verify; a batch that
+// fails is checked signature by signature, so each event gets its own
+// answer.
+func (v *Verifier) VerifyBatch(events []*Event) []error {
+	errs := make([]error, len(events))
+	var scratch batchScratch
+	for start := 0; start < len(events); start += maxBatch {
+		end := min(start+maxBatch, len(events))
+		v.verifyEvents(events[start:end], errs[start:end], &scratch)
+	}
+	return errs
+}
+
+// batchScratch is reused by the batches of one caller.
+type batchScratch struct {
+	items []sigItem
+	index []int // items[k] belongs to events[index[k]]
+}
+
+// verifyEvents sets errs[i] to the result of Verify(events[i]).
+func (v *Verifier) verifyEvents(events []*Event, errs []error, s *batchScratch) {
+	s.items, s.index = s.items[:0], s.index[:0]
+	for i, e := range events {
+		var it sigItem
+		if !DecodeLowerHex(it.msg[:], e.ID) || it.msg != e.hash() {
+			errs[i] = ErrIDMismatch
+			continue
+		}
+		key, ok := v.lookup(e.PubKey)
+		if !ok || !DecodeLowerHex(it.sig[:], e.Sig) {
+			errs[i] = ErrBadSignature
+			continue
+		}
+		it.key = key
+		errs[i] = nil
+		s.items = append(s.items, it)
+		s.index = append(s.index, i)
+	}
+	if len(s.items) == 0 {
+		return
+	}
+	if !v.batches.failing.Load() && v.verifySigs(s.items) {
+		return
+	}
+	// At least one signature is bad (or a recent batch had one): find
+	// which, one by one. Until a batch checked this way turns out clean,
+	// later batches are checked this way too, so a sender of bad
+	// signatures cannot make every batch cost twice.
+	clean := true
+	for k := range s.items {
+		it := &s.items[k]
+		if !v.verifySig(it.key, &it.msg, &it.sig) {
+			errs[s.index[k]] = ErrBadSignature
+			clean = false
+		}
+	}
+	v.batches.failing.Store(!clean)
+}
+
+// VerifyConcurrent checks e as Verify does, sharing the work with the
+// calls that run at the same time (a relay's connections): the calls that
+// arrive while GOMAXPROCS batches are being checked wait and are checked
+// together, as VerifyBatch does, by the next call to lead a batch. A call
+// that leads yields the processor once before it starts, so that calls
+// ready to run can join it. Without concurrent calls it costs Verify plus
+// that yield. In the libsecp256k1 build, which has no batch
+// verification, it is Verify.
+func (v *Verifier) VerifyConcurrent(e *Event) error {
+	if !batchVerification {
+		return v.Verify(e)
+	}
+	b := &v.batches
+	c := b.calls.Get().(*verifyCall)
+	c.event, c.err = e, nil
+	b.mu.Lock()
+	lead := b.leaders < runtime.GOMAXPROCS(0)
+	if lead {
+		b.leaders++
+	} else {
+		b.queue = append(b.queue, c)
+	}
+	b.mu.Unlock()
+	if lead || <-c.done {
+		v.lead(c)
+	}
+	err := c.err
+	c.event = nil
+	b.calls.Put(c)
+	return err
+}
+
+// batcher coalesces VerifyConcurrent calls into batches.
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*verifyCall // waiting, oldest first
+	leaders int           // calls checking a batch now
+	calls   sync.Pool     // of *verifyCall
+	failing atomic.Bool   // the last batch checked one by one had a bad signature
+}
+
+// verifyCall is one VerifyConcurrent call.
+type verifyCall struct {
+	event *Event
+	err   error
+	// done receives false when another call has checked this one, true
+	// when this call is to lead the next batch.
+	done    chan bool
+	batch   []*Event
+	errs    []error
+	waiting []*verifyCall
+	scratch batchScratch
+}
+
+func newVerifyCall() any { return &verifyCall{done: make(chan bool, 1)} }
+
+// lead checks self and the calls queued behind it (up to maxBatch in all)
+// as one batch, answers them, and hands the lead to the oldest call still
+// queued, if any.
+func (v *Verifier) lead(self *verifyCall) {
+	b := &v.batches
+	runtime.Gosched()
+	b.mu.Lock()
+	k := min(len(b.queue), maxBatch-1)
+	self.waiting = append(self.waiting[:0], b.queue[:k]...)
+	b.queue = b.queue[:copy(b.queue, b.queue[k:])]
+	b.mu.Unlock()
+
+	self.batch = append(self.batch[:0], self.event)
+	for _, c := range self.waiting {
+		self.batch = append(self.batch, c.event)
+	}
+	self.errs = slices.Grow(self.errs[:0], len(self.batch))[:len(self.batch)]
+	v.verifyEvents(self.batch, self.errs, &self.scratch)
+	self.err = self.errs[0]
+	for i, c := range self.waiting {
+		c.err = self.errs[i+1]
+		c.done <- false
+	}
+	clear(self.batch)
+	clear(self.waiting)
+
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.leaders--
+		b.mu.Unlock()
+		return
+	}
+	next := b.queue[0]
+	b.queue = b.queue[:copy(b.queue, b.queue[1:])]
+	b.mu.Unlock()
+	next.done <- true
+}

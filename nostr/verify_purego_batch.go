@@ -1,0 +1,148 @@
+//go:build !libsecp256k1
+
+package nostr
+
+import (
+	"crypto/rand"
+
+	curve "github.com/consensys/gnark-crypto/ecc/secp256k1"
+	"github.com/consensys/gnark-crypto/ecc/secp256k1/fp"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+)
+
+// A batch's R points get a table of odd multiples each, built per batch,
+// so they use a narrow window; their multipliers are 128-bit, so they need
+// no endomorphism split.
+const (
+	rWindow = 4
+	rTable  = 1 << (rWindow - 2)
+)
+
+// batchVerification is true: VerifyConcurrent batches concurrent calls.
+const batchVerification = true
+
+// batchTerm is one signature's share of a batch's multi-scalar
+// multiplication: the wNAF digits of its key's two half-scalars and of its
+// random multiplier, with the tables they index.
+type batchTerm struct {
+	key    *liftedKey
+	c1, c2 [wnafDigits]int8 // -(a·e) = c1 + c2·λ, against P and λP
+	a      [wnafDigits]int8 // a, against -R
+	lam    [keyTable]curve.G1Affine
+	negR   [rTable]curve.G1Affine // -R, -3R, -5R, -7R
+}
+
+// verifySigs reports whether every signature of items is valid, with
+// BIP-340 batch verification: for random 128-bit a_i (a_0 = 1) it checks
+//
+//	(Σ a_i·s_i)·G − Σ a_i·R_i − Σ (a_i·e_i)·P_i = 0
+//
+// where R_i = lift_x(r_i), in one chain of doublings shared by all terms
+// (Strauss' method). A false answer means at least one signature is
+// invalid; a true answer is wrong with probability below 2^-128. One item
+// is verified alone.
+func (v *Verifier) verifySigs(items []sigItem) bool {
+	if len(items) == 1 {
+		return v.verifySig(items[0].key, &items[0].msg, &items[0].sig)
+	}
+	n := len(items)
+	random := make([]byte, 16*n)
+	rand.Read(random)
+	terms := make([]batchTerm, n)
+	jac := make([]curve.G1Jac, n*rTable)
+	seven := fp.NewElement(7)
+
+	var sum secp256k1.ModNScalar // Σ a_i·s_i
+	top := -1
+	for i := range items {
+		it, t := &items[i], &terms[i]
+		r, err := fp.BigEndian.Element((*[32]byte)(it.sig[:32]))
+		if err != nil {
+			return false
+		}
+		var s secp256k1.ModNScalar
+		if overflow := s.SetByteSlice(it.sig[32:]); overflow {
+			return false
+		}
+		ch := v.challenge(it.sig[:32], &it.key.x, &it.msg)
+		var e secp256k1.ModNScalar
+		e.SetBytes(&ch)
+
+		// -R_i: lift_x(r_i) has the even y; its negation the odd one.
+		var y2, y fp.Element
+		y2.Square(&r).Mul(&y2, &r).Add(&y2, &seven)
+		if y.Sqrt(&y2) == nil {
+			return false
+		}
+		if !isOdd(&y) {
+			y.Neg(&y)
+		}
+		negR := curve.G1Affine{X: r, Y: y}
+		var twice curve.G1Jac
+		twice.DoubleMixed(&negR)
+		odd := jac[i*rTable : (i+1)*rTable]
+		odd[0].FromAffine(&negR)
+		for j := 1; j < rTable; j++ {
+			odd[j] = odd[j-1]
+			odd[j].AddAssign(&twice)
+		}
+
+		var a secp256k1.ModNScalar
+		if i == 0 {
+			a.SetInt(1)
+		} else {
+			var b [32]byte
+			copy(b[16:], random[16*i:16*i+16])
+			a.SetBytes(&b)
+		}
+		var as, c secp256k1.ModNScalar
+		as.Mul2(&a, &s)
+		sum.Add(&as)
+		c.Mul2(&a, &e).Negate()
+		c1, c2 := splitScalar(&c)
+
+		t.key = it.key
+		top = max(top,
+			wnaf(&t.c1, &c1, keyWindow),
+			wnaf(&t.c2, &c2, keyWindow),
+			wnaf(&t.a, &a, rWindow))
+		for j := range t.lam {
+			t.lam[j].X.Mul(&it.key.table[j].X, &endoBeta)
+			t.lam[j].Y = it.key.table[j].Y
+		}
+	}
+	affine := make([]curve.G1Affine, len(jac))
+	toAffine(jac, affine, make([]fp.Element, len(jac)))
+	for i := range terms {
+		copy(terms[i].negR[:], affine[i*rTable:])
+	}
+
+	s1, s2 := splitScalar(&sum)
+	var ns1, ns2 [wnafDigits]int8
+	top = max(top, wnaf(&ns1, &s1, baseWindow), wnaf(&ns2, &s2, baseWindow))
+	base := baseMultiples()
+
+	var q curve.G1Jac // the point at infinity (Z = 0)
+	for pos := top; pos >= 0; pos-- {
+		jacDouble(&q)
+		for i := range terms {
+			t := &terms[i]
+			if d := t.c1[pos]; d != 0 {
+				addDigit(&q, t.key.table[:], d)
+			}
+			if d := t.c2[pos]; d != 0 {
+				addDigit(&q, t.lam[:], d)
+			}
+			if d := t.a[pos]; d != 0 {
+				addDigit(&q, t.negR[:], d)
+			}
+		}
+		if d := ns1[pos]; d != 0 {
+			addDigit(&q, base.g[:], d)
+		}
+		if d := ns2[pos]; d != 0 {
+			addDigit(&q, base.lamG[:], d)
+		}
+	}
+	return q.Z.IsZero()
+}
