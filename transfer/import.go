@@ -618,7 +618,8 @@ func (im *importer) flushAudit() error {
 	return nil
 }
 
-// flushEvents verifies the pending batch with Workers goroutines and
+// flushEvents verifies the pending batch with Workers goroutines (batch
+// verification, 64 signatures at a time) and
 // stores it: through the destination's RestoreEvents when it has one (one
 // write per run of events of one community), else by Workers concurrent
 // RestoreEvents. Without KeepGoing, the first refused event (a bad id or
@@ -631,14 +632,23 @@ func (im *importer) flushEvents() error {
 	batch := im.events
 	im.events, im.eventBytes = im.events[:0:0], 0
 	results := make([]error, len(batch))
-	im.parallel(len(batch), func(i int) {
-		ev := batch[i].ev
-		if err := im.v.Verify(ev); err != nil {
-			results[i] = refusal{fmt.Errorf("event %s: %w", ev.ID, err)}
-		} else if _, _, err := channel.OfEvent(ev); err != nil {
-			// What either store refuses; checked here so that the
-			// events after it are not stored either.
-			results[i] = refusal{fmt.Errorf("event %s: %w", ev.ID, err)}
+	// Signatures are checked in chunks, each in one batch verification.
+	const chunk = 64
+	im.parallel((len(batch)+chunk-1)/chunk, func(c int) {
+		part := batch[c*chunk : min((c+1)*chunk, len(batch))]
+		events := make([]*nostr.Event, len(part))
+		for i := range part {
+			events[i] = part[i].ev
+		}
+		for i, err := range im.v.VerifyBatch(events) {
+			ev := events[i]
+			if err != nil {
+				results[c*chunk+i] = refusal{fmt.Errorf("event %s: %w", ev.ID, err)}
+			} else if _, _, err := channel.OfEvent(ev); err != nil {
+				// What either store refuses; checked here so that the
+				// events after it are not stored either.
+				results[c*chunk+i] = refusal{fmt.Errorf("event %s: %w", ev.ID, err)}
+			}
 		}
 	})
 	cut := len(batch)

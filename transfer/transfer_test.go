@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -265,5 +266,56 @@ func TestImportReactionSlot(t *testing.T) {
 	}
 	if got, want := storetest.QueryIDs(t, dst, cid, nostr.Filter{Kinds: []int{7}}), []string{first.ID}; !slices.Equal(got, want) {
 		t.Fatalf("reactions stored: %v, want %v", got, want)
+	}
+}
+
+// TestImportRefusesBadSignatures: events are verified in batches of
+// signatures; a bad signature or id anywhere in them (here in the first
+// and the third chunk of 64) refuses that event alone, on the line it
+// came from.
+func TestImportRefusesBadSignatures(t *testing.T) {
+	ctx := context.Background()
+	alice, bob := storetest.NewAuthor(t), storetest.NewAuthor(t)
+	cid := tenant.NewCommunityID()
+	src := `{"buzz_export":1}` + "\n" +
+		`{"type":"community","host":"a.example","id":"` + cid.String() + `","created_at":1700000000,"access":"open","profile":{"name":"","description":"","icon":"","contact":""},"aliases":[]}` + "\n"
+	const n, badID, badSig = 150, 10, 140
+	var bad []string
+	for i := range n {
+		a := alice
+		if i%3 == 0 {
+			a = bob
+		}
+		ev := a.Event(t, nostr.KindNote, 1_700_000_000+int64(i), "note "+strconv.Itoa(i))
+		switch i {
+		case badID:
+			ev.Content += "!"
+		case badSig:
+			c := byte('0')
+			if ev.Sig[70] == '0' {
+				c = '1'
+			}
+			ev.Sig = ev.Sig[:70] + string(c) + ev.Sig[71:]
+		}
+		if i == badID || i == badSig {
+			bad = append(bad, ev.ID)
+		}
+		src += `{"type":"event","host":"a.example","event":` + string(ev.AppendJSON(nil)) + "}\n"
+	}
+	src += `{"type":"end","communities":1,"events":` + strconv.Itoa(n) + `,"records":` + strconv.Itoa(n+1) + "}\n"
+
+	dst := openSQLite(t)
+	st, err := transfer.Import(ctx, strings.NewReader(src), dst, transfer.ImportOptions{KeepGoing: true})
+	if err != nil || st.New != n-2 || st.Refused != 2 {
+		t.Fatalf("keep going: %+v, %v; want %d new, 2 refused", st, err, n-2)
+	}
+	if got := storetest.QueryIDs(t, dst, cid, nostr.Filter{IDs: bad}); len(got) != 0 {
+		t.Fatalf("stored the refused events %v", got)
+	}
+	dst = openSQLite(t)
+	st, err = transfer.Import(ctx, strings.NewReader(src), dst, transfer.ImportOptions{})
+	var le *transfer.LineError
+	if !errors.As(err, &le) || le.Line != 3+badID || !errors.Is(err, nostr.ErrIDMismatch) || st.New != badID {
+		t.Fatalf("import = %+v, %v; want line %d refused for its id, %d events stored", st, err, 3+badID, badID)
 	}
 }
