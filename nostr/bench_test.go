@@ -137,7 +137,8 @@ func BenchmarkVerify(b *testing.B) {
 // author's first event (buzzbench's ingest); cache=off lifts the key every
 // time, the ceiling for events from authors never seen before. The
 // events/s metric is the figure; compare it with buzzbench's closed-loop
-// ingest of the same build with the relay pinned to one core.
+// ingest of the same build with the relay pinned to one core. batch=64
+// is the ceiling with VerifyBatch, as a busy relay verifies.
 func BenchmarkVerifyCeiling(b *testing.B) {
 	events := ceilingEvents(b, 4000, 200)
 	for _, c := range []struct {
@@ -168,6 +169,25 @@ func BenchmarkVerifyCeiling(b *testing.B) {
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
+	// What the relay does with events that arrive together: VerifyBatch
+	// in batches of 64 (one signature at a time in the libsecp256k1 build).
+	b.Run("batch=64/verifier="+VerifyBackend, func(b *testing.B) {
+		v := newTestVerifier(b)
+		v.VerifyBatch(events)
+		v.cache.Wait()
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			at := n % (len(events) - len(events)%64)
+			for _, err := range v.VerifyBatch(events[at : at+64]) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			n += 64
+		}
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+	})
 }
 
 // ceilingEvents signs n kind-1 notes by the given number of authors, with

@@ -66,7 +66,7 @@ func runFigures(cfg *config, run []result) map[figureRow]float64 {
 	}
 	put(figureRow{order: 0, param: cfg.Conns, name: fmt.Sprintf("ingest, %s, 1 event in flight each", conns), unit: "ev/s"}, "ingest", "events_per_s")
 	put(figureRow{order: 1, param: cfg.Window, name: fmt.Sprintf("ingest, %s, %d events in flight each", conns, cfg.Window), unit: "ev/s"}, "ingest-pipelined", "events_per_s")
-	put(figureRow{order: 2, name: "verify ceiling, one core (BenchmarkVerifyCeiling)", unit: "ev/s"}, ceilingScenario, "events_per_s")
+	put(figureRow{order: 2, name: "verify ceiling, one core (BenchmarkVerifyCeiling, batches of 64)", unit: "ev/s"}, ceilingScenario, "events_per_s")
 	put(figureRow{order: 4, name: "ingest OK latency p99, 1 in flight", unit: "ms"}, "ingest", "ok_p99")
 	var logSum float64
 	shapes := 0

@@ -67,7 +67,7 @@ func TestMergeReports(t *testing.T) {
 	for _, want := range []string{
 		"| figure | unit | buzzd (3 runs) | peer (2 runs) |",
 		"| ingest, 16 connections, 1 event in flight each | ev/s | 2000 | 600 |",
-		"| verify ceiling, one core (BenchmarkVerifyCeiling) | ev/s | 8000 | - |",
+		"| verify ceiling, one core (BenchmarkVerifyCeiling, batches of 64) | ev/s | 8000 | - |",
 		"| closed-loop ingest ÷ verify ceiling | % | 25 | - |",
 		"| ingest OK latency p99, 1 in flight | ms | 6 | 9 |",
 		"| REQ p50, ids (sequential) | ms | 16 | 1 |",
