@@ -136,6 +136,14 @@ type verifyCall struct {
 	scratch batchScratch
 }
 
+// shift returns the queue without its first k calls, in the same array,
+// the vacated slots cleared. b.mu must be held.
+func (b *batcher) shift(k int) []*verifyCall {
+	n := copy(b.queue, b.queue[k:])
+	clear(b.queue[n:])
+	return b.queue[:n]
+}
+
 func newVerifyCall() any { return &verifyCall{done: make(chan bool, 1)} }
 
 // lead checks self and the calls queued behind it (up to maxBatch in all)
@@ -147,7 +155,7 @@ func (v *Verifier) lead(self *verifyCall) {
 	b.mu.Lock()
 	k := min(len(b.queue), maxBatch-1)
 	self.waiting = append(self.waiting[:0], b.queue[:k]...)
-	b.queue = b.queue[:copy(b.queue, b.queue[k:])]
+	b.queue = b.shift(k)
 	b.mu.Unlock()
 
 	self.batch = append(self.batch[:0], self.event)
@@ -171,7 +179,7 @@ func (v *Verifier) lead(self *verifyCall) {
 		return
 	}
 	next := b.queue[0]
-	b.queue = b.queue[:copy(b.queue, b.queue[1:])]
+	b.queue = b.shift(1)
 	b.mu.Unlock()
 	next.done <- true
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -100,6 +101,29 @@ func TestVerifySigsCancellingErrors(t *testing.T) {
 		if v.verifySigs(batch) {
 			t.Errorf("signatures %d and %d, s shifted by +δ and -δ: the batch passed", i, i+1)
 		}
+	}
+}
+
+// TestVerifyBatchAfterBadSignature: a batch with a bad signature is
+// checked one by one, and so are the batches after it until one is clean;
+// then batches are checked together again.
+func TestVerifyBatchAfterBadSignature(t *testing.T) {
+	v := newTestVerifier(t)
+	events := batchEvents(t, 8, 4)
+	bad := *events[3]
+	bad.Sig = bad.Sig[:127] + flipHex(bad.Sig[127])
+	withBad := append(append(append([]*Event{}, events[:3]...), &bad), events[4:]...)
+	if errs := v.VerifyBatch(withBad); errs[3] != ErrBadSignature || errs[2] != nil || errs[4] != nil {
+		t.Fatalf("batch with a bad signature: %v", errs)
+	}
+	if !v.batches.failing.Load() {
+		t.Fatal("after a batch with a bad signature: not checking one by one")
+	}
+	if errs := v.VerifyBatch(events); slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		t.Fatalf("clean batch: %v", errs)
+	}
+	if v.batches.failing.Load() {
+		t.Fatal("after a clean batch checked one by one: still checking one by one")
 	}
 }
 
