@@ -64,13 +64,13 @@ func (v *Verifier) verifyEvents(events []*Event, errs []error, s *batchScratch) 
 	if len(s.items) == 0 {
 		return
 	}
-	if !v.batches.failing.Load() && v.verifySigs(s.items) {
+	if len(s.items) > 1 && !v.batches.failing.Load() && v.verifySigs(s.items) {
 		return
 	}
-	// At least one signature is bad (or a recent batch had one): find
-	// which, one by one. Until a batch checked this way turns out clean,
-	// later batches are checked this way too, so a sender of bad
-	// signatures cannot make every batch cost twice.
+	// One signature, or at least one bad signature in the batch (or in a
+	// recent one): check them one by one. Until a batch checked this way
+	// turns out clean, later batches are checked this way too, so a
+	// sender of bad signatures cannot make every batch cost twice.
 	clean := true
 	for k := range s.items {
 		it := &s.items[k]
