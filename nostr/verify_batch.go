@@ -28,11 +28,16 @@ type sigItem struct {
 // answer.
 func (v *Verifier) VerifyBatch(events []*Event) []error {
 	errs := make([]error, len(events))
-	var scratch batchScratch
+	scratch, _ := v.batches.scratch.Get().(*batchScratch)
+	if scratch == nil {
+		scratch = new(batchScratch)
+	}
 	for start := 0; start < len(events); start += maxBatch {
 		end := min(start+maxBatch, len(events))
-		v.verifyEvents(events[start:end], errs[start:end], &scratch)
+		v.verifyEvents(events[start:end], errs[start:end], scratch)
 	}
+	clear(scratch.items) // drop the key pointers
+	v.batches.scratch.Put(scratch)
 	return errs
 }
 
@@ -40,6 +45,7 @@ func (v *Verifier) VerifyBatch(events []*Event) []error {
 type batchScratch struct {
 	items []sigItem
 	index []int // items[k] belongs to events[index[k]]
+	sig   sigScratch
 }
 
 // verifyEvents sets errs[i] to the result of Verify(events[i]).
@@ -64,7 +70,7 @@ func (v *Verifier) verifyEvents(events []*Event, errs []error, s *batchScratch) 
 	if len(s.items) == 0 {
 		return
 	}
-	if len(s.items) > 1 && !v.batches.failing.Load() && v.verifySigs(s.items) {
+	if len(s.items) > 1 && !v.batches.failing.Load() && v.verifySigs(s.items, &s.sig) {
 		return
 	}
 	// One signature, or at least one bad signature in the batch (or in a
@@ -120,6 +126,7 @@ type batcher struct {
 	queue   []*verifyCall // waiting, oldest first
 	leaders int           // calls checking a batch now
 	calls   sync.Pool     // of *verifyCall
+	scratch sync.Pool     // of *batchScratch, VerifyBatch's
 	failing atomic.Bool   // the last batch checked one by one had a bad signature
 }
 

@@ -50,6 +50,7 @@ func sigItemsOf(t *testing.T, v *Verifier, events []*Event) []sigItem {
 func TestVerifySigsBIP340Vectors(t *testing.T) {
 	v := newTestVerifier(t)
 	good := sigItemsOf(t, v, batchEvents(t, 6, 3))
+	sc := &sigScratch{} // reused, as a caller's batches reuse theirs
 	for _, tc := range bip340Vectors {
 		key, ok := v.lookup(hexLower(mustHexBytes(t, tc.pub)))
 		if !ok {
@@ -64,7 +65,7 @@ func TestVerifySigsBIP340Vectors(t *testing.T) {
 		copy(it.sig[:], mustHexBytes(t, tc.sig))
 		for _, at := range []int{0, 3, len(good)} {
 			batch := append(append(append([]sigItem{}, good[:at]...), it), good[at:]...)
-			if got := v.verifySigs(batch); got != tc.valid {
+			if got := v.verifySigs(batch, sc); got != tc.valid {
 				t.Errorf("vector %d at %d of %d: batch = %v, want %v", tc.index, at, len(batch), got, tc.valid)
 			}
 		}
@@ -98,7 +99,7 @@ func TestVerifySigsCancellingErrors(t *testing.T) {
 				t.Fatalf("signature %d alone verifies %v, want %v", k, got, want)
 			}
 		}
-		if v.verifySigs(batch) {
+		if v.verifySigs(batch, &sigScratch{}) {
 			t.Errorf("signatures %d and %d, s shifted by +δ and -δ: the batch passed", i, i+1)
 		}
 	}
@@ -219,6 +220,7 @@ func FuzzVerifySigsAgrees(f *testing.F) {
 	f.Add(uint8(1), uint16(3*512+300))
 	v := newTestVerifier(f)
 	events := batchEvents(f, 40, 10)
+	sc := &sigScratch{} // reused across inputs of every size
 	f.Fuzz(func(t *testing.T, n uint8, flip uint16) {
 		batch := sigItemsOf(t, v, events[:1+int(n)%len(events)])
 		if i := int(flip) / 512; i < len(batch) {
@@ -228,7 +230,7 @@ func FuzzVerifySigsAgrees(f *testing.F) {
 		for k := range batch {
 			want = want && v.verifySig(batch[k].key, &batch[k].msg, &batch[k].sig)
 		}
-		if got := v.verifySigs(batch); got != want {
+		if got := v.verifySigs(batch, sc); got != want {
 			t.Fatalf("batch of %d, bit %d flipped: batch = %v, one by one %v", len(batch), flip, got, want)
 		}
 	})

@@ -53,10 +53,13 @@ func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool 
 // verification, so VerifyConcurrent calls Verify.
 const batchVerification = false
 
+// sigScratch is the pure-Go batch's working memory; this build needs none.
+type sigScratch struct{}
+
 // verifySigs reports whether every signature of items is valid, checking
 // each with secp256k1_schnorrsig_verify (the system library has no batch
 // verification).
-func (v *Verifier) verifySigs(items []sigItem) bool {
+func (v *Verifier) verifySigs(items []sigItem, _ *sigScratch) bool {
 	for i := range items {
 		if !v.verifySig(items[i].key, &items[i].msg, &items[i].sig) {
 			return false

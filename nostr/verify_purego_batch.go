@@ -32,6 +32,25 @@ type batchTerm struct {
 	negR   [rTable]curve.G1Affine // -R, -3R, -5R, -7R
 }
 
+// sigScratch holds a batch's working memory, reused by the next batch of
+// the same caller.
+type sigScratch struct {
+	random []byte
+	terms  []batchTerm
+	jac    []curve.G1Jac
+	affine []curve.G1Affine
+	zs     []fp.Element
+}
+
+// resized returns s with length n, reusing its array when it is large
+// enough. The contents are not cleared.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
 // verifySigs reports whether every signature of items is valid, with
 // BIP-340 batch verification: for random 128-bit a_i (a_0 = 1) it checks
 //
@@ -41,21 +60,25 @@ type batchTerm struct {
 // (Strauss' method). A false answer means at least one signature is
 // invalid; a true answer is wrong with probability below 2^-128. One item
 // is verified alone.
-func (v *Verifier) verifySigs(items []sigItem) bool {
+func (v *Verifier) verifySigs(items []sigItem, sc *sigScratch) bool {
 	if len(items) == 1 {
 		return v.verifySig(items[0].key, &items[0].msg, &items[0].sig)
 	}
 	n := len(items)
-	random := make([]byte, 16*n)
+	sc.random = resized(sc.random, 16*n)
+	random := sc.random
 	rand.Read(random)
-	terms := make([]batchTerm, n)
-	jac := make([]curve.G1Jac, n*rTable)
+	sc.terms = resized(sc.terms, n)
+	terms := sc.terms
+	sc.jac = resized(sc.jac, n*rTable)
+	jac := sc.jac
 	seven := fp.NewElement(7)
 
 	var sum secp256k1.ModNScalar // Σ a_i·s_i
 	top := -1
 	for i := range items {
 		it, t := &items[i], &terms[i]
+		*t = batchTerm{} // wnaf writes only the non-zero digits
 		r, err := fp.BigEndian.Element((*[32]byte)(it.sig[:32]))
 		if err != nil {
 			return false
@@ -111,8 +134,10 @@ func (v *Verifier) verifySigs(items []sigItem) bool {
 			t.lam[j].Y = it.key.table[j].Y
 		}
 	}
-	affine := make([]curve.G1Affine, len(jac))
-	toAffine(jac, affine, make([]fp.Element, len(jac)))
+	sc.affine = resized(sc.affine, len(jac))
+	sc.zs = resized(sc.zs, len(jac))
+	affine := sc.affine
+	toAffine(jac, affine, sc.zs)
 	for i := range terms {
 		copy(terms[i].negR[:], affine[i*rTable:])
 	}
