@@ -361,6 +361,7 @@ func AppendCountResult(dst []byte, subID string, count int64) []byte {
 // AppendEventMessage appends ["EVENT", <sub id>, <event>], rawEvent being
 // an event's AppendJSON bytes, copied as they are.
 func AppendEventMessage(dst []byte, subID string, rawEvent []byte) []byte {
+	dst = grow(dst, len(`["EVENT",`)+stringSize(subID)+1+len(rawEvent)+1)
 	dst = append(dst, `["EVENT",`...)
 	dst = AppendString(dst, subID)
 	dst = append(dst, ',')

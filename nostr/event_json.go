@@ -284,11 +284,29 @@ func (e *Event) AppendJSON(dst []byte) []byte {
 // escapes: what AppendJSON and AppendCanonical grow their buffer by, so
 // that writing them allocates once.
 func (e *Event) bodySize() int {
-	n := len(e.Content) + 4
+	// Escapes lengthen a string past its length (a newline or a quote by
+	// one byte): the content gets an eighth more, enough for ordinary
+	// text; a string with more escapes costs one more allocation.
+	n := len(e.Content) + len(e.Content)/8 + 16
 	for _, t := range e.Tags {
 		n += 3
 		for _, v := range t {
 			n += len(v) + 3
+		}
+	}
+	return n
+}
+
+// stringSize is the length of AppendString's output for s: s with its
+// quotes and escapes. It reads all of s: for short strings.
+func stringSize(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\t' || c == '\n' || c == '\f' || c == '\r':
+			n++
+		case c < 0x20:
+			n += 5
 		}
 	}
 	return n

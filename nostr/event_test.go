@@ -400,9 +400,19 @@ func TestAppendAllocatesOnce(t *testing.T) {
 	for i := range 12 {
 		ev.Tags = append(ev.Tags, Tag{"e", hexA, "wss://relay.example/" + strings.Repeat("x", i), "reply"})
 	}
+	// Escapes lengthen the output past the strings' lengths: a quote or
+	// a newline by one byte. Ordinary text has a few.
+	escaped := &Event{ID: hexA, PubKey: hexB, CreatedAt: 1_700_000_000, Kind: 1, Sig: hexSig,
+		Content: strings.Repeat("a line of a \"quoted\" note, then a break\n", 30),
+		Tags:    Tags{{"t", "new\nline"}, {"alt", "a \"quoted\" alt text"}}}
+	raw := ev.AppendJSON(nil)
 	for name, fn := range map[string]func(){
-		"AppendJSON":      func() { _ = ev.AppendJSON(nil) },
-		"AppendCanonical": func() { _ = ev.AppendCanonical(nil) },
+		"AppendJSON":                 func() { _ = ev.AppendJSON(nil) },
+		"AppendCanonical":            func() { _ = ev.AppendCanonical(nil) },
+		"AppendJSON, escaped":        func() { _ = escaped.AppendJSON(nil) },
+		"AppendCanonical, escaped":   func() { _ = escaped.AppendCanonical(nil) },
+		"AppendEventMessage":         func() { _ = AppendEventMessage(nil, "sub-1", raw) },
+		"AppendEventMessage, quoted": func() { _ = AppendEventMessage(nil, "sub\"1\n", raw) },
 	} {
 		if n := testing.AllocsPerRun(50, fn); n != 1 {
 			t.Errorf("%s: %v allocations, want 1", name, n)
