@@ -28,24 +28,44 @@ type sigItem struct {
 // answer.
 func (v *Verifier) VerifyBatch(events []*Event) []error {
 	errs := make([]error, len(events))
-	scratch, _ := v.batches.scratch.Get().(*batchScratch)
-	if scratch == nil {
-		scratch = new(batchScratch)
-	}
+	scratch := v.batches.getScratch()
 	for start := 0; start < len(events); start += maxBatch {
 		end := min(start+maxBatch, len(events))
 		v.verifyEvents(events[start:end], errs[start:end], scratch)
 	}
-	clear(scratch.items) // drop the key pointers
-	v.batches.scratch.Put(scratch)
+	v.batches.putScratch(scratch)
 	return errs
 }
 
-// batchScratch is reused by the batches of one caller.
+// batchScratch is a batch's working memory. It is pooled per Verifier
+// (batcher.scratch), not kept with a call: there are as many calls as
+// events in flight, but only as many batches at once as leaders.
 type batchScratch struct {
 	items []sigItem
 	index []int // items[k] belongs to events[index[k]]
 	sig   sigScratch
+	// VerifyConcurrent's leader: the calls it answers, their events and
+	// results.
+	waiting []*verifyCall
+	batch   []*Event
+	errs    []error
+}
+
+// getScratch returns a batch's working memory from the pool.
+func (b *batcher) getScratch() *batchScratch {
+	if s, ok := b.scratch.Get().(*batchScratch); ok {
+		return s
+	}
+	return new(batchScratch)
+}
+
+// putScratch returns s to the pool, dropping its references to events,
+// keys and calls.
+func (b *batcher) putScratch(s *batchScratch) {
+	clear(s.items[:cap(s.items)])
+	clear(s.waiting[:cap(s.waiting)])
+	clear(s.batch[:cap(s.batch)])
+	b.scratch.Put(s)
 }
 
 // verifyEvents sets errs[i] to the result of Verify(events[i]).
@@ -126,7 +146,7 @@ type batcher struct {
 	queue   []*verifyCall // waiting, oldest first
 	leaders int           // calls checking a batch now
 	calls   sync.Pool     // of *verifyCall
-	scratch sync.Pool     // of *batchScratch, VerifyBatch's
+	scratch sync.Pool     // of *batchScratch
 	failing atomic.Bool   // the last batch checked one by one had a bad signature
 }
 
@@ -136,11 +156,7 @@ type verifyCall struct {
 	err   error
 	// done receives false when another call has checked this one, true
 	// when this call is to lead the next batch.
-	done    chan bool
-	batch   []*Event
-	errs    []error
-	waiting []*verifyCall
-	scratch batchScratch
+	done chan bool
 }
 
 // shift returns the queue without its first k calls, in the same array,
@@ -159,25 +175,25 @@ func newVerifyCall() any { return &verifyCall{done: make(chan bool, 1)} }
 func (v *Verifier) lead(self *verifyCall) {
 	b := &v.batches
 	runtime.Gosched()
+	sc := b.getScratch()
 	b.mu.Lock()
 	k := min(len(b.queue), maxBatch-1)
-	self.waiting = append(self.waiting[:0], b.queue[:k]...)
+	sc.waiting = append(sc.waiting[:0], b.queue[:k]...)
 	b.queue = b.shift(k)
 	b.mu.Unlock()
 
-	self.batch = append(self.batch[:0], self.event)
-	for _, c := range self.waiting {
-		self.batch = append(self.batch, c.event)
+	sc.batch = append(sc.batch[:0], self.event)
+	for _, c := range sc.waiting {
+		sc.batch = append(sc.batch, c.event)
 	}
-	self.errs = slices.Grow(self.errs[:0], len(self.batch))[:len(self.batch)]
-	v.verifyEvents(self.batch, self.errs, &self.scratch)
-	self.err = self.errs[0]
-	for i, c := range self.waiting {
-		c.err = self.errs[i+1]
+	sc.errs = slices.Grow(sc.errs[:0], len(sc.batch))[:len(sc.batch)]
+	v.verifyEvents(sc.batch, sc.errs, sc)
+	self.err = sc.errs[0]
+	for i, c := range sc.waiting {
+		c.err = sc.errs[i+1]
 		c.done <- false
 	}
-	clear(self.batch)
-	clear(self.waiting)
+	b.putScratch(sc)
 
 	b.mu.Lock()
 	if len(b.queue) == 0 {
