@@ -32,8 +32,8 @@ type batchTerm struct {
 	negR   [rTable]curve.G1Affine // -R, -3R, -5R, -7R
 }
 
-// sigScratch holds a batch's working memory, reused by the next batch of
-// the same caller.
+// sigScratch holds a batch's working memory; it is pooled with the rest
+// of a batch's (batchScratch), so later batches reuse it.
 type sigScratch struct {
 	random []byte
 	terms  []batchTerm

@@ -619,10 +619,9 @@ func (im *importer) flushAudit() error {
 }
 
 // flushEvents verifies the pending batch with Workers goroutines (batch
-// verification, 64 signatures at a time) and
-// stores it: through the destination's RestoreEvents when it has one (one
-// write per run of events of one community), else by Workers concurrent
-// RestoreEvents. Without KeepGoing, the first refused event (a bad id or
+// verification, 64 signatures at a time) and stores it: through the
+// destination's RestoreEvents when it has one (one write per run of events
+// of one community), else by Workers concurrent RestoreEvents. Without KeepGoing, the first refused event (a bad id or
 // signature, or a malformed h tag) stops the import: the events before it
 // are stored, none after it.
 func (im *importer) flushEvents() error {
