@@ -280,9 +280,9 @@ func (e *Event) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// bodySize is the length of the event's tags and content as JSON, without
-// escapes: what AppendJSON and AppendCanonical grow their buffer by, so
-// that writing them allocates once.
+// bodySize is about the length of the event's tags and content as JSON,
+// with room for some escapes: what AppendJSON and AppendCanonical grow
+// their buffer by, so that writing them allocates once.
 func (e *Event) bodySize() int {
 	// Escapes lengthen a string past its length (a newline or a quote by
 	// one byte): the content gets an eighth more, enough for ordinary

@@ -98,22 +98,34 @@ func (v *Verifier) Close() {
 // that id by e.PubKey (ErrBadSignature otherwise, also for a pubkey that is
 // not on the curve or a malformed sig).
 func (v *Verifier) Verify(e *Event) error {
-	var id [32]byte
-	if !DecodeLowerHex(id[:], e.ID) || id != e.hash() {
-		return ErrIDMismatch
+	it, err := v.sigItemOf(e)
+	if err != nil {
+		return err
 	}
-	var sig [64]byte
-	if !DecodeLowerHex(sig[:], e.Sig) {
-		return ErrBadSignature
-	}
-	key, ok := v.lookup(e.PubKey)
-	if !ok {
-		return ErrBadSignature
-	}
-	if !v.verifySig(key, &id, &sig) {
+	if !v.verifySig(it.key, &it.msg, &it.sig) {
 		return ErrBadSignature
 	}
 	return nil
+}
+
+// sigItemOf checks e's id and decodes its signature and key, what Verify
+// and a batch check before the signature itself: ErrIDMismatch when the
+// id is not the hash of the event, ErrBadSignature when the signature is
+// not hex or the pubkey not a point of the curve.
+func (v *Verifier) sigItemOf(e *Event) (sigItem, error) {
+	var it sigItem
+	if !DecodeLowerHex(it.msg[:], e.ID) || it.msg != e.hash() {
+		return it, ErrIDMismatch
+	}
+	if !DecodeLowerHex(it.sig[:], e.Sig) {
+		return it, ErrBadSignature
+	}
+	key, ok := v.lookup(e.PubKey)
+	if !ok {
+		return it, ErrBadSignature
+	}
+	it.key = key
+	return it, nil
 }
 
 // lookup returns the lifted public key for hex pubkey, from the cache when

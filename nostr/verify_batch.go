@@ -72,18 +72,10 @@ func (b *batcher) putScratch(s *batchScratch) {
 func (v *Verifier) verifyEvents(events []*Event, errs []error, s *batchScratch) {
 	s.items, s.index = s.items[:0], s.index[:0]
 	for i, e := range events {
-		var it sigItem
-		if !DecodeLowerHex(it.msg[:], e.ID) || it.msg != e.hash() {
-			errs[i] = ErrIDMismatch
+		it, err := v.sigItemOf(e)
+		if errs[i] = err; err != nil {
 			continue
 		}
-		key, ok := v.lookup(e.PubKey)
-		if !ok || !DecodeLowerHex(it.sig[:], e.Sig) {
-			errs[i] = ErrBadSignature
-			continue
-		}
-		it.key = key
-		errs[i] = nil
 		s.items = append(s.items, it)
 		s.index = append(s.index, i)
 	}
