@@ -239,9 +239,19 @@ func TestOracleAgreesWithNostrMatches(t *testing.T) {
 			}
 		}
 	}
+	perShape := map[string]int{}
 	for _, pc := range c.planCounts(0, 5) {
+		perShape[pc.Shape]++
 		if pc.Want == 0 && pc.Shape != "kind1_tag_t" {
 			t.Errorf("COUNT %s expects 0", pc.Shape)
 		}
+	}
+	for _, shape := range countShapes {
+		if perShape[shape] != 5 {
+			t.Errorf("%d planned COUNTs of shape %s, want 5", perShape[shape], shape)
+		}
+	}
+	if len(perShape) != len(countShapes) {
+		t.Errorf("planned COUNT shapes %v, want %v", perShape, countShapes)
 	}
 }

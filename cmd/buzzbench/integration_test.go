@@ -195,7 +195,7 @@ func TestRunJSONEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"-url", a, "-b", b, "-seed", "42", "-events", "200", "-conns", "3", "-reqs", "21",
-		"-subs", "5", "-publishes", "5", "-cache", filepath.Join(dir, "cache"), "-json", "-runs", "2", "ingest,req,fanout"}
+		"-counts", "9", "-subs", "5", "-publishes", "5", "-cache", filepath.Join(dir, "cache"), "-json", "-runs", "2", "ingest,req,count,fanout"}
 	if err := run(context.Background(), args, out, errOut); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestFanoutAuthenticatesRefusedSubscribers(t *testing.T) {
 func TestParseFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"-url", "http://x"}, {"-events", "5"}, {"-conns", "0"}, {"-runs", "0"}, {"nosuch"},
-		{"-b-start", "x"}, {"-write-frac", "2"},
+		{"-b-start", "x"}, {"-write-frac", "2"}, {"-counts", "2"},
 		{"crosspod"}, {"-sub-url", "http://x", "crosspod"},
 		{"-sub-url", "ws://localhost:2", "-b", "ws://localhost:3", "crosspod"},
 	} {

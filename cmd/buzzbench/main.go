@@ -65,6 +65,7 @@ type config struct {
 	Conns         int           `json:"conns"`
 	Window        int           `json:"window"`
 	Reqs          int           `json:"reqs"`
+	Counts        int           `json:"counts"`
 	Visible       int           `json:"visible"`
 	Subs          int           `json:"subs"`
 	Publishes     int           `json:"publishes"`
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.Conns, "conns", 16, "connections for ingest, concurrent REQs and mixed")
 	fs.IntVar(&cfg.Window, "window", 16, "events in flight per connection for ingest-pipelined")
 	fs.IntVar(&cfg.Reqs, "reqs", 2100, "REQs per mode (sequential, concurrent)")
+	fs.IntVar(&cfg.Counts, "counts", 600, "COUNT requests of the count scenario, as many of each of its 3 shapes (at least 3)")
 	fs.IntVar(&cfg.Visible, "visible", 200, "events for the visible scenario")
 	fs.IntVar(&cfg.Subs, "subs", 200, "subscribers for fanout and crosspod")
 	fs.IntVar(&cfg.Publishes, "publishes", 200, "events published during fanout and crosspod")
@@ -220,6 +222,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-window must be in 1..10000")
 	case cfg.Runs < 1 || cfg.Runs > 100:
 		return nil, errors.New("-runs must be in 1..100")
+	case cfg.Counts < len(countShapes):
+		return nil, fmt.Errorf("-counts must be at least %d (one COUNT of each shape)", len(countShapes))
 	case cfg.Reqs < 0 || cfg.Visible < 0 || cfg.Publishes < 0 || cfg.MixedOps < 0 || cfg.SlowPublishes < 0:
 		return nil, errors.New("counts must not be negative")
 	case cfg.Subs < 1 || cfg.Idle < 1:
@@ -308,7 +312,7 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) error {
 			}
 			perShape := max(1, min(64, cfg.Reqs/len(reqShapes)))
 			e := &env{cfg: cfg, c: c, run: runIdx, target: t.target, progress: prog,
-				queries: c.planQueries(runIdx, perShape), counts: c.planCounts(runIdx, 20)}
+				queries: c.planQueries(runIdx, perShape), counts: c.planCounts(runIdx, cfg.Counts/len(countShapes))}
 			prog.prefix = fmt.Sprintf("[%s run %d/%d]", t.Label, runIdx+1, cfg.Runs)
 			results, err := runScenarios(ctx, e, logDir)
 			if err != nil {

@@ -86,7 +86,12 @@ func (c *corpus) planQueries(run, perShape int) map[string][]plannedQuery {
 	return out
 }
 
-// planCounts returns perShape COUNT requests of each COUNT shape.
+// countShapes are the COUNT shapes of the count scenario, in the order
+// planCounts interleaves them.
+var countShapes = []string{"author", "kind1_tag_t", "thread"}
+
+// planCounts returns perShape COUNT requests of each shape of countShapes,
+// interleaved.
 func (c *corpus) planCounts(run, perShape int) []plannedCount {
 	r := rngFor(c.Seed, "counts", run)
 	var out []plannedCount
@@ -94,11 +99,17 @@ func (c *corpus) planCounts(run, perShape int) []plannedCount {
 		a := c.Events[r.IntN(len(c.Events))].Ev.PubKey
 		t := c.Topics[r.IntN(len(c.Topics))]
 		root := c.Events[c.Roots[skewed(r, len(c.Roots))]].Ev.ID
-		for _, pc := range []plannedCount{
-			{Shape: "author", Filters: []nostr.Filter{{Authors: []string{a}}}},
-			{Shape: "kind1_tag_t", Filters: []nostr.Filter{{Kinds: []int{1}, Tags: map[string][]string{"t": {t}}}}},
-			{Shape: "thread", Filters: []nostr.Filter{{Tags: map[string][]string{"e": {root}}}}},
-		} {
+		for _, shape := range countShapes {
+			var f nostr.Filter
+			switch shape {
+			case "author":
+				f.Authors = []string{a}
+			case "kind1_tag_t":
+				f.Kinds, f.Tags = []int{1}, map[string][]string{"t": {t}}
+			case "thread":
+				f.Tags = map[string][]string{"e": {root}}
+			}
+			pc := plannedCount{Shape: shape, Filters: []nostr.Filter{f}}
 			pc.Want = c.countExpected(pc.Filters)
 			out = append(out, pc)
 		}
