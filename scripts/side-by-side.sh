@@ -78,7 +78,9 @@
 # buzzd-libsecp256k1"]; PEERS ["khatru strfry strfry-allcores"]; PARTS
 # ["embedded"]: embedded (the table's main columns), postgres (the
 # PostgreSQL columns, databases buzzbench_* dropped and recreated for every
-# run), fanout (fan-out rows with 1,000 and 10,000 subscribers), crosspod
+# run), analyzed (with postgres: each PostgreSQL column again as
+# LABEL-analyzed, measuring req and count after the corpus is loaded and
+# `ANALYZE` has run on the whole database: buzzbench -before-reads), fanout (fan-out rows with 1,000 and 10,000 subscribers), crosspod
 # (three pods, above), auth (the authenticated columns, above);
 # PG [postgres://postgres@127.0.0.1:5432]; REDIS
 # [redis://127.0.0.1:6379/0], for crosspod; EVENTS [20000], the corpus size;
@@ -305,8 +307,10 @@ buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS=100000 BUZZ_MAX_CONNECTIONS_
 fresh() { echo "psql -q '$PG/postgres' -c 'DROP DATABASE IF EXISTS $1 WITH (FORCE)' -c 'CREATE DATABASE $1'"; }
 
 # column LABEL PORT START: one column of the embedded or PostgreSQL part.
-labels=() ports=() starts=()
-column() { labels+=("$1") ports+=("$2") starts+=("$3"); }
+# DB, for a PostgreSQL column: its database (PARTS analyzed runs ANALYZE
+# on it).
+labels=() ports=() starts=() dbs=()
+column() { labels+=("$1") ports+=("$2") starts+=("$3") dbs+=("${4:-}"); }
 port=3111
 if has "$PARTS" embedded || has "$PARTS" fanout || has "$PARTS" auth; then
 	for b in $BUILDS; do
@@ -330,11 +334,11 @@ embedded_columns=${#labels[@]}
 if has "$PARTS" postgres; then
 	for b in $BUILDS; do
 		db="buzzbench_${b//-/_}"
-		column "$b-pg" $port "$(fresh "$db") && RELAY_URL=ws://127.0.0.1:$port BUZZ_BIND_ADDR=127.0.0.1:$port DATABASE_URL=$PG/$db BUZZ_AUTO_MIGRATE=true $buzzd_env exec taskset -c 0 $OUT/$b"
+		column "$b-pg" $port "$(fresh "$db") && RELAY_URL=ws://127.0.0.1:$port BUZZ_BIND_ADDR=127.0.0.1:$port DATABASE_URL=$PG/$db BUZZ_AUTO_MIGRATE=true $buzzd_env exec taskset -c 0 $OUT/$b" "$db"
 		port=$((port + 1))
 	done
 	if has "$PEERS" khatru; then
-		column khatru-pg $port "$(fresh buzzbench_khatru) && exec taskset -c 0 $KHATRU $PG/buzzbench_khatru 127.0.0.1:$port"
+		column khatru-pg $port "$(fresh buzzbench_khatru) && exec taskset -c 0 $KHATRU $PG/buzzbench_khatru 127.0.0.1:$port" buzzbench_khatru
 		port=$((port + 1))
 	fi
 fi
@@ -387,6 +391,14 @@ for r in $(seq 1 "$RUNS"); do
 			names+=("$l authenticated run $r/$RUNS")
 		done
 	fi
+	if has "$PARTS" analyzed; then
+		for i in "${!labels[@]}"; do
+			l="${labels[$i]}" db="${dbs[$i]}"
+			[ -n "$db" ] || continue
+			cmds+=("$bench -json-out $REPORTS/$l-analyzed-run$r.json -name $l-analyzed -before-reads $(printf %q "psql -q $PG/$db -c ANALYZE") -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") req,count")
+			names+=("$l analyzed run $r/$RUNS")
+		done
+	fi
 	if has "$PARTS" fanout; then
 		for subs in 1000 10000; do
 			for ((i = 0; i < embedded_columns; i++)); do
@@ -403,7 +415,7 @@ done
 table() {
 	local files=() f
 	for l in "${labels[@]}" "${xlabels[@]}"; do
-		for f in "$REPORTS/ceiling-$l.json" "$REPORTS/$l"-run*.json "$REPORTS/$l"-fanout*.json "$REPORTS/$l"-auth-run*.json; do
+		for f in "$REPORTS/ceiling-$l.json" "$REPORTS/$l"-run*.json "$REPORTS/$l"-fanout*.json "$REPORTS/$l"-auth-run*.json "$REPORTS/$l"-analyzed-run*.json; do
 			[ -f "$f" ] && files+=("$f")
 		done
 	done

@@ -194,8 +194,9 @@ func TestRunJSONEndToEnd(t *testing.T) {
 	if err := c.writeCache(filepath.Join(dir, "cache")); err != nil {
 		t.Fatal(err)
 	}
+	hookLog := filepath.Join(dir, "before-reads.log")
 	args := []string{"-url", a, "-b", b, "-seed", "42", "-events", "200", "-conns", "3", "-reqs", "21",
-		"-counts", "9", "-subs", "5", "-publishes", "5", "-cache", filepath.Join(dir, "cache"), "-json", "-runs", "2", "ingest,req,count,fanout"}
+		"-counts", "9", "-before-reads", "echo reads >> " + hookLog, "-subs", "5", "-publishes", "5", "-cache", filepath.Join(dir, "cache"), "-json", "-runs", "2", "ingest,req,count,fanout"}
 	if err := run(context.Background(), args, out, errOut); err != nil {
 		t.Fatal(err)
 	}
@@ -223,11 +224,40 @@ func TestRunJSONEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// -before-reads ran once per relay and run, before its req.
+	if hook, err := os.ReadFile(hookLog); err != nil || strings.Count(string(hook), "reads\n") != 4 {
+		t.Errorf("-before-reads log = %q, %v; want 4 lines (2 relays, 2 runs)", hook, err)
+	}
 	// Runs against relays that are not restarted use one corpus per run;
 	// both were signed before measuring and printed with a fingerprint.
 	info, _ := os.ReadFile(errOut.Name())
 	if n := strings.Count(string(info), "fingerprint="); n != 2 {
 		t.Fatalf("want 2 corpus lines (seed and seed+1), got %d:\n%s", n, info)
+	}
+}
+
+// TestBeforeReadsFailureStopsTheRun: a -before-reads command that fails
+// ends the run with its error, before any REQ is measured.
+func TestBeforeReadsFailureStopsTheRun(t *testing.T) {
+	a := startTestRelay(t)
+	dir := t.TempDir()
+	c, err := testCorpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writeCache(filepath.Join(dir, "cache")); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-url", a, "-seed", "42", "-events", "200", "-conns", "3", "-reqs", "21",
+		"-before-reads", "echo no analyze; exit 3", "-cache", filepath.Join(dir, "cache"), "-json", "req"}
+	sink, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	err = run(context.Background(), args, sink, sink)
+	if err == nil || !strings.Contains(err.Error(), "-before-reads") || !strings.Contains(err.Error(), "no analyze") {
+		t.Fatalf("run with a failing -before-reads = %v, want its error and output", err)
 	}
 }
 

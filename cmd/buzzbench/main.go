@@ -22,6 +22,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -58,14 +60,18 @@ type config struct {
 	B *target `json:"b,omitempty"`
 	// SubURLs are the relays crosspod's subscribers connect to, in turn:
 	// other pods of A's deployment.
-	SubURLs       []string      `json:"sub_urls,omitempty"`
-	Scenarios     []string      `json:"scenarios"`
-	Seed          uint64        `json:"seed"`
-	Events        int           `json:"events"`
-	Conns         int           `json:"conns"`
-	Window        int           `json:"window"`
-	Reqs          int           `json:"reqs"`
-	Counts        int           `json:"counts"`
+	SubURLs   []string `json:"sub_urls,omitempty"`
+	Scenarios []string `json:"scenarios"`
+	Seed      uint64   `json:"seed"`
+	Events    int      `json:"events"`
+	Conns     int      `json:"conns"`
+	Window    int      `json:"window"`
+	Reqs      int      `json:"reqs"`
+	Counts    int      `json:"counts"`
+	// BeforeReads is a shell command run once the corpus is loaded,
+	// before the first req or count scenario after each start of the
+	// relay (an ANALYZE of its database, say).
+	BeforeReads   string        `json:"before_reads,omitempty"`
 	Visible       int           `json:"visible"`
 	Subs          int           `json:"subs"`
 	Publishes     int           `json:"publishes"`
@@ -119,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.Conns, "conns", 16, "connections for ingest, concurrent REQs and mixed")
 	fs.IntVar(&cfg.Window, "window", 16, "events in flight per connection for ingest-pipelined")
 	fs.IntVar(&cfg.Reqs, "reqs", 2100, "REQs per mode (sequential, concurrent)")
+	fs.StringVar(&cfg.BeforeReads, "before-reads", "", "shell command run once the corpus is loaded, before the first req or count after each start of the relay (e.g. psql URL -c ANALYZE); the run fails if it does")
 	fs.IntVar(&cfg.Counts, "counts", 600, "COUNT requests of the count scenario, as many of each of its 3 shapes (at least 3)")
 	fs.IntVar(&cfg.Visible, "visible", 200, "events for the visible scenario")
 	fs.IntVar(&cfg.Subs, "subs", 200, "subscribers for fanout and crosspod")
@@ -352,7 +359,9 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) error {
 // run, starting (and finally stopping) the relay if it has a start command.
 func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) {
 	t := e.target
+	readsPrepared := false // BeforeReads ran since the relay's last start
 	restart := func() error {
+		readsPrepared = false
 		if t.proc != nil {
 			t.proc.stop()
 			t.proc = nil
@@ -393,6 +402,15 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 			if err := restart(); err != nil {
 				return out, err
 			}
+		}
+		if e.cfg.BeforeReads != "" && !readsPrepared && (name == "req" || name == "count") {
+			if err := ensureLoaded(ctx, e); err != nil {
+				return out, fmt.Errorf("%s: load before -before-reads: %w", t.Label, err)
+			}
+			if err := runShell(ctx, e.cfg.BeforeReads); err != nil {
+				return out, fmt.Errorf("%s: -before-reads: %w", t.Label, err)
+			}
+			readsPrepared = true
 		}
 		sctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 		sched0, schedOK := t.sched()
@@ -441,6 +459,16 @@ func runScenarios(ctx context.Context, e *env, logDir string) ([]result, error) 
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// runShell runs command with sh -c and returns its failure with what it
+// printed.
+func runShell(ctx context.Context, command string) error {
+	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%q: %w: %s", command, err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 func machine() machineInfo {
