@@ -13,6 +13,11 @@ import (
 // is reused: a change (on any process) holds everywhere within it.
 const communityKindsTTL = 2 * time.Second
 
+// communityKindsEntries bounds the communities whose allow-list setting is
+// cached at once. The cache's admission sketches take about 44 bytes per
+// entry whether used or not (4.4 MB at ttlcache's default of 100,000).
+const communityKindsEntries = 10_000
+
 // kindsFor returns the kind allow-list of community c: its own setting
 // (Config.CommunityKinds) when it has one, else the relay's (Config.Kinds).
 // A stored setting that no longer parses refuses every kind but is logged:

@@ -225,7 +225,7 @@ func New(cfg Config) (*Pipeline, error) {
 		p.restrictions = c
 	}
 	if cfg.CommunityKinds != nil {
-		c, err := ttlcache.New[string, communityKinds](ttlcache.Config{TTL: communityKindsTTL, Now: cfg.Now})
+		c, err := ttlcache.New[string, communityKinds](ttlcache.Config{MaxEntries: communityKindsEntries, TTL: communityKindsTTL, Now: cfg.Now})
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}

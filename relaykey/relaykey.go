@@ -54,9 +54,14 @@ type Keys struct {
 	cache  *ttlcache.Cache[string, nostr.SecretKey] // by community UUID; never stale
 }
 
+// cachedKeys bounds the communities whose derived key is cached at once (a
+// miss derives it again). The cache's admission sketches take about 44 bytes
+// per entry whether used or not (4.4 MB at ttlcache's default of 100,000).
+const cachedKeys = 10_000
+
 // New returns the keys derived from master.
 func New(master nostr.SecretKey) (*Keys, error) {
-	c, err := ttlcache.New[string, nostr.SecretKey](ttlcache.Config{})
+	c, err := ttlcache.New[string, nostr.SecretKey](ttlcache.Config{MaxEntries: cachedKeys})
 	if err != nil {
 		return nil, err
 	}
