@@ -14,8 +14,7 @@ import (
 const communityKindsTTL = 2 * time.Second
 
 // communityKindsEntries bounds the communities whose allow-list setting is
-// cached at once. The cache's admission sketches take about 44 bytes per
-// entry whether used or not (4.4 MB at ttlcache's default of 100,000).
+// cached at once (ttlcache.Config.MaxEntries sizes the cache's memory).
 const communityKindsEntries = 10_000
 
 // kindsFor returns the kind allow-list of community c: its own setting

@@ -55,8 +55,8 @@ type Keys struct {
 }
 
 // cachedKeys bounds the communities whose derived key is cached at once (a
-// miss derives it again). The cache's admission sketches take about 44 bytes
-// per entry whether used or not (4.4 MB at ttlcache's default of 100,000).
+// miss derives it again; ttlcache.Config.MaxEntries sizes the cache's
+// memory).
 const cachedKeys = 10_000
 
 // New returns the keys derived from master.

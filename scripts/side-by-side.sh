@@ -80,7 +80,8 @@
 # PostgreSQL columns, databases buzzbench_* dropped and recreated for every
 # run), analyzed (with postgres: each PostgreSQL column again as
 # LABEL-analyzed, measuring req and count after the corpus is loaded and
-# `ANALYZE` has run on the whole database: buzzbench -before-reads), fanout (fan-out rows with 1,000 and 10,000 subscribers), crosspod
+# `ANALYZE` has run on the whole database: buzzbench -before-reads),
+# fanout (fan-out rows with 1,000 and 10,000 subscribers), crosspod
 # (three pods, above), auth (the authenticated columns, above);
 # PG [postgres://postgres@127.0.0.1:5432]; REDIS
 # [redis://127.0.0.1:6379/0], for crosspod; EVENTS [20000], the corpus size;
@@ -306,8 +307,8 @@ buzzd_env='BUZZ_LOG_LEVEL=warn BUZZ_MAX_CONNECTIONS=100000 BUZZ_MAX_CONNECTIONS_
 # A fresh database per run; autovacuum stays as the server has it.
 fresh() { echo "psql -q '$PG/postgres' -c 'DROP DATABASE IF EXISTS $1 WITH (FORCE)' -c 'CREATE DATABASE $1'"; }
 
-# column LABEL PORT START: one column of the embedded or PostgreSQL part.
-# DB, for a PostgreSQL column: its database (PARTS analyzed runs ANALYZE
+# column LABEL PORT START [DB]: one column of the embedded or PostgreSQL
+# part; DB is a PostgreSQL column's database (PARTS analyzed runs ANALYZE
 # on it).
 labels=() ports=() starts=() dbs=()
 column() { labels+=("$1") ports+=("$2") starts+=("$3") dbs+=("${4:-}"); }
