@@ -42,7 +42,8 @@ import (
 // before copying from it and the database file before SQLite records the
 // copy as done (synchronous=NORMAL), so the log is never restarted over
 // frames that are not yet durable in the database file; a merge step is a
-// transaction like any other write.
+// transaction like any other write, answered without waiting for a sync
+// (submitLazy): a crash that loses it leaves the index as it was before.
 func (s *Store) maintainLoop() {
 	defer close(s.done)
 	if s.cfg.maintainIdle == 0 {
@@ -108,7 +109,7 @@ const defaultMergePages = 64
 // nothing to merge (FTS5's documented signal: the step changed fewer than
 // two rows).
 func (s *Store) mergeText(ctx context.Context) (done bool, err error) {
-	err = s.submit(ctx, func(w *writer) error {
+	err = s.submitLazy(ctx, func(w *writer) error {
 		var before, after int64
 		if err := w.totalChanges.QueryRowContext(w.ctx).Scan(&before); err != nil {
 			return internal("merge text index", err)

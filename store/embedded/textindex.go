@@ -19,8 +19,9 @@ import (
 // it adds the text of the events saved since in batches of up to textBatch,
 // through the writer, and removes the text of events the engine removed.
 // Indexing off the write path, in batches, costs FTS5 a few
-// microseconds an event and one log sync a batch; a word key per event in
-// the engine cost a quarter of the relay's ingest (measured).
+// microseconds an event; a word key per event in the engine cost a quarter
+// of the relay's ingest (measured). The batches are derived data, written
+// with submitLazy: no sync of the log waits for them.
 //
 // The indexer takes a backlog a batch at a time with a pause between
 // batches (textPause), so the events arriving meanwhile are read, saved and
@@ -152,7 +153,7 @@ func (ix *textIndexer) step(ctx context.Context) bool {
 		return false
 	}
 	if err == nil {
-		err = ix.s.submit(ctx, func(w *writer) error {
+		err = ix.s.submitLazy(ctx, func(w *writer) error {
 			// Added before removed: a removal the engine reported after
 			// Texts read the event must delete the row added here.
 			for _, t := range texts {

@@ -30,6 +30,8 @@ type writeReq struct {
 	// of the batch's redo record, deleted once that sync is done.
 	events bool
 	redo   int64
+	// lazy: the caller needs the commit visible, not durable (submitLazy).
+	lazy bool
 }
 
 // The life of a writeReq: submit queues it; then exactly one of the writer
@@ -69,13 +71,28 @@ func (s *Store) submit(ctx context.Context, fn func(w *writer) error) error {
 		if err != nil {
 			return err
 		}
-		if err := s.enqueue(ctx, marked); err != nil {
+		if err := s.enqueue(ctx, marked, false); err != nil {
 			return err
 		}
 		store.AuthorityRecorded(ctx)
 		return nil
 	}
-	return s.enqueue(ctx, fn)
+	return s.enqueue(ctx, fn, false)
+}
+
+// submitLazy is submit for a write of derived data that the store rebuilds
+// when a crash loses it (the text index and its merges: the rows and the
+// position they index through commit together, and the indexer takes up
+// from that position at the next open). Its caller is answered once the
+// batch has committed, without waiting for a sync of the write-ahead log:
+// the next synced batch makes it durable. A batch of lazy writes alone is
+// not synced at all, so the text indexer's frequent small batches take no
+// turns of the disk from the syncs that acknowledge events.
+func (s *Store) submitLazy(ctx context.Context, fn func(w *writer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.enqueue(ctx, fn, true)
 }
 
 // withAuthority wraps fn, the effect of authority event a (see
@@ -123,11 +140,11 @@ func (w *writer) refuse(verdict error) error {
 
 // enqueue queues fn for the writer and waits for its committed result (see
 // submit).
-func (s *Store) enqueue(ctx context.Context, fn func(w *writer) error) error {
+func (s *Store) enqueue(ctx context.Context, fn func(w *writer) error, lazy bool) error {
 	if err := s.syncFailed(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lazy: lazy}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -278,6 +295,11 @@ func (s *Store) syncLoop() {
 			}
 		}
 		r := &round{reqs: pending, err: make(chan error, 1)}
+		if !slices.ContainsFunc(pending, func(q *writeReq) bool { return !q.lazy }) {
+			r.err <- nil // nothing in it waits for durability (submitLazy)
+			rounds <- r
+			continue
+		}
 		events := slices.ContainsFunc(pending, func(q *writeReq) bool { return q.events })
 		slots <- struct{}{}
 		rounds <- r
