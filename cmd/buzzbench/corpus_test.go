@@ -247,11 +247,11 @@ func TestOracleAgreesWithNostrMatches(t *testing.T) {
 		}
 	}
 	for _, shape := range countShapes {
-		if perShape[shape] != 5 {
-			t.Errorf("%d planned COUNTs of shape %s, want 5", perShape[shape], shape)
+		if perShape[shape.name] != 5 {
+			t.Errorf("%d planned COUNTs of shape %s, want 5", perShape[shape.name], shape.name)
 		}
 	}
 	if len(perShape) != len(countShapes) {
-		t.Errorf("planned COUNT shapes %v, want %v", perShape, countShapes)
+		t.Errorf("planned COUNT shapes %v, want the %d of countShapes", perShape, len(countShapes))
 	}
 }

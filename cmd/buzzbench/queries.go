@@ -87,8 +87,18 @@ func (c *corpus) planQueries(run, perShape int) map[string][]plannedQuery {
 }
 
 // countShapes are the COUNT shapes of the count scenario, in the order
-// planCounts interleaves them.
-var countShapes = []string{"author", "kind1_tag_t", "thread"}
+// planCounts interleaves them: each names its filter for a random author,
+// topic and thread root.
+var countShapes = []struct {
+	name   string
+	filter func(author, topic, root string) nostr.Filter
+}{
+	{"author", func(a, _, _ string) nostr.Filter { return nostr.Filter{Authors: []string{a}} }},
+	{"kind1_tag_t", func(_, t, _ string) nostr.Filter {
+		return nostr.Filter{Kinds: []int{1}, Tags: map[string][]string{"t": {t}}}
+	}},
+	{"thread", func(_, _, root string) nostr.Filter { return nostr.Filter{Tags: map[string][]string{"e": {root}}} }},
+}
 
 // planCounts returns perShape COUNT requests of each shape of countShapes,
 // interleaved.
@@ -100,16 +110,7 @@ func (c *corpus) planCounts(run, perShape int) []plannedCount {
 		t := c.Topics[r.IntN(len(c.Topics))]
 		root := c.Events[c.Roots[skewed(r, len(c.Roots))]].Ev.ID
 		for _, shape := range countShapes {
-			var f nostr.Filter
-			switch shape {
-			case "author":
-				f.Authors = []string{a}
-			case "kind1_tag_t":
-				f.Kinds, f.Tags = []int{1}, map[string][]string{"t": {t}}
-			case "thread":
-				f.Tags = map[string][]string{"e": {root}}
-			}
-			pc := plannedCount{Shape: shape, Filters: []nostr.Filter{f}}
+			pc := plannedCount{Shape: shape.name, Filters: []nostr.Filter{shape.filter(a, t, root)}}
 			pc.Want = c.countExpected(pc.Filters)
 			out = append(out, pc)
 		}
