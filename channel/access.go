@@ -44,6 +44,13 @@ const (
 	DefaultScopeTTL = 10 * time.Second
 )
 
+// cacheEntries bounds the lookups Access keeps at once (channels, roles,
+// policies, memberships). At DefaultCacheTTL that is 16,000 distinct
+// lookups a second; past it the least used are evicted and looked up
+// again. The cache's admission sketches cost ~44 bytes an entry whether
+// used or not, and count towards the heap the collector paces itself by.
+const cacheEntries = 32_768
+
 // An Option configures NewAccess.
 type Option func(*Access) error
 
@@ -142,7 +149,7 @@ func NewAccess(s Store, opts ...Option) (*Access, error) {
 			return nil, err
 		}
 	}
-	c, err := ttlcache.New[string, any](ttlcache.Config{TTL: a.cacheTTL, Now: a.now})
+	c, err := ttlcache.New[string, any](ttlcache.Config{MaxEntries: cacheEntries, TTL: a.cacheTTL, Now: a.now})
 	if err != nil {
 		return nil, fmt.Errorf("channel: NewAccess: %w", err)
 	}

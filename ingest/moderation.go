@@ -259,6 +259,13 @@ func MayModerate(actor channel.Role, actorMember bool, target channel.Role, targ
 // restrictionsTTL bounds how long a pubkey's restrictions are reused.
 const restrictionsTTL = 2 * time.Second
 
+// restrictionsEntries bounds the (community, pubkey) pairs whose
+// restrictions are cached at once. Within restrictionsTTL that is 16,000
+// distinct authors a second, more than a process verifies; the cache's
+// admission sketches cost ~44 bytes an entry whether used or not, and
+// count towards the heap the collector paces itself by.
+const restrictionsEntries = 32_768
+
 // restrictKey is the cache key of a pubkey's restrictions in community c.
 func restrictKey(c tenant.CommunityID, pubkey string) string {
 	u := c.UUID()

@@ -218,7 +218,7 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	p := &Pipeline{cfg: cfg}
 	if cfg.Moderation != nil {
-		c, err := ttlcache.New[string, []store.Restriction](ttlcache.Config{TTL: restrictionsTTL, Now: cfg.Now})
+		c, err := ttlcache.New[string, []store.Restriction](ttlcache.Config{MaxEntries: restrictionsEntries, TTL: restrictionsTTL, Now: cfg.Now})
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
