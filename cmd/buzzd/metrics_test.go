@@ -147,3 +147,38 @@ func grepLines(b []byte, s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestE2EGCPercent runs buzzd without GOGC in its environment, where it
+// sets the collector's target to defaultGCPercent, and with GOGC=100, which
+// it leaves alone; the Go collector's go_gc_gogc_percent reports the target
+// in force.
+func TestE2EGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want float64
+	}{
+		{nil, defaultGCPercent},
+		{[]string{"GOGC", "100"}, 100},
+	} {
+		mport := freePort(t)
+		settings := e2eSettings(append([]string{"BUZZ_DATA_DIR", t.TempDir(), "BUZZ_METRICS_ADDR", "127.0.0.1:" + strconv.Itoa(mport)}, tc.env...)...)
+		startBuzzd(t, freePort(t), settings)
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := parser.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		f := fams["go_gc_gogc_percent"]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Fatalf("GOGC %v: go_gc_gogc_percent = %v", tc.env, f)
+		}
+		if got := f.GetMetric()[0].GetGauge().GetValue(); got != tc.want {
+			t.Errorf("GOGC %v: go_gc_gogc_percent = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
