@@ -47,8 +47,7 @@ const (
 // cacheEntries bounds the lookups Access keeps at once (channels, roles,
 // policies, memberships). At DefaultCacheTTL that is 16,000 distinct
 // lookups a second; past it the least used are evicted and looked up
-// again. The cache's admission sketches cost ~44 bytes an entry whether
-// used or not, and count towards the heap the collector paces itself by.
+// again. (What an entry costs unused: ttlcache.Config.MaxEntries.)
 const cacheEntries = 32_768
 
 // An Option configures NewAccess.

@@ -261,9 +261,8 @@ const restrictionsTTL = 2 * time.Second
 
 // restrictionsEntries bounds the (community, pubkey) pairs whose
 // restrictions are cached at once. Within restrictionsTTL that is 16,000
-// distinct authors a second, more than a process verifies; the cache's
-// admission sketches cost ~44 bytes an entry whether used or not, and
-// count towards the heap the collector paces itself by.
+// distinct authors a second, more than a process verifies. (What an entry
+// costs unused: ttlcache.Config.MaxEntries.)
 const restrictionsEntries = 32_768
 
 // restrictKey is the cache key of a pubkey's restrictions in community c.

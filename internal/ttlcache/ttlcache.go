@@ -20,8 +20,9 @@ import (
 type Config struct {
 	// MaxEntries bounds the entries held (each costs 1); default 100,000.
 	// The admission sketches are sized for it at New, about 44 bytes per
-	// entry whether used or not (4.4 MB at the default): a cache of few
-	// keys (one per community, say) should say so.
+	// entry whether used or not (4.4 MB at the default), and count as live
+	// heap, which the collector paces itself by: a cache of few keys (one
+	// per community, say), or of short-lived entries, should say so.
 	MaxEntries int64
 	// TTL is how long an entry is served after it was stored, by Now; 0:
 	// entries never expire (they are still evicted when the cache is full).
