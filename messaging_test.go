@@ -291,13 +291,16 @@ func TestReactionSlotTakeover(t *testing.T) {
 		if _, ok, err := rs.ClaimReaction(ctx, comm, key("🙈"), ghost, time.Now().Add(-2*time.Minute)); err != nil || !ok {
 			t.Fatalf("claim: %v %v", ok, err)
 		}
-		eq(t, "slot of a write in flight", c.publish(bob.event(7, now(), "👀", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
-		c.mustAccept(bob.event(7, now(), "🙈", nostr.Tag{"e", target.ID}))
-		eq(t, "then held by the stored reaction", c.publish(bob.event(7, now()-1, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		// One base time: a second ticking over between two events must not
+		// give two of them the same created_at, and so the same id.
+		t0 := now()
+		eq(t, "slot of a write in flight", c.publish(bob.event(7, t0, "👀", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.mustAccept(bob.event(7, t0, "🙈", nostr.Tag{"e", target.ID}))
+		eq(t, "then held by the stored reaction", c.publish(bob.event(7, t0-1, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
 		// Past the grace period a stored holder still holds; one never
 		// stored is taken over.
 		skew.Store(int64(2 * time.Minute))
-		eq(t, "a stored holder past the grace", c.publish(bob.event(7, now()-2, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
-		c.mustAccept(bob.event(7, now()-3, "👀", nostr.Tag{"e", target.ID}))
+		eq(t, "a stored holder past the grace", c.publish(bob.event(7, t0-2, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.mustAccept(bob.event(7, t0-3, "👀", nostr.Tag{"e", target.ID}))
 	})
 }
