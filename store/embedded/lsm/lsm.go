@@ -74,9 +74,9 @@ type Store struct {
 	// under mu in seq order, so every live event has a seq at or below it.
 	visible  atomic.Uint64
 	onRemove func(seqs []uint64) // WithOnRemove
-	// ids and tombs filter the duplicate and tombstone checks of a save
-	// (keyFilter; under mu).
-	ids, tombs *keyFilter
+	// ids, tombs and slots filter the duplicate, tombstone and reaction
+	// slot checks of a save (keyFilter; under mu).
+	ids, tombs, slots *keyFilter
 
 	// regMu serializes the registry's writes.
 	regMu    sync.Mutex
@@ -338,7 +338,11 @@ func (s *Store) load() error {
 	if s.ids, err = loadFilter(s.db, pID); err != nil {
 		return err
 	}
-	s.tombs, err = loadFilter(s.db, pTombstone)
+	if s.tombs, err = loadFilter(s.db, pTombstone); err != nil {
+		return err
+	}
+	// After indexSlots: the slots a conversion wrote are in the filter.
+	s.slots, err = loadFilter(s.db, pReaction)
 	return err
 }
 

@@ -18,6 +18,43 @@ func TestReactionSlots(t *testing.T) {
 	storetest.RunReactionSlots(t, func(t *testing.T) store.Backend { return openTemp(t) }, nil)
 }
 
+// TestReactionSlotFilter: a slot is held whether the save's filter learnt
+// of it from an earlier save, from an earlier save in the same batch, or
+// from the store when it was opened (a restart), and a slot freed and
+// taken again is held again.
+func TestReactionSlotFilter(t *testing.T) {
+	dir := t.TempDir()
+	s := reopen(t, dir)
+	c := storetest.Community(t, s, "slots.example")
+	a, b := storetest.NewAuthor(t), storetest.NewAuthor(t)
+	const at = 1_700_000_000
+	target := a.Event(t, 1, at, "target")
+	storetest.MustSave(t, s, c, target)
+	fire := func(when int64) *nostr.Event { return b.Event(t, 7, when, "🔥", nostr.Tag{"e", target.ID}) }
+
+	first := fire(at + 1)
+	storetest.MustSave(t, s, c, first)
+	storetest.SaveIs(t, s, c, fire(at+2), store.ErrReactionHeld)
+	res, err := s.SaveBatch(context.Background(), c, []*nostr.Event{
+		b.Event(t, 7, at+3, "+", nostr.Tag{"e", target.ID}),
+		b.Event(t, 7, at+4, "+", nostr.Tag{"e", target.ID}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0] != nil || !errors.Is(res[1], store.ErrReactionHeld) {
+		t.Fatalf("two reactions for one slot in a batch: %v", res)
+	}
+
+	s.Close()
+	s = reopen(t, dir)
+	storetest.SaveIs(t, s, c, fire(at+5), store.ErrReactionHeld)
+	storetest.SaveIs(t, s, c, b.Event(t, 7, at+5, "+", nostr.Tag{"e", target.ID}), store.ErrReactionHeld)
+	storetest.MustSave(t, s, c, b.Event(t, 5, at+6, "", nostr.Tag{"e", first.ID}))
+	storetest.MustSave(t, s, c, fire(at+7))
+	storetest.SaveIs(t, s, c, fire(at+8), store.ErrReactionHeld)
+}
+
 // rewrite opens the closed store in dir with pebble alone, drops every
 // reaction slot ('r' keys) and writes layout version v.
 func rewrite(t *testing.T, dir string, v byte) {

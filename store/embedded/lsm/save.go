@@ -256,7 +256,7 @@ func (t *txn) apply(p *prepared) error {
 	if p.slot.ok {
 		// The slot's key exists only while its holder is stored.
 		rk = p.slot.key(cseq, h.pubkey[:])
-		if held, err := t.has(rk); err != nil {
+		if held, err := t.stored(s.slots, rk); err != nil {
 			return err
 		} else if held {
 			return store.ErrReactionHeld
@@ -306,6 +306,7 @@ func (t *txn) apply(p *prepared) error {
 		w.set(ck, seqv)
 	}
 	if rk != nil {
+		s.slots.add(rk)
 		w.set(rk, seqv)
 	}
 	if h.kind == nostr.KindDeletion {
