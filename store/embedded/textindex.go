@@ -157,7 +157,13 @@ func (ix *textIndexer) step(ctx context.Context) bool {
 			// Added before removed: a removal the engine reported after
 			// Texts read the event must delete the row added here.
 			for _, t := range texts {
-				if _, err := w.exec(`INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, int64(t.Seq), ftsText(int64(t.Community), t.Content)); err != nil {
+				// Content without a word ("+", an emoji: most
+				// reactions) can match no search: no row.
+				doc := ftsText(int64(t.Community), t.Content)
+				if doc == "" {
+					continue
+				}
+				if _, err := w.exec(`INSERT INTO events_fts (rowid, content) VALUES (?, ?)`, int64(t.Seq), doc); err != nil {
 					return internal("text index", err)
 				}
 			}
