@@ -94,6 +94,7 @@ type Relay struct {
 
 	reads     *queryGate // the fair queue of store reads (read.go)
 	readers   *workers   // the goroutines REQ replays and COUNTs run on (workers.go)
+	ingesters *workers   // the goroutines EVENTs are ingested on (workers.go)
 	admission admission  // open connections per address and community (admission.go)
 
 	channels *relayChannels // nil when the store keeps no channels
@@ -249,6 +250,7 @@ func New(opts ...Option) (*Relay, error) {
 	}
 	r.reads = newReadGate(cfg.limits, cfg.store)
 	r.readers = newWorkers(r.reads.slots)
+	r.ingesters = newWorkers(idleIngesters)
 	// Idle connections are cheap: the read buffer is small (a larger
 	// message is read straight into the message buffer) and write buffers
 	// are only held while a message is being written.
@@ -479,6 +481,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.stopCluster()
 	r.bgCancel()
 	r.readers.close()
+	r.ingesters.close()
 	<-r.bgDone
 	if r.remindersDone != nil {
 		<-r.remindersDone

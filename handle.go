@@ -144,7 +144,7 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 		authedAs = c.isAuthed
 	}
 	c.tasks.Add(1)
-	go func() {
+	c.r.ingesters.do(func() {
 		defer func() {
 			<-c.eventSem
 			c.tasks.Done()
@@ -177,7 +177,7 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 		}
 		c.reply(nostr.AppendOK(nil, ev.ID, out.OK, out.Message))
-	}()
+	})
 }
 
 // checkFilters applies the REQ/COUNT rules shared by both: subscription id
