@@ -398,9 +398,7 @@ func (r *Relay) serveWebSocket(w http.ResponseWriter, req *http.Request) {
 func (r *Relay) runConn(c *conn) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("buzz: panic serving a connection", "panic", p, "stack", string(debug.Stack()))
-			c.cancel()
-			c.closeNow(websocket.CloseInternalServerErr, "")
+			c.panicked(p)
 		}
 		r.mu.Lock()
 		delete(r.conns, c)
@@ -416,6 +414,24 @@ func (r *Relay) runConn(c *conn) {
 		}
 	}()
 	c.serve()
+}
+
+// recoverTask, deferred first by a function a connection runs on one of
+// the relay's workers (an EVENT's ingest, a REQ's replay, a COUNT, a
+// NEG-OPEN), does there what runConn does on the connection's goroutine: a
+// panic (in an embedder's hook, say) is logged and closes that connection
+// only, with 1011, and the worker and the relay carry on.
+func (c *conn) recoverTask() {
+	if p := recover(); p != nil {
+		c.panicked(p)
+	}
+}
+
+// panicked logs a panic recovered while serving c and closes c with 1011.
+func (c *conn) panicked(p any) {
+	c.r.log.Error("buzz: panic serving a connection", "panic", p, "stack", string(debug.Stack()))
+	c.cancel()
+	c.closeNow(websocket.CloseInternalServerErr, "")
 }
 
 // Shutdown stops the relay gracefully: new upgrades get HTTP 503; every

@@ -145,6 +145,7 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 	}
 	c.tasks.Add(1)
 	c.r.ingesters.do(func() {
+		defer c.recoverTask()
 		defer func() {
 			<-c.eventSem
 			c.tasks.Done()
@@ -337,6 +338,7 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
 	}
 	c.tasks.Add(1)
 	c.r.readers.do(func() {
+		defer c.recoverTask()
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		defer guard.Release(ctx)
@@ -735,6 +737,7 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 	}
 	c.tasks.Add(1)
 	c.r.readers.do(func() {
+		defer c.recoverTask()
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		defer guard.Release(ctx)

@@ -172,6 +172,7 @@ func (c *conn) negOpen(m *nip77.Open) {
 	}
 	c.tasks.Add(1)
 	c.r.readers.do(func() {
+		defer c.recoverTask()
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		out, reason := c.negStart(ctx, s, m, scope)

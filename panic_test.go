@@ -42,3 +42,37 @@ func TestPanicClosesOnlyThatConnection(t *testing.T) {
 	}
 	eq(t, "connections being served", tr.relay.connCount(), 1)
 }
+
+// A panic while ingesting an EVENT, which runs on one of the relay's
+// workers rather than on the connection's goroutine (here in an embedder's
+// event policy), closes that connection with 1011, stores nothing, and
+// leaves the relay and its workers serving: twice over, so a worker that
+// recovered from the first serves the next EVENTs.
+func TestPanicInIngestClosesOnlyThatConnection(t *testing.T) {
+	tr := newTestRelay(t, WithEventPolicy(func(_ context.Context, _ tenant.TenantContext, ev *nostr.Event) error {
+		if ev.Content == "explode" {
+			panic("event policy exploded")
+		}
+		return nil
+	}))
+	s := newSigner(t)
+	good := tr.dial(t)
+	for round := range 2 {
+		bad := tr.dial(t)
+		bad.sendEvent(s.event(1, now()-int64(round), "explode"))
+		_ = bad.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, err := bad.ws.ReadMessage()
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
+			t.Fatalf("round %d: read after panic: %v, want close 1011", round, err)
+		}
+		good.mustAccept(s.event(1, now()-int64(round), "still serving"))
+	}
+	got := good.req("s", nostr.Filter{Authors: []string{s.pub()}})
+	eq(t, "events stored", len(got), 2)
+	for _, ev := range got {
+		if ev.Content != "still serving" {
+			t.Fatalf("stored %q, want only the events that did not panic", ev.Content)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -174,6 +175,7 @@ func (r *Relay) subscribe(ctx context.Context, tc tenant.TenantContext, readers 
 	s.mu.Unlock()
 	r.index.Add(community, s.live)
 	r.readers.do(func() {
+		defer s.recoverTask()
 		defer guard.Release(s.ctx)
 		s.replay(scope, g)
 	})
@@ -239,6 +241,15 @@ func (s *Stream) Close() {
 		s.r.mu.Unlock()
 		s.r.cfg.broker.Release(pubsub.Topic{Community: s.tc.Community()})
 	})
+}
+
+// recoverTask, deferred first by the stream's replay on a worker, logs a
+// panic there and ends the stream with msgInternal instead of the process.
+func (s *Stream) recoverTask() {
+	if p := recover(); p != nil {
+		s.r.log.Error("buzz: panic serving a stream", "community", s.tc.Community().String(), "panic", p, "stack", string(debug.Stack()))
+		s.end(msgInternal)
+	}
 }
 
 // end ends the stream with reason; only the first call counts. Nothing is
