@@ -195,14 +195,14 @@ func commandMessage(err error) (msg string, ok bool) {
 // storeEvent is step 11 (durable write) with channel awareness: commands go
 // through ApplyChannelCommand, other events through Save. It traces the
 // write and returns the outcome, and the change of a command.
-func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channel.Admission, g trace.Tracer, st trace.State) (Outcome, *channel.Change) {
+//
+// With a store that stages its saves (stagedSaver), the event is applied
+// but may not be durable yet: durable, when not nil, returns once it is,
+// and the outcome may be acknowledged only after it returned nil.
+func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channel.Admission, g trace.Tracer, st trace.State) (_ Outcome, _ *channel.Change, durable func() error) {
 	ev, c := s.Event, s.Tenant.Community()
 	var err error
 	var change *channel.Change
-	if obs := p.cfg.StoreLatency; obs != nil {
-		start := time.Now()
-		defer func() { obs("save", time.Since(start)) }()
-	}
 	if d.Command != nil {
 		var ch channel.Change
 		ch, err = p.cfg.Channels.Store.ApplyChannelCommand(ctx, c, *d.Command, ev)
@@ -213,7 +213,7 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channel.Admis
 			if ok {
 				g.WriteDuplicate(ctx, st, ev.ID)
 			}
-			return Outcome{OK: ok, Message: msg}, nil
+			return Outcome{OK: ok, Message: msg}, nil, nil
 		}
 	} else {
 		if isCommunityCommand(ev.Kind) {
@@ -221,35 +221,66 @@ func (p *Pipeline) storeEvent(ctx context.Context, s Submission, d channel.Admis
 				if ok {
 					g.WriteDuplicate(ctx, st, ev.ID)
 				}
-				return Outcome{OK: ok, Message: msg}, nil
+				return Outcome{OK: ok, Message: msg}, nil, nil
 			}
 		}
-		err = p.cfg.Store.Save(ctx, c, ev)
+		if p.staged != nil {
+			durable, err = p.staged.SaveStaged(ctx, c, ev)
+		} else {
+			err = p.cfg.Store.Save(ctx, c, ev)
+		}
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrDuplicate):
 		g.WriteDuplicate(ctx, st, ev.ID)
-		return Outcome{OK: true, Message: MsgDuplicate}, nil
+		return Outcome{OK: true, Message: MsgDuplicate}, nil, durable
 	case errors.Is(err, store.ErrSuperseded):
-		return Outcome{Message: MsgSuperseded}, nil
+		return Outcome{Message: MsgSuperseded}, nil, durable
 	case errors.Is(err, store.ErrDeleted):
-		return Outcome{Message: MsgDeleted}, nil
+		return Outcome{Message: MsgDeleted}, nil, durable
 	case errors.Is(err, store.ErrReactionHeld):
-		return Outcome{Message: messaging.MsgReactionExists}, nil
+		return Outcome{Message: messaging.MsgReactionExists}, nil, durable
 	case errors.Is(err, channel.ErrInvalidTag):
-		return Outcome{Message: channel.MsgBadChannelTag}, nil
+		return Outcome{Message: channel.MsgBadChannelTag}, nil, durable
 	default:
 		p.cfg.Logger.ErrorContext(ctx, "ingest: save event",
 			"community", c.String(), "event", ev.ID, "err", err)
-		return Outcome{Message: MsgInternal}, nil
+		return Outcome{Message: MsgInternal}, nil, nil
 	}
 	if d.InChannel {
 		g.WriteInsert(ctx, st, ev.ID, traceLabel(g, d.Channel), c)
 	} else {
 		g.WriteInsertGlobal(ctx, st, ev.ID)
 	}
-	return Outcome{OK: true, Stored: true}, change
+	return Outcome{OK: true, Stored: true}, change, durable
+}
+
+// stagedSaver is a store whose saves can be applied and made durable in
+// two steps (store/embedded's SaveStaged): SaveStaged decides and applies
+// as Save does, returning before the outcome is on disk, with durable,
+// nil when there is nothing to wait for, which returns once it is.
+type stagedSaver interface {
+	SaveStaged(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) (durable func() error, err error)
+}
+
+// settle waits for a staged save to be durable (durable not nil) and
+// reports the save's latency from start; a failure is logged, and the
+// outcome may then not be acknowledged: settle reports false.
+func (p *Pipeline) settle(ctx context.Context, c tenant.CommunityID, ev *nostr.Event, start time.Time, durable func() error) bool {
+	var err error
+	if durable != nil {
+		err = durable()
+	}
+	if obs := p.cfg.StoreLatency; obs != nil {
+		obs("save", time.Since(start))
+	}
+	if err != nil {
+		p.cfg.Logger.ErrorContext(ctx, "ingest: save event",
+			"community", c.String(), "event", ev.ID, "err", err)
+		return false
+	}
+	return true
 }
 
 // publishState stores and publishes the channel's relay-signed state

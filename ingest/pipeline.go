@@ -155,6 +155,8 @@ type Config struct {
 // Pipeline admits events. It is safe for concurrent use.
 type Pipeline struct {
 	cfg Config
+	// staged is cfg.Store when it stages its saves, else nil.
+	staged stagedSaver
 	// restrictions caches bans and timeouts (with Moderation only).
 	restrictions *ttlcache.Cache[string, []store.Restriction]
 	// communityKinds caches each community's kind allow-list (with
@@ -217,6 +219,7 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, errors.New("ingest: Config.Channels needs its Store and Access")
 	}
 	p := &Pipeline{cfg: cfg}
+	p.staged, _ = cfg.Store.(stagedSaver)
 	if cfg.Moderation != nil {
 		c, err := ttlcache.New[string, []store.Restriction](ttlcache.Config{MaxEntries: restrictionsEntries, TTL: restrictionsTTL, Now: cfg.Now})
 		if err != nil {
@@ -570,9 +573,16 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	}
 
 	// 11. Durable write (a channel command is applied atomically with its
-	// event). OK true is only ever returned after the write returned.
-	out, change := p.storeEvent(ctx, s, dec, g, st)
+	// event). OK true is only ever returned after the write is durable. A
+	// store that stages its saves has applied the event when storeEvent
+	// returns, so live subscribers get it (step 12) while it is made
+	// durable; the outcome waits for that.
+	saveStart := time.Now()
+	out, change, durable := p.storeEvent(ctx, s, dec, g, st)
 	if !out.Stored {
+		if !p.settle(ctx, s.Tenant.Community(), ev, saveStart, durable) {
+			out = Outcome{Message: MsgInternal}
+		}
 		if claimed && out.Message != MsgDuplicate {
 			p.unclaimReaction(ctx, s.Tenant.Community(), rkey, ev.ID)
 		}
@@ -595,6 +605,9 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	if err := p.cfg.Broker.Publish(ctx, msg); err != nil {
 		p.cfg.Logger.ErrorContext(ctx, "ingest: publish stored event",
 			"community", s.Tenant.Community().String(), "event", ev.ID, "err", err)
+	}
+	if !p.settle(ctx, s.Tenant.Community(), ev, saveStart, durable) {
+		return Outcome{Message: MsgInternal}
 	}
 	if change != nil {
 		p.publishState(ctx, s.Tenant, change, dec.Command)

@@ -102,25 +102,48 @@ func (w *writer) eventsTx() (redoTx, error) {
 // from their threads, and so does a thread reply, recorded in its thread
 // (store.ThreadStore); any other event goes to the engine directly.
 func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	durable, err := s.SaveStaged(ctx, c, ev)
+	if durable != nil {
+		if serr := durable(); serr != nil {
+			return serr
+		}
+	}
+	return err
+}
+
+// SaveStaged is Save in two steps, as lsm.Store.SaveStaged: it returns
+// once the outcome is decided and applied (queries see a saved event),
+// with durable, which returns once it is on disk; the outcome may be
+// acknowledged only after durable returned nil. Only an event the engine
+// takes alone is staged: a deletion request and a thread reply, written
+// with SQLite's records of them, are durable when SaveStaged returns, and
+// durable is then nil.
+func (s *Store) SaveStaged(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) (durable func() error, err error) {
 	if ev == nil {
-		return errors.New("sqlite: Save(nil)")
+		return nil, errors.New("sqlite: Save(nil)")
 	}
 	if nostr.IsEphemeral(ev.Kind) {
-		return fmt.Errorf("sqlite: ephemeral kind %d is never stored", ev.Kind)
+		return nil, fmt.Errorf("sqlite: ephemeral kind %d is never stored", ev.Kind)
 	}
 	cseq, err := s.communitySeq(ctx, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.eventsOff(); err != nil {
-		return err
+		return nil, err
 	}
 	if parent := threadParent(ev); parent != nil {
-		return s.saveReply(ctx, c, cseq, ev, parent)
+		return nil, s.saveReply(ctx, c, cseq, ev, parent)
 	}
 	if ev.Kind != nostr.KindDeletion {
-		return s.ev.Save(ctx, c, ev)
+		return s.ev.SaveStaged(ctx, c, ev)
 	}
+	return nil, s.saveDeletion(ctx, c, cseq, ev)
+}
+
+// saveDeletion saves a deletion request through the writer, with its audit
+// entry and the removal of the replies it deletes from their threads.
+func (s *Store) saveDeletion(ctx context.Context, c tenant.CommunityID, cseq int64, ev *nostr.Event) error {
 	var rec *audit.Record
 	if !store.DeletionAuditOff(ctx) {
 		r := store.DeletionAudit(ev)

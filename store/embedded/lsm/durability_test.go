@@ -141,6 +141,62 @@ func TestAckAfterSync(t *testing.T) {
 	}
 }
 
+// TestSaveStagedDurableAfterSync: SaveStaged returns once the event is
+// applied, visible to readers while its log sync is held; its durable
+// returns only after that sync, and then nil.
+func TestSaveStagedDurableAfterSync(t *testing.T) {
+	g := newGatedFS()
+	s := openTemp(t, lsm.WithFS(g))
+	c := storetest.Community(t, s, "staged.example")
+	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "staged")
+
+	g.hold()
+	var once sync.Once
+	release := func() { once.Do(g.release) }
+	t.Cleanup(release) // before Close, which syncs
+	staged := make(chan func() error, 1)
+	go func() {
+		durable, err := s.SaveStaged(context.Background(), c, ev)
+		if err != nil || durable == nil {
+			t.Errorf("SaveStaged = %v, %v; want a durable func and nil", durable != nil, err)
+		}
+		staged <- durable
+	}()
+	var durable func() error
+	select {
+	case durable = <-staged:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SaveStaged waited for the held log sync")
+	}
+	if durable == nil {
+		return
+	}
+	if got := storetest.QueryIDs(t, s, c, nostr.Filter{IDs: []string{ev.ID}}); len(got) != 1 {
+		t.Fatalf("staged event visible %d times before its sync, want 1", len(got))
+	}
+	done := make(chan error, 1)
+	go func() { done <- durable() }()
+	select {
+	case <-g.waiter:
+	case <-time.After(10 * time.Second):
+		t.Fatal("durable started no log sync")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("durable returned (%v) while its log sync was held", err)
+	default:
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("durable = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("durable did not return after the sync was released")
+	}
+}
+
 const (
 	childEnvDir  = "BUZZ_LSM_KILL_CHILD_DIR"
 	childEnvHost = "kill.example"

@@ -80,25 +80,43 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 
 // Save implements store.EventStore.
 func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
+	durable, err := s.SaveStaged(ctx, c, ev)
+	if durable != nil {
+		if serr := durable(); serr != nil {
+			return serr
+		}
+	}
+	return err
+}
+
+// SaveStaged is Save in two steps. It returns once the outcome is decided
+// and applied, with durable, which returns once what the outcome was
+// decided on (the new writes, or the stored state that refused them) is on
+// disk, as Save does before it returns: queries see a saved event before
+// it is durable, so it can be delivered live meanwhile, but its outcome
+// may be acknowledged only after durable returned nil. durable is nil
+// when Save would have failed before deciding (a malformed event, a closed
+// store); it may be called from any goroutine, once.
+func (s *Store) SaveStaged(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) (durable func() error, err error) {
 	if ev == nil {
-		return errors.New("lsm: Save(nil)")
+		return nil, errors.New("lsm: Save(nil)")
 	}
 	if nostr.IsEphemeral(ev.Kind) {
-		return fmt.Errorf("lsm: ephemeral kind %d is never stored", ev.Kind)
+		return nil, fmt.Errorf("lsm: ephemeral kind %d is never stored", ev.Kind)
 	}
 	p, err := prepare(ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.life.enter(); err != nil {
-		return err
+		return nil, err
 	}
 	defer s.life.leave()
 	if p.h.cseq, err = s.communitySeq(ctx, c); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
 	t := s.newTxn(false)
@@ -108,14 +126,19 @@ func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event)
 	t.close()
 	s.mu.Unlock()
 	if err != nil && !store.IsOutcome(err) {
+		return nil, err
+	}
+	return s.syncApplied, err
+}
+
+// syncApplied returns once every write applied before the call is on
+// disk, or the store's failure to make it so (ErrClosed once it is closed).
+func (s *Store) syncApplied() error {
+	if err := s.life.enter(); err != nil {
 		return err
 	}
-	// The outcome is acknowledged only once what it was decided on (the
-	// new writes, or the stored state that refused them) is on disk.
-	if serr := s.durable(); serr != nil {
-		return serr
-	}
-	return err
+	defer s.life.leave()
+	return s.durable()
 }
 
 // SaveBatch saves evs in community c as Save would one after another, in
