@@ -229,7 +229,9 @@ func BenchmarkReq(b *testing.B) {
 }
 
 func benchReq(b *testing.B, evs []benchEvent, f nostr.Filter, want int) {
-	tr := newTestRelay(b)
+	// One connection sends two messages per REQ (the REQ, its CLOSE), more
+	// than the default per-connection rate allows a client.
+	tr := newTestRelay(b, WithLimits(Limits{MessageRate: 1 << 20, MessageBurst: 1 << 20}))
 	c := tr.dial(b)
 	for _, e := range evs {
 		c.sendRaw(e.frame)

@@ -549,50 +549,12 @@ func (r *Relay) onMessage(msg pubsub.Message) {
 	if exp, ok := msg.Event.Expiration(); ok && exp <= r.cfg.now().Unix() {
 		return // NIP-40: never deliver an expired event
 	}
-	frames := liveFrames{msg: msg}
 	r.index.Match(msg.Community, msg.Event, func(s *pubsub.Subscription) {
 		switch o := s.Owner.(type) {
 		case *conn:
-			o.deliverLive(s, msg, &frames)
+			o.deliverLive(s, msg)
 		case *Stream:
 			o.deliverLive(msg)
 		}
 	})
-}
-
-// liveFrames builds the ["EVENT", <sub id>, <event>] frames of one live
-// event once per distinct subscription id: every connection whose
-// subscription has that id is sent the same (read-only) bytes.
-type liveFrames struct {
-	msg  pubsub.Message
-	few  [4]liveFrame // the first distinct ids, searched linearly
-	n    int
-	more map[string][]byte
-}
-
-type liveFrame struct {
-	subID string
-	frame []byte
-}
-
-func (f *liveFrames) frame(subID string) []byte {
-	for i := range f.n {
-		if f.few[i].subID == subID {
-			return f.few[i].frame
-		}
-	}
-	if b, ok := f.more[subID]; ok {
-		return b
-	}
-	b := nostr.AppendEventMessage(make([]byte, 0, len(`["EVENT",,]`)+len(subID)+2+len(f.msg.Raw)), subID, f.msg.Raw)
-	if f.n < len(f.few) {
-		f.few[f.n] = liveFrame{subID, b}
-		f.n++
-		return b
-	}
-	if f.more == nil {
-		f.more = make(map[string][]byte)
-	}
-	f.more[subID] = b
-	return b
 }

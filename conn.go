@@ -52,7 +52,7 @@ type conn struct {
 	rate *rate.Limiter // Limits.MessageRate; used by the reader only
 
 	outMu    sync.Mutex
-	out      [][]byte      // queued messages, oldest first
+	out      []frame       // queued messages, oldest first
 	outBytes int           // bytes of out and of the messages being written
 	writing  int           // messages taken by the writer and not yet written
 	room     chan struct{} // closed when the queue has room again; nil unless someone waits
@@ -99,6 +99,7 @@ type countRun struct{ cancel context.CancelFunc }
 // are guarded by conn.mu.
 type subscription struct {
 	id      string
+	prefix  []byte // of its EVENT messages: nostr.AppendEventMessagePrefix
 	filters []nostr.Filter
 	live    *pubsub.Subscription // as added to the relay's index
 	cancel  context.CancelFunc
@@ -352,8 +353,8 @@ func (c *conn) writeQueued() bool {
 	c.outMu.Unlock()
 	ok := c.writeBatch(batch)
 	written := 0
-	for _, m := range batch {
-		written += len(m)
+	for _, f := range batch {
+		written += f.size()
 	}
 	clear(batch)
 	c.outMu.Lock()
@@ -370,7 +371,7 @@ func (c *conn) writeQueued() bool {
 	return ok
 }
 
-func (c *conn) writeBatch(batch [][]byte) bool {
+func (c *conn) writeBatch(batch []frame) bool {
 	if len(batch) == 0 {
 		return true
 	}
@@ -382,8 +383,8 @@ func (c *conn) writeBatch(batch [][]byte) bool {
 		return true
 	}
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.limits.WriteTimeout))
-	for _, m := range batch {
-		if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
+	for _, f := range batch {
+		if err := f.writeTo(c.ws); err != nil {
 			_ = c.ws.Close()
 			return false
 		}
@@ -397,7 +398,7 @@ func (c *conn) writeBatch(batch [][]byte) bool {
 // Limits.SendQueue messages and m fits in Limits.SendQueueBytes (an empty
 // queue takes any message: one message is bounded by what produced it).
 func (c *conn) enqueue(m []byte) (queued bool, room <-chan struct{}) {
-	n, room := c.enqueueAll([][]byte{m})
+	n, room := c.enqueueAll([]frame{{msg: m}})
 	return n == 1, room
 }
 
@@ -406,11 +407,11 @@ func (c *conn) enqueue(m []byte) (queued bool, room <-chan struct{}) {
 // so a batch reaches the socket in one write rather than one wake-up of the
 // writer per message. It returns how many it queued and, when not all, the
 // channel closed once there is room for more.
-func (c *conn) enqueueAll(msgs [][]byte) (queued int, room <-chan struct{}) {
+func (c *conn) enqueueAll(msgs []frame) (queued int, room <-chan struct{}) {
 	c.outMu.Lock()
 	for _, m := range msgs {
-		n := len(c.out) + c.writing
-		if n >= c.limits.SendQueue || n > 0 && c.outBytes+len(m) > c.limits.SendQueueBytes {
+		n, size := len(c.out)+c.writing, m.size()
+		if n >= c.limits.SendQueue || n > 0 && c.outBytes+size > c.limits.SendQueueBytes {
 			if c.room == nil {
 				c.room = make(chan struct{})
 			}
@@ -418,7 +419,7 @@ func (c *conn) enqueueAll(msgs [][]byte) (queued int, room <-chan struct{}) {
 			break
 		}
 		c.out = append(c.out, m)
-		c.outBytes += len(m)
+		c.outBytes += size
 		queued++
 	}
 	c.outMu.Unlock()
@@ -450,12 +451,12 @@ func (c *conn) reply(m []byte) bool {
 
 // replyCtx is reply that also gives up when ctx ends.
 func (c *conn) replyCtx(ctx context.Context, m []byte) bool {
-	return c.replyAllCtx(ctx, [][]byte{m})
+	return c.replyAllCtx(ctx, []frame{{msg: m}})
 }
 
 // replyAllCtx is replyCtx for several messages, queued in order with as
 // few wake-ups of the writer as the queue's room allows.
-func (c *conn) replyAllCtx(ctx context.Context, msgs [][]byte) bool {
+func (c *conn) replyAllCtx(ctx context.Context, msgs []frame) bool {
 	for len(msgs) > 0 {
 		if ctx.Err() != nil {
 			return false
@@ -478,8 +479,8 @@ func (c *conn) replyAllCtx(ctx context.Context, msgs [][]byte) bool {
 
 // tryQueue queues a live message without blocking; a full queue means the
 // client does not keep up, and it is disconnected (close 1008).
-func (c *conn) tryQueue(m []byte) {
-	if queued, _ := c.enqueue(m); !queued {
+func (c *conn) tryQueue(f frame) {
+	if n, _ := c.enqueueAll([]frame{f}); n != 1 {
 		c.cutOff()
 	}
 }

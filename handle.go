@@ -300,7 +300,7 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
 
 	ctx, cancel := context.WithCancel(c.ctx)
 	indexed := &pubsub.Subscription{Owner: c, ID: subID, Filters: filters}
-	sub := &subscription{id: subID, filters: filters, live: indexed, cancel: cancel, replaying: true, bytes: size}
+	sub := &subscription{id: subID, prefix: nostr.AppendEventMessagePrefix(nil, subID), filters: filters, live: indexed, cancel: cancel, replaying: true, bytes: size}
 	c.mu.Lock()
 	old := c.subs[subID]
 	held := c.filterBytes
@@ -388,12 +388,13 @@ func (r *Relay) clamp(f nostr.Filter) nostr.Filter {
 // EOSE, then the live events held back meanwhile, and switches the
 // subscription to live delivery.
 func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scope, g trace.Tracer, st trace.State) {
-	sent := make(map[string]struct{})
+	n := c.r.replaySize(sub.filters)
+	sent := make(map[string]struct{}, n)
 	// The stored events go to the writer in batches (with the EOSE after
 	// the last), each reaching the socket in one write: queued one by one,
 	// each would wake the writer for a write of its own.
 	var (
-		batch      [][]byte
+		batch      = make([]frame, 0, n+1)
 		batchBytes int
 	)
 	flush := func() bool {
@@ -404,8 +405,8 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 	}
 	complete, failure := c.r.replayStored(ctx, c.tc.Community(), c, c.readers(), sub.filters, scope, sent, g, st, c.tracer != nil, c.log,
 		func(rec store.Record) bool {
-			m := nostr.AppendEventMessage(nil, sub.id, rec.Raw)
-			batch, batchBytes = append(batch, m), batchBytes+len(m)
+			f := eventFrame(sub.prefix, rec.Raw)
+			batch, batchBytes = append(batch, f), batchBytes+f.size()
 			return len(batch) < pageRecords && batchBytes < pageBytes || flush()
 		})
 	if failure != "" {
@@ -416,7 +417,7 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 	if !complete {
 		return
 	}
-	batch = append(batch, nostr.AppendEOSE(nil, sub.id))
+	batch = append(batch, frame{msg: nostr.AppendEOSE(nil, sub.id)})
 	if !flush() {
 		return
 	}
@@ -448,11 +449,24 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 				continue
 			}
 			sent[m.Event.ID] = struct{}{}
-			if !c.replyCtx(ctx, nostr.AppendEventMessage(nil, sub.id, m.Raw)) {
+			if !c.replyAllCtx(ctx, []frame{eventFrame(sub.prefix, m.Raw)}) {
 				return
 			}
 		}
 	}
+}
+
+// replaySize is how many stored events a replay of filters expects at
+// most, up to a page: what its buffers are first sized for.
+func (r *Relay) replaySize(filters []nostr.Filter) int {
+	n := 0
+	for i := range filters {
+		n += r.clamp(filters[i]).Limit
+		if n >= pageRecords {
+			return pageRecords
+		}
+	}
+	return n
 }
 
 // replayStored reads the stored events of a subscription's filters (a REQ
@@ -596,16 +610,16 @@ func (c *conn) failSub(sub *subscription, reason string) {
 	c.reply(nostr.AppendClosed(nil, sub.id, reason))
 }
 
-// deliverLive queues a live event for subscription subID, its frame taken
-// from frames. Called by the broker listener: it never blocks.
+// deliverLive queues a live event for the subscription the index matched.
+// Called by the broker listener: it never blocks.
 //
 // An event of a channel is delivered only if the connection may read the
 // channel (see access.go); a gift wrap only to its recipient (giftwrap.go).
-func (c *conn) deliverLive(matched *pubsub.Subscription, m pubsub.Message, frames *liveFrames) {
+func (c *conn) deliverLive(matched *pubsub.Subscription, m pubsub.Message) {
 	if !c.liveAllowed(m.Event) {
 		return
 	}
-	if !c.deliverLiveLocked(matched, m, frames) {
+	if !c.deliverLiveLocked(matched, m) {
 		return
 	}
 	c.r.cfg.metrics.LiveDelivered(c.tc)
@@ -616,7 +630,7 @@ func (c *conn) deliverLive(matched *pubsub.Subscription, m pubsub.Message, frame
 
 // deliverLiveLocked queues m for the subscription the index matched under
 // c.mu and reports whether it was queued (or held until EOSE).
-func (c *conn) deliverLiveLocked(matched *pubsub.Subscription, m pubsub.Message, frames *liveFrames) bool {
+func (c *conn) deliverLiveLocked(matched *pubsub.Subscription, m pubsub.Message) bool {
 	subID := matched.ID
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -637,7 +651,7 @@ func (c *conn) deliverLiveLocked(matched *pubsub.Subscription, m pubsub.Message,
 		c.pendingBytes += len(m.Raw)
 		return true
 	}
-	c.tryQueue(frames.frame(subID))
+	c.tryQueue(eventFrame(sub.prefix, m.Raw))
 	return true
 }
 

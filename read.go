@@ -122,6 +122,9 @@ func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any,
 		want := min(remaining, pageRecords)
 		pf.Limit = want + ties
 		more := false
+		if page == nil {
+			page = make([]store.Record, 0, want)
+		}
 		err := r.bounded(ctx, c, owner, func(ctx context.Context) error {
 			page, more = page[:0], false
 			bytes := 0

@@ -321,7 +321,7 @@ func (s *Stream) push(ctx context.Context, m StreamMessage) bool {
 // the stream to live delivery.
 func (s *Stream) replay(scope channel.Scope, g trace.Tracer) {
 	ctx, r := s.ctx, s.r
-	sent := make(map[string]struct{})
+	sent := make(map[string]struct{}, s.r.replaySize(s.filters))
 	complete, failure := r.replayStored(ctx, s.tc.Community(), s, s.readers, s.filters, scope, sent, g, s.st, s.tracer != nil,
 		r.log.With("community", s.tc.Community().String()),
 		func(rec store.Record) bool {

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // batchConn is the network connection under a WebSocket. The connection's
@@ -31,6 +34,68 @@ type batchConn struct {
 
 	closing     atomic.Bool  // a close frame is being or was sent: no more data frames
 	interruptAt atomic.Int64 // UnixNano of the deadline set by interrupt, 0 if none
+}
+
+// frame is one queued text message: msg, or, for an event sent to a
+// subscription, prefix (nostr.AppendEventMessagePrefix: `["EVENT",<sub
+// id>,`), event and "]". An event's JSON (read only, shared by every
+// connection and subscription it goes to, and by the store's cache) is so
+// written from where it is rather than copied into a message of its own.
+type frame struct {
+	msg    []byte
+	prefix []byte
+	event  []byte
+}
+
+// eventFrame is the frame of event for the subscription whose EVENT
+// messages start with prefix.
+func eventFrame(prefix, event []byte) frame { return frame{prefix: prefix, event: event} }
+
+// size is the length of the frame's payload.
+func (f frame) size() int {
+	if f.prefix == nil {
+		return len(f.msg)
+	}
+	return len(f.prefix) + len(f.event) + 1
+}
+
+// appendPayload appends the frame's payload to b.
+func (f frame) appendPayload(b []byte) []byte {
+	if f.prefix == nil {
+		return append(b, f.msg...)
+	}
+	b = append(b, f.prefix...)
+	b = append(b, f.event...)
+	return append(b, ']')
+}
+
+// buffers returns the frame's payload as the pieces it is kept in.
+func (f frame) buffers() net.Buffers {
+	if f.prefix == nil {
+		return net.Buffers{f.msg}
+	}
+	return net.Buffers{f.prefix, f.event, []byte("]")}
+}
+
+// messageWriter is the part of a gorilla connection writeTo needs.
+type messageWriter interface {
+	NextWriter(messageType int) (io.WriteCloser, error)
+}
+
+// writeTo sends the frame as one text message through ws (gorilla's own
+// framing, for a connection without a batchConn).
+func (f frame) writeTo(ws messageWriter) error {
+	w, err := ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	for _, p := range f.buffers() {
+		if _, err := w.Write(p); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	return w.Close()
 }
 
 // maxGather is how many bytes are gathered before they are written out
@@ -90,7 +155,7 @@ func (b *batchConn) capDeadline(t time.Time) time.Time {
 // it costs a runtime timer update, which a writer sending many small
 // batches would otherwise pay for each one), so a peer that stops reading
 // fails the write after at least 7/8 of timeout and at most timeout.
-func (b *batchConn) writeFrames(msgs [][]byte, timeout time.Duration) error {
+func (b *batchConn) writeFrames(msgs []frame, timeout time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closing.Load() {
@@ -115,24 +180,25 @@ func (b *batchConn) writeFrames(msgs [][]byte, timeout time.Duration) error {
 	buf := (*bp)[:0]
 	var err error
 	for _, m := range msgs {
-		if len(buf) > 0 && len(buf)+maxFrameHeader+len(m) > maxGather {
+		size := m.size()
+		if len(buf) > 0 && len(buf)+maxFrameHeader+size > maxGather {
 			if _, err = b.Conn.Write(buf); err != nil {
 				break
 			}
 			buf = buf[:0]
 		}
-		if len(m) > maxGather {
+		if size > maxGather {
 			// A large message goes out from where it is, after its header.
-			buf = appendTextFrameHeader(buf, len(m))
-			bufs := net.Buffers{buf, m}
+			buf = appendTextFrameHeader(buf, size)
+			bufs := append(net.Buffers{buf}, m.buffers()...)
 			if _, err = bufs.WriteTo(b.Conn); err != nil {
 				break
 			}
 			buf = buf[:0]
 			continue
 		}
-		buf = appendTextFrameHeader(buf, len(m))
-		buf = append(buf, m...)
+		buf = appendTextFrameHeader(buf, size)
+		buf = m.appendPayload(buf)
 	}
 	if err == nil && len(buf) > 0 {
 		_, err = b.Conn.Write(buf)

@@ -14,15 +14,25 @@ import (
 // TestWriteFramesReadByGorilla sends batches through batchConn.writeFrames
 // and reads them with gorilla's client: every header length form (7-bit,
 // 16-bit, 64-bit), a batch larger than maxGather and a message larger than
-// maxGather arrive whole and in order, and a ping gorilla writes between
-// batches does not split a frame.
+// maxGather arrive whole and in order, event frames (prefix, event, "]")
+// among them, and a ping gorilla writes between batches does not split a
+// frame.
 func TestWriteFramesReadByGorilla(t *testing.T) {
-	msg := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
-	batches := [][][]byte{
+	msg := func(n int, c byte) frame { return frame{msg: bytes.Repeat([]byte{c}, n)} }
+	event := func(n int, c byte) frame {
+		return eventFrame([]byte(`["EVENT","s",`), bytes.Repeat([]byte{c}, n))
+	}
+	batches := [][]frame{
 		{msg(0, 'a')},
-		{msg(1, 'b'), msg(125, 'c'), msg(126, 'd'), msg(65535, 'e'), msg(65536, 'f')},
+		{msg(1, 'b'), msg(125, 'c'), event(110, 'x'), msg(126, 'd'), msg(65535, 'e'), event(65535-14, 'y'), msg(65536, 'f')},
 		{msg(maxGather+1, 'g')},
-		{msg(40<<10, 'h'), msg(40<<10, 'i'), msg(3, 'j'), msg(maxGather*3, 'k'), msg(7, 'l')},
+		{msg(40<<10, 'h'), event(40<<10, 'w'), msg(3, 'j'), event(maxGather*2, 'v'), msg(maxGather*3, 'k'), msg(7, 'l')},
+	}
+	payload := func(f frame) []byte {
+		if f.prefix == nil {
+			return f.msg
+		}
+		return append(append(append([]byte(nil), f.prefix...), f.event...), ']')
 	}
 	up := websocket.Upgrader{}
 	done := make(chan error, 1)
@@ -45,7 +55,7 @@ func TestWriteFramesReadByGorilla(t *testing.T) {
 			}
 		}
 		hc.conn.stopData()
-		if err := hc.conn.writeFrames([][]byte{msg(1, 'z')}, time.Second); err != errCloseSent {
+		if err := hc.conn.writeFrames([]frame{msg(1, 'z')}, time.Second); err != errCloseSent {
 			t.Errorf("writeFrames after stopData: %v, want errCloseSent", err)
 		}
 		done <- nil
@@ -60,7 +70,8 @@ func TestWriteFramesReadByGorilla(t *testing.T) {
 	c.SetPingHandler(func(string) error { pings++; return nil })
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for bi, b := range batches {
-		for mi, want := range b {
+		for mi, f := range b {
+			want := payload(f)
 			mt, got, err := c.ReadMessage()
 			if err != nil {
 				t.Fatalf("batch %d message %d: %v", bi, mi, err)
@@ -92,5 +103,53 @@ func TestAppendTextFrameHeader(t *testing.T) {
 		if got := appendTextFrameHeader(nil, tc.n); !bytes.Equal(got, tc.want) {
 			t.Errorf("header(%d) = %x, want %x", tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestFrameWriteToGorilla: without a batchConn, a frame goes out through
+// gorilla's own framing (frame.writeTo), an event frame as one message of
+// its prefix, event and "]".
+func TestFrameWriteToGorilla(t *testing.T) {
+	frames := []frame{
+		{msg: []byte(`["EOSE","s"]`)},
+		eventFrame([]byte(`["EVENT","s",`), []byte(`{"id":"x"}`)),
+		eventFrame([]byte(`["EVENT","t",`), bytes.Repeat([]byte{'z'}, maxGather+5)),
+	}
+	want := []string{`["EOSE","s"]`, `["EVENT","s",{"id":"x"}]`, `["EVENT","t",` + strings.Repeat("z", maxGather+5) + `]`}
+	up := websocket.Upgrader{}
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer ws.Close()
+		for _, f := range frames {
+			if err := f.writeTo(ws); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}))
+	defer srv.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for i, w := range want {
+		mt, got, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if mt != websocket.TextMessage || string(got) != w {
+			t.Fatalf("message %d: type %d, %.40q…, want text %.40q…", i, mt, got, w)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

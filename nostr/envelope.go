@@ -362,11 +362,18 @@ func AppendCountResult(dst []byte, subID string, count int64) []byte {
 // an event's AppendJSON bytes, copied as they are.
 func AppendEventMessage(dst []byte, subID string, rawEvent []byte) []byte {
 	dst = grow(dst, len(`["EVENT",`)+stringSize(subID)+1+len(rawEvent)+1)
-	dst = append(dst, `["EVENT",`...)
-	dst = AppendString(dst, subID)
-	dst = append(dst, ',')
+	dst = AppendEventMessagePrefix(dst, subID)
 	dst = append(dst, rawEvent...)
 	return append(dst, ']')
+}
+
+// AppendEventMessagePrefix appends what comes before the event in an EVENT
+// message for subID, `["EVENT",<sub id>,`: the message is that, the event's
+// AppendJSON bytes and "]".
+func AppendEventMessagePrefix(dst []byte, subID string) []byte {
+	dst = append(dst, `["EVENT",`...)
+	dst = AppendString(dst, subID)
+	return append(dst, ',')
 }
 
 // Client→relay writers.
