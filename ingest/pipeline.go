@@ -580,14 +580,16 @@ func (p *Pipeline) ingest(ctx context.Context, s Submission, g trace.Tracer, st 
 	saveStart := time.Now()
 	out, change, durable := p.storeEvent(ctx, s, dec, g, st)
 	if !out.Stored {
-		if !p.settle(ctx, s.Tenant.Community(), ev, saveStart, durable) {
-			out = Outcome{Message: MsgInternal}
-		}
+		// A duplicate keeps what the stored event holds, whether or not
+		// the state it was refused on then proves durable.
 		if claimed && out.Message != MsgDuplicate {
 			p.unclaimReaction(ctx, s.Tenant.Community(), rkey, ev.ID)
 		}
 		if repoName != "" && out.Message != MsgDuplicate {
 			p.releaseRepoName(ctx, s, repoName)
+		}
+		if !p.settle(ctx, s.Tenant.Community(), ev, saveStart, durable) {
+			return Outcome{Message: MsgInternal}
 		}
 		return out
 	}

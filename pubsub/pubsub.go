@@ -25,7 +25,8 @@ type Message struct {
 	Community tenant.CommunityID
 	Event     *nostr.Event
 	// Raw is the event's wire JSON (nostr.Event.AppendJSON), shared read-only
-	// by every recipient.
+	// by every recipient: nothing modifies it once published, so a
+	// recipient may keep it (a relay queues it to each subscriber as is).
 	Raw []byte
 }
 

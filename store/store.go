@@ -63,7 +63,8 @@ type Record struct {
 	// Raw is the event's JSON object exactly as nostr.Event.AppendJSON wrote
 	// it at ingest: content and tags come back byte-for-byte. It is read
 	// only: a backend may hand the same bytes to several queries (the
-	// embedded store's event cache does).
+	// embedded store's event cache does), and they stay valid after the
+	// query (a relay queues them to its subscribers as they are).
 	Raw []byte
 	// Community is the community the row belongs to. Backends return rows
 	// of the queried community only and set it to that community; the
