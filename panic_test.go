@@ -3,12 +3,17 @@ package buzz
 import (
 	"context"
 	"errors"
+	"fmt"
+	"iter"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -73,6 +78,40 @@ func TestPanicInIngestClosesOnlyThatConnection(t *testing.T) {
 	for _, ev := range got {
 		if ev.Content != "still serving" {
 			t.Fatalf("stored %q, want only the events that did not panic", ev.Content)
+		}
+	}
+}
+
+// replayPanics is the embedded store with a query that panics: that of a
+// filter whose limit is 7.
+type replayPanics struct{ *embedded.Store }
+
+func (s replayPanics) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope) iter.Seq2[store.Record, error] {
+	if f.LimitSet && f.Limit == 7 {
+		panic("query exploded")
+	}
+	return s.Store.QueryScoped(ctx, c, f, scope)
+}
+
+// A panic while replaying a REQ's stored events, which runs on one of the
+// relay's read workers (here in the store), closes that connection with
+// 1011 and leaves the relay, its read queue and its workers serving.
+func TestPanicInReplayClosesOnlyThatConnection(t *testing.T) {
+	tr := backendRelay(t, replayPanics{openEmbedded(t, t.TempDir())})
+	s := newSigner(t)
+	good := tr.dial(t)
+	good.mustAccept(s.event(1, now(), "still serving"))
+	for round := range 2 {
+		bad := tr.dial(t)
+		bad.sendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
+		_ = bad.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, err := bad.ws.ReadMessage()
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
+			t.Fatalf("round %d: read after panic: %v, want close 1011", round, err)
+		}
+		if got := good.req(fmt.Sprint("s", round), nostr.Filter{Authors: []string{s.pub()}}); len(got) != 1 {
+			t.Fatalf("round %d: got %d events, want 1", round, len(got))
 		}
 	}
 }
