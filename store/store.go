@@ -56,6 +56,19 @@ func IsOutcome(err error) bool {
 		errors.Is(err, ErrDeleted) || errors.Is(err, ErrReactionHeld)
 }
 
+// Settle finishes a save made in two steps (a SaveStaged of the embedded
+// store and its engine): it waits for durable, when not nil, and returns
+// what Save returns — durable's failure, else err. It is how such a store's
+// Save is its SaveStaged: return store.Settle(s.SaveStaged(ctx, c, ev)).
+func Settle(durable func() error, err error) error {
+	if durable != nil {
+		if serr := durable(); serr != nil {
+			return serr
+		}
+	}
+	return err
+}
+
 // Record is one stored event as a query returns it.
 type Record struct {
 	ID        string // lowercase hex event id

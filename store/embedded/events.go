@@ -102,13 +102,7 @@ func (w *writer) eventsTx() (redoTx, error) {
 // from their threads, and so does a thread reply, recorded in its thread
 // (store.ThreadStore); any other event goes to the engine directly.
 func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
-	durable, err := s.SaveStaged(ctx, c, ev)
-	if durable != nil {
-		if serr := durable(); serr != nil {
-			return serr
-		}
-	}
-	return err
+	return store.Settle(s.SaveStaged(ctx, c, ev))
 }
 
 // SaveStaged is Save in two steps, as lsm.Store.SaveStaged: it returns

@@ -80,13 +80,7 @@ func prepare(ev *nostr.Event) (*prepared, error) {
 
 // Save implements store.EventStore.
 func (s *Store) Save(ctx context.Context, c tenant.CommunityID, ev *nostr.Event) error {
-	durable, err := s.SaveStaged(ctx, c, ev)
-	if durable != nil {
-		if serr := durable(); serr != nil {
-			return serr
-		}
-	}
-	return err
+	return store.Settle(s.SaveStaged(ctx, c, ev))
 }
 
 // SaveStaged is Save in two steps. It returns once the outcome is decided
