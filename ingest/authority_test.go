@@ -2,14 +2,11 @@ package ingest_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/nostr"
-	"github.com/buzzrelay/buzz/pubsub"
-	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -100,35 +97,12 @@ type authorityPipeline struct {
 
 func newAuthorityPipeline(t *testing.T, cfg ingest.Config) authorityPipeline {
 	t.Helper()
-	ctx := context.Background()
-	st, err := embedded.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	br, err := pubsub.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { br.Close() })
-	v, err := nostr.NewVerifier()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
-	if _, _, err := st.EnsureCommunity(ctx, "a.test"); err != nil {
-		t.Fatal(err)
-	}
-	tc, err := tenant.Bind(ctx, st, "a.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Store, cfg.Broker, cfg.Verifier = st, br, v
-	cfg.MaxFutureSkew, cfg.MaxContentBytes, cfg.Logger = time.Minute, 1<<16, slog.New(slog.DiscardHandler)
+	parts := newPipelineParts(t, "a.test")
+	cfg = parts.config(cfg)
 	p, err := ingest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	return authorityPipeline{Pipeline: p, cfg: cfg, tc: tc}
+	return authorityPipeline{Pipeline: p, cfg: cfg, tc: parts.tcs[0]}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -27,37 +26,10 @@ type rlEnv struct {
 
 func newRLEnv(t *testing.T, l ratelimit.Limiter, tier ingest.TierFunc) *rlEnv {
 	t.Helper()
-	ctx := context.Background()
-	st, err := embedded.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	br, err := pubsub.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { br.Close() })
-	v, err := nostr.NewVerifier()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
-	e := &rlEnv{st: st, broker: br}
-	for _, h := range []string{"a.test", "b.test"} {
-		if _, _, err := st.EnsureCommunity(ctx, h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if e.a, err = tenant.Bind(ctx, st, "a.test"); err != nil {
-		t.Fatal(err)
-	}
-	if e.b, err = tenant.Bind(ctx, st, "b.test"); err != nil {
-		t.Fatal(err)
-	}
-	e.p, err = ingest.New(ingest.Config{Store: st, Broker: br, Verifier: v, MaxFutureSkew: time.Minute,
-		MaxContentBytes: 1 << 16, Logger: slog.New(slog.DiscardHandler), RateLimiter: l, RateLimitTier: tier})
-	if err != nil {
+	parts := newPipelineParts(t, "a.test", "b.test")
+	e := &rlEnv{st: parts.st, broker: parts.br, a: parts.tcs[0], b: parts.tcs[1]}
+	var err error
+	if e.p, err = ingest.New(parts.config(ingest.Config{RateLimiter: l, RateLimitTier: tier})); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -3,7 +3,6 @@ package ingest_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -47,33 +46,12 @@ type stagedEnv struct {
 
 func newStagedEnv(t *testing.T) *stagedEnv {
 	t.Helper()
-	ctx := context.Background()
-	inner, err := embedded.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { inner.Close() })
-	br, err := pubsub.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { br.Close() })
-	v, err := nostr.NewVerifier()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(v.Close)
-	if _, _, err := inner.EnsureCommunity(ctx, "a.test"); err != nil {
-		t.Fatal(err)
-	}
-	e := &stagedEnv{st: &gatedStore{Store: inner, waiting: make(chan struct{}), release: make(chan error)}, live: make(chan string, 8)}
-	if e.tc, err = tenant.Bind(ctx, inner, "a.test"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(br.Listen(func(m pubsub.Message) { e.live <- m.Event.ID }))
-	e.p, err = ingest.New(ingest.Config{Store: e.st, Broker: br, Verifier: v, MaxFutureSkew: time.Minute,
-		MaxContentBytes: 1 << 16, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
+	parts := newPipelineParts(t, "a.test")
+	e := &stagedEnv{st: &gatedStore{Store: parts.st, waiting: make(chan struct{}), release: make(chan error)},
+		tc: parts.tcs[0], live: make(chan string, 8)}
+	t.Cleanup(parts.br.Listen(func(m pubsub.Message) { e.live <- m.Event.ID }))
+	var err error
+	if e.p, err = ingest.New(parts.config(ingest.Config{Store: e.st})); err != nil {
 		t.Fatal(err)
 	}
 	return e
