@@ -93,6 +93,27 @@ func (f gatedFile) SyncTo(n int64) (bool, error) {
 	return f.File.SyncTo(n)
 }
 
+// holdSyncs holds g's syncs back until the returned release (idempotent)
+// is called, or the test ends (before the store's Close, which syncs).
+func holdSyncs(t *testing.T, g *gatedFS) (release func()) {
+	g.hold()
+	var once sync.Once
+	release = func() { once.Do(g.release) }
+	t.Cleanup(release)
+	return release
+}
+
+// awaitHeldSync returns once a sync waits at g's gate, failing the test
+// with what if none does.
+func awaitHeldSync(t *testing.T, g *gatedFS, what string) {
+	t.Helper()
+	select {
+	case <-g.waiter:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 // TestAckAfterSync: a saved event is visible to readers once applied, but
 // Save returns only after the log holding it has been synced; so does a
 // Save refused as a duplicate of it.
@@ -102,10 +123,7 @@ func TestAckAfterSync(t *testing.T) {
 	c := storetest.Community(t, s, "sync.example")
 	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "held")
 
-	g.hold()
-	var once sync.Once
-	release := func() { once.Do(g.release) }
-	t.Cleanup(release) // before Close, which syncs
+	release := holdSyncs(t, g)
 	done := make(chan error, 2)
 	go func() { done <- s.Save(context.Background(), c, ev) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -116,11 +134,7 @@ func TestAckAfterSync(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	go func() { done <- s.Save(context.Background(), c, ev) }()
-	select {
-	case <-g.waiter:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no log sync started")
-	}
+	awaitHeldSync(t, g, "no log sync started")
 	select {
 	case err := <-done:
 		t.Fatalf("Save returned (%v) while its log sync was held", err)
@@ -150,10 +164,7 @@ func TestSaveStagedDurableAfterSync(t *testing.T) {
 	c := storetest.Community(t, s, "staged.example")
 	ev := storetest.NewAuthor(t).Event(t, 1, 1_700_000_000, "staged")
 
-	g.hold()
-	var once sync.Once
-	release := func() { once.Do(g.release) }
-	t.Cleanup(release) // before Close, which syncs
+	release := holdSyncs(t, g)
 	staged := make(chan func() error, 1)
 	go func() {
 		durable, err := s.SaveStaged(context.Background(), c, ev)
@@ -176,11 +187,7 @@ func TestSaveStagedDurableAfterSync(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- durable() }()
-	select {
-	case <-g.waiter:
-	case <-time.After(10 * time.Second):
-		t.Fatal("durable started no log sync")
-	}
+	awaitHeldSync(t, g, "durable started no log sync")
 	select {
 	case err := <-done:
 		t.Fatalf("durable returned (%v) while its log sync was held", err)
