@@ -34,41 +34,23 @@ func TestWriteFramesReadByGorilla(t *testing.T) {
 		}
 		return append(append(append([]byte(nil), f.prefix...), f.event...), ']')
 	}
-	up := websocket.Upgrader{}
-	done := make(chan error, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hc := &hijackCapture{ResponseWriter: w}
-		ws, err := up.Upgrade(hc, r, nil)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer ws.Close()
+	pings := 0
+	c, done := wireServer(t, func(ws *websocket.Conn, bc *batchConn) error {
 		for _, b := range batches {
-			if err := hc.conn.writeFrames(b, 5*time.Second); err != nil {
-				done <- err
-				return
+			if err := bc.writeFrames(b, 5*time.Second); err != nil {
+				return err
 			}
 			if err := ws.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(time.Second)); err != nil {
-				done <- err
-				return
+				return err
 			}
 		}
-		hc.conn.stopData()
-		if err := hc.conn.writeFrames([]frame{msg(1, 'z')}, time.Second); err != errCloseSent {
+		bc.stopData()
+		if err := bc.writeFrames([]frame{msg(1, 'z')}, time.Second); err != errCloseSent {
 			t.Errorf("writeFrames after stopData: %v, want errCloseSent", err)
 		}
-		done <- nil
-	}))
-	defer srv.Close()
-	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pings := 0
+		return nil
+	})
 	c.SetPingHandler(func(string) error { pings++; return nil })
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for bi, b := range batches {
 		for mi, f := range b {
 			want := payload(f)
@@ -116,30 +98,14 @@ func TestFrameWriteToGorilla(t *testing.T) {
 		eventFrame([]byte(`["EVENT","t",`), bytes.Repeat([]byte{'z'}, maxGather+5)),
 	}
 	want := []string{`["EOSE","s"]`, `["EVENT","s",{"id":"x"}]`, `["EVENT","t",` + strings.Repeat("z", maxGather+5) + `]`}
-	up := websocket.Upgrader{}
-	done := make(chan error, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer ws.Close()
+	c, done := wireServer(t, func(ws *websocket.Conn, _ *batchConn) error {
 		for _, f := range frames {
 			if err := f.writeTo(ws); err != nil {
-				done <- err
-				return
+				return err
 			}
 		}
-		done <- nil
-	}))
-	defer srv.Close()
-	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		return nil
+	})
 	for i, w := range want {
 		mt, got, err := c.ReadMessage()
 		if err != nil {
@@ -152,4 +118,32 @@ func TestFrameWriteToGorilla(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// wireServer serves one WebSocket, upgraded through hijackCapture as the
+// relay upgrades, with serve, and returns a gorilla client of it (its
+// reads time out after 10 s) and the channel serve's result arrives on.
+// Both end with the test.
+func wireServer(t *testing.T, serve func(ws *websocket.Conn, bc *batchConn) error) (*websocket.Conn, <-chan error) {
+	t.Helper()
+	up := websocket.Upgrader{}
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hc := &hijackCapture{ResponseWriter: w}
+		ws, err := up.Upgrade(hc, r, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer ws.Close()
+		done <- serve(ws, hc.conn)
+	}))
+	t.Cleanup(srv.Close)
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return c, done
 }
