@@ -27,7 +27,7 @@ type gatedFS struct {
 	mu     sync.Mutex
 	open   chan struct{} // closed while syncs may proceed
 	held   int           // syncs waiting
-	waiter chan struct{} // signalled when a sync starts waiting
+	waiter chan struct{} // signalled when a sync starts waiting at the closed gate
 }
 
 func newGatedFS() *gatedFS {
@@ -36,7 +36,17 @@ func newGatedFS() *gatedFS {
 	return g
 }
 
+// hold closes the gate. Signals of syncs held before are dropped first:
+// while the gate is open no sync signals, so every signal after hold is
+// of a sync it holds.
 func (g *gatedFS) hold() {
+	for drained := false; !drained; {
+		select {
+		case <-g.waiter:
+		default:
+			drained = true
+		}
+	}
 	g.mu.Lock()
 	g.open = make(chan struct{})
 	g.mu.Unlock()
@@ -52,6 +62,11 @@ func (g *gatedFS) wait() {
 	g.mu.Lock()
 	ch := g.open
 	g.mu.Unlock()
+	select {
+	case <-ch:
+		return // the gate is open: nothing is held
+	default:
+	}
 	select {
 	case g.waiter <- struct{}{}:
 	default:
@@ -313,5 +328,57 @@ func TestKillChild(t *testing.T) {
 	}
 	for id := range acks {
 		fmt.Fprintf(os.Stdout, "ACK %s\n", id)
+	}
+}
+
+// TestSyncIntervalFollowsWaiters: the least interval between two log syncs
+// applies only while more than one save waits for a sync; a lone writer's
+// next sync may start at once. A save that needs the sync after one that
+// ended with two waiting returns no sooner than the interval after it (a
+// lower bound, which a slow machine only makes easier to meet).
+func TestSyncIntervalFollowsWaiters(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	g := newGatedFS()
+	s := openTemp(t, lsm.WithFS(g), lsm.WithMinSyncInterval(interval))
+	c := storetest.Community(t, s, "pacing.example")
+	alice := storetest.NewAuthor(t)
+	if got := s.SyncInterval(); got != 0 {
+		t.Fatalf("interval with no save waiting = %v, want 0", got)
+	}
+
+	release := holdSyncs(t, g)
+	done := make(chan error, 2)
+	go func() { done <- s.Save(context.Background(), c, alice.Event(t, 1, 1_700_000_000, "first")) }()
+	awaitHeldSync(t, g, "the first save started no log sync")
+	if got := s.SyncInterval(); got != 0 {
+		t.Fatalf("interval with one save waiting = %v, want 0", got)
+	}
+	go func() { done <- s.Save(context.Background(), c, alice.Event(t, 1, 1_700_000_001, "second")) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.SyncInterval() != interval {
+		if time.Now().After(deadline) {
+			t.Fatalf("interval with two saves waiting = %v, want %v", s.SyncInterval(), interval)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The held sync covers the first save only: the second was applied
+	// after pebble took that sync's queue, so it needs the next sync.
+	released := time.Now()
+	release()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Save = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a Save did not return after the syncs were released")
+		}
+	}
+	if took := time.Since(released); took < interval/2 {
+		t.Fatalf("both saves returned %v after the release, before the interval of %v", took, interval)
+	}
+	if got := s.SyncInterval(); got != 0 {
+		t.Fatalf("interval once both saves returned = %v, want 0", got)
 	}
 }

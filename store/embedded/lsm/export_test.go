@@ -1,6 +1,10 @@
 package lsm
 
-import "github.com/cockroachdb/pebble/v2/vfs"
+import (
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
 
 // WithFS opens the store on fs (tests wrap the disk to hold syncs back).
 func WithFS(fs vfs.FS) Option {
@@ -9,3 +13,7 @@ func WithFS(fs vfs.FS) Option {
 		return nil
 	}
 }
+
+// SyncInterval is the least interval pebble would now keep before the
+// log's next sync (syncPacer).
+func (s *Store) SyncInterval() time.Duration { return s.pacer.interval() }

@@ -86,6 +86,10 @@ type Store struct {
 	commMu sync.RWMutex
 	comm   map[tenant.CommunityID]uint32
 
+	// pacer sets the least interval between two syncs of the log from
+	// how many saves wait for one (syncpace.go).
+	pacer *syncPacer
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -176,7 +180,8 @@ func WithMemTableBytes(n int64) Option {
 // wait for the next one; 100 µs lets them join it. Closed-loop ingest over
 // 16 connections went from 3,018 to 6,225 events/s, a lone writer was not
 // measurably slower. With the sync on its own thread the interval changes
-// nothing measurable.
+// nothing measurable. It applies only while saves wait for a sync: a lone
+// writer's syncs start at once (syncPacer).
 const DefaultMinSyncInterval = 100 * time.Microsecond
 
 // maxMinSyncInterval bounds WithMinSyncInterval: every acknowledgement
@@ -187,7 +192,8 @@ const maxMinSyncInterval = time.Second
 // write-ahead log (0 to 1 s; 0 syncs as soon as asked). A save that asks
 // for a sync sooner waits for the rest of the interval, and the saves that
 // arrive meanwhile share that sync: fewer, larger syncs for a little
-// latency. A save still returns only once its writes are synced.
+// latency. A save still returns only once its writes are synced. After a
+// sync that no save waits past, the next sync starts at once.
 func WithMinSyncInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 || d > maxMinSyncInterval {
@@ -262,14 +268,15 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if po.FS == nil {
 		po.FS = offPSyncFS(vfs.Default)
 	}
+	pacer := &syncPacer{min: cfg.minSync}
 	// Bloom filters let a point read (duplicate, tombstone and coordinate
 	// checks, mostly of keys that do not exist) skip tables without
 	// reading them.
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	if d := cfg.minSync; d > 0 {
-		po.WALMinSyncInterval = func() time.Duration { return d }
+	if cfg.minSync > 0 {
+		po.WALMinSyncInterval = pacer.interval
 	}
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
@@ -283,7 +290,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("lsm: record cache: %w", err), db.Close())
 	}
-	s := &Store{db: db, log: cfg.log, cache: rc, external: cfg.external, onRemove: cfg.onRemove, comm: map[tenant.CommunityID]uint32{}}
+	s := &Store{db: db, log: cfg.log, cache: rc, external: cfg.external, onRemove: cfg.onRemove, comm: map[tenant.CommunityID]uint32{}, pacer: pacer}
 	if err := s.load(); err != nil {
 		rc.close()
 		return nil, errors.Join(err, db.Close())
@@ -365,6 +372,8 @@ func (s *Store) get(k []byte) ([]byte, bool, error) { return readValue(s.db, k) 
 // durable returns once the write-ahead log is synced up to every write
 // applied before it was called. Concurrent callers share syncs.
 func (s *Store) durable() error {
+	s.pacer.waiting.Add(1)
+	defer s.pacer.waiting.Add(-1)
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("lsm: sync: %w", err)
 	}
