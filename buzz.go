@@ -416,18 +416,11 @@ func (r *Relay) runConn(c *conn) {
 	c.serve()
 }
 
-// recoverTask, deferred first by a function a connection runs on one of
-// the relay's workers (an EVENT's ingest, a REQ's replay, a COUNT, a
-// NEG-OPEN), does there what runConn does on the connection's goroutine: a
-// panic (in an embedder's hook, say) is logged and closes that connection
-// only, with 1011, and the worker and the relay carry on.
-func (c *conn) recoverTask() {
-	if p := recover(); p != nil {
-		c.panicked(p)
-	}
-}
-
-// panicked logs a panic recovered while serving c and closes c with 1011.
+// panicked logs a panic recovered while serving c and closes c with 1011:
+// runConn's recovery on the connection's goroutine, and the onPanic of what
+// the connection runs on the relay's workers (an EVENT's ingest, a REQ's
+// replay, a COUNT, a NEG-OPEN). A panic (in an embedder's hook, say) so
+// closes that connection only; the worker and the relay carry on.
 func (c *conn) panicked(p any) {
 	c.r.log.Error("buzz: panic serving a connection", "panic", p, "stack", string(debug.Stack()))
 	c.cancel()

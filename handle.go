@@ -145,7 +145,6 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 	}
 	c.tasks.Add(1)
 	c.r.ingesters.do(func() {
-		defer c.recoverTask()
 		defer func() {
 			<-c.eventSem
 			c.tasks.Done()
@@ -178,7 +177,7 @@ func (c *conn) handleEvent(ev *nostr.Event) {
 			c.reply(nostr.AppendAuthChallenge(nil, c.challenge))
 		}
 		c.reply(nostr.AppendOK(nil, ev.ID, out.OK, out.Message))
-	})
+	}, c.panicked)
 }
 
 // checkFilters applies the REQ/COUNT rules shared by both: subscription id
@@ -338,12 +337,11 @@ func (c *conn) handleReq(subID string, filters []nostr.Filter, size int) {
 	}
 	c.tasks.Add(1)
 	c.r.readers.do(func() {
-		defer c.recoverTask()
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		defer guard.Release(ctx)
 		c.replay(ctx, sub, scope, g, st)
-	})
+	}, c.panicked)
 }
 
 // acquireQuery takes one of the connection's query slots
@@ -751,7 +749,6 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 	}
 	c.tasks.Add(1)
 	c.r.readers.do(func() {
-		defer c.recoverTask()
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		defer guard.Release(ctx)
@@ -784,5 +781,5 @@ func (c *conn) handleCount(subID string, filters []nostr.Filter) {
 			traceRows(ctx, g, st, &filters[i], nil)
 		}
 		c.replyCtx(ctx, nostr.AppendCountResult(nil, subID, n))
-	})
+	}, c.panicked)
 }

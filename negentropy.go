@@ -172,7 +172,6 @@ func (c *conn) negOpen(m *nip77.Open) {
 	}
 	c.tasks.Add(1)
 	c.r.readers.do(func() {
-		defer c.recoverTask()
 		defer c.tasks.Done()
 		defer c.releaseQuery()
 		out, reason := c.negStart(ctx, s, m, scope)
@@ -185,7 +184,7 @@ func (c *conn) negOpen(m *nip77.Open) {
 		case ctx.Err() == nil:
 			c.replyCtx(ctx, nip77.AppendMsg(nil, m.SubID, out))
 		}
-	})
+	}, c.panicked)
 }
 
 // negStart reads the set of session s and answers the NEG-OPEN's initial

@@ -175,10 +175,9 @@ func (r *Relay) subscribe(ctx context.Context, tc tenant.TenantContext, readers 
 	s.mu.Unlock()
 	r.index.Add(community, s.live)
 	r.readers.do(func() {
-		defer s.recoverTask()
 		defer guard.Release(s.ctx)
 		s.replay(scope, g)
-	})
+	}, s.panicked)
 	return s, nil
 }
 
@@ -243,13 +242,11 @@ func (s *Stream) Close() {
 	})
 }
 
-// recoverTask, deferred first by the stream's replay on a worker, logs a
-// panic there and ends the stream with msgInternal instead of the process.
-func (s *Stream) recoverTask() {
-	if p := recover(); p != nil {
-		s.r.log.Error("buzz: panic serving a stream", "community", s.tc.Community().String(), "panic", p, "stack", string(debug.Stack()))
-		s.end(msgInternal)
-	}
+// panicked logs a panic recovered from the stream's replay on a worker and
+// ends the stream with msgInternal instead of the process.
+func (s *Stream) panicked(p any) {
+	s.r.log.Error("buzz: panic serving a stream", "community", s.tc.Community().String(), "panic", p, "stack", string(debug.Stack()))
+	s.end(msgInternal)
 }
 
 // end ends the stream with reason; only the first call counts. Nothing is

@@ -12,9 +12,12 @@ import "sync/atomic"
 // EVENT had a goroutine of its own). At most maxIdle goroutines wait for
 // work; beyond that a goroutine that finished exits. A function given to do
 // runs exactly as it would on its own goroutine: concurrently with the
-// caller and with every other. workers is safe for concurrent use.
+// caller and with every other; a panic in it is recovered by the worker and
+// handed to the function's own onPanic (what serving it on a goroutine of
+// its own would have done: close its connection, end its stream), and the
+// worker carries on. workers is safe for concurrent use.
 type workers struct {
-	jobs    chan func() // unbuffered: a send succeeds only into an idle worker
+	jobs    chan job // unbuffered: a send succeeds only into an idle worker
 	stop    chan struct{}
 	idle    atomic.Int32
 	maxIdle int32
@@ -27,35 +30,53 @@ type workers struct {
 const idleIngesters = 64
 
 func newWorkers(maxIdle int) *workers {
-	return &workers{jobs: make(chan func()), stop: make(chan struct{}), maxIdle: int32(max(1, maxIdle))}
+	return &workers{jobs: make(chan job), stop: make(chan struct{}), maxIdle: int32(max(1, maxIdle))}
+}
+
+// job is a function given to do, with what to do if it panics.
+type job struct {
+	f       func()
+	onPanic func(p any)
 }
 
 // do runs f on an idle worker, or on a new goroutine when none is idle. It
-// never waits for f.
-func (w *workers) do(f func()) {
+// never waits for f. If f panics, onPanic gets the panic's value once f's
+// deferred calls have run, on the same goroutine.
+func (w *workers) do(f func(), onPanic func(p any)) {
+	j := job{f: f, onPanic: onPanic}
 	select {
-	case w.jobs <- f:
+	case w.jobs <- j:
 	default:
-		go w.work(f)
+		go w.work(j)
 	}
 }
 
-func (w *workers) work(f func()) {
+func (w *workers) work(j job) {
 	for {
-		f()
-		f = nil // not kept alive while idle
+		j.run()
+		j = job{} // not kept alive while idle
 		if w.idle.Add(1) > w.maxIdle {
 			w.idle.Add(-1)
 			return
 		}
 		select {
-		case f = <-w.jobs:
+		case j = <-w.jobs:
 			w.idle.Add(-1)
 		case <-w.stop:
 			w.idle.Add(-1)
 			return
 		}
 	}
+}
+
+// run calls f, recovering a panic into onPanic.
+func (j job) run() {
+	defer func() {
+		if p := recover(); p != nil {
+			j.onPanic(p)
+		}
+	}()
+	j.f()
 }
 
 // close ends the idle workers. A function given to do afterwards still

@@ -1,10 +1,44 @@
 package buzz
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
 )
+
+// noPanic is the onPanic of a function that must not panic.
+func noPanic(t *testing.T) func(any) {
+	return func(p any) { t.Errorf("unexpected panic: %v", p) }
+}
+
+// TestWorkersRecoverAPanic: a function that panics has its deferred calls
+// run, then its onPanic gets the value, on the worker; the worker stays and
+// runs the next function.
+func TestWorkersRecoverAPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorkers(1)
+		defer w.close()
+		var order []string
+		got := make(chan any, 1)
+		w.do(func() {
+			defer func() { order = append(order, "deferred") }()
+			panic("boom")
+		}, func(p any) {
+			order = append(order, "onPanic")
+			got <- p
+		})
+		eq(t, "onPanic's value", <-got, any("boom"))
+		synctest.Wait()
+		eq(t, "order", fmt.Sprint(order), "[deferred onPanic]")
+		eq(t, "idle workers after the panic", w.idle.Load(), 1)
+		ran := make(chan struct{})
+		w.do(func() { close(ran) }, noPanic(t))
+		<-ran
+		synctest.Wait()
+		eq(t, "idle workers after the next function", w.idle.Load(), 1)
+	})
+}
 
 // The workers' tests run in synctest bubbles: synctest.Wait returns once
 // every worker has parked or exited, so what each test observes is the
@@ -20,8 +54,8 @@ func TestWorkersRunConcurrently(t *testing.T) {
 		a, b := make(chan struct{}), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(2)
-		w.do(func() { defer wg.Done(); close(a); <-b })
-		w.do(func() { defer wg.Done(); <-a; close(b) })
+		w.do(func() { defer wg.Done(); close(a); <-b }, noPanic(t))
+		w.do(func() { defer wg.Done(); <-a; close(b) }, noPanic(t))
 		wg.Wait()
 	})
 }
@@ -33,7 +67,7 @@ func TestWorkersKeepAtMostMaxIdleAndReuseThem(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 5 {
 			wg.Add(1)
-			w.do(func() { defer wg.Done(); <-release })
+			w.do(func() { defer wg.Done(); <-release }, noPanic(t))
 		}
 		close(release)
 		wg.Wait()
@@ -42,7 +76,7 @@ func TestWorkersKeepAtMostMaxIdleAndReuseThem(t *testing.T) {
 		// A later function runs on an idle worker: a new goroutine would
 		// leave both idle.
 		hold := make(chan struct{})
-		w.do(func() { <-hold })
+		w.do(func() { <-hold }, noPanic(t))
 		synctest.Wait()
 		eq(t, "idle workers while one runs a function", w.idle.Load(), 1)
 		close(hold)
@@ -53,7 +87,7 @@ func TestWorkersKeepAtMostMaxIdleAndReuseThem(t *testing.T) {
 		eq(t, "idle workers after close", w.idle.Load(), 0)
 		// A function given after close still runs.
 		ran := make(chan struct{})
-		w.do(func() { close(ran) })
+		w.do(func() { close(ran) }, noPanic(t))
 		<-ran
 	})
 }
