@@ -26,7 +26,6 @@ type gatedFS struct {
 	vfs.FS
 	mu     sync.Mutex
 	open   chan struct{} // closed while syncs may proceed
-	held   int           // syncs waiting
 	waiter chan struct{} // signalled when a sync starts waiting at the closed gate
 }
 
