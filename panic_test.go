@@ -30,12 +30,7 @@ func TestPanicClosesOnlyThatConnection(t *testing.T) {
 	bad := tr.dial(t)
 	good := tr.dial(t)
 	bad.sendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
-	_ = bad.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, _, err := bad.ws.ReadMessage()
-	var ce *websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
-		t.Fatalf("read after panic: %v, want close 1011", err)
-	}
+	nextIsClose1011(t, bad, "read after panic")
 	s := newSigner(t)
 	good.mustAccept(s.event(1, now(), "still serving"))
 	if got := good.req("s", nostr.Filter{Authors: []string{s.pub()}}); len(got) != 1 {
@@ -65,12 +60,7 @@ func TestPanicInIngestClosesOnlyThatConnection(t *testing.T) {
 	for round := range 2 {
 		bad := tr.dial(t)
 		bad.sendEvent(s.event(1, now()-int64(round), "explode"))
-		_ = bad.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, _, err := bad.ws.ReadMessage()
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
-			t.Fatalf("round %d: read after panic: %v, want close 1011", round, err)
-		}
+		nextIsClose1011(t, bad, fmt.Sprintf("round %d: read after panic", round))
 		good.mustAccept(s.event(1, now()-int64(round), "still serving"))
 	}
 	got := good.req("s", nostr.Filter{Authors: []string{s.pub()}})
@@ -104,14 +94,22 @@ func TestPanicInReplayClosesOnlyThatConnection(t *testing.T) {
 	for round := range 2 {
 		bad := tr.dial(t)
 		bad.sendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
-		_ = bad.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, _, err := bad.ws.ReadMessage()
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
-			t.Fatalf("round %d: read after panic: %v, want close 1011", round, err)
-		}
+		nextIsClose1011(t, bad, fmt.Sprintf("round %d: read after panic", round))
 		if got := good.req(fmt.Sprint("s", round), nostr.Filter{Authors: []string{s.pub()}}); len(got) != 1 {
 			t.Fatalf("round %d: got %d events, want 1", round, len(got))
 		}
+	}
+}
+
+// nextIsClose1011 fails the test, naming what, unless the next thing c
+// reads (within 5 s) is a close with code 1011, as a connection whose
+// serving panicked is closed.
+func nextIsClose1011(t *testing.T, c *rawClient, what string) {
+	t.Helper()
+	_ = c.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err := c.ws.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
+		t.Fatalf("%s: %v, want close 1011", what, err)
 	}
 }
