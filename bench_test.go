@@ -222,6 +222,8 @@ func BenchmarkReq(b *testing.B) {
 		{"kind", nostr.Filter{Kinds: []int{1}, Limit: 100, LimitSet: true}, 100},
 		{"tag", nostr.Filter{Kinds: []int{1}, Tags: map[string][]string{"t": {"bench"}}, Limit: 100, LimitSet: true}, 100},
 		{"author", nostr.Filter{Authors: []string{evs[0].ev.PubKey}, Limit: 50, LimitSet: true}, 50},
+		// By id, no limit: what a client fetching the events it is missing sends.
+		{"ids", nostr.Filter{IDs: []string{evs[3].ev.ID, evs[500].ev.ID, evs[997].ev.ID}}, 3},
 	}
 	for _, sh := range shapes {
 		b.Run(sh.name, func(b *testing.B) { benchReq(b, evs, sh.f, sh.want) })

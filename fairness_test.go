@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +17,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/store"
+	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -247,6 +252,55 @@ func TestReplayPagesWithTies(t *testing.T) {
 	}
 	// A limit is honoured across pages.
 	eq(t, "limited", len(c.req("some", nostr.Filter{Kinds: []int{1}, Limit: pageRecords + 3, LimitSet: true})), pageRecords+3)
+}
+
+// limitRecorder is the embedded store, recording the limit of every
+// filter it is asked to read.
+type limitRecorder struct {
+	*embedded.Store
+	mu     sync.Mutex
+	limits []int
+}
+
+func (s *limitRecorder) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.Filter, scope channel.Scope) iter.Seq2[store.Record, error] {
+	s.mu.Lock()
+	s.limits = append(s.limits, f.Limit)
+	s.mu.Unlock()
+	return s.Store.QueryScoped(ctx, c, f, scope)
+}
+
+// TestReplayByIDsReadsAtMostItsIDs checks that a REQ naming ids, with no
+// limit or a larger one, asks the store for at most as many events as it
+// names (an id names one event), and still gets every one of them.
+func TestReplayByIDsReadsAtMostItsIDs(t *testing.T) {
+	st := &limitRecorder{Store: openEmbedded(t, t.TempDir())}
+	tr := backendRelay(t, st)
+	c := tr.dial(t)
+	s := newSigner(t)
+	var ids []string
+	for i := range 5 {
+		ev := s.event(1, now()-int64(i), fmt.Sprint("by id ", i))
+		c.mustAccept(ev)
+		ids = append(ids, ev.ID)
+	}
+	for _, f := range []nostr.Filter{
+		{IDs: ids[:3]},
+		{IDs: ids[:3], Limit: 400, LimitSet: true},
+		{IDs: append(ids[:3:3], ids[0])}, // an id twice: still every event once
+	} {
+		st.mu.Lock()
+		st.limits = nil
+		st.mu.Unlock()
+		eq(t, fmt.Sprintf("events for %d ids", len(f.IDs)), len(c.req("ids", f)), 3)
+		st.mu.Lock()
+		got := slices.Clone(st.limits)
+		st.mu.Unlock()
+		if len(got) == 0 || slices.Max(got) > len(f.IDs) {
+			t.Fatalf("ids %d, limit %d: the store was asked for %v events", len(f.IDs), f.Limit, got)
+		}
+	}
+	// A smaller limit still applies.
+	eq(t, "events for 3 ids, limit 2", len(c.req("ids", nostr.Filter{IDs: ids[:3], Limit: 2, LimitSet: true})), 2)
 }
 
 // TestSlowReplayDoesNotHoldStore checks that clients that ask for large

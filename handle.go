@@ -374,10 +374,16 @@ func (r *Relay) timeoutReason() string {
 // clamp returns f with its limit bounded by MaxLimit (MaxLimit when absent).
 func (c *conn) clamp(f nostr.Filter) nostr.Filter { return c.r.clamp(f) }
 
-// clamp returns f with its limit bounded by MaxLimit (MaxLimit when absent).
+// clamp returns f with its limit bounded by MaxLimit (MaxLimit when absent)
+// and, when f names ids, by their number: an id names one event, so no
+// more can match, and a read sized by the limit would reserve room for
+// MaxLimit events to return a handful.
 func (r *Relay) clamp(f nostr.Filter) nostr.Filter {
 	if lim := r.cfg.limits.MaxLimit; !f.LimitSet || f.Limit > lim {
 		f.Limit, f.LimitSet = lim, true
+	}
+	if f.IDs != nil && len(f.IDs) < f.Limit {
+		f.Limit = len(f.IDs)
 	}
 	return f
 }
@@ -454,14 +460,16 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 	}
 }
 
-// replaySize is how many stored events a replay of filters expects at
-// most, up to a page: what its buffers are first sized for.
+// replaySize is what a replay of filters first sizes its buffers for: the
+// most stored events it can return, up to replayPresize. A limit is an
+// upper bound a read may fall far short of (a client asks for 500 and gets
+// a dozen), so replays larger than that grow their buffers as they fill.
 func (r *Relay) replaySize(filters []nostr.Filter) int {
 	n := 0
 	for i := range filters {
 		n += r.clamp(filters[i]).Limit
-		if n >= pageRecords {
-			return pageRecords
+		if n >= replayPresize {
+			return replayPresize
 		}
 	}
 	return n

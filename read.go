@@ -25,6 +25,11 @@ const (
 	pageBytes   = 1 << 20
 )
 
+// replayPresize is the most events a replay's buffers (its page, its
+// frames, the ids it sent) are first sized for; a replay returning more
+// grows them.
+const replayPresize = 128
+
 // errQueryTimeout is a read that ran past Limits.QueryTimeout.
 var errQueryTimeout = errors.New("buzz: query took too long")
 
@@ -123,7 +128,7 @@ func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any,
 		pf.Limit = want + ties
 		more := false
 		if page == nil {
-			page = make([]store.Record, 0, want)
+			page = make([]store.Record, 0, min(want, replayPresize))
 		}
 		err := r.bounded(ctx, c, owner, func(ctx context.Context) error {
 			page, more = page[:0], false
