@@ -100,28 +100,50 @@ func (s *Store) maintainLoop() {
 }
 
 // defaultMergePages is how many pages of the text index one merge step
-// writes at most: a step of 64 took 2–5 ms on a store of 40,000 events (the
-// write of a batch that arrives meanwhile waits for it), and kept the index
-// at a handful of segments with a step every 50 batches of 8 events.
+// writes at most: a step of 64 kept the index at a handful of segments with
+// a step every 50 batches of 8 events.
 const defaultMergePages = 64
 
-// mergeText runs one merge step on the writer and reports whether it found
-// nothing to merge (FTS5's documented signal: the step changed fewer than
-// two rows).
+// mergeChunk is how many pages one transaction of a merge step writes at
+// most. FTS5 merges in SQLite compiled to Go, which keeps its processor
+// until the statement ends: 64 pages at once held it for 2–8 ms, while
+// every connection's reads and writes waited (on one core, the REQs read
+// right after a burst of writes: their p99 several times their quiet one).
+// A step is written as transactions of mergeChunk pages instead, the merger
+// parked between them (textPause), so what arrives meanwhile runs first.
+const mergeChunk = 8
+
+// mergeText runs one merge step, of up to mergePages pages in transactions
+// of up to mergeChunk, and reports whether it found nothing to merge
+// (FTS5's documented signal: a merge changed fewer than two rows).
 func (s *Store) mergeText(ctx context.Context) (done bool, err error) {
+	for left := s.cfg.mergePages; left > 0; left -= mergeChunk {
+		if left < s.cfg.mergePages {
+			time.Sleep(textPause)
+		}
+		if done, err = s.mergeTextPages(ctx, min(left, mergeChunk)); done || err != nil {
+			return done, err
+		}
+	}
+	return false, nil
+}
+
+// mergeTextPages merges up to pages pages of the text index in one
+// transaction on the writer and reports whether it found nothing to merge.
+func (s *Store) mergeTextPages(ctx context.Context, pages int) (done bool, err error) {
 	err = s.submitLazy(ctx, func(w *writer) error {
 		var before, after int64
 		if err := w.totalChanges.QueryRowContext(w.ctx).Scan(&before); err != nil {
 			return internal("merge text index", err)
 		}
-		if _, err := w.mergeFTS.ExecContext(w.ctx, s.cfg.mergePages); err != nil {
+		if _, err := w.mergeFTS.ExecContext(w.ctx, pages); err != nil {
 			return internal("merge text index", err)
 		}
 		if err := w.totalChanges.QueryRowContext(w.ctx).Scan(&after); err != nil {
 			return internal("merge text index", err)
 		}
 		done = after-before < 2
-		s.cfg.log.Debug("sqlite: text index merge step", "done", done)
+		s.cfg.log.Debug("sqlite: text index merge step", "pages", pages, "done", done)
 		return nil
 	})
 	return done, err

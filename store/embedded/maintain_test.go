@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,9 +199,10 @@ func TestBackgroundTextMerge(t *testing.T) {
 
 	// Maintenance when writing pauses: one more write wakes it, and it
 	// merges, in steps too small to finish at once, until nothing is left
-	// to merge.
+	// to merge. A step of 20 pages is written as transactions of at most 8
+	// (8, 8, 4), so no transaction holds the writer long.
 	steps := &stepCounter{}
-	s = open(t, dir, 10*time.Millisecond, time.Second, embedded.WithMergePagesForTest(1),
+	s = open(t, dir, 10*time.Millisecond, time.Second, embedded.WithMergePagesForTest(20),
 		embedded.WithLogger(slog.New(steps)))
 	storetest.MustSave(t, s, c, alice.Event(t, 1, 1_700_001_000, "shared last"))
 	search(t, s, c, writes+1) // the text index takes it in: a change to merge
@@ -221,7 +223,10 @@ func TestBackgroundTextMerge(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := steps.count(); n < 3 {
-		t.Fatalf("%d merge steps of one page merged the index, want several", n)
+		t.Fatalf("%d merge transactions merged the index, want several", n)
+	}
+	if p := steps.pageCounts(); slices.Max(p) > 8 || !slices.Contains(p, 4) {
+		t.Fatalf("merge transactions of %v pages, want at most 8 each and a step of 20 split as 8, 8, 4", p)
 	}
 	before := steps.count()
 	time.Sleep(200 * time.Millisecond)
@@ -246,6 +251,7 @@ func TestBackgroundTextMerge(t *testing.T) {
 type stepCounter struct {
 	mu    sync.Mutex
 	steps int
+	pages []int64 // each transaction's pages
 	done  bool
 }
 
@@ -263,6 +269,9 @@ func (h *stepCounter) Handle(_ context.Context, r slog.Record) error {
 		if a.Key == "done" && a.Value.Bool() {
 			h.done = true
 		}
+		if a.Key == "pages" {
+			h.pages = append(h.pages, a.Value.Int64())
+		}
 		return true
 	})
 	return nil
@@ -272,6 +281,12 @@ func (h *stepCounter) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.steps
+}
+
+func (h *stepCounter) pageCounts() []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.pages)
 }
 
 func (h *stepCounter) sawDone() bool {
