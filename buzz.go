@@ -104,8 +104,10 @@ type Relay struct {
 	moderation store.ModerationStore
 	keys       *relaykey.Keys // per-community signing keys of relay-signed events
 
-	readBufs sync.Pool        // *[]byte: a connection's buffer for one inbound message
-	inflight *pubsub.Inflight // EVENTs being ingested (see pubsub.Inflight)
+	readBufs   sync.Pool        // *[]byte: a connection's buffer for one inbound message
+	replayBufs sync.Pool        // *replayBuffers: one replay's frames and sent ids (handle.go)
+	pageBufs   sync.Pool        // *[]store.Record: one replay's page of stored events (read.go)
+	inflight   *pubsub.Inflight // EVENTs being ingested (see pubsub.Inflight)
 
 	refusals     *refusalAudit // nil unless the store keeps audit chains
 	oplog        *opLog        // summary and refusal lines (oplog.go)

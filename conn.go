@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -409,6 +410,9 @@ func (c *conn) enqueue(m []byte) (queued bool, room <-chan struct{}) {
 // channel closed once there is room for more.
 func (c *conn) enqueueAll(msgs []frame) (queued int, room <-chan struct{}) {
 	c.outMu.Lock()
+	if free := c.limits.SendQueue - len(c.out) - c.writing; len(msgs) > 1 && free > 0 {
+		c.out = slices.Grow(c.out, min(len(msgs), free)) // once, not doubling per append
+	}
 	for _, m := range msgs {
 		n, size := len(c.out)+c.writing, m.size()
 		if n >= c.limits.SendQueue || n > 0 && c.outBytes+size > c.limits.SendQueueBytes {

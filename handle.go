@@ -392,15 +392,17 @@ func (r *Relay) clamp(f nostr.Filter) nostr.Filter {
 // EOSE, then the live events held back meanwhile, and switches the
 // subscription to live delivery.
 func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scope, g trace.Tracer, st trace.State) {
-	n := c.r.replaySize(sub.filters)
-	sent := make(map[string]struct{}, n)
+	bufs := c.r.getReplayBuffers(sub.filters)
+	defer c.r.putReplayBuffers(bufs)
+	sent := bufs.sent
 	// The stored events go to the writer in batches (with the EOSE after
 	// the last), each reaching the socket in one write: queued one by one,
 	// each would wake the writer for a write of its own.
 	var (
-		batch      = make([]frame, 0, n+1)
+		batch      = bufs.frames
 		batchBytes int
 	)
+	defer func() { bufs.frames = batch[:0] }()
 	flush := func() bool {
 		ok := c.replyAllCtx(ctx, batch)
 		clear(batch)
@@ -458,6 +460,40 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 			}
 		}
 	}
+}
+
+// replayBuffers are the buffers of one replay on a connection: the frames
+// of its stored events on their way to the writer, and the ids it sent.
+// They come from the relay's replayBufs, so a relay serving many REQs does
+// not allocate them for each (they were the largest share of what serving
+// REQs allocated, and so of the garbage collections that hold up reads on
+// one core).
+type replayBuffers struct {
+	frames []frame
+	sent   map[string]struct{}
+}
+
+// getReplayBuffers returns empty buffers for a replay of filters: reused
+// ones, or new ones sized by replaySize.
+func (r *Relay) getReplayBuffers(filters []nostr.Filter) *replayBuffers {
+	if b, ok := r.replayBufs.Get().(*replayBuffers); ok {
+		return b
+	}
+	n := r.replaySize(filters)
+	return &replayBuffers{frames: make([]frame, 0, n+1), sent: make(map[string]struct{}, n)}
+}
+
+// putReplayBuffers empties b and keeps it for another replay, unless a
+// large replay grew it beyond what most need (the garbage collector takes
+// it then: a map never shrinks).
+func (r *Relay) putReplayBuffers(b *replayBuffers) {
+	if cap(b.frames) > pageRecords+1 || len(b.sent) > 4*replayPresize {
+		return
+	}
+	clear(b.frames[:cap(b.frames)]) // no event held past its replay
+	b.frames = b.frames[:0]
+	clear(b.sent)
+	r.replayBufs.Put(b)
 }
 
 // replaySize is what a replay of filters first sizes its buffers for: the

@@ -30,6 +30,26 @@ const (
 // grows them.
 const replayPresize = 128
 
+// getPage returns an empty page for up to want records, reused from the
+// relay's pageBufs when it has one.
+func (r *Relay) getPage(want int) []store.Record {
+	if p, ok := r.pageBufs.Get().(*[]store.Record); ok {
+		return (*p)[:0]
+	}
+	return make([]store.Record, 0, min(want, replayPresize))
+}
+
+// putPage empties page and keeps it for another read.
+func (r *Relay) putPage(page []store.Record) {
+	if cap(page) > pageRecords {
+		return
+	}
+	page = page[:cap(page)]
+	clear(page) // no event held past its read
+	page = page[:0]
+	r.pageBufs.Put(&page)
+}
+
 // errQueryTimeout is a read that ran past Limits.QueryTimeout.
 var errQueryTimeout = errors.New("buzz: query took too long")
 
@@ -114,8 +134,9 @@ func (r *Relay) countBounded(ctx context.Context, c tenant.CommunityID, owner an
 func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any, f nostr.Filter, scope channel.Scope, send func([]store.Record) bool) error {
 	remaining := f.Limit
 	var seen map[string]struct{} // ids passed, once a second page is read
+	page := r.getPage(min(remaining, pageRecords))
+	defer func() { r.putPage(page) }()
 	var (
-		page   []store.Record
 		cursor int64 // created_at of the last event passed
 		ties   int   // events passed whose created_at is cursor
 	)
@@ -127,9 +148,6 @@ func (r *Relay) queryPaged(ctx context.Context, c tenant.CommunityID, owner any,
 		want := min(remaining, pageRecords)
 		pf.Limit = want + ties
 		more := false
-		if page == nil {
-			page = make([]store.Record, 0, min(want, replayPresize))
-		}
 		err := r.bounded(ctx, c, owner, func(ctx context.Context) error {
 			page, more = page[:0], false
 			bytes := 0
