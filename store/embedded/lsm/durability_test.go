@@ -332,9 +332,9 @@ func TestKillChild(t *testing.T) {
 
 // TestSyncIntervalFollowsWaiters: the least interval between two log syncs
 // applies only while more than one save waits for a sync; a lone writer's
-// next sync may start at once. A save that needs the sync after one that
-// ended with two waiting returns no sooner than the interval after it (a
-// lower bound, which a slow machine only makes easier to meet).
+// next sync may start at once. (How long the second save then takes is
+// pebble's doing, and not a promise: pebble asks for the interval after it
+// has told the sync's saves, one of which may have returned by then.)
 func TestSyncIntervalFollowsWaiters(t *testing.T) {
 	const interval = 400 * time.Millisecond
 	g := newGatedFS()
@@ -360,9 +360,6 @@ func TestSyncIntervalFollowsWaiters(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	// The held sync covers the first save only: the second was applied
-	// after pebble took that sync's queue, so it needs the next sync.
-	released := time.Now()
 	release()
 	for range 2 {
 		select {
@@ -373,9 +370,6 @@ func TestSyncIntervalFollowsWaiters(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("a Save did not return after the syncs were released")
 		}
-	}
-	if took := time.Since(released); took < interval/2 {
-		t.Fatalf("both saves returned %v after the release, before the interval of %v", took, interval)
 	}
 	if got := s.SyncInterval(); got != 0 {
 		t.Fatalf("interval once both saves returned = %v, want 0", got)

@@ -22,8 +22,12 @@ type syncPacer struct {
 	waiting atomic.Int64 // saves in durable
 }
 
-// interval is WALMinSyncInterval. Pebble asks for it as a sync ends,
-// when the saves that sync releases are still counted as waiting.
+// interval is WALMinSyncInterval. Pebble asks for it right after a sync,
+// once it has told that sync's saves: usually they are still counted as
+// waiting, but one may have returned already, and then a sync that
+// released two saves is followed by the next at once. That costs the next
+// sync some company, never durability; under load many saves wait and the
+// interval holds.
 func (p *syncPacer) interval() time.Duration {
 	if p.waiting.Load() > 1 {
 		return p.min
