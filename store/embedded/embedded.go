@@ -116,6 +116,7 @@ type Store struct {
 	redoDurable atomic.Int64
 	syncErr     atomic.Pointer[error] // the first failed sync of the WAL (failSync); nil while none has
 	wrote       chan struct{}         // syncLoop → maintainLoop: batches are durable; closed when syncLoop exits
+	reads       atomic.Uint64         // reads begun (QueryScoped, CountScoped): maintainLoop waits for them to pause
 	ckdb        *sql.DB               // maintainLoop's checkpointing connection; nil when maintenance is off or there is no WAL
 	done        chan struct{}         // closed when the writer, syncLoop and maintainLoop have drained and exited
 

@@ -30,6 +30,7 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 		if f.LimitSet && f.Limit <= 0 {
 			return
 		}
+		s.reads.Add(1)
 		_, err := s.communitySeq(ctx, c)
 		if errors.Is(err, errNoSuchCommunity) {
 			return // an unknown community holds nothing
@@ -66,6 +67,7 @@ func (s *Store) CountScoped(ctx context.Context, c tenant.CommunityID, filters [
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	s.reads.Add(1)
 	_, err := s.communitySeq(ctx, c)
 	if errors.Is(err, errNoSuchCommunity) {
 		return 0, nil
