@@ -218,10 +218,10 @@ func settings() []setting {
 				return err
 			}},
 		{env: "BUZZ_DB_MAINTAIN_IDLE", flag: "db-maintain-idle", def: embedded.DefaultMaintainIdle.String(),
-			usage: "how long the embedded store waits after its last write before it checkpoints its write-ahead log and merges its text index in the background, keeping that work out of the commits that acknowledge events; 0 = off (SQLite then does both inside commits); PostgreSQL ignores it",
+			usage: "how long the embedded store waits after its last write and its last read before it checkpoints its write-ahead log and merges its text index in the background, keeping that work out of the commits that acknowledge events and out of the reads' way; 0 = off (SQLite then does both inside commits); PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainIdle, err = parseMaintainDelay(v); return err }},
 		{env: "BUZZ_DB_MAINTAIN_MAX", flag: "db-maintain-max", def: embedded.DefaultMaintainMax.String(),
-			usage: "the longest the embedded store defers that background upkeep while writes keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
+			usage: "the longest the embedded store defers that background upkeep while writes or reads keep coming, from the first write it has not handled; at least BUZZ_DB_MAINTAIN_IDLE; PostgreSQL ignores it",
 			apply: func(c *Config, v string) (err error) { c.DBMaintainMax, err = parseMaintainDelay(v); return err }},
 		{env: "BUZZ_AUTH_REQUIRED", flag: "auth-required", def: "false", isBool: true,
 			usage: "require NIP-42 AUTH before any REQ, COUNT or EVENT",

@@ -258,10 +258,12 @@ const (
 
 // WithMaintenanceDelay sets when the store does its upkeep in the background
 // (maintainLoop): copying its write-ahead log into the database file and
-// merging its text index's segments, once nothing has been written for idle,
-// or max after the first write not yet handled, whichever comes first
-// (defaults DefaultMaintainIdle and DefaultMaintainMax). Doing both in the
-// background keeps that work out of the commits that acknowledge events.
+// merging its text index's segments, once nothing has been written and no
+// read begun for idle, or max after the first write not yet handled,
+// whichever comes first (defaults DefaultMaintainIdle and
+// DefaultMaintainMax). Doing both in the background keeps that work out of
+// the commits that acknowledge events; waiting for reads to pause keeps it
+// out of their way, which on one core is the same processor.
 // idle 0 turns background maintenance off: SQLite then checkpoints inside
 // the commit that takes the log past about 32 MiB, and FTS5 merges inside
 // commits (automerge).
