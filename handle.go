@@ -398,22 +398,18 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 	// The stored events go to the writer in batches (with the EOSE after
 	// the last), each reaching the socket in one write: queued one by one,
 	// each would wake the writer for a write of its own.
-	var (
-		batch      = bufs.frames
-		batchBytes int
-	)
-	defer func() { bufs.frames = batch[:0] }()
+	batchBytes := 0
 	flush := func() bool {
-		ok := c.replyAllCtx(ctx, batch)
-		clear(batch)
-		batch, batchBytes = batch[:0], 0
+		ok := c.replyAllCtx(ctx, bufs.frames)
+		clear(bufs.frames)
+		bufs.frames, batchBytes = bufs.frames[:0], 0
 		return ok
 	}
 	complete, failure := c.r.replayStored(ctx, c.tc.Community(), c, c.readers(), sub.filters, scope, sent, g, st, c.tracer != nil, c.log,
 		func(rec store.Record) bool {
 			f := eventFrame(sub.prefix, rec.Raw)
-			batch, batchBytes = append(batch, f), batchBytes+f.size()
-			return len(batch) < pageRecords && batchBytes < pageBytes || flush()
+			bufs.frames, batchBytes = append(bufs.frames, f), batchBytes+f.size()
+			return len(bufs.frames) < pageRecords && batchBytes < pageBytes || flush()
 		})
 	if failure != "" {
 		flush() // what was found before, then CLOSED
@@ -423,7 +419,7 @@ func (c *conn) replay(ctx context.Context, sub *subscription, scope channel.Scop
 	if !complete {
 		return
 	}
-	batch = append(batch, frame{msg: nostr.AppendEOSE(nil, sub.id)})
+	bufs.frames = append(bufs.frames, frame{msg: nostr.AppendEOSE(nil, sub.id)})
 	if !flush() {
 		return
 	}
@@ -490,7 +486,7 @@ func (r *Relay) putReplayBuffers(b *replayBuffers) {
 	if cap(b.frames) > pageRecords+1 || len(b.sent) > 4*replayPresize {
 		return
 	}
-	clear(b.frames[:cap(b.frames)]) // no event held past its replay
+	clear(b.frames[:cap(b.frames)]) // no event held past its replay (nor a frame an early return left)
 	b.frames = b.frames[:0]
 	clear(b.sent)
 	r.replayBufs.Put(b)

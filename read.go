@@ -44,8 +44,7 @@ func (r *Relay) putPage(page []store.Record) {
 	if cap(page) > pageRecords {
 		return
 	}
-	page = page[:cap(page)]
-	clear(page) // no event held past its read
+	clear(page[:cap(page)]) // no event held past its read
 	page = page[:0]
 	r.pageBufs.Put(&page)
 }

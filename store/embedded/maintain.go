@@ -30,9 +30,9 @@ import (
 //
 // maintainLoop does both once the store has written nothing and begun no
 // read for the idle delay, or the maximum delay has passed since the first
-// commit it has not yet handled (maintainSchedule): one merge step, when the text index has changed since a step
-// last found nothing to merge, then a PASSIVE checkpoint on a connection of
-// its own. PASSIVE never blocks the writer or a reader; it copies what no
+// commit it has not yet handled (maintainSchedule): one merge step, when
+// the text index has changed since a step last found nothing to merge,
+// then a PASSIVE checkpoint on a connection of its own. PASSIVE never blocks the writer or a reader; it copies what no
 // reader still needs and leaves the rest to the next round. The writer's own
 // autocheckpoint stays as the bound for a store that never pauses long
 // enough. A merge step is a write of its own and wakes the loop again, so

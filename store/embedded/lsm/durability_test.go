@@ -128,6 +128,20 @@ func awaitHeldSync(t *testing.T, g *gatedFS, what string) {
 	}
 }
 
+// awaitReturn waits for the result of what on done once the held syncs are
+// released, failing the test if it is an error or none comes within 10 s.
+func awaitReturn(t *testing.T, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s = %v", what, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not return after the syncs were released", what)
+	}
+}
+
 // TestAckAfterSync: a saved event is visible to readers once applied, but
 // Save returns only after the log holding it has been synced; so does a
 // Save refused as a duplicate of it.
@@ -208,14 +222,7 @@ func TestSaveStagedDurableAfterSync(t *testing.T) {
 	default:
 	}
 	release()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("durable = %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("durable did not return after the sync was released")
-	}
+	awaitReturn(t, done, "durable")
 }
 
 const (
@@ -362,14 +369,7 @@ func TestSyncIntervalFollowsWaiters(t *testing.T) {
 	}
 	release()
 	for range 2 {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("Save = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a Save did not return after the syncs were released")
-		}
+		awaitReturn(t, done, "Save")
 	}
 	if got := s.SyncInterval(); got != 0 {
 		t.Fatalf("interval once both saves returned = %v, want 0", got)
