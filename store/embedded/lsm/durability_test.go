@@ -233,7 +233,9 @@ const (
 // TestKillDurability re-executes the test binary as a child that saves
 // events from many goroutines and prints each id once Save returned nil.
 // The parent SIGKILLs it mid-stream, reopens the store and checks that
-// every acknowledged id is there.
+// every acknowledged id is there. The events are about 3 KB each, so the
+// acknowledged ones fill several log files and pass the size a log file
+// was given ahead of its writes (logsize_linux.go).
 func TestKillDurability(t *testing.T) {
 	if os.Getenv(childEnvDir) != "" {
 		t.Skip("running as the child")
@@ -263,7 +265,7 @@ func TestKillDurability(t *testing.T) {
 		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
 			acked = append(acked, id)
 		}
-		if len(acked) == 300 {
+		if len(acked) == 800 {
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -320,10 +322,11 @@ func TestKillChild(t *testing.T) {
 	c := storetest.Community(t, s, childEnvHost)
 	authors := storetest.NewAuthors(t, 8)
 	acks := make(chan string, 1024)
+	pad := strings.Repeat("k", 3000)
 	for w := 0; w < 8; w++ {
 		go func(w int) {
 			for i := 0; ; i++ {
-				ev := authors[w].Unsigned(1, time.Now().Unix(), fmt.Sprintf("worker %d event %d", w, i), nostr.Tag{"t", "kill"})
+				ev := authors[w].Unsigned(1, time.Now().Unix(), fmt.Sprintf("worker %d event %d %s", w, i, pad), nostr.Tag{"t", "kill"})
 				if err := s.Save(ctx, c, ev); err != nil {
 					fmt.Fprintln(os.Stderr, "child save:", err)
 					return

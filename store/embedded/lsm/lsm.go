@@ -266,7 +266,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 		MemTableSize: uint64(cfg.memTable),
 	}
 	if po.FS == nil {
-		po.FS = offPSyncFS(vfs.Default)
+		po.FS = offPSyncFS(sizedLogFS(vfs.Default))
 	}
 	pacer := &syncPacer{min: cfg.minSync}
 	// Bloom filters let a point read (duplicate, tombstone and coordinate
