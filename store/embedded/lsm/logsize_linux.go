@@ -4,7 +4,6 @@ package lsm
 
 import (
 	"errors"
-	"os"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -34,7 +33,7 @@ func (s sizedFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
 	if err != nil || !strings.HasSuffix(name, ".log") || f.Fd() == vfs.InvalidFd {
 		return f, err
 	}
-	sf := &sizedFile{File: f, name: name}
+	sf := &sizedFile{File: f}
 	// A recycled log already has its old size: writes land inside it
 	// until they pass it.
 	if fi, serr := f.Stat(); serr == nil {
@@ -57,7 +56,6 @@ func (s sizedFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.F
 // log writer), which extends its size before a write would pass it.
 type sizedFile struct {
 	vfs.File
-	name  string
 	off   int64 // where the next Write lands
 	size  int64 // the file's size as last set
 	plain bool  // the file system has no fallocate: append
@@ -71,9 +69,10 @@ func (f *sizedFile) Write(p []byte) (int, error) {
 			f.size = next
 		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
 			f.plain = true
-		default:
-			return 0, &os.PathError{Op: "fallocate", Path: f.name, Err: err}
 		}
+		// Any other failure (ENOSPC for a whole step, say) leaves this
+		// write an append, as pebble's own preallocation does: the write
+		// fails by itself if it cannot be made.
 	}
 	n, err := f.File.Write(p)
 	f.off += int64(n)
