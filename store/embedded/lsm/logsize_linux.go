@@ -4,7 +4,6 @@ package lsm
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
@@ -25,31 +24,19 @@ const logExtendStep = 1 << 20
 // preallocated or recycled ends the same way), and a closed log ends with
 // its own trailer, so a larger size changes what is replayed in no case.
 // A file system without fallocate gets the plain appends.
-func sizedLogFS(fs vfs.FS) vfs.FS { return sizedFS{FS: fs} }
-
-type sizedFS struct{ vfs.FS }
-
-func (s sizedFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
-	if err != nil || !strings.HasSuffix(name, ".log") || f.Fd() == vfs.InvalidFd {
-		return f, err
-	}
-	sf := &sizedFile{File: f}
-	// A recycled log already has its old size: writes land inside it
-	// until they pass it.
-	if fi, serr := f.Stat(); serr == nil {
-		sf.size = fi.Size()
-	}
-	return sf, nil
-}
-
-func (s sizedFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := s.FS.Create(name, c)
-	return s.wrap(f, name, err)
-}
-
-func (s sizedFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := s.FS.ReuseForWrite(old, name, c)
-	return s.wrap(f, name, err)
+func sizedLogFS(fs vfs.FS) vfs.FS {
+	return logFS{FS: fs, wrap: func(f vfs.File, _ string) (vfs.File, error) {
+		if f.Fd() == vfs.InvalidFd {
+			return f, nil
+		}
+		sf := &sizedFile{File: f}
+		// A reused log already has its old size: writes land inside it
+		// until they pass it.
+		if fi, err := f.Stat(); err == nil {
+			sf.size = fi.Size()
+		}
+		return sf, nil
+	}}
 }
 
 // sizedFile is a log file written sequentially by one writer (pebble's

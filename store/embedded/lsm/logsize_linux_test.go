@@ -49,7 +49,7 @@ func TestLogSizeRunsAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := storetest.Community(t, s, "sized.example")
-	author := storetest.NewAuthors(t, 1)[0]
+	author := storetest.NewAuthor(t)
 	pad := strings.Repeat("x", 3000)
 	var ids []string
 	now := time.Now().Unix()

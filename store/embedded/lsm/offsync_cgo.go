@@ -112,7 +112,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -126,35 +125,14 @@ import (
 // takes it back, and on one P that stops every connection for most of the
 // sync (measured in an execution trace); this way the next events are read,
 // verified and applied while the disk syncs the previous ones.
-func offPSyncFS(fs vfs.FS) vfs.FS { return offPFS{FS: fs} }
-
-type offPFS struct{ vfs.FS }
-
-// wrap gives a log file its syncer; any other file is returned as it is.
-func (o offPFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	of, werr := newOffPFile(f, name)
-	if werr != nil {
-		return nil, errors.Join(werr, f.Close())
-	}
-	return of, nil
-}
-
-func (o offPFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := o.FS.Create(name, c)
-	return o.wrap(f, name, err)
-}
-
-func (o offPFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := o.FS.ReuseForWrite(old, name, c)
-	return o.wrap(f, name, err)
-}
-
-func (o offPFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := o.FS.OpenReadWrite(name, c, opts...)
-	return o.wrap(f, name, err)
+func offPSyncFS(fs vfs.FS) vfs.FS {
+	return logFS{FS: fs, wrap: func(f vfs.File, name string) (vfs.File, error) {
+		of, err := newOffPFile(f, name)
+		if err != nil {
+			return nil, errors.Join(err, f.Close())
+		}
+		return of, nil
+	}}
 }
 
 // offPFile is a log file whose Sync and SyncData run on its syncer.
