@@ -32,10 +32,10 @@ import (
 // read for the idle delay, or the maximum delay has passed since the first
 // commit it has not yet handled (maintainSchedule): one merge step, when
 // the text index has changed since a step last found nothing to merge,
-// then a PASSIVE checkpoint on a connection of its own. PASSIVE never blocks the writer or a reader; it copies what no
-// reader still needs and leaves the rest to the next round. The writer's own
-// autocheckpoint stays as the bound for a store that never pauses long
-// enough. A merge step is a write of its own and wakes the loop again, so
+// then a PASSIVE checkpoint on a connection of its own. PASSIVE never
+// blocks the writer or a reader; it copies what no reader still needs and
+// leaves the rest to the next round. The writer's own autocheckpoint stays
+// as the bound for a store that never pauses long enough. A merge step is a write of its own and wakes the loop again, so
 // steps follow each other, one per idle delay, until the index is merged.
 //
 // Durability does not change: the checkpointing connection syncs the log
