@@ -71,7 +71,10 @@ func Settle(durable func() error, err error) error {
 
 // Record is one stored event as a query returns it.
 type Record struct {
-	ID        string // lowercase hex event id
+	// ID is the lowercase hex event id. A backend may share its bytes
+	// with Raw (the embedded store does: Raw begins with the id), so
+	// keeping the ID keeps Raw's memory.
+	ID        string
 	CreatedAt int64
 	// Raw is the event's JSON object exactly as nostr.Event.AppendJSON wrote
 	// it at ingest: content and tags come back byte-for-byte. It is read

@@ -11,6 +11,7 @@ import (
 	"iter"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -408,6 +409,7 @@ type merger struct {
 
 type cursor struct {
 	it        *pebble.Iterator
+	opts      pebble.IterOptions // its bounds, allocated with the cursor
 	createdAt int64
 	seq       uint64
 	meta      []byte // the entry's value; valid until the cursor moves
@@ -449,13 +451,14 @@ func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, er
 			lower = entryTime(p, until)
 		}
 		upper := prefixEnd(entryTime(p, since))
-		it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		c := &cursor{opts: pebble.IterOptions{LowerBound: lower, UpperBound: upper}}
+		it, err := r.NewIter(&c.opts)
 		if err != nil {
 			m.close()
 			return nil, fmt.Errorf("lsm: iterate: %w", err)
 		}
 		m.its = append(m.its, it)
-		c := &cursor{it: it}
+		c.it = it
 		if it.First() {
 			if err := c.load(); err != nil {
 				m.close()
@@ -554,7 +557,33 @@ func (s *Store) QueryScoped(ctx context.Context, c tenant.CommunityID, f nostr.F
 }
 
 func record(c tenant.CommunityID, h hit) store.Record {
-	return store.Record{ID: hex.EncodeToString(h.h.id[:]), CreatedAt: h.h.createdAt, Raw: h.raw, Community: c}
+	return store.Record{ID: recordID(&h.h.id, h.raw), CreatedAt: h.h.createdAt, Raw: h.raw, Community: c}
+}
+
+// recordID returns the event id as lowercase hex. A stored event's raw
+// JSON is nostr.Event.AppendJSON's, which begins with the id, and raw is
+// immutable once stored (store.Record.Raw): the string shares those 64
+// bytes rather than allocating them again for every event a query returns.
+// A raw that does not begin with this id gets an encoded copy.
+func recordID(id *[32]byte, raw []byte) string {
+	const prefix = `{"id":"`
+	if len(raw) > len(prefix)+64 && string(raw[:len(prefix)]) == prefix && raw[len(prefix)+64] == '"' {
+		if h := raw[len(prefix) : len(prefix)+64]; hexEquals(h, id) {
+			return unsafe.String(&h[0], len(h))
+		}
+	}
+	return hex.EncodeToString(id[:])
+}
+
+// hexEquals reports whether h is the lowercase hex encoding of id.
+func hexEquals(h []byte, id *[32]byte) bool {
+	const digits = "0123456789abcdef"
+	for i, b := range id {
+		if h[2*i] != digits[b>>4] || h[2*i+1] != digits[b&0x0f] {
+			return false
+		}
+	}
+	return true
 }
 
 // scored is a search hit with its relevance.
