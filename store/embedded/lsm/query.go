@@ -401,7 +401,7 @@ func readValue(r pebble.Reader, k []byte) ([]byte, bool, error) {
 // merger walks several index prefixes at once, yielding their entries in
 // timeline order: created_at descending, then seq ascending.
 type merger struct {
-	its  []*pebble.Iterator
+	cs   []cursor // one per prefix; their iterators are the merger's
 	h    cursorHeap
 	fail error
 	buf  []byte // holds the meta next returned last
@@ -409,7 +409,7 @@ type merger struct {
 
 type cursor struct {
 	it        *pebble.Iterator
-	opts      pebble.IterOptions // its bounds, allocated with the cursor
+	opts      pebble.IterOptions // its bounds
 	createdAt int64
 	seq       uint64
 	meta      []byte // the entry's value; valid until the cursor moves
@@ -442,22 +442,36 @@ func (h *cursorHeap) Pop() any {
 }
 
 // newMerger opens one iterator per prefix, bounded to created_at in
-// [since, until] (until < 0: no upper bound).
+// [since, until] (until < 0: no upper bound). Its allocations are per
+// merger, not per prefix: a REQ naming a follow list of authors opens an
+// iterator for each.
 func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, error) {
-	m := &merger{}
+	size := 0
 	for _, p := range prefixes {
-		lower := []byte(p)
+		size += 2 * (len(p) + 8)
+	}
+	// Every bound in one buffer, sized so it never moves: the iterators
+	// read their bounds for as long as they live, as long as the merger.
+	bounds := make([]byte, 0, size)
+	bound := func(p key, createdAt int64) []byte {
+		start := len(bounds)
+		bounds = append(bounds, p...)
+		bounds = binary.BigEndian.AppendUint64(bounds, ^uint64(createdAt))
+		return bounds[start:len(bounds):len(bounds)]
+	}
+	m := &merger{cs: make([]cursor, len(prefixes)), h: make(cursorHeap, 0, len(prefixes))}
+	for i, p := range prefixes {
+		c := &m.cs[i]
+		c.opts.LowerBound = []byte(p)
 		if until >= 0 {
-			lower = entryTime(p, until)
+			c.opts.LowerBound = bound(p, until)
 		}
-		upper := prefixEnd(entryTime(p, since))
-		c := &cursor{opts: pebble.IterOptions{LowerBound: lower, UpperBound: upper}}
+		c.opts.UpperBound = successor(bound(p, since))
 		it, err := r.NewIter(&c.opts)
 		if err != nil {
 			m.close()
 			return nil, fmt.Errorf("lsm: iterate: %w", err)
 		}
-		m.its = append(m.its, it)
 		c.it = it
 		if it.First() {
 			if err := c.load(); err != nil {
@@ -474,12 +488,16 @@ func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, er
 	return m, nil
 }
 
-// entryTime is prefix followed by ^createdAt: the first key of the entries
-// at createdAt.
-func entryTime(prefix key, createdAt int64) []byte {
-	k := make(key, len(prefix), len(prefix)+8)
-	copy(k, prefix)
-	return k.desc(createdAt)
+// successor turns k, in place, into prefixEnd(k): the first key after
+// every key k prefixes, or nil if there is none.
+func successor(k []byte) []byte {
+	for i := len(k) - 1; i >= 0; i-- {
+		if k[i] < 0xff {
+			k[i]++
+			return k[:i+1]
+		}
+	}
+	return nil
 }
 
 // next returns the next entry (its meta is a copy), or ok false at the end
@@ -508,10 +526,12 @@ func (m *merger) next() (entry cursor, ok bool) {
 func (m *merger) err() error { return m.fail }
 
 func (m *merger) close() {
-	for _, it := range m.its {
-		_ = it.Close()
+	for i := range m.cs {
+		if it := m.cs[i].it; it != nil {
+			_ = it.Close()
+			m.cs[i].it = nil
+		}
 	}
-	m.its = nil
 }
 
 // Query implements store.EventStore: every channel's events included.
