@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/buzzrelay/buzz/channel"
@@ -310,7 +311,10 @@ func (r *Relay) negItems(ctx context.Context, community tenant.CommunityID, owne
 				if gated && !channel.GiftWrapVisibleRaw(rec.Raw, readers) {
 					continue
 				}
-				items = append(items, nip77.Item{CreatedAt: rec.CreatedAt, ID: rec.ID})
+				// A session keeps its items while it lasts; the copy keeps
+				// 64 bytes an event rather than the event (store.Record.ID
+				// may share the raw JSON's memory).
+				items = append(items, nip77.Item{CreatedAt: rec.CreatedAt, ID: strings.Clone(rec.ID)})
 				if len(items) >= want {
 					return nil
 				}
