@@ -110,7 +110,9 @@ type shard struct {
 	byOwner map[any]map[string]*entry
 	// The inverted indexes, one typed map per dimension so a lookup hashes
 	// only what it needs; tags are keyed by name first so an event's tags
-	// whose name no filter uses cost one short-string lookup.
+	// whose name no filter uses cost one short-string lookup. Each is made
+	// when a subscription first needs it: a shard lives only while its
+	// community has subscriptions, and a lone REQ builds one each time.
 	ids     map[string][]*posting
 	authors map[string][]*posting
 	tags    map[string]map[string][]*posting
@@ -123,11 +125,6 @@ func newShard() *shard {
 	return &shard{
 		subs:    make(map[ownerKey]*entry),
 		byOwner: make(map[any]map[string]*entry),
-		ids:     make(map[string][]*posting),
-		authors: make(map[string][]*posting),
-		tags:    make(map[string]map[string][]*posting),
-		kinds:   make(map[int][]*posting),
-		words:   make(map[string][]*posting),
 	}
 }
 
@@ -545,20 +542,18 @@ func (sh *shard) post(e *entry) {
 		for _, p := range fr.posts {
 			switch k := p.key; k.dim {
 			case dimID:
-				sh.ids[k.val] = appendPosting(sh.ids[k.val], p)
+				sh.ids = postTo(sh.ids, k.val, p)
 			case dimAuthor:
-				sh.authors[k.val] = appendPosting(sh.authors[k.val], p)
+				sh.authors = postTo(sh.authors, k.val, p)
 			case dimTag:
-				byVal := sh.tags[k.name]
-				if byVal == nil {
-					byVal = make(map[string][]*posting)
-					sh.tags[k.name] = byVal
+				if sh.tags == nil {
+					sh.tags = make(map[string]map[string][]*posting)
 				}
-				byVal[k.val] = appendPosting(byVal[k.val], p)
+				sh.tags[k.name] = postTo(sh.tags[k.name], k.val, p)
 			case dimKind:
-				sh.kinds[k.kind] = appendPosting(sh.kinds[k.kind], p)
+				sh.kinds = postTo(sh.kinds, k.kind, p)
 			case dimWord:
-				sh.words[k.val] = appendPosting(sh.words[k.val], p)
+				sh.words = postTo(sh.words, k.val, p)
 			default:
 				sh.scan = appendPosting(sh.scan, p)
 			}
@@ -590,6 +585,15 @@ func (sh *shard) unpost(e *entry) {
 			}
 		}
 	}
+}
+
+// postTo appends p to bucket k of m, making m if it is nil, and returns m.
+func postTo[K comparable](m map[K][]*posting, k K, p *posting) map[K][]*posting {
+	if m == nil {
+		m = make(map[K][]*posting)
+	}
+	m[k] = appendPosting(m[k], p)
+	return m
 }
 
 func appendPosting(b []*posting, p *posting) []*posting {
