@@ -42,6 +42,19 @@ func BenchmarkParseEvent(b *testing.B) {
 	}
 }
 
+// BenchmarkEventContent reads only the content of the same event.
+func BenchmarkEventContent(b *testing.B) {
+	e, _ := benchEvent(b)
+	raw := e.AppendJSON(nil)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if c, err := EventContent(raw); err != nil || c != e.Content {
+			b.Fatal(c, err)
+		}
+	}
+}
+
 // BenchmarkParseEventEncodingJSON is the baseline: encoding/json into a
 // plain struct, with none of ParseEvent's checks.
 func BenchmarkParseEventEncodingJSON(b *testing.B) {

@@ -3,6 +3,8 @@ package nostr
 import (
 	"crypto/sha256"
 	"errors"
+	"strings"
+	"unsafe"
 )
 
 // Event fields as they appear on the wire, in NIP-01 order.
@@ -41,6 +43,71 @@ func ParseEvent(data []byte) (*Event, error) {
 		return nil, errors.New("invalid: unexpected data after the event object")
 	}
 	return ev, nil
+}
+
+// EventContent returns the "content" of the event object in data as
+// ParseEvent decodes it, without decoding the other fields: they are
+// skipped as JSON values, not checked as ParseEvent checks them, so it is
+// for events already checked, such as a store reading back what it saved.
+// It agrees with ParseEvent on every input ParseEvent accepts; every error's
+// text starts with "invalid: ". The string does not share data's memory,
+// and only it is allocated.
+func EventContent(data []byte) (string, error) {
+	// The scanner reads data in place; the content is detached below.
+	p := scanner{s: unsafe.String(unsafe.SliceData(data), len(data))}
+	if !p.consume('{') {
+		return "", errors.New("invalid: event must be a JSON object")
+	}
+	content, found := "", false
+	for empty := p.consume('}'); !empty; {
+		key, se := p.readString()
+		if se != strOK {
+			if se == strNotString {
+				return "", errSyntax
+			}
+			return "", fieldErr("event field name", se)
+		}
+		if !p.consume(':') {
+			return "", errSyntax
+		}
+		switch {
+		case key != "content":
+			if err := p.skipValue(1); err != nil {
+				return "", err
+			}
+		case found:
+			return "", errors.New("invalid: duplicate field content")
+		default:
+			v, se := p.readString()
+			if se != strOK {
+				return "", fieldErr("content", se)
+			}
+			content, found = v, true
+		}
+		if p.consume(',') {
+			continue
+		}
+		if !p.consume('}') {
+			return "", errSyntax
+		}
+		break
+	}
+	if !found {
+		return "", errors.New("invalid: missing field content")
+	}
+	if !p.atEnd() {
+		return "", errors.New("invalid: unexpected data after the event object")
+	}
+	// An escaped content was built apart from data; a plain one is a
+	// slice of it.
+	if len(content) > 0 {
+		at := uintptr(unsafe.Pointer(unsafe.StringData(content)))
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+		if at >= lo && at < lo+uintptr(len(data)) {
+			content = strings.Clone(content)
+		}
+	}
+	return content, nil
 }
 
 // UnmarshalJSON decodes the event with ParseEvent's rules.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Seed inputs shared by the fuzz targets (the committed corpora under
@@ -420,4 +421,36 @@ func isLimitErr(err error) bool {
 	}
 	s := err.Error()
 	return strings.Contains(s, "too many filters") || strings.Contains(s, "too many values") || strings.Contains(s, "too large")
+}
+
+// FuzzEventContent checks that EventContent never panics, refuses with an
+// "invalid: " error, returns ParseEvent's content wherever ParseEvent
+// accepts, and never returns a string that shares data's memory.
+func FuzzEventContent(f *testing.F) {
+	for _, s := range fuzzEventSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"content":"a","content":"b"}`))
+	f.Add([]byte(`{"content":"x",}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		content, err := EventContent(data)
+		if err != nil && !strings.HasPrefix(err.Error(), "invalid: ") {
+			t.Fatalf("EventContent(%q) error %q lacks the invalid: prefix", data, err)
+		}
+		if err == nil && len(content) > 0 && len(data) > 0 {
+			p := uintptr(unsafe.Pointer(unsafe.StringData(content)))
+			lo := uintptr(unsafe.Pointer(&data[0]))
+			if p >= lo && p < lo+uintptr(len(data)) {
+				t.Fatalf("EventContent(%q) shares data's memory", data)
+			}
+		}
+		ev, perr := ParseEvent(data)
+		if perr != nil {
+			return
+		}
+		if err != nil || content != ev.Content {
+			t.Fatalf("EventContent(%q) = %q, %v; ParseEvent's content is %q", data, content, err, ev.Content)
+		}
+	})
 }

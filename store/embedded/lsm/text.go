@@ -83,12 +83,13 @@ func (s *Store) Texts(ctx context.Context, after uint64, max int) (texts []Text,
 		if !nostr.IsSearchable(h.kind) {
 			continue
 		}
-		ev, err := nostr.ParseEvent(raw)
+		// Only the content: the record was checked when it was saved.
+		content, err := nostr.EventContent(raw)
 		if err != nil {
 			return nil, after, fmt.Errorf("%w: event %d: %v", errCorrupt, last, err)
 		}
-		if ev.Content != "" {
-			texts = append(texts, Text{Seq: last, Community: h.cseq, Content: ev.Content})
+		if content != "" {
+			texts = append(texts, Text{Seq: last, Community: h.cseq, Content: content})
 		}
 	}
 	if err := it.Error(); err != nil {
