@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strconv"
+	"strings"
 
 	msqlite "modernc.org/sqlite"
 
@@ -63,14 +64,23 @@ func appendFTSToken(b []byte, cseq int64, w string) []byte {
 // ftsText is content as events_fts indexes it for community cseq: its
 // words, each as a token of the community, separated by spaces.
 func ftsText(cseq int64, content string) string {
-	var b []byte
+	var num [24]byte
+	prefix := append(strconv.AppendInt(num[:0], cseq, 10), 'x')
+	var b strings.Builder
+	words := false
 	for w := range search.Words(content) {
-		if len(b) > 0 {
-			b = append(b, ' ')
+		if !words {
+			// About a word in five bytes of content, each with its
+			// prefix and a space: one buffer for most contents.
+			b.Grow(len(content) + (len(content)/5+1)*(len(prefix)+1))
+			words = true
+		} else {
+			b.WriteByte(' ')
 		}
-		b = appendFTSToken(b, cseq, w)
+		b.Write(prefix)
+		b.WriteString(w)
 	}
-	return string(b)
+	return b.String()
 }
 
 // ftsMatch is q as an FTS5 query of community cseq's tokens: each word or
