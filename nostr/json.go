@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file holds the small strict JSON scanner shared by the event, filter
@@ -142,7 +143,17 @@ func (p *scanner) readString() (string, strError) {
 // esc; start is the first content byte.
 func (p *scanner) readEscapedString(start, esc int) (string, strError) {
 	s := p.s
-	buf := make([]byte, 0, esc-start+16)
+	// Every escape is longer than what it decodes to, so the decoded
+	// string fits in the length of its JSON form: one buffer, sized by a
+	// first look for the closing quote, which the string then shares.
+	end := esc
+	for end < len(s) && s[end] != '"' {
+		if s[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	buf := make([]byte, 0, min(end, len(s))-start)
 	buf = append(buf, s[start:esc]...)
 	i := esc
 	for i < len(s) {
@@ -150,7 +161,7 @@ func (p *scanner) readEscapedString(start, esc int) (string, strError) {
 		switch {
 		case c == '"':
 			p.i = i + 1
-			return string(buf), strOK
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), strOK // buf is not written again
 		case c == '\\':
 			if i+1 >= len(s) {
 				return "", strUnterminated
