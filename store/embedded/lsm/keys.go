@@ -158,13 +158,15 @@ func suffix(k []byte) (createdAt int64, seq uint64) {
 }
 
 // prefixEnd is the smallest key after every key starting with p (nil when
-// there is none, i.e. p is all 0xff).
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
+// there is none, i.e. p is all 0xff), in a new slice.
+func prefixEnd(p []byte) []byte { return successor(append([]byte(nil), p...)) }
+
+// successor is prefixEnd computed in k itself, for a key the caller owns.
+func successor(k []byte) []byte {
+	for i := len(k) - 1; i >= 0; i-- {
+		if k[i] < 0xff {
+			k[i]++
+			return k[:i+1]
 		}
 	}
 	return nil

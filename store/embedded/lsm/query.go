@@ -488,18 +488,6 @@ func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, er
 	return m, nil
 }
 
-// successor turns k, in place, into prefixEnd(k): the first key after
-// every key k prefixes, or nil if there is none.
-func successor(k []byte) []byte {
-	for i := len(k) - 1; i >= 0; i-- {
-		if k[i] < 0xff {
-			k[i]++
-			return k[:i+1]
-		}
-	}
-	return nil
-}
-
 // next returns the next entry (its meta is a copy), or ok false at the end
 // (or on an error, which err then reports).
 func (m *merger) next() (entry cursor, ok bool) {
