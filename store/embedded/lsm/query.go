@@ -576,22 +576,13 @@ func record(c tenant.CommunityID, h hit) store.Record {
 func recordID(id *[32]byte, raw []byte) string {
 	const prefix = `{"id":"`
 	if len(raw) > len(prefix)+64 && string(raw[:len(prefix)]) == prefix && raw[len(prefix)+64] == '"' {
-		if h := raw[len(prefix) : len(prefix)+64]; hexEquals(h, id) {
-			return unsafe.String(&h[0], len(h))
+		s := unsafe.String(&raw[len(prefix)], 64)
+		var got [32]byte
+		if nostr.DecodeLowerHex(got[:], s) && got == *id {
+			return s
 		}
 	}
 	return hex.EncodeToString(id[:])
-}
-
-// hexEquals reports whether h is the lowercase hex encoding of id.
-func hexEquals(h []byte, id *[32]byte) bool {
-	const digits = "0123456789abcdef"
-	for i, b := range id {
-		if h[2*i] != digits[b>>4] || h[2*i+1] != digits[b&0x0f] {
-			return false
-		}
-	}
-	return true
 }
 
 // scored is a search hit with its relevance.
