@@ -56,16 +56,20 @@ func init() {
 
 // appendFTSToken appends the token of word w in community cseq.
 func appendFTSToken(b []byte, cseq int64, w string) []byte {
-	b = strconv.AppendInt(b, cseq, 10)
-	b = append(b, 'x')
-	return append(b, w...)
+	return append(appendFTSPrefix(b, cseq), w...)
+}
+
+// appendFTSPrefix appends what precedes every word of community cseq in
+// its tokens.
+func appendFTSPrefix(b []byte, cseq int64) []byte {
+	return append(strconv.AppendInt(b, cseq, 10), 'x')
 }
 
 // ftsText is content as events_fts indexes it for community cseq: its
 // words, each as a token of the community, separated by spaces.
 func ftsText(cseq int64, content string) string {
 	var num [24]byte
-	prefix := append(strconv.AppendInt(num[:0], cseq, 10), 'x')
+	prefix := appendFTSPrefix(num[:0], cseq)
 	var b strings.Builder
 	words := false
 	for w := range search.Words(content) {
