@@ -33,7 +33,8 @@ type Verifier struct {
 }
 
 type verifierConfig struct {
-	cacheSize int
+	cacheSize    int
+	cacheMetrics bool // the cache keeps ristretto's metrics (tests read the cost held)
 }
 
 // VerifierOption configures a Verifier.
@@ -77,6 +78,7 @@ func NewVerifier(opts ...VerifierOption) (*Verifier, error) {
 			MaxCost:            int64(cfg.cacheSize),
 			BufferItems:        64,
 			IgnoreInternalCost: true,
+			Metrics:            cfg.cacheMetrics,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("nostr: public key cache: %w", err)

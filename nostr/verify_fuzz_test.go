@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzVerifyAgreesWithBtcec checks the build's verifier (lookup and
-// verifySig, with and without the key cache) against btcec/v2's BIP-340
+// verifySig, with and without the key cache, and with the key as a
+// much-used key has it: heatKey) against btcec/v2's BIP-340
 // verification on the same public key, message and signature. A seed
 // signs msg with a key derived from seed and then flips the bit at flip
 // (in the 96 bytes of public key and signature; none when flip is past
@@ -60,13 +61,16 @@ func FuzzVerifyAgreesWithBtcec(f *testing.F) {
 				want = s.Verify(msg[:], pk)
 			}
 		}
-		for _, v := range []*Verifier{cached, uncached} {
+		for i, v := range []*Verifier{cached, uncached, uncached} {
 			got := false
 			if key, ok := v.lookup(hexLower(pub[:])); ok {
+				if i == 2 {
+					heatKey(key)
+				}
 				got = v.verifySig(key, &msg, &sig)
 			}
 			if got != want {
-				t.Fatalf("backend %s: pub %x msg %x sig %x: verify = %v, btcec says %v", VerifyBackend, pub, msg, sig, got, want)
+				t.Fatalf("backend %s, verifier %d: pub %x msg %x sig %x: verify = %v, btcec says %v", VerifyBackend, i, pub, msg, sig, got, want)
 			}
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	curve "github.com/consensys/gnark-crypto/ecc/secp256k1"
 	"github.com/consensys/gnark-crypto/ecc/secp256k1/fp"
@@ -34,10 +35,13 @@ const (
 
 // liftedKey is a public key after lift_x, with the odd multiples P, 3P, …,
 // 15P in affine form, computed once per key so each verification spends
-// its point additions on the cheaper mixed form.
+// its point additions on the cheaper mixed form, and, once the key has
+// signed combAfter verified events, its comb table.
 type liftedKey struct {
-	x     [32]byte
-	table [keyTable]curve.G1Affine
+	x        [32]byte
+	table    [keyTable]curve.G1Affine
+	comb     atomic.Pointer[combTable] // nil until built
+	verified atomic.Uint32             // verified signatures, counted until comb is built
 }
 
 // baseTables holds the odd multiples G, 3G, … of the generator and of λG
@@ -152,7 +156,9 @@ func isOdd(a *fp.Element) bool {
 // and λP (λP is (β·x, y), one multiplication per entry), s's against the
 // wider constant tables of G and λG. The x coordinate is compared in
 // Jacobian form (r·Z² = X) before the one inversion the y parity needs.
-// Nothing is allocated.
+// A key with a comb table is walked column by column instead
+// (mulAddComb). Nothing is allocated, except a key's comb table when this
+// verification is its combAfter-th.
 func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool {
 	r, err := fp.BigEndian.Element((*[32]byte)(sig[:32]))
 	if err != nil {
@@ -168,7 +174,9 @@ func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool 
 	e.Negate()
 
 	var R curve.G1Jac
-	mulAdd(&R, &s, &e, key, baseMultiples())
+	if comb := key.comb.Load(); comb == nil || !mulAddComb(&R, &s, &e, comb, baseComb()) {
+		mulAdd(&R, &s, &e, key, baseMultiples())
+	}
 	if R.Z.IsZero() {
 		return false
 	}
@@ -181,7 +189,11 @@ func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool 
 	var zInv, y fp.Element
 	invert(&zInv, &R.Z)
 	y.Square(&zInv).Mul(&y, &zInv).Mul(&y, &R.Y)
-	return !isOdd(&y)
+	if isOdd(&y) {
+		return false
+	}
+	v.verified(key)
+	return true
 }
 
 // mulAdd sets q to s*G + e*P for the key's point P.

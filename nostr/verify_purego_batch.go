@@ -35,6 +35,7 @@ type batchTerm struct {
 // sigScratch holds a batch's working memory; it is pooled with the rest
 // of a batch's (batchScratch), so later batches reuse it.
 type sigScratch struct {
+	rest   []sigItem // the items verified as a batch
 	random []byte
 	terms  []batchTerm
 	jac    []curve.G1Jac
@@ -58,12 +59,33 @@ func resized[T any](s []T, n int) []T {
 //
 // where R_i = lift_x(r_i), in one chain of doublings shared by all terms
 // (Strauss' method). A false answer means at least one signature is
-// invalid; a true answer is wrong with probability below 2^-128. One item
-// is verified alone.
+// invalid; a true answer is wrong with probability below 2^-128.
+//
+// A signature whose key has a comb table is verified alone: that costs
+// less than its share of a batch (BenchmarkVerifyBatch: about 31 µs
+// against 37). One item left for the batch is verified alone too.
 func (v *Verifier) verifySigs(items []sigItem, sc *sigScratch) bool {
-	if len(items) == 1 {
-		return v.verifySig(items[0].key, &items[0].msg, &items[0].sig)
+	sc.rest = sc.rest[:0]
+	defer func() { clear(sc.rest) }() // the scratch is pooled: drop the keys
+	for i := range items {
+		it := &items[i]
+		if it.key.comb.Load() == nil {
+			sc.rest = append(sc.rest, *it)
+		} else if !v.verifySig(it.key, &it.msg, &it.sig) {
+			return false
+		}
 	}
+	switch len(sc.rest) {
+	case 0:
+		return true
+	case 1:
+		return v.verifySig(sc.rest[0].key, &sc.rest[0].msg, &sc.rest[0].sig)
+	}
+	return v.batchSigs(sc.rest, sc)
+}
+
+// batchSigs is verifySigs' batch, for two or more items.
+func (v *Verifier) batchSigs(items []sigItem, sc *sigScratch) bool {
 	n := len(items)
 	sc.random = resized(sc.random, 16*n)
 	random := sc.random
@@ -169,5 +191,11 @@ func (v *Verifier) verifySigs(items []sigItem, sc *sigScratch) bool {
 			addDigit(&q, base.lamG[:], d)
 		}
 	}
-	return q.Z.IsZero()
+	if !q.Z.IsZero() {
+		return false
+	}
+	for i := range items {
+		v.verified(items[i].key)
+	}
+	return true
 }

@@ -220,9 +220,17 @@ func TestMulLiftedMatchesScalarMult(t *testing.T) {
 // the key's secret d (the sum is then the point at infinity) and e = 1 - s·d
 // (the sum is G).
 func TestMulAddMatchesIndependent(t *testing.T) {
+	testMulAdd(t, func(q *curve.G1Jac, s, e *secp256k1.ModNScalar, key *liftedKey) {
+		mulAdd(q, s, e, key, baseMultiples())
+	})
+}
+
+// testMulAdd checks mul, which sets q to s*G + e*P for the key's P, as
+// TestMulAddMatchesIndependent describes.
+func testMulAdd(t *testing.T, mul func(q *curve.G1Jac, s, e *secp256k1.ModNScalar, key *liftedKey)) {
+	t.Helper()
 	scalars := testScalars(t)
 	keys, points := testKeys(t, 3)
-	base := baseMultiples()
 	seed := sha256.Sum256([]byte("key"))
 	for i, key := range keys {
 		seed = sha256.Sum256(seed[:])
@@ -235,7 +243,7 @@ func TestMulAddMatchesIndependent(t *testing.T) {
 		check := func(s, e *secp256k1.ModNScalar) *curve.G1Jac {
 			t.Helper()
 			var q curve.G1Jac
-			mulAdd(&q, s, e, key, base)
+			mul(&q, s, e, key)
 			got := decredPoint(t, &q)
 			var sG, eP, want secp256k1.JacobianPoint
 			secp256k1.ScalarBaseMultNonConst(s, &sG)
