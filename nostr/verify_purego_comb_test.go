@@ -163,31 +163,34 @@ func TestCombAfterVerified(t *testing.T) {
 }
 
 // TestBatchWithHotKeys puts keys with and without comb tables in one
-// batch: it passes when every signature is valid and fails when any one
-// is not, whichever kind of key signed it.
+// batch, small enough for the hot keys' signatures to be checked alone and
+// too large for it: it passes when every signature is valid and fails when
+// any one is not, whichever kind of key signed it.
 func TestBatchWithHotKeys(t *testing.T) {
 	v := newTestVerifier(t)
-	events := batchEvents(t, 12, 6)
-	items := sigItemsOf(t, v, events)
-	for i := range items {
-		if i%2 == 0 {
-			hotKey(items[i].key) // authors 0, 2, 4
+	for _, n := range []int{12, combAlone + 8} {
+		events := batchEvents(t, n, 6)
+		items := sigItemsOf(t, v, events)
+		for i := range items {
+			if i%2 == 0 {
+				hotKey(items[i].key) // authors 0, 2, 4
+			}
 		}
-	}
-	sc := &sigScratch{}
-	if !v.verifySigs(items, sc) {
-		t.Fatal("a batch of valid signatures failed")
-	}
-	for i := range items {
-		items[i].sig[40] ^= 1
-		if v.verifySigs(items, sc) {
-			t.Fatalf("a batch with signature %d (hot key %v) broken passed", i, items[i].key.comb.Load() != nil)
+		sc := &sigScratch{}
+		if !v.verifySigs(items, sc) {
+			t.Fatalf("a batch of %d valid signatures failed", n)
 		}
-		items[i].sig[40] ^= 1
-	}
-	for _, it := range sc.rest[:cap(sc.rest)] {
-		if it.key != nil {
-			t.Fatal("the scratch keeps a key after the batch")
+		for i := range items {
+			items[i].sig[40] ^= 1
+			if v.verifySigs(items, sc) {
+				t.Fatalf("a batch of %d with signature %d (hot key %v) broken passed", n, i, items[i].key.comb.Load() != nil)
+			}
+			items[i].sig[40] ^= 1
+		}
+		for _, it := range sc.rest[:cap(sc.rest)] {
+			if it.key != nil {
+				t.Fatal("the scratch keeps a key after the batch")
+			}
 		}
 	}
 }
@@ -195,3 +198,27 @@ func TestBatchWithHotKeys(t *testing.T) {
 // heatKey gives key whatever a much-used key has (its comb table), for
 // the tests shared by both builds.
 func heatKey(key *liftedKey) { hotKey(key) }
+
+// BenchmarkVerifySig measures one signature's check with a lifted key,
+// through the wNAF chain a key starts with (path=wnaf) and through the
+// comb tables a much-used key gets (path=comb).
+func BenchmarkVerifySig(b *testing.B) {
+	e, _ := benchEvent(b)
+	v := newTestVerifier(b, WithPubKeyCacheSize(0)) // builds no comb table itself
+	it, err := v.sigItemOf(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range []string{"wnaf", "comb"} {
+		b.Run("path="+path, func(b *testing.B) {
+			if path == "comb" {
+				hotKey(it.key)
+			}
+			for b.Loop() {
+				if !v.verifySig(it.key, &it.msg, &it.sig) {
+					b.Fatal("bad signature")
+				}
+			}
+		})
+	}
+}
