@@ -108,17 +108,6 @@ func toAffine(jac []curve.G1Jac, out []curve.G1Affine, scratch []fp.Element) {
 	}
 }
 
-// invert sets z to 1/x (0 for x = 0) as x^(p-2) = (x^((p-3)/4))^4 · x,
-// with gnark-crypto's addition chain for the exponent (p-3)/4; unlike
-// fp.Element.Inverse it does not allocate.
-func invert(z, x *fp.Element) {
-	var t fp.Element
-	t.ExpBySqrtPm3o4(*x)
-	t.Square(&t)
-	t.Square(&t)
-	z.Mul(&t, x)
-}
-
 // liftX performs BIP-340 lift_x: the curve point with x coordinate x and an
 // even y, failing if x is not a valid coordinate (x >= p included). It then
 // fills the key's table of odd multiples.

@@ -279,20 +279,52 @@ func testMulAdd(t *testing.T, mul func(q *curve.G1Jac, s, e *secp256k1.ModNScala
 	}
 }
 
-// TestInvert checks the addition-chain inversion against gnark-crypto's
-// fp.Element.Inverse.
+// TestInvert checks the safegcd inversion against gnark-crypto's
+// fp.Element.Inverse (math/big's) and Fermat's x^(p-2): small values,
+// values just under p, powers of two and their predecessors, words with
+// one 62-bit limb all ones and the rest zero, and random values.
 func TestInvert(t *testing.T) {
+	var cases []fp.Element
 	var x fp.Element
-	for i := range 200 {
-		if i < 5 {
-			x.SetUint64(uint64(i + 1))
-		} else {
-			x.MustSetRandom()
+	for i := range 40 {
+		x.SetUint64(uint64(i + 1))
+		cases = append(cases, x)
+	}
+	pm := fp.Modulus()
+	for _, d := range []int64{1, 2, 3, 977, 1 << 32} {
+		var v big.Int
+		v.Sub(pm, big.NewInt(d))
+		x.SetBigInt(&v)
+		cases = append(cases, x)
+	}
+	for k := range 256 {
+		var v big.Int
+		v.Lsh(big.NewInt(1), uint(k))
+		x.SetBigInt(&v) // reduced mod p past p
+		cases = append(cases, x)
+		v.Sub(&v, big.NewInt(1))
+		x.SetBigInt(&v)
+		cases = append(cases, x)
+	}
+	for limb := range 5 {
+		var s signed62
+		s[limb] = mask62
+		if limb == 4 {
+			s[limb] = 0xff // the top limb holds 256 - 4·62 bits
 		}
-		var got, want fp.Element
+		cases = append(cases, fp.Element(fromSigned62(&s))) // all below p
+	}
+	for range 20000 {
+		x.MustSetRandom()
+		cases = append(cases, x)
+	}
+	for _, x := range cases {
+		var got, want, fermat fp.Element
 		invert(&got, &x)
 		want.Inverse(&x)
-		if !got.Equal(&want) {
+		fermat.ExpBySqrtPm3o4(x)
+		fermat.Square(&fermat).Square(&fermat).Mul(&fermat, &x)
+		if !got.Equal(&want) || !got.Equal(&fermat) {
 			t.Fatalf("invert(%s) = %s, want %s", x.String(), got.String(), want.String())
 		}
 	}
@@ -301,5 +333,30 @@ func TestInvert(t *testing.T) {
 	invert(&got, &x)
 	if !got.IsZero() {
 		t.Fatalf("invert(0) = %s, want 0", got.String())
+	}
+}
+
+// FuzzInvert checks x·invert(x) = 1 for any x (0 for 0).
+func FuzzInvert(f *testing.F) {
+	f.Add(make([]byte, 32))
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var x fp.Element
+		x.SetBytes(b) // reduced mod p
+		var inv, prod fp.Element
+		invert(&inv, &x)
+		prod.Mul(&x, &inv)
+		if x.IsZero() != inv.IsZero() || !x.IsZero() && !prod.IsOne() {
+			t.Fatalf("invert(%s) = %s: product %s", x.String(), inv.String(), prod.String())
+		}
+	})
+}
+
+// BenchmarkInvert measures one field inversion.
+func BenchmarkInvert(b *testing.B) {
+	var x fp.Element
+	x.MustSetRandom()
+	for b.Loop() {
+		invert(&x, &x)
 	}
 }
