@@ -30,6 +30,7 @@ type Verifier struct {
 	cache        *ristretto.Cache[string, *liftedKey]
 	challengeTag [64]byte // sha256("BIP0340/challenge") twice
 	batches      batcher  // VerifyConcurrent's
+	combs        combBuilds
 }
 
 type verifierConfig struct {
@@ -69,6 +70,7 @@ func NewVerifier(opts ...VerifierOption) (*Verifier, error) {
 	}
 	v := &Verifier{}
 	v.batches.calls.New = newVerifyCall
+	v.combs.init()
 	tag := sha256.Sum256([]byte("BIP0340/challenge"))
 	copy(v.challengeTag[:32], tag[:])
 	copy(v.challengeTag[32:], tag[:])
@@ -88,8 +90,10 @@ func NewVerifier(opts ...VerifierOption) (*Verifier, error) {
 	return v, nil
 }
 
-// Close releases the public key cache. The Verifier must not be used after.
+// Close waits for the key tables being built and releases the public key
+// cache. The Verifier must not be used after.
 func (v *Verifier) Close() {
+	v.combs.wait()
 	if v.cache != nil {
 		v.cache.Close()
 	}

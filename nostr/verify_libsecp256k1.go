@@ -49,6 +49,13 @@ func (v *Verifier) verifySig(key *liftedKey, msg *[32]byte, sig *[64]byte) bool 
 		(*C.uchar)(unsafe.Pointer(&msg[0])), 32, &key.pk) == 1
 }
 
+// combBuilds is the pure-Go build's builder of comb tables; this build
+// has none.
+type combBuilds struct{}
+
+func (*combBuilds) init() {}
+func (*combBuilds) wait() {}
+
 // batchVerification is false: the system library has no batch
 // verification, so VerifyConcurrent calls Verify.
 const batchVerification = false

@@ -182,14 +182,42 @@ func mulAddComb(q *curve.G1Jac, s, e *secp256k1.ModNScalar, key, base *combTable
 	return true
 }
 
+// combBuilds runs the builds of comb tables, one at a time, each on a
+// goroutine of its own: the verification that earns a key its table does
+// not wait for it, nor do the calls queued behind it. Built inline, the
+// tables of 200 authors reaching their eighth event within a fraction of
+// a second raised an authenticated closed loop's OK p99 by a quarter.
+type combBuilds struct {
+	slot chan struct{} // holds a token while a build runs
+	wg   sync.WaitGroup
+}
+
+func (b *combBuilds) init() { b.slot = make(chan struct{}, 1) }
+
+// wait returns once no build runs.
+func (b *combBuilds) wait() { b.wg.Wait() }
+
 // verified counts a verified signature of key and, at the combAfter-th,
-// builds the key's comb table and tells the cache its new cost. Only the
-// call that counts the combAfter-th builds it.
+// starts the build of the key's comb table, after which the cache is told
+// the key's new cost. Only the call that counts the combAfter-th starts
+// it; if another build is running, the count is taken back, so a later
+// verification tries again.
 func (v *Verifier) verified(key *liftedKey) {
 	if v.cache == nil || key.comb.Load() != nil || key.verified.Add(1) != combAfter {
 		return
 	}
-	affine := curve.G1Affine{X: key.table[0].X, Y: key.table[0].Y}
-	key.comb.Store(newCombTable(&affine, keyCombTeeth, keyCombSpacing))
-	v.cache.Set(hex.EncodeToString(key.x[:]), key, combCost)
+	select {
+	case v.combs.slot <- struct{}{}:
+	default:
+		key.verified.Add(^uint32(0))
+		return
+	}
+	v.combs.wg.Add(1)
+	go func() {
+		defer v.combs.wg.Done()
+		affine := curve.G1Affine{X: key.table[0].X, Y: key.table[0].Y}
+		key.comb.Store(newCombTable(&affine, keyCombTeeth, keyCombSpacing))
+		v.cache.Set(hex.EncodeToString(key.x[:]), key, combCost)
+		<-v.combs.slot
+	}()
 }

@@ -137,13 +137,28 @@ func TestCombAfterVerified(t *testing.T) {
 		}
 	}
 	for i := range combAfter {
+		v.combs.wait()
 		if key.comb.Load() != nil {
 			t.Fatalf("comb table after %d verified signatures", i)
+		}
+		if i == combAfter-1 {
+			// Another build runs: the eighth signature does not start one,
+			// the ninth does once it is done.
+			v.combs.slot <- struct{}{}
+			if err := v.Verify(good); err != nil {
+				t.Fatal(err)
+			}
+			v.combs.wait()
+			if key.comb.Load() != nil {
+				t.Fatal("a comb table was built while another build ran")
+			}
+			<-v.combs.slot
 		}
 		if err := v.Verify(good); err != nil {
 			t.Fatal(err)
 		}
 	}
+	v.combs.wait()
 	if key.comb.Load() == nil {
 		t.Fatalf("no comb table after %d verified signatures", combAfter)
 	}
