@@ -215,8 +215,7 @@ func (v *Verifier) verified(key *liftedKey) {
 	v.combs.wg.Add(1)
 	go func() {
 		defer v.combs.wg.Done()
-		affine := curve.G1Affine{X: key.table[0].X, Y: key.table[0].Y}
-		key.comb.Store(newCombTable(&affine, keyCombTeeth, keyCombSpacing))
+		key.comb.Store(newCombTable(&key.table[0], keyCombTeeth, keyCombSpacing)) // table[0] is P
 		v.cache.Set(hex.EncodeToString(key.x[:]), key, combCost)
 		<-v.combs.slot
 	}()

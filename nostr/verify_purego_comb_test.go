@@ -15,8 +15,7 @@ import (
 // hotKey gives key its comb table now, as combAfter verified signatures
 // would.
 func hotKey(key *liftedKey) {
-	a := curve.G1Affine{X: key.table[0].X, Y: key.table[0].Y}
-	key.comb.Store(newCombTable(&a, keyCombTeeth, keyCombSpacing))
+	key.comb.Store(newCombTable(&key.table[0], keyCombTeeth, keyCombSpacing))
 }
 
 // TestCombTable checks every entry of a key's and of G's comb table

@@ -142,18 +142,16 @@ func divsteps62Var(eta int64, f0, g0 uint64, t *trans2x2) int64 {
 
 // updateDE62 sets (d, e) to t·(d, e)/2^62 mod p, keeping them in (-2p, p).
 func updateDE62(d, e *signed62, t *trans2x2) {
-	d0, d1, d2, d3, d4 := d[0], d[1], d[2], d[3], d[4]
-	e0, e1, e2, e3, e4 := e[0], e[1], e[2], e[3], e[4]
-	u, v, q, r := t.u, t.v, t.q, t.r
 	// md, me start as zero, plus (u, q) if d is negative, plus (v, r) if
 	// e is.
-	sd, se := d4>>63, e4>>63
-	md := (u & sd) + (v & se)
-	me := (q & sd) + (r & se)
-	cd := mulI128(u, d0)
-	cd.accumMul(v, e0)
-	ce := mulI128(q, d0)
-	ce.accumMul(r, e0)
+	sd, se := d[4]>>63, e[4]>>63
+	md := (t.u & sd) + (t.v & se)
+	me := (t.q & sd) + (t.r & se)
+	var cd, ce int128
+	cd.accumMul(t.u, d[0])
+	cd.accumMul(t.v, e[0])
+	ce.accumMul(t.q, d[0])
+	ce.accumMul(t.r, e[0])
 	// Correct md, me so that t·(d, e) + p·(md, me) has 62 zero low bits.
 	md -= int64((pInv62*cd.lo + uint64(md)) & mask62)
 	me -= int64((pInv62*ce.lo + uint64(me)) & mask62)
@@ -161,60 +159,38 @@ func updateDE62(d, e *signed62, t *trans2x2) {
 	ce.accumMul(pSigned62[0], me)
 	cd.shift62()
 	ce.shift62()
-	// p's limbs 1 to 3 are zero.
-	cd.accumMul(u, d1)
-	cd.accumMul(v, e1)
-	ce.accumMul(q, d1)
-	ce.accumMul(r, e1)
-	d[0] = int64(cd.lo & mask62)
-	cd.shift62()
-	e[0] = int64(ce.lo & mask62)
-	ce.shift62()
-	cd.accumMul(u, d2)
-	cd.accumMul(v, e2)
-	ce.accumMul(q, d2)
-	ce.accumMul(r, e2)
-	d[1] = int64(cd.lo & mask62)
-	cd.shift62()
-	e[1] = int64(ce.lo & mask62)
-	ce.shift62()
-	cd.accumMul(u, d3)
-	cd.accumMul(v, e3)
-	ce.accumMul(q, d3)
-	ce.accumMul(r, e3)
-	d[2] = int64(cd.lo & mask62)
-	cd.shift62()
-	e[2] = int64(ce.lo & mask62)
-	ce.shift62()
-	cd.accumMul(u, d4)
-	cd.accumMul(v, e4)
-	ce.accumMul(q, d4)
-	ce.accumMul(r, e4)
-	cd.accumMul(pSigned62[4], md)
-	ce.accumMul(pSigned62[4], me)
-	d[3] = int64(cd.lo & mask62)
-	cd.shift62()
-	e[3] = int64(ce.lo & mask62)
-	ce.shift62()
+	for i := 1; i < len(d); i++ {
+		cd.accumMul(t.u, d[i])
+		cd.accumMul(t.v, e[i])
+		ce.accumMul(t.q, d[i])
+		ce.accumMul(t.r, e[i])
+		if pi := pSigned62[i]; pi != 0 { // p's limbs 1 to 3 are zero
+			cd.accumMul(pi, md)
+			ce.accumMul(pi, me)
+		}
+		d[i-1] = int64(cd.lo & mask62)
+		cd.shift62()
+		e[i-1] = int64(ce.lo & mask62)
+		ce.shift62()
+	}
 	d[4] = int64(cd.lo)
 	e[4] = int64(ce.lo)
 }
 
 // updateFG62Var sets (f, g) to t·(f, g)/2^62, on their first n limbs.
 func updateFG62Var(n int, f, g *signed62, t *trans2x2) {
-	u, v, q, r := t.u, t.v, t.q, t.r
-	cf := mulI128(u, f[0])
-	cf.accumMul(v, g[0])
-	cg := mulI128(q, f[0])
-	cg.accumMul(r, g[0])
+	var cf, cg int128
+	cf.accumMul(t.u, f[0])
+	cf.accumMul(t.v, g[0])
+	cg.accumMul(t.q, f[0])
+	cg.accumMul(t.r, g[0])
 	cf.shift62() // the low 62 bits are zero
 	cg.shift62()
 	for i := 1; i < n; i++ {
-		fi, gi := f[i], g[i]
-		cf.accumMul(u, fi)
-		cf.accumMul(v, gi)
-		cg.accumMul(q, fi)
-		cg.accumMul(r, gi)
+		cf.accumMul(t.u, f[i])
+		cf.accumMul(t.v, g[i])
+		cg.accumMul(t.q, f[i])
+		cg.accumMul(t.r, g[i])
 		f[i-1] = int64(cf.lo & mask62)
 		cf.shift62()
 		g[i-1] = int64(cg.lo & mask62)
@@ -227,36 +203,31 @@ func updateFG62Var(n int, f, g *signed62, t *trans2x2) {
 // normalize62 brings r from (-2p, p) to [0, p), negated first if sign is
 // negative.
 func normalize62(r *signed62, sign int64) {
-	r0, r1, r2, r3, r4 := r[0], r[1], r[2], r[3], r[4]
-	add := r4 >> 63
-	r0 += pSigned62[0] & add
-	r4 += pSigned62[4] & add
+	r.addPIfNegative()
 	neg := sign >> 63
-	r0 = (r0 ^ neg) - neg
-	r1 = (r1 ^ neg) - neg
-	r2 = (r2 ^ neg) - neg
-	r3 = (r3 ^ neg) - neg
-	r4 = (r4 ^ neg) - neg
-	r1 += r0 >> 62
-	r0 &= mask62
-	r2 += r1 >> 62
-	r1 &= mask62
-	r3 += r2 >> 62
-	r2 &= mask62
-	r4 += r3 >> 62
-	r3 &= mask62
-	add = r4 >> 63
-	r0 += pSigned62[0] & add
-	r4 += pSigned62[4] & add
-	r1 += r0 >> 62
-	r0 &= mask62
-	r2 += r1 >> 62
-	r1 &= mask62
-	r3 += r2 >> 62
-	r2 &= mask62
-	r4 += r3 >> 62
-	r3 &= mask62
-	*r = signed62{r0, r1, r2, r3, r4}
+	for i := range r {
+		r[i] = (r[i] ^ neg) - neg
+	}
+	r.carry()
+	r.addPIfNegative()
+	r.carry()
+}
+
+// addPIfNegative adds p to r when r is negative.
+func (r *signed62) addPIfNegative() {
+	add := r[4] >> 63
+	for i := range r {
+		r[i] += pSigned62[i] & add
+	}
+}
+
+// carry brings the lower four limbs of r into [0, 2^62), moving their
+// excess into the limb above.
+func (r *signed62) carry() {
+	for i := range len(r) - 1 {
+		r[i+1] += r[i] >> 62
+		r[i] &= mask62
+	}
 }
 
 // modinvVar returns x⁻¹ mod p for x in [0, p) (0 for 0).
