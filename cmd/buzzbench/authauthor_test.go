@@ -165,7 +165,8 @@ func TestAuthPerAuthorLabels(t *testing.T) {
 }
 
 // TestAuthPerAuthorFigures: a -auth-per-author run's merged rows say how it
-// connected and carry the REQ-by-ids tail; an anonymous run's do not.
+// connected and carry the concurrent REQ-by-ids tail; an anonymous run's
+// carry only the sequential one.
 func TestAuthPerAuthorFigures(t *testing.T) {
 	run := []result{
 		{Scenario: "ingest", Metrics: []metric{{Name: "events_per_s", Value: 100}}},
@@ -185,7 +186,8 @@ func TestAuthPerAuthorFigures(t *testing.T) {
 		t.Errorf("auth rows: %v", auth)
 	}
 	anon := names(&config{Conns: 16, Window: 64})
-	if anon["ingest, 16 connections, 1 event in flight each"] != 100 || len(anon) != 2 {
+	if anon["ingest, 16 connections, 1 event in flight each"] != 100 ||
+		anon["REQ p99, ids (sequential, right after ingest)"] != 2 || len(anon) != 3 {
 		t.Errorf("anonymous rows: %v", anon)
 	}
 }

@@ -67,6 +67,16 @@ func runFigures(cfg *config, run []result) map[figureRow]float64 {
 	put(figureRow{order: 0, param: cfg.Conns, name: fmt.Sprintf("ingest, %s, 1 event in flight each", conns), unit: "ev/s"}, "ingest", "events_per_s")
 	put(figureRow{order: 1, param: cfg.Window, name: fmt.Sprintf("ingest, %s, %d events in flight each", conns, cfg.Window), unit: "ev/s"}, "ingest-pipelined", "events_per_s")
 	put(figureRow{order: 2, name: "verify ceiling, one core (BenchmarkVerifyCeiling, batches of 64)", unit: "ev/s"}, ceilingScenario, "events_per_s")
+	// The relay's CPU per event acknowledged, from /proc (-start or -pid).
+	cpuPerEvent := func(row figureRow, scenario string) {
+		cpu, ok := val(scenario, "relay_cpu")
+		n, ok2 := val(scenario, "accepted")
+		if ok && ok2 && n > 0 {
+			out[row] = cpu * 1e6 / n
+		}
+	}
+	cpuPerEvent(figureRow{order: 3, name: "relay CPU per event, ingest, 1 event in flight", unit: "µs"}, "ingest")
+	cpuPerEvent(figureRow{order: 3, param: cfg.Window, name: fmt.Sprintf("relay CPU per event, ingest, %d events in flight", cfg.Window), unit: "µs"}, "ingest-pipelined")
 	put(figureRow{order: 4, name: "ingest OK latency p99, 1 in flight", unit: "ms"}, "ingest", "ok_p99")
 	var logSum float64
 	shapes := 0
@@ -82,12 +92,15 @@ func runFigures(cfg *config, run []result) map[figureRow]float64 {
 	if shapes == len(reqShapes) {
 		out[figureRow{order: 10 + len(reqShapes), name: fmt.Sprintf("REQ p50, geometric mean of the %d shapes", shapes), unit: "ms"}] = math.Exp(logSum / float64(shapes))
 	}
+	// The tail of the first REQs by ids, right after the burst of writes:
+	// whatever the relay still does in the background (indexing,
+	// compaction, closing connections) shows here first.
+	put(figureRow{order: 20, name: "REQ p99, ids (sequential, right after ingest)", unit: "ms"}, "req", "seq_ids_p99")
 	if cfg.AuthPerAuthor {
-		// The tail of REQ by ids right after the burst of writes over
-		// many authenticated connections (issue 34).
-		put(figureRow{order: 20, name: "REQ p99, ids (sequential, right after ingest)", unit: "ms"}, "req", "seq_ids_p99")
 		put(figureRow{order: 21, name: "REQ p99, ids (concurrent, one authenticated connection per author)", unit: "ms"}, "req", "conc_ids_p99")
 	}
+	put(figureRow{order: 22, name: "COUNT p50", unit: "ms"}, "count", "count_p50")
+	put(figureRow{order: 23, name: "COUNT p99", unit: "ms"}, "count", "count_p99")
 	put(figureRow{order: 30, param: cfg.Subs, name: fmt.Sprintf("fan-out to %d subscribers, delivery p99", cfg.Subs), unit: "ms"}, "fanout", "deliver_p99")
 	cross := fmt.Sprintf("cross-pod fan-out to %d subscribers on %d other pods, delivery", cfg.Subs, len(cfg.SubURLs))
 	put(figureRow{order: 31, param: cfg.Subs, name: cross + " p50", unit: "ms"}, "crosspod", "deliver_p50")

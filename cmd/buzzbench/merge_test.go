@@ -29,9 +29,15 @@ func TestMergeReports(t *testing.T) {
 		ing := result{Scenario: "ingest"}
 		ing.add("events_per_s", "ev/s", ingest, "higher")
 		ing.add("ok_p99", "ms", okP99, "lower")
+		ing.add("accepted", "events", 4, "")
+		ing.add("relay_cpu", "s", okP99/1000, "lower")
 		ing.add("peak_rss", "MiB", rss/2, "lower")
+		req.add("seq_ids_p99", "ms", 2*ids, "lower")
 		req.add("peak_rss", "MiB", rss, "lower")
-		return []result{ing, req}
+		cnt := result{Scenario: "count"}
+		cnt.add("count_p50", "ms", ids/4, "lower")
+		cnt.add("count_p99", "ms", ids/2, "lower")
+		return []result{ing, req, cnt}
 	}
 	write := func(name string, rep report) string {
 		t.Helper()
@@ -69,11 +75,15 @@ func TestMergeReports(t *testing.T) {
 		"| ingest, 16 connections, 1 event in flight each | ev/s | 2000 | 600 |",
 		"| verify ceiling, one core (BenchmarkVerifyCeiling, batches of 64) | ev/s | 8000 | - |",
 		"| closed-loop ingest ÷ verify ceiling | % | 25 | - |",
+		"| relay CPU per event, ingest, 1 event in flight | µs | 1500 | 2250 |",
 		"| ingest OK latency p99, 1 in flight | ms | 6 | 9 |",
+		"| REQ p99, ids (sequential, right after ingest) | ms | 32 | 2 |",
+		"| COUNT p50 | ms | 4 | 0.25 |",
+		"| COUNT p99 | ms | 8 | 0.5 |",
 		"| REQ p50, ids (sequential) | ms | 16 | 1 |",
 		// the seventh root of 16 is 2^(4/7)
 		"| REQ p50, geometric mean of the 7 shapes | ms | 1.49 | 1 |",
-		"| peak RSS over ingest+req | MiB | 110 | 250 |",
+		"| peak RSS over ingest+req+count | MiB | 110 | 250 |",
 		"| failed correctness checks, all runs | count | 0 | 3 |",
 		"corpus fingerprint f1",
 		"2 CPUs, Test CPU",
