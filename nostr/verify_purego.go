@@ -242,17 +242,9 @@ func addDigit(q *curve.G1Jac, table []curve.G1Affine, d int8) {
 // its negation is below 2^129, and in the latter case the digits are those
 // of -k, negated. w is at most 8.
 func wnaf(out *[wnafDigits]int8, k *secp256k1.ModNScalar, w int) int {
-	neg := k.IsOverHalfOrder()
-	var kk secp256k1.ModNScalar
-	kk.Set(k)
-	if neg {
-		kk.Negate()
-	}
-	b := kk.Bytes()
-	var limbs [5]uint64 // little-endian, with a zero limb to read past the top
-	for i := range 4 {
-		limbs[i] = binary.BigEndian.Uint64(b[24-8*i:])
-	}
+	abs, neg := absLimbs(k)
+	var limbs [5]uint64 // with a zero limb to read past the top
+	copy(limbs[:], abs[:])
 	bitsAt := func(pos, n int) uint64 {
 		i, off := pos/64, uint(pos%64)
 		v := limbs[i] >> off
@@ -298,10 +290,7 @@ var (
 // negation) under about 2^128.
 func splitScalar(k *secp256k1.ModNScalar) (k1, k2 secp256k1.ModNScalar) {
 	kb := k.Bytes()
-	var kl [4]uint64
-	for i := range 4 {
-		kl[i] = binary.BigEndian.Uint64(kb[24-8*i:])
-	}
+	kl := limbsOf(&kb)
 	c1 := mulShift320Round(&kl, &endoZ1)
 	c2 := mulShift320Round(&kl, &endoZ2)
 	c1.Mul(&endoNegB1)
@@ -374,9 +363,28 @@ func limbsHex(s string) [4]uint64 {
 	}
 	var full [32]byte
 	copy(full[32-len(b):], b)
+	return limbsOf(&full)
+}
+
+// limbsOf returns the 256-bit big-endian number b as four little-endian
+// 64-bit words.
+func limbsOf(b *[32]byte) [4]uint64 {
 	var l [4]uint64
 	for i := range 4 {
-		l[i] = binary.BigEndian.Uint64(full[24-8*i:])
+		l[i] = binary.BigEndian.Uint64(b[24-8*i:])
 	}
 	return l
+}
+
+// absLimbs returns the smaller of k and -k (mod n) as four little-endian
+// 64-bit words, and whether that is -k.
+func absLimbs(k *secp256k1.ModNScalar) (limbs [4]uint64, neg bool) {
+	neg = k.IsOverHalfOrder()
+	var kk secp256k1.ModNScalar
+	kk.Set(k)
+	if neg {
+		kk.Negate()
+	}
+	b := kk.Bytes()
+	return limbsOf(&b), neg
 }

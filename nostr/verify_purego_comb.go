@@ -3,7 +3,6 @@
 package nostr
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"sync"
 	"unsafe"
@@ -105,17 +104,8 @@ type combScalar struct {
 // reports false when k (or its negation, whichever is smaller) does not
 // fit the table's teeth·spacing bits; a split scalar always fits.
 func (cs *combScalar) set(k *secp256k1.ModNScalar, teeth, spacing int) bool {
-	cs.neg = k.IsOverHalfOrder()
-	var kk secp256k1.ModNScalar
-	kk.Set(k)
-	if cs.neg {
-		kk.Negate()
-	}
-	b := kk.Bytes()
-	var limbs [4]uint64 // little-endian
-	for i := range 4 {
-		limbs[i] = binary.BigEndian.Uint64(b[24-8*i:])
-	}
+	var limbs [4]uint64
+	limbs, cs.neg = absLimbs(k)
 	bits := teeth * spacing
 	for i := range 4 {
 		if lo := 64 * i; lo+64 > bits && limbs[i]>>max(bits-lo, 0) != 0 {
