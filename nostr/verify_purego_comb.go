@@ -88,6 +88,12 @@ func newCombTable(p *curve.G1Affine, teeth, spacing int) *combTable {
 	return t
 }
 
+// newComb builds the key's comb table from P, the first of its odd
+// multiples.
+func (key *liftedKey) newComb() *combTable {
+	return newCombTable(&key.table[0], keyCombTeeth, keyCombSpacing)
+}
+
 // baseComb returns G's comb table, built on first use.
 var baseComb = sync.OnceValue(func() *combTable {
 	_, g := curve.Generators()
@@ -205,7 +211,7 @@ func (v *Verifier) verified(key *liftedKey) {
 	v.combs.wg.Add(1)
 	go func() {
 		defer v.combs.wg.Done()
-		key.comb.Store(newCombTable(&key.table[0], keyCombTeeth, keyCombSpacing)) // table[0] is P
+		key.comb.Store(key.newComb())
 		v.cache.Set(hex.EncodeToString(key.x[:]), key, combCost)
 		<-v.combs.slot
 	}()
