@@ -26,15 +26,15 @@ func TestChannelCommandsAnnounced(t *testing.T) {
 	owner, bob := newSigner(t), newSigner(t)
 	oc := tr.dial(t)
 	id := oc.createChannel(owner, "p", channel.VisibilityPrivate)
-	eq(t, "put bob", oc.command(owner, nostr.KindPutUser, id, nostr.Tag{"p", bob.pub()}).OK, true)
-	eq(t, "remove bob", oc.command(owner, nostr.KindRemoveUser, id, nostr.Tag{"p", bob.pub()}).OK, true)
+	eq(t, "put bob", oc.command(owner, nostr.KindPutUser, id, nostr.Tag{"p", bob.Pub()}).OK, true)
+	eq(t, "remove bob", oc.command(owner, nostr.KindRemoveUser, id, nostr.Tag{"p", bob.Pub()}).OK, true)
 	eq(t, "delete", oc.command(owner, nostr.KindDeleteChannel, id).OK, true)
 
 	ch := id.String()
 	want := []control.Message{
 		control.MembershipChanged{Channel: ch}, // created (owner became a member)
 		control.MembershipChanged{Channel: ch}, // bob added
-		control.MembershipChanged{Channel: ch, PubKey: bob.pub()},
+		control.MembershipChanged{Channel: ch, PubKey: bob.Pub()},
 		control.VisibilityChanged{Channel: ch},
 	}
 	mu.Lock()

@@ -36,8 +36,8 @@ func BenchmarkLiveAllowed(b *testing.B) {
 		b.Fatal(err)
 	}
 	s := newSigner(b)
-	global := s.event(1, now(), "hello", nostr.Tag{"t", "x"}, nostr.Tag{"p", s.pub()})
-	inChannel := s.event(9, now(), "hello", nostr.Tag{"t", "x"}, chanTag(ids[57]))
+	global := s.Event(1, now(), "hello", nostr.Tag{"t", "x"}, nostr.Tag{"p", s.Pub()})
+	inChannel := s.Event(9, now(), "hello", nostr.Tag{"t", "x"}, chanTag(ids[57]))
 	for _, bc := range []struct {
 		name string
 		ev   *nostr.Event

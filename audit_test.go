@@ -24,12 +24,12 @@ func TestRateLimitRefusalsAudited(t *testing.T) {
 	tr := newTestRelay(t, WithRateLimiter(l))
 	c := tr.dial(t)
 	s, quiet := newSigner(t), newSigner(t)
-	c.mustAccept(s.event(1, now(), "one"))
+	c.MustAccept(s.Event(1, now(), "one"))
 	for i := range 3 {
-		ok := c.publish(s.event(1, now(), "over"+string(rune('a'+i))))
+		ok := c.Publish(s.Event(1, now(), "over"+string(rune('a'+i))))
 		mustPrefix(t, "over quota", ok.Message, "rate-limited: ")
 	}
-	c.mustAccept(quiet.event(1, now(), "within quota"))
+	c.MustAccept(quiet.Event(1, now(), "within quota"))
 
 	// Refusals in one flush interval share an entry; the three may straddle
 	// two intervals, so count across entries.
@@ -46,7 +46,7 @@ func TestRateLimitRefusalsAudited(t *testing.T) {
 		n := 0
 		for _, e := range es {
 			var d detail
-			if e.Action != audit.RateLimited || e.Actor != s.pub() || json.Unmarshal(e.Detail, &d) != nil || d.Kind != 1 {
+			if e.Action != audit.RateLimited || e.Actor != s.Pub() || json.Unmarshal(e.Detail, &d) != nil || d.Kind != 1 {
 				t.Fatalf("entry %+v", e)
 			}
 			mustPrefix(t, "reason", d.Reason, "rate-limited: ")
@@ -92,13 +92,13 @@ func TestAuditOverWebSocket(t *testing.T) {
 		p := startPod(t, st, "ws-audit.example")
 		c := p.dial(t)
 		alice, bob := newSigner(t), newSigner(t)
-		note := alice.event(1, now(), "to be deleted")
-		c.mustAccept(note)
-		c.mustAccept(alice.event(nostr.KindDeletion, now(), "", nostr.Tag{"e", note.ID}))
+		note := alice.Event(1, now(), "to be deleted")
+		c.MustAccept(note)
+		c.MustAccept(alice.Event(nostr.KindDeletion, now(), "", nostr.Tag{"e", note.ID}))
 		ch := storetest.NewChannelID()
-		c.mustAccept(alice.event(nostr.KindCreateChannel, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"name", "general"}))
-		c.mustAccept(alice.event(nostr.KindPutUser, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"p", bob.pub(), "admin"}))
-		if ok := c.publish(bob.event(nostr.KindDeleteChannel, now(), "", nostr.Tag{"h", ch.String()})); ok.OK {
+		c.MustAccept(alice.Event(nostr.KindCreateChannel, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"name", "general"}))
+		c.MustAccept(alice.Event(nostr.KindPutUser, now(), "", nostr.Tag{"h", ch.String()}, nostr.Tag{"p", bob.Pub(), "admin"}))
+		if ok := c.Publish(bob.Event(nostr.KindDeleteChannel, now(), "", nostr.Tag{"h", ch.String()})); ok.OK {
 			t.Fatal("an admin deleted the channel")
 		}
 		es, err := st.(store.AuditLog).AuditEntries(context.Background(), p.tc.Community(), 0, 10)
@@ -110,7 +110,7 @@ func TestAuditOverWebSocket(t *testing.T) {
 			t.Fatalf("%d entries: %+v", len(es), es)
 		}
 		for i, e := range es {
-			if e.Action != want[i] || e.Actor != alice.pub() {
+			if e.Action != want[i] || e.Actor != alice.Pub() {
 				t.Errorf("entry %d: %s by %s", e.Seq, e.Action, e.Actor)
 			}
 		}

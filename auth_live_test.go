@@ -17,7 +17,7 @@ func TestLiveDeliveryAcrossAuth(t *testing.T) {
 	tr := newTestRelay(t, WithRelayKey(testMaster))
 	owner, reader, poster := newSigner(t), newSigner(t), newSigner(t)
 	admin := tr.dial(t)
-	admin.authAs(owner, tr.host)
+	admin.AuthAs(owner, tr.host)
 	general := admin.createChannel(owner, "general", channel.VisibilityOpen)
 	pub := tr.dial(t)
 
@@ -28,7 +28,7 @@ func TestLiveDeliveryAcrossAuth(t *testing.T) {
 	expectEvents := func(t *testing.T, c *rawClient, sub string, want ...*nostr.Event) {
 		t.Helper()
 		for _, w := range want {
-			switch m := c.next().(type) {
+			switch m := c.Next().(type) {
 			case *nostr.EventMessage:
 				if m.SubID != sub || m.Event.ID != w.ID {
 					t.Fatalf("got event %s on %q, want %s (%q) on %q", m.Event.ID[:8], m.SubID, w.ID[:8], w.Content, sub)
@@ -39,43 +39,43 @@ func TestLiveDeliveryAcrossAuth(t *testing.T) {
 		}
 	}
 	auth := func(c *rawClient) *nostr.Event {
-		return reader.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.challenge}, nostr.Tag{"relay", "ws://" + tr.host})
+		return reader.Event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.Challenge}, nostr.Tag{"relay", "ws://" + tr.host})
 	}
 	// The filter's limit 0 keeps stored history out: only live delivery
 	// is under test.
 	live := func(text string) *nostr.Event {
 		t.Helper()
-		ev := poster.event(nostr.KindChatMessage, now(), text, chanTag(general))
-		pub.mustAccept(ev)
+		ev := poster.Event(nostr.KindChatMessage, now(), text, chanTag(general))
+		pub.MustAccept(ev)
 		return ev
 	}
 
 	t.Run("auth_before_req", func(t *testing.T) {
 		c := tr.dial(t)
-		c.authAs(reader, tr.host)
-		c.send("REQ", "s", filter)
-		c.untilEOSE("s")
+		c.AuthAs(reader, tr.host)
+		c.Send("REQ", "s", filter)
+		c.UntilEOSE("s")
 		expectEvents(t, c, "s", live("after both"))
 	})
 	t.Run("auth_after_eose", func(t *testing.T) {
 		c := tr.dial(t)
-		c.send("REQ", "s", filter)
-		c.untilEOSE("s")
+		c.Send("REQ", "s", filter)
+		c.UntilEOSE("s")
 		before := live("before auth")
 		expectEvents(t, c, "s", before)
-		c.authAs(reader, tr.host)
+		c.AuthAs(reader, tr.host)
 		expectEvents(t, c, "s", live("right after auth"), live("later"))
 	})
 	t.Run("auth_during_replay", func(t *testing.T) {
 		// REQ and AUTH go out back to back: the AUTH is handled while the
 		// subscription may still be replaying.
 		c := tr.dial(t)
-		c.send("REQ", "s", filter)
+		c.Send("REQ", "s", filter)
 		ev := auth(c)
-		c.send("AUTH", ev)
+		c.Send("AUTH", ev)
 		var sawEOSE, sawOK bool
 		for !sawEOSE || !sawOK {
-			switch m := c.next().(type) {
+			switch m := c.Next().(type) {
 			case *nostr.EOSEMessage:
 				sawEOSE = true
 			case *nostr.OKMessage:
@@ -93,13 +93,13 @@ func TestLiveDeliveryAcrossAuth(t *testing.T) {
 		// The event is published while the AUTH is on its way: it arrives
 		// before or after the AUTH is applied, and is delivered either way.
 		c := tr.dial(t)
-		c.send("REQ", "s", filter)
-		c.untilEOSE("s")
-		c.send("AUTH", auth(c))
+		c.Send("REQ", "s", filter)
+		c.UntilEOSE("s")
+		c.Send("AUTH", auth(c))
 		ev := live("racing the auth")
 		var gotOK, gotEvent bool
 		for !gotOK || !gotEvent {
-			switch m := c.next().(type) {
+			switch m := c.Next().(type) {
 			case *nostr.OKMessage:
 				gotOK = m.OK
 				if !m.OK {
@@ -118,18 +118,18 @@ func TestLiveDeliveryAcrossAuth(t *testing.T) {
 	})
 	t.Run("no_auth", func(t *testing.T) {
 		c := tr.dial(t)
-		c.send("REQ", "s", filter)
-		c.untilEOSE("s")
+		c.Send("REQ", "s", filter)
+		c.UntilEOSE("s")
 		expectEvents(t, c, "s", live("anonymous"))
 	})
 	t.Run("second_auth", func(t *testing.T) {
 		// Authenticating as a second pubkey keeps the subscription too.
 		c := tr.dial(t)
-		c.authAs(reader, tr.host)
-		c.send("REQ", "s", filter)
-		c.untilEOSE("s")
+		c.AuthAs(reader, tr.host)
+		c.Send("REQ", "s", filter)
+		c.UntilEOSE("s")
 		other := newSigner(t)
-		c.authAs(other, tr.host)
+		c.AuthAs(other, tr.host)
 		expectEvents(t, c, "s", live("after the second auth"))
 	})
 	t.Run("auth_opens_private_channel", func(t *testing.T) {
@@ -137,14 +137,14 @@ func TestLiveDeliveryAcrossAuth(t *testing.T) {
 		// channels of the pubkey it then authenticates as from the AUTH's
 		// OK on.
 		secret := admin.createChannel(owner, "secret", channel.VisibilityPrivate)
-		admin.mustAccept(owner.event(nostr.KindPutUser, now(), "", chanTag(secret), nostr.Tag{"p", reader.pub()}))
+		admin.MustAccept(owner.Event(nostr.KindPutUser, now(), "", chanTag(secret), nostr.Tag{"p", reader.Pub()}))
 		c := tr.dial(t)
 		all := nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Limit: 0, LimitSet: true}
-		c.send("REQ", "s", all)
-		c.untilEOSE("s")
-		c.authAs(reader, tr.host)
-		ev := owner.event(nostr.KindChatMessage, now(), "members only", chanTag(secret))
-		admin.mustAccept(ev)
+		c.Send("REQ", "s", all)
+		c.UntilEOSE("s")
+		c.AuthAs(reader, tr.host)
+		ev := owner.Event(nostr.KindChatMessage, now(), "members only", chanTag(secret))
+		admin.MustAccept(ev)
 		expectEvents(t, c, "s", ev)
 	})
 }

@@ -66,7 +66,7 @@ func forAuthorityBackends(t *testing.T, fn func(t *testing.T, b authBackend)) {
 // ownedCommunity creates a community on host owned by owner.
 func ownedCommunity(t *testing.T, st store.Backend, host string, owner *signer) tenant.CommunityID {
 	t.Helper()
-	c, _, err := st.(operator.Store).CreateCommunity(context.Background(), store.NewCommunity{Host: host, OwnerPubKey: owner.pub()})
+	c, _, err := st.(operator.Store).CreateCommunity(context.Background(), store.NewCommunity{Host: host, OwnerPubKey: owner.Pub()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func ownedCommunity(t *testing.T, st store.Backend, host string, owner *signer) 
 // communityRole is who's role in c ("" for no member).
 func communityRole(t *testing.T, st store.ChannelStore, c tenant.CommunityID, who *signer) channel.Role {
 	t.Helper()
-	r, ok, err := st.CommunityRole(context.Background(), c, who.pub())
+	r, ok, err := st.CommunityRole(context.Background(), c, who.Pub())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func communityRole(t *testing.T, st store.ChannelStore, c tenant.CommunityID, wh
 func (tr *testRelay) authedOn(t *testing.T, host string, s *signer) *rawClient {
 	t.Helper()
 	c := tr.dialHost(t, host)
-	c.authAs(s, host)
+	c.AuthAs(s, host)
 	return c
 }
 
@@ -107,24 +107,24 @@ func TestAuthorityMembershipReplay(t *testing.T) {
 		cb := ownedCommunity(t, st, "b.example", owner)
 
 		oc := tr.authedOn(t, "a.example", owner)
-		add := owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub(), "admin"})
-		oc.mustAccept(add)
+		add := owner.Event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.Pub(), "admin"})
+		oc.MustAccept(add)
 		eq(t, "M's role after the 9030", communityRole(t, st, ca, m), channel.RoleAdmin)
-		oc.mustAccept(owner.event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", m.pub()}))
+		oc.MustAccept(owner.Event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", m.Pub()}))
 		eq(t, "M's role after the 9031", communityRole(t, st, ca, m), "")
 
 		// Row 1: the stored 9030, as anyone can read it, re-sent.
 		anon := tr.dialHost(t, "a.example")
-		ok := anon.publishOnce(add)
+		ok := anon.PublishOnce(add)
 		eq(t, "anonymous replay", ok.Message, ingest.MsgAuthorityAuth)
 		eq(t, "anonymous replay accepted", ok.OK, false)
 		eq(t, "M's role after the anonymous replay", communityRole(t, st, ca, m), "")
 		xc := tr.authedOn(t, "a.example", x)
-		eq(t, "replay by an authenticated attacker", xc.publishOnce(add).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "replay by an authenticated attacker", xc.PublishOnce(add).Message, ingest.MsgAuthorityNotAuthor)
 		mc := tr.authedOn(t, "a.example", m)
-		eq(t, "replay by M", mc.publishOnce(add).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "replay by M", mc.PublishOnce(add).Message, ingest.MsgAuthorityNotAuthor)
 		eq(t, "M's role after the attackers' replays", communityRole(t, st, ca, m), "")
-		ok = oc.publish(add)
+		ok = oc.Publish(add)
 		eq(t, "O's own replay accepted", ok.OK, true)
 		eq(t, "O's own replay", ok.Message, ingest.MsgDuplicate)
 		eq(t, "M's role after O's replay", communityRole(t, st, ca, m), "")
@@ -135,7 +135,7 @@ func TestAuthorityMembershipReplay(t *testing.T) {
 			"attacker":  tr.authedOn(t, "b.example", x),
 			"M":         tr.authedOn(t, "b.example", m),
 		} {
-			ok := c.publishOnce(add)
+			ok := c.PublishOnce(add)
 			if ok.OK {
 				t.Fatalf("%s's copy in B accepted: %q", name, ok.Message)
 			}
@@ -157,21 +157,21 @@ func TestAuthorityGroupReplay(t *testing.T) {
 		h := nostr.Tag{"h", "secret"}
 		oa, ob := tr.authedOn(t, "a.example", owner), tr.authedOn(t, "b.example", owner)
 		for _, c := range []*rawClient{oa, ob} {
-			c.mustAccept(owner.event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Secret"}, nostr.Tag{"visibility", "private"}))
+			c.MustAccept(owner.Event(nostr.KindCreateChannel, now(), "", h, nostr.Tag{"name", "Secret"}, nostr.Tag{"visibility", "private"}))
 		}
-		put := owner.event(nostr.KindPutUser, now(), "", h, nostr.Tag{"p", m.pub()})
-		oa.mustAccept(put)
-		ob.mustAccept(owner.event(nostr.KindChatMessage, now(), "B's private plans", h))
+		put := owner.Event(nostr.KindPutUser, now(), "", h, nostr.Tag{"p", m.Pub()})
+		oa.MustAccept(put)
+		ob.MustAccept(owner.Event(nostr.KindChatMessage, now(), "B's private plans", h))
 
 		mb := tr.authedOn(t, "b.example", m)
-		eq(t, "M's replay in B", mb.publishOnce(put).Message, ingest.MsgAuthorityNotAuthor)
-		eq(t, "anonymous replay in B", tr.dialHost(t, "b.example").publishOnce(put).Message, ingest.MsgAuthorityAuth)
+		eq(t, "M's replay in B", mb.PublishOnce(put).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "anonymous replay in B", tr.dialHost(t, "b.example").PublishOnce(put).Message, ingest.MsgAuthorityAuth)
 		if got := mb.readAll("r", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {"secret"}}}); len(got) != 0 {
 			t.Fatalf("M read %d messages of B's private group", len(got))
 		}
 		// In A, where O did put M, M reads the group (the 9000 acted there).
 		ma := tr.authedOn(t, "a.example", m)
-		oa.mustAccept(owner.event(nostr.KindChatMessage, now(), "A's plans", h))
+		oa.MustAccept(owner.Event(nostr.KindChatMessage, now(), "A's plans", h))
 		if got := ma.readAll("r", nostr.Filter{Kinds: []int{nostr.KindChatMessage}, Tags: map[string][]string{"h": {"secret"}}}); len(got) != 1 {
 			t.Fatalf("M read %d messages of A's group, want 1", len(got))
 		}
@@ -181,18 +181,18 @@ func TestAuthorityGroupReplay(t *testing.T) {
 // readAll sends a REQ and returns the stored events up to EOSE, or none
 // when the relay closes it.
 func (c *rawClient) readAll(sub string, f nostr.Filter) []*nostr.Event {
-	c.t.Helper()
-	c.sendRaw(nostr.AppendReq(nil, sub, f))
+	c.T.Helper()
+	c.SendRaw(nostr.AppendReq(nil, sub, f))
 	var evs []*nostr.Event
 	for {
-		switch m := c.next().(type) {
+		switch m := c.Next().(type) {
 		case *nostr.EventMessage:
 			if m.SubID == sub {
 				evs = append(evs, m.Event)
 			}
 		case *nostr.EOSEMessage:
 			if m.SubID == sub {
-				c.send("CLOSE", sub)
+				c.Send("CLOSE", sub)
 				return evs
 			}
 		case *nostr.ClosedMessage:
@@ -215,33 +215,33 @@ func TestAuthorityFreshAndOnce(t *testing.T) {
 		ca := ownedCommunity(t, st, "a.example", owner)
 		oc := tr.authedOn(t, "a.example", owner)
 
-		stale := owner.event(nostr.KindAddCommunityMember, time.Now().Add(-ingest.DefaultAuthorityWindow-time.Minute).Unix(), "", nostr.Tag{"p", m.pub()})
-		ok := oc.publish(stale)
+		stale := owner.Event(nostr.KindAddCommunityMember, time.Now().Add(-ingest.DefaultAuthorityWindow-time.Minute).Unix(), "", nostr.Tag{"p", m.Pub()})
+		ok := oc.Publish(stale)
 		mustPrefix(t, "stale 9030", ok.Message, "invalid: ")
 		if !strings.Contains(ok.Message, "sign it again") {
 			t.Fatalf("stale message %q does not say to sign it again", ok.Message)
 		}
 		eq(t, "M's role after the stale 9030", communityRole(t, st, ca, m), "")
 
-		oc.mustAccept(owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub()}))
-		ban := owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", m.pub()})
-		oc.mustAccept(ban)
+		oc.MustAccept(owner.Event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.Pub()}))
+		ban := owner.Event(nostr.KindBan, now(), "", nostr.Tag{"p", m.Pub()})
+		oc.MustAccept(ban)
 		banned := func() bool {
 			t.Helper()
-			rs, err := st.(store.ModerationStore).PubkeyRestrictions(context.Background(), ca, m.pub(), time.Now())
+			rs, err := st.(store.ModerationStore).PubkeyRestrictions(context.Background(), ca, m.Pub(), time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			return len(rs) > 0
 		}
 		eq(t, "banned", banned(), true)
-		oc.mustAccept(owner.event(nostr.KindUnban, now(), "", nostr.Tag{"p", m.pub()}))
+		oc.MustAccept(owner.Event(nostr.KindUnban, now(), "", nostr.Tag{"p", m.Pub()}))
 		eq(t, "banned after unban", banned(), false)
-		ok = oc.publish(ban)
+		ok = oc.Publish(ban)
 		eq(t, "the ban re-sent accepted", ok.OK, true)
 		eq(t, "the ban re-sent", ok.Message, ingest.MsgDuplicate)
 		eq(t, "banned after the ban was re-sent", banned(), false)
-		eq(t, "a copy of the ban", tr.authedOn(t, "a.example", m).publishOnce(ban).Message, ingest.MsgAuthorityNotAuthor)
+		eq(t, "a copy of the ban", tr.authedOn(t, "a.example", m).PublishOnce(ban).Message, ingest.MsgAuthorityNotAuthor)
 	})
 }
 
@@ -259,20 +259,20 @@ func TestAuthorityAcrossPods(t *testing.T) {
 		ca := ownedCommunity(t, st1, "a.example", owner)
 		p1, p2 := startPod(t, st1, "a.example"), startPod(t, st2, "a.example")
 		c1, c2 := p1.dial(t), p2.dial(t)
-		c1.authAs(owner, "a.example")
-		c2.authAs(owner, "a.example")
+		c1.AuthAs(owner, "a.example")
+		c2.AuthAs(owner, "a.example")
 
-		add := owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub()})
-		c1.mustAccept(add)
-		c1.mustAccept(owner.event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", m.pub()}))
-		eq(t, "the 9030 on the second pod", c2.publish(add).Message, ingest.MsgDuplicate)
+		add := owner.Event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.Pub()})
+		c1.MustAccept(add)
+		c1.MustAccept(owner.Event(nostr.KindRemoveCommunityMember, now(), "", nostr.Tag{"p", m.Pub()}))
+		eq(t, "the 9030 on the second pod", c2.Publish(add).Message, ingest.MsgDuplicate)
 		eq(t, "M's role", communityRole(t, st1, ca, m), "")
 
-		ban := owner.event(nostr.KindBan, now(), "", nostr.Tag{"p", m.pub()})
-		c1.mustAccept(ban)
-		c1.mustAccept(owner.event(nostr.KindUnban, now(), "", nostr.Tag{"p", m.pub()}))
-		eq(t, "the ban on the second pod", c2.publish(ban).Message, ingest.MsgDuplicate)
-		rs, err := st2.(store.ModerationStore).PubkeyRestrictions(context.Background(), ca, m.pub(), time.Now())
+		ban := owner.Event(nostr.KindBan, now(), "", nostr.Tag{"p", m.Pub()})
+		c1.MustAccept(ban)
+		c1.MustAccept(owner.Event(nostr.KindUnban, now(), "", nostr.Tag{"p", m.Pub()}))
+		eq(t, "the ban on the second pod", c2.Publish(ban).Message, ingest.MsgDuplicate)
+		rs, err := st2.(store.ModerationStore).PubkeyRestrictions(context.Background(), ca, m.Pub(), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestAuthorityOverHTTP(t *testing.T) {
 		owner, m, x := newSigner(t), newSigner(t), newSigner(t)
 		ca := ownedCommunity(t, st, "a.example", owner)
 		p := startAPIPod(t, st, "a.example")
-		add := owner.event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.pub(), "admin"})
+		add := owner.Event(nostr.KindAddCommunityMember, now(), "", nostr.Tag{"p", m.Pub(), "admin"})
 		code, body := p.api(t, x, "a.example", eventsPath, add.AppendJSON(nil))
 		var res eventResult
 		if err := json.Unmarshal(body, &res); err != nil {

@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
-	"github.com/buzzrelay/buzz/nostr"
+	"github.com/buzzrelay/buzz/internal/rawclient"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/postgres"
 	"github.com/buzzrelay/buzz/store/postgres/pgtest"
@@ -96,20 +94,7 @@ func (p *pod) stop() {
 // dial opens a WebSocket to the pod with Host set to host.
 func (p *pod) dialHost(t testing.TB, host string) *rawClient {
 	t.Helper()
-	h := http.Header{}
-	h.Set("Host", host)
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(p.srv.URL, "http"), h)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws, relay: "ws://" + host}
-	ch, ok := c.next().(*nostr.AuthChallengeMessage)
-	if !ok {
-		t.Fatal("first message is not the AUTH challenge")
-	}
-	c.challenge = ch.Challenge
-	return c
+	return &rawClient{rawclient.Dial(t, nil, "ws"+strings.TrimPrefix(p.srv.URL, "http"), http.Header{"Host": {host}}, "ws://"+host)}
 }
 
 func (p *pod) dial(t testing.TB) *rawClient { t.Helper(); return p.dialHost(t, p.host) }

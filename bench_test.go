@@ -152,8 +152,8 @@ func benchIngest(b *testing.B, conns, window int) {
 // ingestOn publishes events taken from evs (by next) on c until none is
 // left, with up to window unanswered, recording each one's latency.
 func ingestOn(b *testing.B, c *rawClient, evs []benchEvent, lat []time.Duration, next *atomic.Int64, window int) {
-	rd := &frameReader{ws: c.ws}
-	_ = c.ws.SetReadDeadline(time.Time{})
+	rd := &frameReader{ws: c.WS}
+	_ = c.WS.SetReadDeadline(time.Time{})
 	sent := make(map[string]int, window) // OK prefix → index, while unanswered
 	outstanding := 0
 	done := false
@@ -166,7 +166,7 @@ func ingestOn(b *testing.B, c *rawClient, evs []benchEvent, lat []time.Duration,
 			}
 			lat[i] = -time.Duration(time.Now().UnixNano())
 			sent[string(evs[i].okPfx)] = i
-			if err := c.ws.WriteMessage(websocket.TextMessage, evs[i].frame); err != nil {
+			if err := c.WS.WriteMessage(websocket.TextMessage, evs[i].frame); err != nil {
 				b.Error(err)
 				return
 			}
@@ -236,10 +236,10 @@ func benchReq(b *testing.B, evs []benchEvent, f nostr.Filter, want int) {
 	tr := newTestRelay(b, WithLimits(Limits{MessageRate: 1 << 20, MessageBurst: 1 << 20}))
 	c := tr.dial(b)
 	for _, e := range evs {
-		c.sendRaw(e.frame)
+		c.SendRaw(e.frame)
 	}
 	for range evs {
-		m, err := c.nextRaw()
+		m, err := c.NextRaw()
 		if err != nil || !bytes.Contains(m, []byte(",true,")) {
 			b.Fatalf("store: %s %v", m, err)
 		}
@@ -253,14 +253,14 @@ func benchReq(b *testing.B, evs []benchEvent, f nostr.Filter, want int) {
 		eoses[i] = nostr.AppendEOSE(nil, sub)
 		closes[i] = nostr.AppendClose(nil, sub)
 	}
-	rd := &frameReader{ws: c.ws}
-	_ = c.ws.SetReadDeadline(time.Time{})
+	rd := &frameReader{ws: c.WS}
+	_ = c.WS.SetReadDeadline(time.Time{})
 	evPfx := []byte(`["EVENT",`)
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {
 		k := i % len(reqs)
-		c.sendRaw(reqs[k])
+		c.SendRaw(reqs[k])
 		got := 0
 		for {
 			m, err := rd.next()
@@ -279,7 +279,7 @@ func benchReq(b *testing.B, evs []benchEvent, f nostr.Filter, want int) {
 		if got != want {
 			b.Fatalf("got %d events, want %d", got, want)
 		}
-		c.sendRaw(closes[k])
+		c.SendRaw(closes[k])
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 }
@@ -294,10 +294,10 @@ func BenchmarkFanout(b *testing.B) {
 	evPfx := []byte(`["EVENT","live",`)
 	for range subscribers {
 		c := tr.dial(b)
-		c.subscribe("live", nostr.Filter{Kinds: []int{1}})
-		_ = c.ws.SetReadDeadline(time.Time{})
+		c.Subscribe("live", nostr.Filter{Kinds: []int{1}})
+		_ = c.WS.SetReadDeadline(time.Time{})
 		go func() {
-			rd := &frameReader{ws: c.ws}
+			rd := &frameReader{ws: c.WS}
 			for {
 				m, err := rd.next()
 				if err != nil {
@@ -316,10 +316,10 @@ func BenchmarkFanout(b *testing.B) {
 	for i, e := range evs {
 		t0 := time.Now()
 		wg.Add(subscribers)
-		pub.sendRaw(e.frame)
+		pub.SendRaw(e.frame)
 		wg.Wait()
 		lat[i] = time.Since(t0)
-		if m, err := pub.nextRaw(); err != nil || !bytes.HasPrefix(m, e.okPfx) {
+		if m, err := pub.NextRaw(); err != nil || !bytes.HasPrefix(m, e.okPfx) {
 			b.Fatalf("publish: %s %v", m, err)
 		}
 	}

@@ -71,18 +71,18 @@ func TestRelayRateLimit(t *testing.T) {
 	tr := newTestRelay(t, WithRateLimiter(l))
 	c := tr.dial(t)
 	s := newSigner(t)
-	c.mustAccept(s.event(1, now(), "one"))
-	c.mustAccept(s.event(1, now(), "two"))
-	over := s.event(1, now(), "three")
-	ok := c.publish(over)
+	c.MustAccept(s.Event(1, now(), "one"))
+	c.MustAccept(s.Event(1, now(), "two"))
+	over := s.Event(1, now(), "three")
+	ok := c.Publish(over)
 	if ok.OK {
 		t.Fatal("third event accepted over a limit of 2")
 	}
 	mustPrefix(t, "over quota", ok.Message, "rate-limited: ")
-	if got := c.req("q", nostr.Filter{IDs: []string{over.ID}}); len(got) != 0 {
+	if got := c.Req("q", nostr.Filter{IDs: []string{over.ID}}); len(got) != 0 {
 		t.Fatal("a refused event was stored")
 	}
-	c.mustAccept(newSigner(t).event(1, now(), "another author"))
+	c.MustAccept(newSigner(t).Event(1, now(), "another author"))
 
 	if _, err := New(WithStore(tr.store), WithDirectory(tr.store), WithRateLimiter(nil)); err == nil {
 		t.Fatal("WithRateLimiter(nil) accepted")
@@ -97,31 +97,31 @@ func TestPresenceRecordedAndCleared(t *testing.T) {
 	tr := newTestRelay(t, WithPresence(p), WithOnDisconnect(func(context.Context, tenant.TenantContext) { closed <- struct{}{} }))
 	s := newSigner(t)
 	c1, c2 := tr.dial(t), tr.dial(t)
-	c1.mustAccept(s.event(nostr.KindPresence, now(), "online"))
-	if st, _ := p.get(tr.tc.Community(), s.pub()); st != "online" {
+	c1.MustAccept(s.Event(nostr.KindPresence, now(), "online"))
+	if st, _ := p.get(tr.tc.Community(), s.Pub()); st != "online" {
 		t.Fatalf("presence after an online announcement = %q", st)
 	}
-	c2.mustAccept(s.event(nostr.KindPresence, now(), `{"status":"away"}`))
-	if st, _ := p.get(tr.tc.Community(), s.pub()); st != "away" {
+	c2.MustAccept(s.Event(nostr.KindPresence, now(), `{"status":"away"}`))
+	if st, _ := p.get(tr.tc.Community(), s.Pub()); st != "away" {
 		t.Fatalf("presence after a JSON announcement = %q", st)
 	}
 	// Not a presence status: accepted (it is a valid ephemeral event) but
 	// not recorded.
-	c2.mustAccept(s.event(nostr.KindPresence, now(), "{not json"))
-	if st, _ := p.get(tr.tc.Community(), s.pub()); st != "away" {
+	c2.MustAccept(s.Event(nostr.KindPresence, now(), "{not json"))
+	if st, _ := p.get(tr.tc.Community(), s.Pub()); st != "away" {
 		t.Fatalf("presence after malformed content = %q", st)
 	}
 
 	// The first of two announcing connections closes: the status stays.
-	_ = c1.ws.Close()
+	_ = c1.WS.Close()
 	awaitSignal(t, closed, "the close handled")
-	if _, ok := p.get(tr.tc.Community(), s.pub()); !ok {
+	if _, ok := p.get(tr.tc.Community(), s.Pub()); !ok {
 		t.Fatal("presence cleared while another connection of the pubkey is open")
 	}
 	// The last one closes: cleared.
-	_ = c2.ws.Close()
+	_ = c2.WS.Close()
 	awaitSignal(t, closed, "the close handled")
-	if _, ok := p.get(tr.tc.Community(), s.pub()); ok {
+	if _, ok := p.get(tr.tc.Community(), s.Pub()); ok {
 		t.Fatal("presence kept after the last announcing connection closed")
 	}
 }
@@ -170,30 +170,30 @@ func TestControlMessages(t *testing.T) {
 	// pubkey or announced its presence, in that community only.
 	banned := newSigner(t)
 	authed := tr.dial(t)
-	if ok := authed.auth(authed.authEvent(banned, now(), nostr.Tag{"challenge", authed.challenge}, nostr.Tag{"relay", tr.url})); !ok.OK {
+	if ok := authed.Auth(authed.authEvent(banned, now(), nostr.Tag{"challenge", authed.Challenge}, nostr.Tag{"relay", tr.url})); !ok.OK {
 		t.Fatalf("AUTH refused: %s", ok.Message)
 	}
 	announced := tr.dial(t)
-	announced.mustAccept(banned.event(nostr.KindPresence, now(), "online"))
+	announced.MustAccept(banned.Event(nostr.KindPresence, now(), "online"))
 	bystander := tr.dial(t)
 	elsewhere := dialHost(t, tr, other)
-	if err := tr.relay.PublishControl(ctx, otherTC.Community(), control.DisconnectPubkey{PubKey: banned.pub()}); err != nil {
+	if err := tr.relay.PublishControl(ctx, otherTC.Community(), control.DisconnectPubkey{PubKey: banned.Pub()}); err != nil {
 		t.Fatal(err)
 	}
 	// Nothing of community A was touched by a message for community B.
-	bystander.mustAccept(newSigner(t).event(1, now(), "still here"))
-	authed.mustAccept(banned.event(1, now(), "still here too"))
+	bystander.MustAccept(newSigner(t).Event(1, now(), "still here"))
+	authed.MustAccept(banned.Event(1, now(), "still here too"))
 
-	if err := tr.relay.PublishControl(ctx, tr.tc.Community(), control.DisconnectPubkey{PubKey: banned.pub(), Reason: "banned"}); err != nil {
+	if err := tr.relay.PublishControl(ctx, tr.tc.Community(), control.DisconnectPubkey{PubKey: banned.Pub(), Reason: "banned"}); err != nil {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]*rawClient{"authenticated": authed, "announced": announced} {
-		code, text := closeCode(t, c.ws)
+		code, text := closeCode(t, c.WS)
 		if code != websocket.ClosePolicyViolation || text != "banned" {
 			t.Fatalf("%s connection closed with %d %q, want 1008 \"banned\"", name, code, text)
 		}
 	}
-	bystander.mustAccept(newSigner(t).event(1, now(), "unaffected"))
+	bystander.MustAccept(newSigner(t).Event(1, now(), "unaffected"))
 
 	// DisconnectCommunity closes every connection of the community.
 	if err := tr.relay.PublishControl(ctx, otherTC.Community(), control.DisconnectCommunity{}); err != nil {
@@ -202,7 +202,7 @@ func TestControlMessages(t *testing.T) {
 	if code, _ := closeCode(t, elsewhere); code != CloseCommunityGone {
 		t.Fatalf("community connection closed with %d, want %d", code, CloseCommunityGone)
 	}
-	bystander.mustAccept(newSigner(t).event(1, now(), "still unaffected"))
+	bystander.MustAccept(newSigner(t).Event(1, now(), "still unaffected"))
 	mu.Lock()
 	gotAll := strings.Join(all, ",")
 	mu.Unlock()

@@ -65,14 +65,14 @@ func TestNIP11(t *testing.T) {
 
 	// The limits advertised are the limits enforced.
 	c := tr.dial(t)
-	c.sendRaw(nostr.AppendReq(nil, strings.Repeat("x", 21), nostr.Filter{}))
-	c.expectClosed(strings.Repeat("x", 21), "invalid:")
-	c.sendRaw(nostr.AppendReq(nil, "f", nostr.Filter{}, nostr.Filter{}, nostr.Filter{}, nostr.Filter{}))
-	c.expectClosed("f", "invalid:")
+	c.SendRaw(nostr.AppendReq(nil, strings.Repeat("x", 21), nostr.Filter{}))
+	c.ExpectClosed(strings.Repeat("x", 21), "invalid:")
+	c.SendRaw(nostr.AppendReq(nil, "f", nostr.Filter{}, nostr.Filter{}, nostr.Filter{}, nostr.Filter{}))
+	c.ExpectClosed("f", "invalid:")
 	s := newSigner(t)
-	ok := c.publish(s.event(1, now(), strings.Repeat("a", 1000)))
+	ok := c.Publish(s.Event(1, now(), strings.Repeat("a", 1000)))
 	mustPrefix(t, "content", ok.Message, "invalid: content too long")
-	ok = c.publish(s.event(1, now()+300, "x")) // far past the 1 min skew, however slow the machine
+	ok = c.Publish(s.Event(1, now()+300, "x")) // far past the 1 min skew, however slow the machine
 	eq(t, "future", ok.Message, "invalid: created_at too far in the future")
 }
 
@@ -203,48 +203,31 @@ func TestTenantIsolation(t *testing.T) {
 	if _, _, err := tr.store.EnsureCommunity(ctx, "other.example"); err != nil {
 		t.Fatal(err)
 	}
-	dialHost := func(host string) *rawClient {
-		hdr := http.Header{}
-		d := websocket.Dialer{}
-		_ = hdr
-		u := tr.url
-		// gorilla takes the Host from the URL; use a custom header instead.
-		hdr.Set("Host", host)
-		ws, _, err := d.Dial(u, hdr)
-		if err != nil {
-			t.Fatalf("dial %s: %v", host, err)
-		}
-		t.Cleanup(func() { ws.Close() })
-		c := &rawClient{t: t, ws: ws, relay: "ws://" + host}
-		m := c.next()
-		c.challenge = m.(*nostr.AuthChallengeMessage).Challenge
-		return c
-	}
 	a := tr.dial(t)
-	b := dialHost("other.example")
+	b := tr.dialHost(t, "other.example")
 	s := newSigner(t)
-	b.subscribe("live", nostr.Filter{})
-	ev := s.event(1, now(), "community A only")
-	a.mustAccept(ev)
-	eq(t, "A sees it", len(a.req("q", nostr.Filter{})), 1)
-	eq(t, "B stored", len(b.req("q", nostr.Filter{})), 0)
+	b.Subscribe("live", nostr.Filter{})
+	ev := s.Event(1, now(), "community A only")
+	a.MustAccept(ev)
+	eq(t, "A sees it", len(a.Req("q", nostr.Filter{})), 1)
+	eq(t, "B stored", len(b.Req("q", nostr.Filter{})), 0)
 	// The same event is new in B, not a duplicate; B's live subscription
 	// gets B's copy (and saw nothing of A's).
-	b.sendEvent(ev)
-	if m, isEv := b.next().(*nostr.EventMessage); !isEv || m.SubID != "live" || m.Event.ID != ev.ID {
+	b.SendEvent(ev)
+	if m, isEv := b.Next().(*nostr.EventMessage); !isEv || m.SubID != "live" || m.Event.ID != ev.ID {
 		t.Fatalf("got %#v, want the live event", m)
 	}
-	if ok := b.expectOK(ev.ID); !ok.OK || ok.Message != "" {
+	if ok := b.ExpectOK(ev.ID); !ok.OK || ok.Message != "" {
 		t.Fatalf("same event in B: %+v", ok)
 	}
 	// AUTH naming A's host is refused on B.
-	ok := b.auth(b.authEvent(s, now(), nostr.Tag{"challenge", b.challenge}, nostr.Tag{"relay", tr.url}))
+	ok := b.Auth(b.authEvent(s, now(), nostr.Tag{"challenge", b.Challenge}, nostr.Tag{"relay", tr.url}))
 	eq(t, "cross-host AUTH", ok.OK, false)
 	// Nothing of A's reached B's live subscription before B's own next
 	// event.
-	sentinel := s.event(1, now(), "B's sentinel")
-	b.sendEvent(sentinel)
-	b.expectNext("live", sentinel.ID)
+	sentinel := s.Event(1, now(), "B's sentinel")
+	b.SendEvent(sentinel)
+	b.ExpectNext("live", sentinel.ID)
 	_ = tenant.ErrUnmappedHost
 }
 
@@ -267,37 +250,37 @@ func TestHostileInput(t *testing.T) {
 		"\x00\x01",
 	}
 	for _, in := range notices {
-		c.sendRaw([]byte(in))
-		m, ok := c.next().(*nostr.NoticeMessage)
+		c.SendRaw([]byte(in))
+		m, ok := c.Next().(*nostr.NoticeMessage)
 		if !ok || !strings.HasPrefix(m.Message, "invalid:") {
 			t.Fatalf("%q: got %#v, want NOTICE invalid:", in, m)
 		}
 	}
 
 	// A broken event whose id can be read gets OK false with that id.
-	ev := s.event(1, now(), "x")
+	ev := s.Event(1, now(), "x")
 	raw := strings.Replace(string(ev.AppendJSON(nil)), `"kind":1`, `"kind":"1"`, 1)
-	c.sendRaw([]byte(`["EVENT",` + raw + `]`))
-	ok := c.expectOK(ev.ID)
+	c.SendRaw([]byte(`["EVENT",` + raw + `]`))
+	ok := c.ExpectOK(ev.ID)
 	eq(t, "broken event ok", ok.OK, false)
 	mustPrefix(t, "broken event", ok.Message, "invalid:")
 
 	// Binary frames: valid UTF-8 JSON is handled, anything else refused.
-	good := s.event(1, now(), "binary")
-	if err := c.ws.WriteMessage(websocket.BinaryMessage, nostr.AppendEventEnvelope(nil, good.AppendJSON(nil))); err != nil {
+	good := s.Event(1, now(), "binary")
+	if err := c.WS.WriteMessage(websocket.BinaryMessage, nostr.AppendEventEnvelope(nil, good.AppendJSON(nil))); err != nil {
 		t.Fatal(err)
 	}
-	if ok := c.expectOK(good.ID); !ok.OK {
+	if ok := c.ExpectOK(good.ID); !ok.OK {
 		t.Fatalf("binary EVENT refused: %q", ok.Message)
 	}
-	if err := c.ws.WriteMessage(websocket.BinaryMessage, []byte{0xff, 0xfe, '['}); err != nil {
+	if err := c.WS.WriteMessage(websocket.BinaryMessage, []byte{0xff, 0xfe, '['}); err != nil {
 		t.Fatal(err)
 	}
-	if m, isN := c.next().(*nostr.NoticeMessage); !isN || !strings.HasPrefix(m.Message, "invalid:") {
+	if m, isN := c.Next().(*nostr.NoticeMessage); !isN || !strings.HasPrefix(m.Message, "invalid:") {
 		t.Fatalf("got %#v, want NOTICE invalid:", m)
 	}
 	// Nothing broken was stored, and the connection still works.
-	got := c.req("q", nostr.Filter{})
+	got := c.Req("q", nostr.Filter{})
 	if len(got) != 1 || got[0].ID != good.ID {
 		t.Fatalf("stored %v", ids(got))
 	}
@@ -311,11 +294,11 @@ func TestGarbageFramesNeverCrash(t *testing.T) {
 	tr := newTestRelay(t)
 	c := tr.dial(t)
 	s := newSigner(t)
-	ev := s.event(1, now(), "seed", nostr.Tag{"t", "x"})
+	ev := s.Event(1, now(), "seed", nostr.Tag{"t", "x"})
 	seeds := []string{
 		string(nostr.AppendEventEnvelope(nil, ev.AppendJSON(nil))),
 		string(nostr.AppendReq(nil, "s", nostr.Filter{Kinds: []int{1}, Limit: 2, LimitSet: true})),
-		string(nostr.AppendCount(nil, "c", nostr.Filter{Authors: []string{s.pub()}})),
+		string(nostr.AppendCount(nil, "c", nostr.Filter{Authors: []string{s.Pub()}})),
 		`["CLOSE","s"]`,
 		string(nostr.AppendAuth(nil, ev.AppendJSON(nil))),
 	}
@@ -339,13 +322,13 @@ func TestGarbageFramesNeverCrash(t *testing.T) {
 			j := rng.IntN(len(b) + 1)
 			b = append(b[:j], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[j:]...)...)
 		}
-		c.sendRaw(b)
+		c.SendRaw(b)
 		// A probe whose answer marks the end of this frame's answers. COUNT
 		// on an unusual id is answered after any REQ replay of the same frame
 		// only if queries are ordered, so use a NOTICE-producing frame.
-		c.sendRaw([]byte(`["PROBE"]`))
+		c.SendRaw([]byte(`["PROBE"]`))
 		for {
-			raw, err := c.nextRaw()
+			raw, err := c.NextRaw()
 			if err != nil {
 				t.Fatalf("frame %d %q: connection lost: %v", i, b, err)
 			}
@@ -378,10 +361,10 @@ func TestGarbageFramesNeverCrash(t *testing.T) {
 	}
 	// Once the fuzzed connection is closed and torn down (every frame's
 	// work has ended), the relay still serves.
-	_ = c.ws.Close()
+	_ = c.WS.Close()
 	waitFor(t, "the fuzzed connection torn down", func() bool { return tr.relay.connCount() == 0 })
 	c2 := tr.dial(t)
-	c2.mustAccept(s.event(1, now(), "still alive"))
+	c2.MustAccept(s.Event(1, now(), "still alive"))
 }
 
 func hasPrefix(msg string) bool {
@@ -397,16 +380,16 @@ func TestOversizedFrame(t *testing.T) {
 	tr := newTestRelay(t, WithLimits(Limits{MaxFrameBytes: 4096}))
 	c := tr.dial(t)
 	// Exactly at the limit is fine (answered with a NOTICE: not JSON).
-	c.sendRaw([]byte(strings.Repeat("x", 4096)))
-	if m, ok := c.next().(*nostr.NoticeMessage); !ok || !strings.HasPrefix(m.Message, "invalid:") {
+	c.SendRaw([]byte(strings.Repeat("x", 4096)))
+	if m, ok := c.Next().(*nostr.NoticeMessage); !ok || !strings.HasPrefix(m.Message, "invalid:") {
 		t.Fatalf("got %#v", m)
 	}
-	c.sendRaw([]byte(strings.Repeat("x", 4097)))
-	m, ok := c.next().(*nostr.NoticeMessage)
+	c.SendRaw([]byte(strings.Repeat("x", 4097)))
+	m, ok := c.Next().(*nostr.NoticeMessage)
 	if !ok || m.Message != "error: frame too large (limit 4096 bytes)" {
 		t.Fatalf("got %#v, want the frame-too-large NOTICE", m)
 	}
-	_, err := c.nextRaw()
+	_, err := c.NextRaw()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseMessageTooBig {
 		t.Fatalf("after NOTICE: %v, want close 1009", err)
@@ -431,9 +414,9 @@ func TestSlowReaderCutOff(t *testing.T) {
 		}
 		return c, err
 	}})
-	slow.subscribe("all", nostr.Filter{})
+	slow.Subscribe("all", nostr.Filter{})
 	fast := tr.dial(t)
-	fast.subscribe("all", nostr.Filter{})
+	fast.Subscribe("all", nostr.Filter{})
 	// The slow client stops reading; its socket buffers fill, then its queue.
 	pub := tr.dial(t)
 	s := newSigner(t)
@@ -441,7 +424,7 @@ func TestSlowReaderCutOff(t *testing.T) {
 	const n = 150
 	var evs []*nostr.Event
 	for i := range n {
-		evs = append(evs, s.event(1, now(), big+string(rune('a'+i%26))+strings.Repeat("!", i)))
+		evs = append(evs, s.Event(1, now(), big+string(rune('a'+i%26))+strings.Repeat("!", i)))
 	}
 	var received atomic.Int32
 	var wg sync.WaitGroup
@@ -449,7 +432,7 @@ func TestSlowReaderCutOff(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for received.Load() < n {
-			raw, err := fast.nextRaw()
+			raw, err := fast.NextRaw()
 			if err != nil {
 				return
 			}
@@ -464,7 +447,7 @@ func TestSlowReaderCutOff(t *testing.T) {
 	// however the shared machine schedules it, while the slow one, whose
 	// socket holds a few events, overflows its queue.
 	for _, ev := range evs {
-		pub.mustAccept(ev)
+		pub.MustAccept(ev)
 	}
 	t.Logf("published in %v", time.Since(start))
 	wg.Wait()
@@ -473,9 +456,9 @@ func TestSlowReaderCutOff(t *testing.T) {
 
 	t.Logf("to cutoff check %v", time.Since(t0))
 	// The slow one was disconnected with 1008.
-	_ = slow.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = slow.WS.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
-		_, _, err := slow.ws.ReadMessage()
+		_, _, err := slow.WS.ReadMessage()
 		if err == nil {
 			continue
 		}
@@ -504,10 +487,10 @@ func TestShutdown(t *testing.T) {
 	// that arrives is true and the event is stored; the close code is 1012.
 	var evs []*nostr.Event
 	for i := range 30 {
-		evs = append(evs, s.event(1, now(), "in flight "+string(rune('a'+i))))
+		evs = append(evs, s.Event(1, now(), "in flight "+string(rune('a'+i))))
 	}
 	for _, ev := range evs {
-		c.sendEvent(ev)
+		c.SendEvent(ev)
 	}
 	// Shutdown starts as the first OK arrives: the relay has read at least
 	// one event, and the rest are on their way.
@@ -515,7 +498,7 @@ func TestShutdown(t *testing.T) {
 	acked := map[string]bool{}
 	var closeCode int
 	for {
-		raw, err := c.nextRaw()
+		raw, err := c.NextRaw()
 		if err != nil {
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) {
@@ -590,18 +573,18 @@ func TestPolicyHooks(t *testing.T) {
 	)
 	c := tr.dial(t)
 	s := newSigner(t)
-	ok := c.publish(s.event(1, now(), "spam"))
+	ok := c.Publish(s.Event(1, now(), "spam"))
 	eq(t, "policy message", ok.Message, "blocked: no spam")
-	ok = c.publish(s.event(1, now(), "slow down"))
+	ok = c.Publish(s.Event(1, now(), "slow down"))
 	eq(t, "prefixed policy message", ok.Message, "rate-limited: too fast")
-	c.mustAccept(s.event(1, now(), "fine"))
+	c.MustAccept(s.Event(1, now(), "fine"))
 	eq(t, "OnStored calls", stored.Load(), int32(1))
 
-	c.sendRaw(nostr.AppendReq(nil, "dm", nostr.Filter{Kinds: []int{4}}))
-	c.expectClosed("dm", "restricted: no DMs")
-	c.sendRaw(nostr.AppendReq(nil, "all", nostr.Filter{Kinds: []int{1}}, nostr.Filter{}))
-	c.expectClosed("all", "blocked: too broad")
-	eq(t, "kinds 1", len(c.req("ok", nostr.Filter{Kinds: []int{1}})), 1)
+	c.SendRaw(nostr.AppendReq(nil, "dm", nostr.Filter{Kinds: []int{4}}))
+	c.ExpectClosed("dm", "restricted: no DMs")
+	c.SendRaw(nostr.AppendReq(nil, "all", nostr.Filter{Kinds: []int{1}}, nostr.Filter{}))
+	c.ExpectClosed("all", "blocked: too broad")
+	eq(t, "kinds 1", len(c.Req("ok", nostr.Filter{Kinds: []int{1}})), 1)
 	eq(t, "restricted_writes", tr.relay.NIP11Document().Limitation.RestrictedWrites, true)
 }
 
@@ -662,21 +645,21 @@ func TestKeepalivePings(t *testing.T) {
 	answering := tr.dial(t)
 	var pings atomic.Int32
 	pinged := make(chan struct{}, 1)
-	answering.ws.SetPingHandler(func(data string) error {
+	answering.WS.SetPingHandler(func(data string) error {
 		pings.Add(1)
 		select {
 		case pinged <- struct{}{}:
 		default:
 		}
-		return answering.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		return answering.WS.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
 	})
-	answering.subscribe("live", nostr.Filter{Kinds: []int{1}})
+	answering.Subscribe("live", nostr.Filter{Kinds: []int{1}})
 	pub := tr.dial(t)
 	s := newSigner(t)
 	got := make(chan struct{}, 64)
 	go func() {
 		for {
-			_, m, err := answering.ws.ReadMessage()
+			_, m, err := answering.WS.ReadMessage()
 			if err != nil {
 				close(got)
 				return
@@ -691,7 +674,7 @@ func TestKeepalivePings(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d pings and %d events in 5s, want 10 of each", pings.Load(), i)
 		}
-		pub.publish(s.event(1, now(), fmt.Sprint("keepalive ", i)))
+		pub.Publish(s.Event(1, now(), fmt.Sprint("keepalive ", i)))
 		select {
 		case _, ok := <-got:
 			if !ok {
@@ -709,11 +692,11 @@ func TestKeepalivePings(t *testing.T) {
 	}
 
 	silent := tr.dial(t)
-	silent.ws.SetPingHandler(func(string) error { return nil }) // never answers
-	_ = silent.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	silent.WS.SetPingHandler(func(string) error { return nil }) // never answers
+	_ = silent.WS.SetReadDeadline(time.Now().Add(5 * time.Second))
 	start := time.Now()
 	for {
-		if _, _, err := silent.ws.ReadMessage(); err != nil {
+		if _, _, err := silent.WS.ReadMessage(); err != nil {
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) || time.Since(start) < 5*time.Second {
 				break // closed by the relay (close frame or reset), not by our deadline

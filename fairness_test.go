@@ -29,15 +29,15 @@ import (
 func TestFilterLimitsRefused(t *testing.T) {
 	tr := newTestRelay(t, WithLimits(Limits{MaxFilters: 3, MaxFilterValues: 4, MaxSubscriptionBytes: 300, MaxConnFilterBytes: 700}))
 	c := tr.dial(t)
-	c.sendRaw([]byte(`["REQ","many"` + strings.Repeat(`,{}`, 174_000) + `]`))
-	c.expectClosed("many", "invalid: too many filters (limit 3)")
-	c.sendRaw([]byte(`["REQ","kinds",{"kinds":[1,2,3,4,5]}]`))
-	c.expectClosed("kinds", "invalid: too many values in kinds (limit 4)")
-	c.sendRaw([]byte(`["COUNT","tags",{"#t":["a","b","c","d","e"]}]`))
-	c.expectClosed("tags", "invalid: too many values in #t (limit 4)")
+	c.SendRaw([]byte(`["REQ","many"` + strings.Repeat(`,{}`, 174_000) + `]`))
+	c.ExpectClosed("many", "invalid: too many filters (limit 3)")
+	c.SendRaw([]byte(`["REQ","kinds",{"kinds":[1,2,3,4,5]}]`))
+	c.ExpectClosed("kinds", "invalid: too many values in kinds (limit 4)")
+	c.SendRaw([]byte(`["COUNT","tags",{"#t":["a","b","c","d","e"]}]`))
+	c.ExpectClosed("tags", "invalid: too many values in #t (limit 4)")
 	big := `{"#t":["` + strings.Repeat("x", 290) + `"]}`
-	c.sendRaw([]byte(`["REQ","big",` + big + `]`))
-	c.expectClosed("big", "invalid: filters too large (limit 300 bytes)")
+	c.SendRaw([]byte(`["REQ","big",` + big + `]`))
+	c.ExpectClosed("big", "invalid: filters too large (limit 300 bytes)")
 
 	// Per connection: two subscriptions of ~250 bytes and one value (~320 charged) fit, a third does not
 	// until one is closed.
@@ -45,14 +45,14 @@ func TestFilterLimitsRefused(t *testing.T) {
 		return []byte(`["REQ","` + id + `",{"#t":["` + strings.Repeat("y", 220) + `"]}]`)
 	}
 	for _, id := range []string{"s1", "s2"} {
-		c.sendRaw(mid(id))
-		c.untilEOSE(id)
+		c.SendRaw(mid(id))
+		c.UntilEOSE(id)
 	}
-	c.sendRaw(mid("s3"))
-	c.expectClosed("s3", "restricted: this connection's subscriptions hold too many filter bytes (limit 700)")
-	c.sendRaw(nostr.AppendClose(nil, "s1"))
-	c.sendRaw(mid("s3"))
-	c.untilEOSE("s3")
+	c.SendRaw(mid("s3"))
+	c.ExpectClosed("s3", "restricted: this connection's subscriptions hold too many filter bytes (limit 700)")
+	c.SendRaw(nostr.AppendClose(nil, "s1"))
+	c.SendRaw(mid("s3"))
+	c.UntilEOSE("s3")
 
 	doc := tr.relay.NIP11Document().Limitation
 	eq(t, "max_filter_values", doc.MaxFilterValues, 4)
@@ -66,18 +66,18 @@ func TestMessageRateLimited(t *testing.T) {
 	tr := newTestRelay(t, WithLimits(Limits{MessageRate: 1, MessageBurst: 2}))
 	c := tr.dial(t)
 	s := newSigner(t)
-	c.subscribe("a", nostr.Filter{})
-	c.subscribe("b", nostr.Filter{})
-	c.sendRaw(nostr.AppendReq(nil, "c", nostr.Filter{}))
-	c.expectClosed("c", "rate-limited: ")
-	ev := s.event(1, now(), "too fast")
-	c.sendEvent(ev)
-	if ok := c.expectOK(ev.ID); ok.OK || !strings.HasPrefix(ok.Message, "rate-limited: ") {
+	c.Subscribe("a", nostr.Filter{})
+	c.Subscribe("b", nostr.Filter{})
+	c.SendRaw(nostr.AppendReq(nil, "c", nostr.Filter{}))
+	c.ExpectClosed("c", "rate-limited: ")
+	ev := s.Event(1, now(), "too fast")
+	c.SendEvent(ev)
+	if ok := c.ExpectOK(ev.ID); ok.OK || !strings.HasPrefix(ok.Message, "rate-limited: ") {
 		t.Fatalf("OK %v %q, want false rate-limited", ok.OK, ok.Message)
 	}
 	// Nothing was stored.
 	other := tr.dial(t)
-	if evs := other.req("x", nostr.Filter{IDs: []string{ev.ID}}); len(evs) != 0 {
+	if evs := other.Req("x", nostr.Filter{IDs: []string{ev.ID}}); len(evs) != 0 {
 		t.Fatal("a rate-limited EVENT was stored")
 	}
 }
@@ -97,7 +97,7 @@ func TestConnectionAdmission(t *testing.T) {
 		return resp.StatusCode
 	}
 	eq(t, "third from one address", dialStatus(nil), http.StatusTooManyRequests)
-	a.ws.Close()
+	a.WS.Close()
 	waitFor(t, "condition", func() bool { return dialStatus(nil) == 101 })
 
 	// Behind a trusted proxy, clients are told apart by X-Forwarded-For.
@@ -226,16 +226,16 @@ func TestReplayPagesWithTies(t *testing.T) {
 	base := now() - 100
 	var evs []*nostr.Event
 	for i := range 3*pageRecords + 7 {
-		evs = append(evs, s.event(1, base+int64(i/300), fmt.Sprint("tie ", i)))
+		evs = append(evs, s.Event(1, base+int64(i/300), fmt.Sprint("tie ", i)))
 	}
 	for i := 0; i < len(evs); i += 100 {
 		batch := evs[i:min(i+100, len(evs))]
 		for _, ev := range batch {
-			c.sendEvent(ev)
+			c.SendEvent(ev)
 		}
-		c.expectOKs(batch)
+		c.ExpectOKs(batch)
 	}
-	got := c.req("all", nostr.Filter{Kinds: []int{1}})
+	got := c.Req("all", nostr.Filter{Kinds: []int{1}})
 	eq(t, "events", len(got), len(evs))
 	seen := map[string]bool{}
 	for i, ev := range got {
@@ -251,7 +251,7 @@ func TestReplayPagesWithTies(t *testing.T) {
 		}
 	}
 	// A limit is honoured across pages.
-	eq(t, "limited", len(c.req("some", nostr.Filter{Kinds: []int{1}, Limit: pageRecords + 3, LimitSet: true})), pageRecords+3)
+	eq(t, "limited", len(c.Req("some", nostr.Filter{Kinds: []int{1}, Limit: pageRecords + 3, LimitSet: true})), pageRecords+3)
 }
 
 // limitRecorder is the embedded store, recording the limit of every
@@ -279,8 +279,8 @@ func TestReplayByIDsReadsAtMostItsIDs(t *testing.T) {
 	s := newSigner(t)
 	var ids []string
 	for i := range 5 {
-		ev := s.event(1, now()-int64(i), fmt.Sprint("by id ", i))
-		c.mustAccept(ev)
+		ev := s.Event(1, now()-int64(i), fmt.Sprint("by id ", i))
+		c.MustAccept(ev)
 		ids = append(ids, ev.ID)
 	}
 	for _, f := range []nostr.Filter{
@@ -291,7 +291,7 @@ func TestReplayByIDsReadsAtMostItsIDs(t *testing.T) {
 		st.mu.Lock()
 		st.limits = nil
 		st.mu.Unlock()
-		eq(t, fmt.Sprintf("events for %d ids", len(f.IDs)), len(c.req("ids", f)), 3)
+		eq(t, fmt.Sprintf("events for %d ids", len(f.IDs)), len(c.Req("ids", f)), 3)
 		st.mu.Lock()
 		got := slices.Clone(st.limits)
 		st.mu.Unlock()
@@ -300,7 +300,7 @@ func TestReplayByIDsReadsAtMostItsIDs(t *testing.T) {
 		}
 	}
 	// A smaller limit still applies.
-	eq(t, "events for 3 ids, limit 2", len(c.req("ids", nostr.Filter{IDs: ids[:3], Limit: 2, LimitSet: true})), 2)
+	eq(t, "events for 3 ids, limit 2", len(c.Req("ids", nostr.Filter{IDs: ids[:3], Limit: 2, LimitSet: true})), 2)
 }
 
 // TestSlowReplayDoesNotHoldStore checks that clients that ask for large
@@ -320,13 +320,13 @@ func TestSlowReplayDoesNotHoldStore(t *testing.T) {
 	big := strings.Repeat("z", 4000)
 	var evs []*nostr.Event
 	for i := range 600 {
-		evs = append(evs, s.event(1, now()-int64(i), fmt.Sprint(big, i)))
+		evs = append(evs, s.Event(1, now()-int64(i), fmt.Sprint(big, i)))
 	}
 	for i := 0; i < len(evs); i += 100 {
 		for _, ev := range evs[i : i+100] {
-			pub.sendEvent(ev)
+			pub.SendEvent(ev)
 		}
-		pub.expectOKs(evs[i : i+100])
+		pub.ExpectOKs(evs[i : i+100])
 	}
 	slowDialer := &websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -340,7 +340,7 @@ func TestSlowReplayDoesNotHoldStore(t *testing.T) {
 	for range 2 {
 		slow := tr.dialWith(t, slowDialer)
 		for j := range 4 {
-			slow.sendRaw(nostr.AppendReq(nil, fmt.Sprint("s", j), nostr.Filter{Kinds: []int{1}}, nostr.Filter{Authors: []string{s.pub()}}))
+			slow.SendRaw(nostr.AppendReq(nil, fmt.Sprint("s", j), nostr.Filter{Kinds: []int{1}}, nostr.Filter{Authors: []string{s.Pub()}}))
 		}
 	}
 	// The replays stall: each slow connection's outbound queue is full and
@@ -363,8 +363,8 @@ func TestSlowReplayDoesNotHoldStore(t *testing.T) {
 		return stalled == 2
 	})
 	innocent := tr.dial(t)
-	_ = innocent.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-	eq(t, "innocent's events", len(innocent.req("i", nostr.Filter{Kinds: []int{1}, Limit: 10, LimitSet: true})), 10)
+	_ = innocent.WS.SetReadDeadline(time.Now().Add(30 * time.Second))
+	eq(t, "innocent's events", len(innocent.Req("i", nostr.Filter{Kinds: []int{1}, Limit: 10, LimitSet: true})), 10)
 }
 
 // TestAdmissionCommunityBudget checks the per-community connection limit
@@ -410,17 +410,17 @@ func TestSendQueueBytesCutsOff(t *testing.T) {
 		}
 		return c, err
 	}})
-	slow.subscribe("all", nostr.Filter{})
+	slow.Subscribe("all", nostr.Filter{})
 	pub := tr.dial(t)
 	s := newSigner(t)
 	big := strings.Repeat("z", 4000)
 	for i := range 200 {
-		pub.mustAccept(s.event(1, now(), fmt.Sprint(big, i)))
+		pub.MustAccept(s.Event(1, now(), fmt.Sprint(big, i)))
 	}
 	// 200 × 4 KB is far more than 64 KiB of queue plus the socket buffers.
-	_ = slow.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = slow.WS.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
-		if _, _, err := slow.ws.ReadMessage(); err != nil {
+		if _, _, err := slow.WS.ReadMessage(); err != nil {
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) && ce.Code != websocket.ClosePolicyViolation && ce.Code != websocket.CloseAbnormalClosure {
 				t.Fatalf("closed with %d, want 1008 or 1006", ce.Code)

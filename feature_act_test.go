@@ -49,13 +49,13 @@ func TestFeatureActsThroughSeam(t *testing.T) {
 	<-f.started
 
 	c, s := tr.dial(t), newSigner(t)
-	c.authAs(s, tr.host)
-	cmd := s.event(kindProbeCommand, now(), "run")
-	ok := c.publish(cmd)
+	c.AuthAs(s, tr.host)
+	cmd := s.Event(kindProbeCommand, now(), "run")
+	ok := c.Publish(cmd)
 	eq(t, "command OK", ok.OK, true)
 	eq(t, "command message", ok.Message, "response:done")
-	eq(t, "refused command", c.publish(s.event(kindProbeCommand, now(), "refuse")).Message, "blocked: the probe command refuses it")
-	eq(t, "commands are not stored", len(c.req("cmd", nostr.Filter{Kinds: []int{kindProbeCommand}})), 0)
+	eq(t, "refused command", c.Publish(s.Event(kindProbeCommand, now(), "refuse")).Message, "blocked: the probe command refuses it")
+	eq(t, "commands are not stored", len(c.Req("cmd", nostr.Filter{Kinds: []int{kindProbeCommand}})), 0)
 
 	var nr *NotReadyError
 	if err := tr.relay.Ready(context.Background()); !errors.As(err, &nr) || nr.Dependency != "probe" || nr.State != "unavailable" {
@@ -66,7 +66,7 @@ func TestFeatureActsThroughSeam(t *testing.T) {
 		t.Fatalf("Ready = %v", err)
 	}
 
-	c.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindNote}, Limit: 0, LimitSet: true})
+	c.Subscribe("live", nostr.Filter{Kinds: []int{nostr.KindNote}, Limit: 0, LimitSet: true})
 	ev := &nostr.Event{Kind: nostr.KindNote, CreatedAt: now(), Tags: nostr.Tags{}, Content: "from the relay"}
 	if err := f.h.Sign(tr.tc.Community(), ev); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestFeatureActsThroughSeam(t *testing.T) {
 	if err := f.h.Publish(context.Background(), tr.tc.Community(), ev); err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "delivered live", c.nextLive("live").ID, ev.ID)
+	eq(t, "delivered live", c.NextLive("live").ID, ev.ID)
 	if err := f.h.Publish(context.Background(), tr.tc.Community(), ev); err != nil {
 		t.Fatalf("publishing a stored event again: %v", err)
 	}

@@ -55,9 +55,9 @@ func TestFeatureSeam(t *testing.T) {
 		t.Fatal("the advertised NIP is not listed")
 	}
 	c, s := tr.dial(t), newSigner(t)
-	eq(t, "policy", c.publish(s.event(nostr.KindNote, now(), "forbidden by the feature")).Message, "restricted: the probe feature refuses it")
-	ev := s.event(nostr.KindNote, now(), "fine")
-	c.mustAccept(ev)
+	eq(t, "policy", c.Publish(s.Event(nostr.KindNote, now(), "forbidden by the feature")).Message, "restricted: the probe feature refuses it")
+	ev := s.Event(nostr.KindNote, now(), "fine")
+	c.MustAccept(ev)
 	eq(t, "hook", <-f.stored, ev.ID)
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(r.(string), "outside Feature.Mount") {

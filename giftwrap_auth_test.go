@@ -19,11 +19,11 @@ import (
 // by a fresh throwaway key.
 func dm(t *testing.T, sender *signer, recipient, text string) *nostr.Event {
 	t.Helper()
-	wrap, err := nip17.Message(sender.sk, recipient, text)
+	wrap, err := nip17.Message(sender.SK, recipient, text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wrap.PubKey == sender.pub() {
+	if wrap.PubKey == sender.Pub() {
 		t.Fatal("the wrap is signed by the sender, not a throwaway key")
 	}
 	return wrap
@@ -37,13 +37,13 @@ func TestGiftWrapAuthRequired(t *testing.T) {
 	forBackends(t, func(t *testing.T, st store.Backend) {
 		tr := backendRelay(t, st, WithAuth(AuthRequired))
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
-		wrap := dm(t, alice, bob.pub(), "hello bob")
+		wrap := dm(t, alice, bob.Pub(), "hello bob")
 
 		anon := tr.dial(t)
-		anon.sendEvent(wrap)
+		anon.SendEvent(wrap)
 		sawChallenge := false
 		for {
-			m := anon.next()
+			m := anon.Next()
 			if _, ok := m.(*nostr.AuthChallengeMessage); ok {
 				sawChallenge = true
 				continue
@@ -59,28 +59,28 @@ func TestGiftWrapAuthRequired(t *testing.T) {
 		eq(t, "AUTH challenge sent with the refusal", sawChallenge, true)
 
 		a := tr.dial(t)
-		a.authAs(alice, tr.host)
-		if ok := a.publishOnce(wrap); !ok.OK {
+		a.AuthAs(alice, tr.host)
+		if ok := a.PublishOnce(wrap); !ok.OK {
 			t.Fatalf("alice's gift wrap refused: %q", ok.Message)
 		}
 		// A throwaway signer does not make other kinds publishable.
-		eq(t, "a note signed by another key", a.publishOnce(carol.event(1, now(), "not mine")).Message, ingest.MsgNotAuthor)
+		eq(t, "a note signed by another key", a.PublishOnce(carol.Event(1, now(), "not mine")).Message, ingest.MsgNotAuthor)
 
 		// A gift wrap names exactly one recipient.
 		throwaway := newSigner(t)
 		for name, tags := range map[string][]nostr.Tag{
 			"no p":        nil,
-			"two p":       {{"p", bob.pub()}, {"p", carol.pub()}},
+			"two p":       {{"p", bob.Pub()}, {"p", carol.Pub()}},
 			"malformed p": {{"p", "bob"}},
 		} {
-			bad := throwaway.event(nostr.KindGiftWrap, now(), "sealed", tags...)
-			eq(t, name, a.publishOnce(bad).Message, ingest.MsgGiftWrapRecipient)
+			bad := throwaway.Event(nostr.KindGiftWrap, now(), "sealed", tags...)
+			eq(t, name, a.PublishOnce(bad).Message, ingest.MsgGiftWrapRecipient)
 		}
 
 		wraps := nostr.Filter{Kinds: []int{nostr.KindGiftWrap}}
 		b := tr.dial(t)
-		b.authAs(bob, tr.host)
-		got := b.req("b", wraps)
+		b.AuthAs(bob, tr.host)
+		got := b.Req("b", wraps)
 		if len(got) != 1 || got[0].ID != wrap.ID {
 			t.Fatalf("bob reads %v, want his gift wrap %s", ids(got), wrap.ID)
 		}
@@ -89,14 +89,14 @@ func TestGiftWrapAuthRequired(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer v.Close()
-		rumor, err := nip59.Unwrap(got[0], bob.sk, v)
-		if err != nil || rumor.Content != "hello bob" || rumor.PubKey != alice.pub() {
+		rumor, err := nip59.Unwrap(got[0], bob.SK, v)
+		if err != nil || rumor.Content != "hello bob" || rumor.PubKey != alice.Pub() {
 			t.Fatalf("unwrap = %+v, %v", rumor, err)
 		}
 
 		c := tr.dial(t)
-		c.authAs(carol, tr.host)
-		if got := ids(c.req("c", wraps, nostr.Filter{IDs: []string{wrap.ID}})); slices.Contains(got, wrap.ID) {
+		c.AuthAs(carol, tr.host)
+		if got := ids(c.Req("c", wraps, nostr.Filter{IDs: []string{wrap.ID}})); slices.Contains(got, wrap.ID) {
 			t.Fatal("carol read bob's gift wrap")
 		}
 	})
@@ -115,23 +115,23 @@ func TestGiftWrapMembersOnly(t *testing.T) {
 		}
 		oc := m.authed(t, host, owner)
 		for _, s := range []*signer{member, banned} {
-			eq(t, "owner adds a member", oc.publish(m.cmd(owner, nostr.KindAddCommunityMember, nostr.Tag{"p", s.pub()})).OK, true)
+			eq(t, "owner adds a member", oc.Publish(m.cmd(owner, nostr.KindAddCommunityMember, nostr.Tag{"p", s.Pub()})).OK, true)
 		}
 		// Banned after authenticating (a banned key cannot AUTH).
 		bc := m.authed(t, host, banned)
-		eq(t, "owner bans a member", oc.publish(m.cmd(owner, nostr.KindBan, nostr.Tag{"p", banned.pub()})).OK, true)
+		eq(t, "owner bans a member", oc.Publish(m.cmd(owner, nostr.KindBan, nostr.Tag{"p", banned.Pub()})).OK, true)
 
-		mustPrefix(t, "unauthenticated sender", m.dial(t, host).publishOnce(dm(t, member, owner.pub(), "x")).Message, "auth-required:")
-		eq(t, "non-member sender", m.authed(t, host, outsider).publishOnce(dm(t, outsider, member.pub(), "x")).Message, channel.MsgMembersOnly)
-		eq(t, "banned sender", bc.publishOnce(dm(t, banned, member.pub(), "x")).Message, "blocked: you are banned from this community")
+		mustPrefix(t, "unauthenticated sender", m.dial(t, host).PublishOnce(dm(t, member, owner.Pub(), "x")).Message, "auth-required:")
+		eq(t, "non-member sender", m.authed(t, host, outsider).PublishOnce(dm(t, outsider, member.Pub(), "x")).Message, channel.MsgMembersOnly)
+		eq(t, "banned sender", bc.PublishOnce(dm(t, banned, member.Pub(), "x")).Message, "blocked: you are banned from this community")
 
 		mc := m.authed(t, host, member)
-		eq(t, "member to a non-member", mc.publishOnce(dm(t, member, outsider.pub(), "x")).Message, ingest.MsgGiftWrapNonRecipient)
-		wrap := dm(t, member, owner.pub(), "hello owner")
-		if ok := mc.publishOnce(wrap); !ok.OK {
+		eq(t, "member to a non-member", mc.PublishOnce(dm(t, member, outsider.Pub(), "x")).Message, ingest.MsgGiftWrapNonRecipient)
+		wrap := dm(t, member, owner.Pub(), "hello owner")
+		if ok := mc.PublishOnce(wrap); !ok.OK {
 			t.Fatalf("member to the owner refused: %q", ok.Message)
 		}
-		got := oc.req("o", nostr.Filter{Kinds: []int{nostr.KindGiftWrap}})
+		got := oc.Req("o", nostr.Filter{Kinds: []int{nostr.KindGiftWrap}})
 		if len(got) != 1 || got[0].ID != wrap.ID {
 			t.Fatalf("owner reads %v, want %s", ids(got), wrap.ID)
 		}
@@ -150,20 +150,20 @@ func TestGiftWrapRateLimitedByAuthenticatedKey(t *testing.T) {
 		tr := backendRelay(t, st, WithAuth(AuthRequired), WithRateLimiter(l))
 		alice, bob := newSigner(t), newSigner(t)
 		a := tr.dial(t)
-		a.authAs(alice, tr.host)
+		a.AuthAs(alice, tr.host)
 		for i := range 3 {
-			if ok := a.publishOnce(dm(t, alice, bob.pub(), "within quota")); !ok.OK {
+			if ok := a.PublishOnce(dm(t, alice, bob.Pub(), "within quota")); !ok.OK {
 				t.Fatalf("wrap %d refused: %q", i, ok.Message)
 			}
 		}
-		over := dm(t, alice, bob.pub(), "over quota")
-		mustPrefix(t, "a fourth wrap, from a fresh throwaway key", a.publishOnce(over).Message, "rate-limited: ")
+		over := dm(t, alice, bob.Pub(), "over quota")
+		mustPrefix(t, "a fourth wrap, from a fresh throwaway key", a.PublishOnce(over).Message, "rate-limited: ")
 		b := tr.dial(t)
-		b.authAs(bob, tr.host)
-		if got := b.req("b", nostr.Filter{IDs: []string{over.ID}}); len(got) != 0 {
+		b.AuthAs(bob, tr.host)
+		if got := b.Req("b", nostr.Filter{IDs: []string{over.ID}}); len(got) != 0 {
 			t.Fatal("a wrap refused over quota was stored")
 		}
-		if ok := b.publishOnce(dm(t, bob, alice.pub(), "bob's own quota")); !ok.OK {
+		if ok := b.PublishOnce(dm(t, bob, alice.Pub(), "bob's own quota")); !ok.OK {
 			t.Fatalf("bob's wrap refused: %q", ok.Message)
 		}
 	})

@@ -74,16 +74,16 @@ func TestGiftWrapsArePGated(t *testing.T) {
 		tr := backendRelay(t, st)
 		sender, alice, bob := newSigner(t), newSigner(t), newSigner(t)
 		pub := tr.dial(t)
-		wrap, err := nip17.Message(sender.sk, alice.pub(), "for alice only")
+		wrap, err := nip17.Message(sender.SK, alice.Pub(), "for alice only")
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub.mustAccept(wrap)
-		note := sender.event(1, now(), "public note")
-		pub.mustAccept(note)
+		pub.MustAccept(wrap)
+		note := sender.Event(1, now(), "public note")
+		pub.MustAccept(note)
 
 		wraps := nostr.Filter{Kinds: []int{nostr.KindGiftWrap}}
-		forAlice := nostr.Filter{Kinds: []int{nostr.KindGiftWrap}, Tags: map[string][]string{"p": {alice.pub()}}}
+		forAlice := nostr.Filter{Kinds: []int{nostr.KindGiftWrap}, Tags: map[string][]string{"p": {alice.Pub()}}}
 		byID := nostr.Filter{IDs: []string{wrap.ID}}
 		mixed := nostr.Filter{Kinds: []int{1, nostr.KindGiftWrap}}
 		everything := nostr.Filter{}
@@ -91,13 +91,13 @@ func TestGiftWrapsArePGated(t *testing.T) {
 		// Before AUTH: asking for gift wraps only is auth-required; any
 		// other read simply lacks them.
 		anon := tr.dial(t)
-		anon.sendRaw(nostr.AppendReq(nil, "w", wraps))
-		anon.expectClosed("w", "auth-required:")
+		anon.SendRaw(nostr.AppendReq(nil, "w", wraps))
+		anon.ExpectClosed("w", "auth-required:")
 		if n := countOf(t, anon, "cw", forAlice); n != -1 {
 			t.Fatalf("anonymous COUNT of gift wraps = %d, want CLOSED", n)
 		}
 		for name, f := range map[string]nostr.Filter{"by id": byID, "mixed kinds": mixed, "no kinds": everything} {
-			if got := ids(anon.req("a", f)); slices.Contains(got, wrap.ID) {
+			if got := ids(anon.Req("a", f)); slices.Contains(got, wrap.ID) {
 				t.Fatalf("anonymous %s read returned the gift wrap", name)
 			}
 		}
@@ -105,9 +105,9 @@ func TestGiftWrapsArePGated(t *testing.T) {
 
 		// Bob, authenticated, is not the recipient: same as not existing.
 		b := tr.dial(t)
-		b.authAs(bob, tr.host)
+		b.AuthAs(bob, tr.host)
 		for name, f := range map[string]nostr.Filter{"kind": wraps, "#p alice": forAlice, "by id": byID, "mixed": mixed, "no kinds": everything} {
-			if got := ids(b.req("b", f)); slices.Contains(got, wrap.ID) {
+			if got := ids(b.Req("b", f)); slices.Contains(got, wrap.ID) {
 				t.Fatalf("bob's %s read returned alice's gift wrap", name)
 			}
 		}
@@ -118,16 +118,16 @@ func TestGiftWrapsArePGated(t *testing.T) {
 
 		// Alice reads, counts and opens it.
 		a := tr.dial(t)
-		a.authAs(alice, tr.host)
+		a.AuthAs(alice, tr.host)
 		for name, f := range map[string]nostr.Filter{"kind": wraps, "#p alice": forAlice, "by id": byID, "mixed": mixed, "no kinds": everything} {
-			if got := ids(a.req("r", f)); !slices.Contains(got, wrap.ID) {
+			if got := ids(a.Req("r", f)); !slices.Contains(got, wrap.ID) {
 				t.Fatalf("alice's %s read = %v, lacks her gift wrap", name, got)
 			}
 		}
 		eq(t, "alice COUNT of gift wraps", countOf(t, a, "c1", wraps), 1)
 		eq(t, "alice COUNT of everything", countOf(t, a, "c2", everything), 2)
 		eq(t, "alice COUNT of mixed", countOf(t, a, "c3", mixed), 2)
-		got := a.req("o", byID)
+		got := a.Req("o", byID)
 		if len(got) != 1 {
 			t.Fatalf("alice by id = %d events", len(got))
 		}
@@ -136,27 +136,27 @@ func TestGiftWrapsArePGated(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer v.Close()
-		rumor, err := nip59.Unwrap(got[0], alice.sk, v)
-		if err != nil || rumor.Content != "for alice only" || rumor.PubKey != sender.pub() {
+		rumor, err := nip59.Unwrap(got[0], alice.SK, v)
+		if err != nil || rumor.Content != "for alice only" || rumor.PubKey != sender.Pub() {
 			t.Fatalf("unwrap = %+v, %v", rumor, err)
 		}
 
 		// Live: a new wrap for alice reaches alice only. Bob and the
 		// anonymous reader get the public marker sent after it, and
 		// nothing before it.
-		a.subscribe("live", wraps, everything)
-		b.subscribe("live", everything, wraps)
-		anon.subscribe("live", everything)
-		wrap2, err := nip17.Message(sender.sk, alice.pub(), "second")
+		a.Subscribe("live", wraps, everything)
+		b.Subscribe("live", everything, wraps)
+		anon.Subscribe("live", everything)
+		wrap2, err := nip17.Message(sender.SK, alice.Pub(), "second")
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub.mustAccept(wrap2)
-		marker := sender.event(1, now(), "marker")
-		pub.mustAccept(marker)
-		eq(t, "alice's first live event", a.nextLive("live").ID, wrap2.ID)
-		eq(t, "alice's second live event", a.nextLive("live").ID, marker.ID)
-		eq(t, "bob's first live event", b.nextLive("live").ID, marker.ID)
-		eq(t, "anonymous first live event", anon.nextLive("live").ID, marker.ID)
+		pub.MustAccept(wrap2)
+		marker := sender.Event(1, now(), "marker")
+		pub.MustAccept(marker)
+		eq(t, "alice's first live event", a.NextLive("live").ID, wrap2.ID)
+		eq(t, "alice's second live event", a.NextLive("live").ID, marker.ID)
+		eq(t, "bob's first live event", b.NextLive("live").ID, marker.ID)
+		eq(t, "anonymous first live event", anon.NextLive("live").ID, marker.ID)
 	})
 }

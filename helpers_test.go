@@ -2,20 +2,17 @@ package buzz
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/rawclient"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/tenant"
@@ -94,24 +91,15 @@ func newTestRelayWith(t testing.TB, prepare func(*httptest.Server), opts ...Opti
 	return tr
 }
 
-// rawClient is a WebSocket client speaking raw frames.
-type rawClient struct {
-	t         testing.TB
-	ws        *websocket.Conn
-	challenge string
-	mu        sync.Mutex
-	// relay is the URL the connection's AUTH events name ("" when
-	// unknown: publish then never authenticates by itself).
-	relay string
-}
+// rawClient is a raw WebSocket client (internal/rawclient) with this
+// package's shorthands.
+type rawClient struct{ *rawclient.Client }
 
-// testKeys holds the secret key of every test signer, by public key, so
-// that a client asked to authenticate as an event's author can (see
-// publish).
-var testKeys sync.Map // pubkey -> nostr.SecretKey
+// signer creates signed events for one key, known to every rawClient's
+// Publish.
+type signer = rawclient.Signer
 
-// registerKey makes sk known to clients that authenticate on demand.
-func registerKey(sk nostr.SecretKey) { testKeys.Store(sk.PublicKey(), sk) }
+func newSigner(t testing.TB) *signer { return rawclient.NewSigner(t) }
 
 func (tr *testRelay) dial(t testing.TB) *rawClient {
 	t.Helper()
@@ -120,251 +108,7 @@ func (tr *testRelay) dial(t testing.TB) *rawClient {
 
 func (tr *testRelay) dialWith(t testing.TB, d *websocket.Dialer) *rawClient {
 	t.Helper()
-	ws, _, err := d.Dial(tr.url, nil)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws, relay: tr.url}
-	m := c.next()
-	ch, ok := m.(*nostr.AuthChallengeMessage)
-	if !ok {
-		t.Fatalf("first message = %#v, want AUTH challenge", m)
-	}
-	if len(ch.Challenge) != 64 {
-		t.Fatalf("challenge %q is not 32 bytes of hex", ch.Challenge)
-	}
-	c.challenge = ch.Challenge
-	return c
-}
-
-func (c *rawClient) sendRaw(b []byte) {
-	c.t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
-}
-
-// send writes a JSON array of the given elements.
-func (c *rawClient) send(elems ...any) {
-	c.t.Helper()
-	b, err := json.Marshal(elems)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.sendRaw(b)
-}
-
-func (c *rawClient) sendEvent(ev *nostr.Event) {
-	c.t.Helper()
-	c.sendRaw(nostr.AppendEventEnvelope(nil, ev.AppendJSON(nil)))
-}
-
-// nextRaw reads one frame.
-func (c *rawClient) nextRaw() ([]byte, error) {
-	_ = c.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, b, err := c.ws.ReadMessage()
-	return b, err
-}
-
-func (c *rawClient) next() nostr.RelayMessage {
-	c.t.Helper()
-	b, err := c.nextRaw()
-	if err != nil {
-		c.t.Fatalf("read: %v", err)
-	}
-	m, err := nostr.ParseRelayMessage(b)
-	if err != nil {
-		c.t.Fatalf("relay sent unparsable %q: %v", b, err)
-	}
-	return m
-}
-
-func (c *rawClient) expectOK(id string) *nostr.OKMessage {
-	c.t.Helper()
-	for {
-		m := c.next()
-		if ok, isOK := m.(*nostr.OKMessage); isOK {
-			if ok.EventID != id {
-				c.t.Fatalf("OK for %s, want %s", ok.EventID, id)
-			}
-			return ok
-		}
-		if _, isAuth := m.(*nostr.AuthChallengeMessage); isAuth {
-			continue
-		}
-		c.t.Fatalf("got %#v, want OK", m)
-	}
-}
-
-// publish sends ev and returns its OK. Like a standard client (nostr-tools
-// with onauth, go-nostr), when the relay answers that ev needs its author
-// authenticated (an authority event: ingest.MsgAuthorityAuth, or
-// MsgAuthorityNotAuthor on a connection authenticated as someone else), it
-// authenticates as ev's author — if that key is a test signer's — with the
-// connection's challenge (a connection may hold several), and sends ev
-// again. An attacker's client, which cannot sign as the author, is
-// publishOnce.
-func (c *rawClient) publish(ev *nostr.Event) *nostr.OKMessage {
-	c.t.Helper()
-	ok := c.publishOnce(ev)
-	if ok.OK || (ok.Message != ingest.MsgAuthorityAuth && ok.Message != ingest.MsgAuthorityNotAuthor) || c.relay == "" {
-		return ok
-	}
-	v, known := testKeys.Load(ev.PubKey)
-	if !known {
-		return ok
-	}
-	sk := v.(nostr.SecretKey)
-	auth := &nostr.Event{Kind: nostr.KindClientAuth, CreatedAt: time.Now().Unix(),
-		Tags: nostr.Tags{{"challenge", c.challenge}, {"relay", c.relay}}}
-	if err := auth.Sign(sk); err != nil {
-		c.t.Fatal(err)
-	}
-	c.sendRaw(nostr.AppendAuth(nil, auth.AppendJSON(nil)))
-	if a := c.expectOK(auth.ID); !a.OK {
-		c.t.Fatalf("AUTH as the author of %s refused: %s", ev.ID, a.Message)
-	}
-	return c.publishOnce(ev)
-}
-
-// publishOnce sends ev and returns its OK, as a client that never
-// authenticates by itself.
-func (c *rawClient) publishOnce(ev *nostr.Event) *nostr.OKMessage {
-	c.t.Helper()
-	c.sendEvent(ev)
-	return c.expectOK(ev.ID)
-}
-
-func (c *rawClient) mustAccept(ev *nostr.Event) {
-	c.t.Helper()
-	if ok := c.publish(ev); !ok.OK {
-		c.t.Fatalf("event refused: %q", ok.Message)
-	}
-}
-
-// req sends a REQ, collects the stored events up to EOSE and CLOSEs the
-// subscription. It fails on CLOSED.
-func (c *rawClient) req(sub string, filters ...nostr.Filter) []*nostr.Event {
-	c.t.Helper()
-	evs := c.subscribe(sub, filters...)
-	c.sendRaw(nostr.AppendClose(nil, sub))
-	return evs
-}
-
-// subscribe is req without the CLOSE: the subscription stays open.
-func (c *rawClient) subscribe(sub string, filters ...nostr.Filter) []*nostr.Event {
-	c.t.Helper()
-	c.sendRaw(nostr.AppendReq(nil, sub, filters...))
-	return c.untilEOSE(sub)
-}
-
-// expectOKs reads one OK for each of evs, in any order.
-func (c *rawClient) expectOKs(evs []*nostr.Event) {
-	c.t.Helper()
-	want := make(map[string]bool, len(evs))
-	for _, e := range evs {
-		want[e.ID] = true
-	}
-	for len(want) > 0 {
-		m := c.next()
-		ok, isOK := m.(*nostr.OKMessage)
-		if !isOK {
-			c.t.Fatalf("got %#v, want OK", m)
-		}
-		if !want[ok.EventID] {
-			c.t.Fatalf("unexpected OK for %s", ok.EventID)
-		}
-		if !ok.OK {
-			c.t.Fatalf("event %s refused: %s", ok.EventID, ok.Message)
-		}
-		delete(want, ok.EventID)
-	}
-}
-
-func (c *rawClient) untilEOSE(sub string) []*nostr.Event {
-	c.t.Helper()
-	var evs []*nostr.Event
-	for {
-		switch m := c.next().(type) {
-		case *nostr.EventMessage:
-			if m.SubID != sub {
-				c.t.Fatalf("event for sub %q, want %q", m.SubID, sub)
-			}
-			evs = append(evs, m.Event)
-		case *nostr.EOSEMessage:
-			if m.SubID != sub {
-				c.t.Fatalf("EOSE for %q, want %q", m.SubID, sub)
-			}
-			return evs
-		default:
-			c.t.Fatalf("got %#v while waiting for EOSE of %q", m, sub)
-		}
-	}
-}
-
-// expectClosed reads the next message and checks it is CLOSED for sub with
-// the given prefix.
-func (c *rawClient) expectClosed(sub, prefix string) string {
-	c.t.Helper()
-	for {
-		m := c.next()
-		if _, isAuth := m.(*nostr.AuthChallengeMessage); isAuth {
-			continue
-		}
-		cl, ok := m.(*nostr.ClosedMessage)
-		if !ok {
-			c.t.Fatalf("got %#v, want CLOSED", m)
-		}
-		if cl.SubID != sub || !strings.HasPrefix(cl.Message, prefix) {
-			c.t.Fatalf("CLOSED %q %q, want sub %q prefix %q", cl.SubID, cl.Message, sub, prefix)
-		}
-		return cl.Message
-	}
-}
-
-// expectNext checks that the next message is the event id on sub. Tests
-// use it as a barrier for a negative check: publish a sentinel the
-// subscription matches after whatever must not be delivered; any such
-// delivery arrives before the sentinel (a connection's messages are
-// ordered) and fails here, with no wait for a silence.
-func (c *rawClient) expectNext(sub, id string) {
-	c.t.Helper()
-	m, ok := c.next().(*nostr.EventMessage)
-	if !ok || m.SubID != sub || m.Event.ID != id {
-		c.t.Fatalf("got %#v, want the sentinel %s on %q", m, id, sub)
-	}
-}
-
-// signer creates signed events for one key.
-type signer struct {
-	t  testing.TB
-	sk nostr.SecretKey
-}
-
-func newSigner(t testing.TB) *signer {
-	sk, err := nostr.GenerateSecretKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	registerKey(sk)
-	return &signer{t: t, sk: sk}
-}
-
-func (s *signer) pub() string { return s.sk.PublicKey() }
-
-func (s *signer) event(kind int, createdAt int64, content string, tags ...nostr.Tag) *nostr.Event {
-	s.t.Helper()
-	if tags == nil {
-		tags = nostr.Tags{}
-	}
-	ev := &nostr.Event{Kind: kind, CreatedAt: createdAt, Content: content, Tags: tags}
-	if err := ev.Sign(s.sk); err != nil {
-		s.t.Fatal(err)
-	}
-	return ev
+	return &rawClient{rawclient.Dial(t, d, tr.url, nil, tr.url)}
 }
 
 func now() int64 { return time.Now().Unix() }
@@ -392,8 +136,6 @@ func mustPrefix(t testing.TB, what, got, prefix string) {
 		t.Fatalf("%s = %q, want prefix %q", what, got, prefix)
 	}
 }
-
-var _ = fmt.Sprintf
 
 // awaitSignal waits up to 5 s for a value on ch: a barrier a hook or a
 // test double signals.

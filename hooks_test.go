@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzrelay/buzz/internal/rawclient"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
@@ -21,18 +22,7 @@ import (
 // dialFrom dials tr through a (trusted) proxy that forwarded for client.
 func dialFrom(t *testing.T, tr *testRelay, client string) *rawClient {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(tr.url, http.Header{"X-Forwarded-For": {client}})
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { _ = ws.Close() })
-	c := &rawClient{t: t, ws: ws, relay: tr.url}
-	ch, ok := c.next().(*nostr.AuthChallengeMessage)
-	if !ok {
-		t.Fatal("no AUTH challenge")
-	}
-	c.challenge = ch.Challenge
-	return c
+	return &rawClient{rawclient.Dial(t, nil, tr.url, http.Header{"X-Forwarded-For": {client}}, tr.url)}
 }
 
 // seen is what one hook call saw through ConnFrom.
@@ -86,7 +76,7 @@ func TestConnViewInHooks(t *testing.T) {
 		}),
 		WithOnAuth(func(ctx context.Context, _ tenant.TenantContext, pubkey string) error {
 			log.record(ctx, "auth")
-			if pubkey == banned.pub() {
+			if pubkey == banned.Pub() {
 				return errors.New("not on the list")
 			}
 			return nil
@@ -127,7 +117,7 @@ func TestConnViewInHooks(t *testing.T) {
 
 	// Unauthenticated: the write rule refuses, the hook saw no pubkeys.
 	author := newSigner(t)
-	ok := c.publish(author.event(1, now(), "hello"))
+	ok := c.Publish(author.Event(1, now(), "hello"))
 	if ok.OK || ok.Message != "restricted: authenticate as the author" {
 		t.Fatalf("unauthenticated write: %v %q", ok.OK, ok.Message)
 	}
@@ -137,37 +127,37 @@ func TestConnViewInHooks(t *testing.T) {
 
 	// OnAuth refuses one pubkey and sees what was authenticated before.
 	relayTag := nostr.Tag{"relay", tr.url}
-	chTag := nostr.Tag{"challenge", c.challenge}
-	if ok := c.auth(c.authEvent(author, now(), chTag, relayTag)); !ok.OK {
+	chTag := nostr.Tag{"challenge", c.Challenge}
+	if ok := c.Auth(c.authEvent(author, now(), chTag, relayTag)); !ok.OK {
 		t.Fatalf("AUTH refused: %q", ok.Message)
 	}
 	if s := log.last("auth"); len(s.pubkeys) != 0 {
 		t.Fatalf("OnAuth saw %v before the first AUTH", s.pubkeys)
 	}
-	ok = c.auth(c.authEvent(banned, now(), chTag, relayTag))
+	ok = c.Auth(c.authEvent(banned, now(), chTag, relayTag))
 	if ok.OK || ok.Message != "restricted: not on the list" {
 		t.Fatalf("refused AUTH: %v %q", ok.OK, ok.Message)
 	}
-	if s := log.last("auth"); !slices.Equal(s.pubkeys, []string{author.pub()}) {
+	if s := log.last("auth"); !slices.Equal(s.pubkeys, []string{author.Pub()}) {
 		t.Fatalf("OnAuth saw %v", s.pubkeys)
 	}
-	if c.relayConn(tr).isAuthed(banned.pub()) {
+	if c.relayConn(tr).isAuthed(banned.Pub()) {
 		t.Fatal("a pubkey OnAuth refused was authenticated")
 	}
 
 	// Authenticated: the same rule admits, and sees the pubkey.
-	c.mustAccept(author.event(1, now(), "hello"))
-	if s := log.last("event"); !slices.Equal(s.pubkeys, []string{author.pub()}) {
+	c.MustAccept(author.Event(1, now(), "hello"))
+	if s := log.last("event"); !slices.Equal(s.pubkeys, []string{author.Pub()}) {
 		t.Fatalf("EventPolicy saw %v", s.pubkeys)
 	}
 
 	// FilterPolicy sees the subscription id, on REQ and on COUNT.
-	c.req("timeline", nostr.Filter{Kinds: []int{1}})
-	if s := log.last("filter"); s.subID != "timeline" || s.addr != client || !slices.Equal(s.pubkeys, []string{author.pub()}) {
+	c.Req("timeline", nostr.Filter{Kinds: []int{1}})
+	if s := log.last("filter"); s.subID != "timeline" || s.addr != client || !slices.Equal(s.pubkeys, []string{author.Pub()}) {
 		t.Fatalf("FilterPolicy on REQ saw %+v", s)
 	}
-	c.send("COUNT", "n", nostr.Filter{Kinds: []int{1}})
-	if _, ok := c.next().(*nostr.CountMessage); !ok {
+	c.Send("COUNT", "n", nostr.Filter{Kinds: []int{1}})
+	if _, ok := c.Next().(*nostr.CountMessage); !ok {
 		t.Fatal("COUNT not answered")
 	}
 	if s := log.last("filter"); s.subID != "n" {
@@ -175,10 +165,10 @@ func TestConnViewInHooks(t *testing.T) {
 	}
 
 	// OnDisconnect runs once the socket has closed, with what it was.
-	_ = c.ws.Close()
+	_ = c.WS.Close()
 	select {
 	case s := <-log.gone:
-		if !s.ok || s.addr != client || !slices.Equal(s.pubkeys, []string{author.pub()}) {
+		if !s.ok || s.addr != client || !slices.Equal(s.pubkeys, []string{author.Pub()}) {
 			t.Fatalf("OnDisconnect saw %+v", s)
 		}
 	case <-time.After(10 * time.Second):
@@ -210,7 +200,7 @@ func TestConnViewOnHTTPAPI(t *testing.T) {
 			return nil
 		}))
 	s := newSigner(t)
-	ev := s.event(1, now(), "over HTTP")
+	ev := s.Event(1, now(), "over HTTP")
 	if code, body := p.api(t, s, "a.example", eventsPath, ev.AppendJSON(nil)); code != http.StatusOK {
 		t.Fatalf("POST /events: %d %s", code, body)
 	}
@@ -223,7 +213,7 @@ func TestConnViewOnHTTPAPI(t *testing.T) {
 		t.Fatalf("hooks ran %d times", len(got))
 	}
 	for _, g := range got {
-		if !g.ok || g.ws || !slices.Equal(g.pubkeys, []string{s.pub()}) || g.subID != "" {
+		if !g.ok || g.ws || !slices.Equal(g.pubkeys, []string{s.Pub()}) || g.subID != "" {
 			t.Fatalf("%s hook on the HTTP API saw %+v", g.hook, g)
 		}
 	}

@@ -60,7 +60,7 @@ func nip98Token(t testing.TB, s *signer, url string, body []byte, extra ...nostr
 	nonce := make([]byte, 8)
 	_, _ = rand.Read(nonce)
 	tags := append([]nostr.Tag{{"u", url}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}, {"nonce", hex.EncodeToString(nonce)}}, extra...)
-	ev := s.event(nostr.KindHTTPAuth, now(), "", tags...)
+	ev := s.Event(nostr.KindHTTPAuth, now(), "", tags...)
 	return nip98.Scheme + " " + base64.StdEncoding.EncodeToString(ev.AppendJSON(nil))
 }
 

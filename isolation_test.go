@@ -10,12 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/checker"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/rawclient"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/embedded"
@@ -31,17 +30,17 @@ import (
 
 // frames sends msg and reads frames until one satisfies done.
 func (c *rawClient) frames(msg []byte, done func(nostr.RelayMessage) bool) [][]byte {
-	c.t.Helper()
-	c.sendRaw(msg)
+	c.T.Helper()
+	c.SendRaw(msg)
 	var out [][]byte
 	for {
-		b, err := c.nextRaw()
+		b, err := c.NextRaw()
 		if err != nil {
-			c.t.Fatalf("read: %v", err)
+			c.T.Fatalf("read: %v", err)
 		}
 		m, err := nostr.ParseRelayMessage(b)
 		if err != nil {
-			c.t.Fatalf("unparsable %q", b)
+			c.T.Fatalf("unparsable %q", b)
 		}
 		if _, isAuth := m.(*nostr.AuthChallengeMessage); isAuth {
 			continue
@@ -163,34 +162,34 @@ func TestIsolationScenario(t *testing.T) {
 
 	// Community B: an open and a private channel, messages, a note.
 	cb := tr.dialHost(t, "b.example")
-	cb.authAs(alice, "b.example")
+	cb.AuthAs(alice, "b.example")
 	open := cb.createChannel(alice, "b-open", channel.VisibilityOpen)
 	priv := cb.createChannel(alice, "b-private", channel.VisibilityPrivate)
-	inOpen := alice.event(nostr.KindChatMessage, now(), "B open", chanTag(open))
-	inPriv := alice.event(nostr.KindChatMessage, now(), "B private", chanTag(priv))
-	note := alice.event(1, now(), "B note")
+	inOpen := alice.Event(nostr.KindChatMessage, now(), "B open", chanTag(open))
+	inPriv := alice.Event(nostr.KindChatMessage, now(), "B private", chanTag(priv))
+	note := alice.Event(1, now(), "B note")
 	for _, ev := range []*nostr.Event{inOpen, inPriv, note} {
-		cb.mustAccept(ev)
+		cb.MustAccept(ev)
 	}
-	eq(t, "duplicate in B", cb.publish(note).Message, "duplicate: already have this event")
-	cb.mustAccept(alice.event(20001, now(), "typing", chanTag(open)))
-	cb.req("own", hFilter(open))
-	cb.req("feed", nostr.Filter{Kinds: []int{1, 9}})
-	cb.req("byid", nostr.Filter{IDs: []string{note.ID}})
+	eq(t, "duplicate in B", cb.Publish(note).Message, "duplicate: already have this event")
+	cb.MustAccept(alice.Event(20001, now(), "typing", chanTag(open)))
+	cb.Req("own", hFilter(open))
+	cb.Req("feed", nostr.Filter{Kinds: []int{1, 9}})
+	cb.Req("byid", nostr.Filter{IDs: []string{note.ID}})
 
 	// Community A: mallory probes B's objects; each probe is compared with
 	// the same probe on an object that does not exist.
 	ca := tr.dialHost(t, "a.example")
 	for _, id := range []channel.ID{open, priv} {
 		unknown := storetest.NewChannelID()
-		ef := mallory.event(nostr.KindChatMessage, now(), "probe", chanTag(id))
-		eu := mallory.event(nostr.KindChatMessage, now(), "probe", chanTag(unknown))
+		ef := mallory.Event(nostr.KindChatMessage, now(), "probe", chanTag(id))
+		eu := mallory.Event(nostr.KindChatMessage, now(), "probe", chanTag(unknown))
 		sameResponse(t, "EVENT with foreign h",
 			ca.frames(nostr.AppendEventEnvelope(nil, ef.AppendJSON(nil)), isOK),
 			ca.frames(nostr.AppendEventEnvelope(nil, eu.AppendJSON(nil)), isOK), ef.ID, eu.ID)
 		for _, kind := range []int{nostr.KindJoinRequest, nostr.KindPutUser, nostr.KindDeleteChannel} {
-			cf := mallory.event(kind, now(), "", chanTag(id), nostr.Tag{"p", mallory.pub()})
-			cu := mallory.event(kind, now(), "", chanTag(unknown), nostr.Tag{"p", mallory.pub()})
+			cf := mallory.Event(kind, now(), "", chanTag(id), nostr.Tag{"p", mallory.Pub()})
+			cu := mallory.Event(kind, now(), "", chanTag(unknown), nostr.Tag{"p", mallory.Pub()})
 			sameResponse(t, "command on a foreign channel",
 				ca.frames(nostr.AppendEventEnvelope(nil, cf.AppendJSON(nil)), isOK),
 				ca.frames(nostr.AppendEventEnvelope(nil, cu.AppendJSON(nil)), isOK), cf.ID, cu.ID)
@@ -202,11 +201,11 @@ func TestIsolationScenario(t *testing.T) {
 	// Duplicates of B's stored events, replayed into A: a channel event is
 	// refused as naming an unknown channel (never "duplicate:"), a
 	// community-wide one is simply new in A.
-	fresh := mallory.event(nostr.KindChatMessage, now(), "fresh", chanTag(storetest.NewChannelID()))
+	fresh := mallory.Event(nostr.KindChatMessage, now(), "fresh", chanTag(storetest.NewChannelID()))
 	sameResponse(t, "replay of a foreign channel event",
 		ca.frames(nostr.AppendEventEnvelope(nil, inOpen.AppendJSON(nil)), isOK),
 		ca.frames(nostr.AppendEventEnvelope(nil, fresh.AppendJSON(nil)), isOK), inOpen.ID, fresh.ID)
-	if ok := ca.publish(note); !ok.OK || ok.Message != "" {
+	if ok := ca.Publish(note); !ok.OK || ok.Message != "" {
 		t.Fatalf("B's note replayed into A = %v %q, want a fresh insert", ok.OK, ok.Message)
 	}
 	// Reads by id and by #e of B's events answer as for ids that do not exist.
@@ -223,26 +222,26 @@ func TestIsolationScenario(t *testing.T) {
 			ca.frames(nostr.AppendCount(nil, "n", nostr.Filter{IDs: []string{ghost}}), func(m nostr.RelayMessage) bool { return true }), id, ghost)
 	}
 	// AUTH naming B's host on A's connection answers like an unknown host.
-	af := mallory.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", ca.challenge}, nostr.Tag{"relay", "ws://b.example"})
-	au := mallory.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", ca.challenge}, nostr.Tag{"relay", "ws://nowhere.example"})
+	af := mallory.Event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", ca.Challenge}, nostr.Tag{"relay", "ws://b.example"})
+	au := mallory.Event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", ca.Challenge}, nostr.Tag{"relay", "ws://nowhere.example"})
 	sameResponse(t, "AUTH for the other host",
 		ca.frames(nostr.AppendAuth(nil, af.AppendJSON(nil)), isOK),
 		ca.frames(nostr.AppendAuth(nil, au.AppendJSON(nil)), isOK), af.ID, au.ID)
 	// Authenticated in A, the foreign channel is still exactly unknown.
-	ca.authAs(mallory, "a.example")
+	ca.AuthAs(mallory, "a.example")
 	unknown := storetest.NewChannelID()
 	sameResponse(t, "REQ #h of a foreign channel (authenticated)",
 		ca.frames(nostr.AppendReq(nil, "x", hFilter(priv)), endOfSub),
 		ca.frames(nostr.AppendReq(nil, "x", hFilter(unknown)), endOfSub), priv.String(), unknown.String())
 	// A's own life: channel, message, reads; nothing of B appears.
 	own := ca.createChannel(mallory, "a-chan", channel.VisibilityOpen)
-	ca.mustAccept(mallory.event(nostr.KindChatMessage, now(), "A msg", chanTag(own)))
-	for _, ev := range ca.req("all", nostr.Filter{}) {
-		if ev.ID == inOpen.ID || ev.ID == inPriv.ID || ev.PubKey == alice.pub() && ev.ID != note.ID {
+	ca.MustAccept(mallory.Event(nostr.KindChatMessage, now(), "A msg", chanTag(own)))
+	for _, ev := range ca.Req("all", nostr.Filter{}) {
+		if ev.ID == inOpen.ID || ev.ID == inPriv.ID || ev.PubKey == alice.Pub() && ev.ID != note.ID {
 			t.Fatalf("B's event %s (kind %d) read in A", ev.ID, ev.Kind)
 		}
 	}
-	ca.req("mine", hFilter(own))
+	ca.Req("mine", hFilter(own))
 
 	// Host variants: an unmapped host, in any spelling, answers exactly as
 	// any other unmapped host; spellings of a mapped host bind to it.
@@ -272,8 +271,8 @@ func TestIsolationScenario(t *testing.T) {
 	}
 	for _, h := range []string{"A.EXAMPLE", "a.example.", "a.example:80"} {
 		c := tr.dialHost(t, h)
-		c.authAs(mallory, "a.example")
-		if got := filterKind(c.req("v", hFilter(own)), nostr.KindChatMessage); len(got) != 1 {
+		c.AuthAs(mallory, "a.example")
+		if got := filterKind(c.Req("v", hFilter(own)), nostr.KindChatMessage); len(got) != 1 {
 			t.Fatalf("host %q does not reach community A: %d messages", h, len(got))
 		}
 	}
@@ -321,7 +320,7 @@ func TestIsolationCheckerCatchesLeak(t *testing.T) {
 	a, _, _ := st.EnsureCommunity(ctx, "a.example")
 	b, _, _ := st.EnsureCommunity(ctx, "b.example")
 	alice := newSigner(t)
-	if err := st.Save(ctx, b, alice.event(1, now(), "B secret")); err != nil {
+	if err := st.Save(ctx, b, alice.Event(1, now(), "B secret")); err != nil {
 		t.Fatal(err)
 	}
 	rec := trace.NewRecorder()
@@ -333,14 +332,8 @@ func TestIsolationCheckerCatchesLeak(t *testing.T) {
 	srv := httptest.NewServer(rel)
 	defer srv.Close()
 	defer rel.Shutdown(ctx)
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), http.Header{"Host": {"a.example"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	c := &rawClient{t: t, ws: ws}
-	c.next() // challenge
-	if got := c.req("r", nostr.Filter{}); len(got) != 1 {
+	c := rawclient.Dial(t, nil, "ws"+strings.TrimPrefix(srv.URL, "http"), http.Header{"Host": {"a.example"}}, "")
+	if got := c.Req("r", nostr.Filter{}); len(got) != 1 {
 		t.Fatalf("the leaky store leaked %d events, want 1", len(got))
 	}
 	if err := rel.Shutdown(ctx); err != nil { // every step is in the trace

@@ -36,28 +36,28 @@ func TestCommunityKindAllowList(t *testing.T) {
 		}
 		s := newSigner(t)
 		const unknown = 1111 // not a kind Buzz accepts
-		ev := s.event(unknown, now(), "a comment")
+		ev := s.Event(unknown, now(), "a comment")
 
 		// The relay's list is off: A turns Buzz's on, B leaves it.
 		a, b := leakedRelay(t, st, WithClock(clk.now)), leakedRelay(t, st, WithClock(clk.now))
 		set(a, "buzz")
-		eq(t, "unknown kind in A", a.dial(t).publish(ev).Message, messaging.MsgUnknownKind)
-		b.dial(t).mustAccept(ev)
-		a.dial(t).mustAccept(s.event(1, now(), "a note")) // a Buzz kind
+		eq(t, "unknown kind in A", a.dial(t).Publish(ev).Message, messaging.MsgUnknownKind)
+		b.dial(t).MustAccept(ev)
+		a.dial(t).MustAccept(s.Event(1, now(), "a note")) // a Buzz kind
 
 		// The relay's list is on: C follows it, D turned it off.
 		opt := WithKindAllowList(messaging.BuzzKinds())
 		c, d := leakedRelay(t, st, WithClock(clk.now), opt), leakedRelay(t, st, WithClock(clk.now), opt)
 		set(d, "off")
-		eq(t, "unknown kind in C (the relay's list)", c.dial(t).publish(ev).Message, messaging.MsgUnknownKind)
-		d.dial(t).mustAccept(ev)
+		eq(t, "unknown kind in C (the relay's list)", c.dial(t).Publish(ev).Message, messaging.MsgUnknownKind)
+		d.dial(t).MustAccept(ev)
 
 		// A change holds once the cached setting expires.
 		set(a, "")
 		clk.advance(2 * time.Second)
-		a.dial(t).mustAccept(ev)
+		a.dial(t).MustAccept(ev)
 		set(c, "buzz,1111")
 		clk.advance(2 * time.Second)
-		c.dial(t).mustAccept(ev)
+		c.dial(t).MustAccept(ev)
 	})
 }

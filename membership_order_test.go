@@ -20,16 +20,16 @@ func TestMembershipEventsStrictlyOrdered(t *testing.T) {
 	tr := newTestRelay(t, WithRelayKey(testMaster), WithClock(func() time.Time { return frozen }))
 	owner, member := newSigner(t), newSigner(t)
 	oc, mc := tr.dial(t), tr.dial(t)
-	oc.authAs(owner, tr.host)
-	mc.authAs(member, tr.host)
+	oc.AuthAs(owner, tr.host)
+	mc.AuthAs(member, tr.host)
 	at := frozen.Unix()
 	id := storetest.NewChannelID()
-	oc.mustAccept(owner.event(nostr.KindCreateChannel, at, "", chanTag(id), nostr.Tag{"name", "g"}))
+	oc.MustAccept(owner.Event(nostr.KindCreateChannel, at, "", chanTag(id), nostr.Tag{"name", "g"}))
 
 	latest := func(t *testing.T, want int) {
 		t.Helper()
-		evs := oc.req("m", nostr.Filter{Kinds: []int{nostr.KindPutUser, nostr.KindRemoveUser},
-			Tags: map[string][]string{"h": {id.String()}, "p": {member.pub()}}})
+		evs := oc.Req("m", nostr.Filter{Kinds: []int{nostr.KindPutUser, nostr.KindRemoveUser},
+			Tags: map[string][]string{"h": {id.String()}, "p": {member.Pub()}}})
 		var newest *nostr.Event
 		ties := 0
 		for _, ev := range evs {
@@ -52,7 +52,7 @@ func TestMembershipEventsStrictlyOrdered(t *testing.T) {
 	cmd := func(c *rawClient, s *signer, kind int, tags ...nostr.Tag) {
 		t.Helper()
 		n++ // distinct content: the same command twice in a second is one event
-		ok := c.publish(s.event(kind, at, fmt.Sprint("step ", n), append([]nostr.Tag{chanTag(id)}, tags...)...))
+		ok := c.Publish(s.Event(kind, at, fmt.Sprint("step ", n), append([]nostr.Tag{chanTag(id)}, tags...)...))
 		if !ok.OK || ok.Message != "" {
 			t.Fatalf("command %d (kind %d): %v %q", n, kind, ok.OK, ok.Message)
 		}
@@ -65,7 +65,7 @@ func TestMembershipEventsStrictlyOrdered(t *testing.T) {
 	latest(t, nostr.KindPutUser)
 	// An admin's own 9001 at the same second, then the member joins
 	// again: the relay's 9000 still comes after it.
-	cmd(oc, owner, nostr.KindRemoveUser, nostr.Tag{"p", member.pub()})
+	cmd(oc, owner, nostr.KindRemoveUser, nostr.Tag{"p", member.Pub()})
 	cmd(mc, member, nostr.KindJoinRequest)
 	latest(t, nostr.KindPutUser)
 	cmd(mc, member, nostr.KindLeaveRequest)

@@ -186,16 +186,16 @@ func TestMessagingKinds(t *testing.T) {
 func TestKindAllowList(t *testing.T) {
 	plain := newTestRelay(t)
 	c, s := plain.dial(t), newSigner(t)
-	c.mustAccept(s.event(4, now(), "any kind"))
-	c.mustAccept(s.event(30402, now(), "any kind", nostr.Tag{"d", "x"}))
+	c.MustAccept(s.Event(4, now(), "any kind"))
+	c.MustAccept(s.Event(30402, now(), "any kind", nostr.Tag{"d", "x"}))
 
 	tr := newTestRelay(t, WithKindAllowList(messaging.BuzzKinds()))
 	c = tr.dial(t)
-	eq(t, "kind 4", c.publish(s.event(4, now(), "not buzz")).Message, messaging.MsgUnknownKind)
-	eq(t, "kind 30402", c.publish(s.event(30402, now(), "not buzz", nostr.Tag{"d", "x"})).Message, messaging.MsgUnknownKind)
-	c.mustAccept(s.event(1, now(), "a note"))
-	c.mustAccept(s.event(0, now(), `{"name":"s"}`))
-	eq(t, "typing passes the list (and needs its h tag)", c.publish(s.event(20002, now(), "")).Message, ingest.MsgTypingNoChannel)
+	eq(t, "kind 4", c.Publish(s.Event(4, now(), "not buzz")).Message, messaging.MsgUnknownKind)
+	eq(t, "kind 30402", c.Publish(s.Event(30402, now(), "not buzz", nostr.Tag{"d", "x"})).Message, messaging.MsgUnknownKind)
+	c.MustAccept(s.Event(1, now(), "a note"))
+	c.MustAccept(s.Event(0, now(), `{"name":"s"}`))
+	eq(t, "typing passes the list (and needs its h tag)", c.Publish(s.Event(20002, now(), "")).Message, ingest.MsgTypingNoChannel)
 
 	k, err := messaging.ParseKinds("1,5000-5999")
 	if err != nil {
@@ -203,8 +203,8 @@ func TestKindAllowList(t *testing.T) {
 	}
 	tr = newTestRelay(t, WithKindAllowList(k))
 	c = tr.dial(t)
-	c.mustAccept(s.event(5001, now(), "in range"))
-	eq(t, "kind 9 outside the list", c.publish(s.event(7, now(), "+", nostr.Tag{"e", strings.Repeat("a", 64)})).Message, messaging.MsgUnknownKind)
+	c.MustAccept(s.Event(5001, now(), "in range"))
+	eq(t, "kind 9 outside the list", c.Publish(s.Event(7, now(), "+", nostr.Tag{"e", strings.Repeat("a", 64)})).Message, messaging.MsgUnknownKind)
 }
 
 // TestReactionUniqueAcrossPods: many identical reactions sent at once, to
@@ -223,8 +223,8 @@ func TestReactionUniqueAcrossPods(t *testing.T) {
 	pods := []*pod{startPod(t, open(), host), startPod(t, open(), host)}
 	alice, bob := newSigner(t), newSigner(t)
 	c := pods[0].dial(t)
-	target := alice.event(1, now(), "react to me")
-	c.mustAccept(target)
+	target := alice.Event(1, now(), "react to me")
+	c.MustAccept(target)
 
 	const n = 16
 	conns := make([]*rawClient, n)
@@ -232,7 +232,7 @@ func TestReactionUniqueAcrossPods(t *testing.T) {
 	for i := range n {
 		conns[i] = pods[i%2].dial(t)
 		// Distinct events (created_at), one slot.
-		evs[i] = bob.event(7, now()-int64(i), "🎉", nostr.Tag{"e", target.ID})
+		evs[i] = bob.Event(7, now()-int64(i), "🎉", nostr.Tag{"e", target.ID})
 	}
 	oks := make([]*nostr.OKMessage, n)
 	var wg sync.WaitGroup
@@ -240,7 +240,7 @@ func TestReactionUniqueAcrossPods(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			oks[i] = conns[i].publishOnce(evs[i])
+			oks[i] = conns[i].PublishOnce(evs[i])
 		}()
 	}
 	wg.Wait()
@@ -278,11 +278,11 @@ func TestReactionSlotTakeover(t *testing.T) {
 		tr := backendRelay(t, st, WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
 		alice, bob := newSigner(t), newSigner(t)
 		c := tr.dial(t)
-		target := alice.event(1, now(), "target")
-		c.mustAccept(target)
+		target := alice.Event(1, now(), "target")
+		c.MustAccept(target)
 		ctx, comm := context.Background(), tr.tc.Community()
 		key := func(emoji string) store.ReactionKey {
-			return store.ReactionKey{PubKey: bob.pub(), Target: target.ID, Emoji: emoji}
+			return store.ReactionKey{PubKey: bob.Pub(), Target: target.ID, Emoji: emoji}
 		}
 		ghost := strings.Repeat("f", 64) // an event the store never got
 		if _, ok, err := rs.ClaimReaction(ctx, comm, key("👀"), ghost, time.Now()); err != nil || !ok {
@@ -294,13 +294,13 @@ func TestReactionSlotTakeover(t *testing.T) {
 		// One base time: a second ticking over between two events must not
 		// give two of them the same created_at, and so the same id.
 		t0 := now()
-		eq(t, "slot of a write in flight", c.publish(bob.event(7, t0, "👀", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
-		c.mustAccept(bob.event(7, t0, "🙈", nostr.Tag{"e", target.ID}))
-		eq(t, "then held by the stored reaction", c.publish(bob.event(7, t0-1, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		eq(t, "slot of a write in flight", c.Publish(bob.Event(7, t0, "👀", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.MustAccept(bob.Event(7, t0, "🙈", nostr.Tag{"e", target.ID}))
+		eq(t, "then held by the stored reaction", c.Publish(bob.Event(7, t0-1, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
 		// Past the grace period a stored holder still holds; one never
 		// stored is taken over.
 		skew.Store(int64(2 * time.Minute))
-		eq(t, "a stored holder past the grace", c.publish(bob.event(7, t0-2, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
-		c.mustAccept(bob.event(7, t0-3, "👀", nostr.Tag{"e", target.ID}))
+		eq(t, "a stored holder past the grace", c.Publish(bob.Event(7, t0-2, "🙈", nostr.Tag{"e", target.ID})).Message, messaging.MsgReactionExists)
+		c.MustAccept(bob.Event(7, t0-3, "👀", nostr.Tag{"e", target.ID}))
 	})
 }

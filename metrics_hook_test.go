@@ -71,10 +71,10 @@ func TestRelayMetrics(t *testing.T) {
 	tr := newTestRelay(t, WithMetrics(rec))
 	sub, pub := tr.dial(t), tr.dial(t)
 	s := newSigner(t)
-	sub.subscribe("live", nostr.Filter{Kinds: []int{1}})
-	pub.mustAccept(s.event(1, now(), "one"))
-	pub.mustAccept(s.event(1, now(), "two"))
-	bad := s.event(1, now(), "x")
+	sub.Subscribe("live", nostr.Filter{Kinds: []int{1}})
+	pub.MustAccept(s.Event(1, now(), "one"))
+	pub.MustAccept(s.Event(1, now(), "two"))
+	bad := s.Event(1, now(), "x")
 	// Change the signature's last byte for sure (appending "00" left it
 	// valid whenever it already ended in 00, one run in 256).
 	last := "00"
@@ -82,11 +82,11 @@ func TestRelayMetrics(t *testing.T) {
 		last = "01"
 	}
 	bad.Sig = bad.Sig[:len(bad.Sig)-2] + last
-	if ok := pub.publish(bad); ok.OK {
+	if ok := pub.Publish(bad); ok.OK {
 		t.Fatal("bad signature accepted")
 	}
 	for range 2 {
-		if _, ok := sub.next().(*nostr.EventMessage); !ok {
+		if _, ok := sub.Next().(*nostr.EventMessage); !ok {
 			t.Fatal("live event not delivered")
 		}
 	}
@@ -117,7 +117,7 @@ func TestRelayMetrics(t *testing.T) {
 	if n := sample(t, fams, "buzz_store_duration_seconds", "op", "query"); n < 1 {
 		t.Errorf("query latency samples %v", n)
 	}
-	_ = sub.ws.Close()
+	_ = sub.WS.Close()
 	waitFor(t, "connection close counted", func() bool {
 		return sample(t, scrapeRegistry(t, reg), "buzz_connections") == 1
 	})
@@ -137,7 +137,7 @@ func TestRelayMetricsConnectionRate(t *testing.T) {
 	s := newSigner(t)
 	refused := 0
 	for i := range 4 {
-		ok := c.publish(s.event(1, now(), "burst"+string(rune('a'+i))))
+		ok := c.Publish(s.Event(1, now(), "burst"+string(rune('a'+i))))
 		if !ok.OK && len(ok.Message) > 13 && ok.Message[:13] == "rate-limited:" {
 			refused++
 		}

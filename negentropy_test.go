@@ -213,8 +213,8 @@ func goNostrSync(t *testing.T, local *memStore, url string, f gonostr.Filter) {
 // rawTransport carries package nip77's client over a test connection.
 type rawTransport struct{ c *rawClient }
 
-func (t rawTransport) Send(_ context.Context, m []byte) error { t.c.sendRaw(m); return nil }
-func (t rawTransport) Recv(context.Context) ([]byte, error)   { return t.c.nextRaw() }
+func (t rawTransport) Send(_ context.Context, m []byte) error { t.c.SendRaw(m); return nil }
+func (t rawTransport) Recv(context.Context) ([]byte, error)   { return t.c.NextRaw() }
 
 // negIDs reconciles an empty set with the relay's set for f on c: the ids
 // the relay reveals to c's reader.
@@ -234,26 +234,26 @@ func TestNegentropyInterop(t *testing.T) {
 		owner, member, alice, bob := newSigner(t), newSigner(t), newSigner(t), newSigner(t)
 		pub := tr.dial(t)
 		priv := pub.createChannel(owner, "private", channel.VisibilityPrivate)
-		eq(t, "put member", pub.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
-		secret := member.event(nostr.KindChatMessage, now(), "secret", chanTag(priv))
-		pub.mustAccept(secret)
-		wrap, err := nip17.Message(owner.sk, alice.pub(), "for alice only")
+		eq(t, "put member", pub.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.Pub()}).OK, true)
+		secret := member.Event(nostr.KindChatMessage, now(), "secret", chanTag(priv))
+		pub.MustAccept(secret)
+		wrap, err := nip17.Message(owner.SK, alice.Pub(), "for alice only")
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub.mustAccept(wrap)
+		pub.MustAccept(wrap)
 		// Another community of the same relay and store.
 		if _, _, err := st.EnsureCommunity(ctx, "other.example"); err != nil {
 			t.Fatal(err)
 		}
 		other := tr.dialHost(t, "other.example")
-		elsewhere := owner.event(1, now(), "another community")
-		other.mustAccept(elsewhere)
+		elsewhere := owner.Event(1, now(), "another community")
+		other.MustAccept(elsewhere)
 
 		// Shared notes, notes only the relay has, notes only the client has.
 		var shared, relayOnly, clientOnly []*nostr.Event
 		for i := range 40 {
-			ev := owner.event(1, now()-int64(i), fmt.Sprintf("note %d", i))
+			ev := owner.Event(1, now()-int64(i), fmt.Sprintf("note %d", i))
 			switch {
 			case i%10 == 3:
 				clientOnly = append(clientOnly, ev)
@@ -263,7 +263,7 @@ func TestNegentropyInterop(t *testing.T) {
 			default:
 				shared = append(shared, ev)
 			}
-			pub.mustAccept(ev)
+			pub.MustAccept(ev)
 		}
 
 		// What an anonymous reader's reconciliation reveals (go-nostr's
@@ -296,7 +296,7 @@ func TestNegentropyInterop(t *testing.T) {
 			}
 		}
 		reader := tr.dial(t)
-		got := ids(reader.req("up", nostr.Filter{IDs: ids(clientOnly)}))
+		got := ids(reader.Req("up", nostr.Filter{IDs: ids(clientOnly)}))
 		if len(got) != len(clientOnly) {
 			t.Fatalf("the relay holds %d of the %d uploaded notes", len(got), len(clientOnly))
 		}
@@ -312,17 +312,17 @@ func TestNegentropyInterop(t *testing.T) {
 		// Readers see what their REQ would: the member the private
 		// message, alice her gift wrap, bob neither.
 		m := tr.dial(t)
-		m.authAs(member, tr.host)
+		m.AuthAs(member, tr.host)
 		if got := negIDs(t, m, nostr.Filter{}); !slices.Contains(got, secret.ID) || slices.Contains(got, wrap.ID) {
 			t.Fatal("the member's reconciliation lacks the private message or holds the gift wrap")
 		}
 		a := tr.dial(t)
-		a.authAs(alice, tr.host)
+		a.AuthAs(alice, tr.host)
 		if got := negIDs(t, a, nostr.Filter{Kinds: []int{nostr.KindGiftWrap}}); !slices.Equal(got, []string{wrap.ID}) {
 			t.Fatalf("alice's gift wraps = %v", got)
 		}
 		b := tr.dial(t)
-		b.authAs(bob, tr.host)
+		b.AuthAs(bob, tr.host)
 		if got := negIDs(t, b, nostr.Filter{}); slices.Contains(got, secret.ID) || slices.Contains(got, wrap.ID) {
 			t.Fatal("bob's reconciliation reveals the private message or alice's gift wrap")
 		}
@@ -332,7 +332,7 @@ func TestNegentropyInterop(t *testing.T) {
 		}
 		// A private channel named by an anonymous reader: refused as a REQ is.
 		anon := tr.dial(t)
-		anon.sendRaw(nip77.AppendOpen(nil, "p", hFilter(priv).AppendJSON(nil), "6100000200"))
+		anon.SendRaw(nip77.AppendOpen(nil, "p", hFilter(priv).AppendJSON(nil), "6100000200"))
 		expectNegErr(t, anon, "p", "auth-required:")
 	})
 }
@@ -349,7 +349,7 @@ func itemsOf(evs []*nostr.Event) []nip77.Item {
 func expectNegErr(t *testing.T, c *rawClient, sub, prefix string) string {
 	t.Helper()
 	for {
-		raw, err := c.nextRaw()
+		raw, err := c.NextRaw()
 		if err != nil {
 			t.Fatalf("waiting for NEG-ERR %s: %v", sub, err)
 		}
@@ -372,7 +372,7 @@ func expectNegErr(t *testing.T, c *rawClient, sub, prefix string) string {
 func expectNegMsg(t *testing.T, c *rawClient, sub string) string {
 	t.Helper()
 	for {
-		raw, err := c.nextRaw()
+		raw, err := c.NextRaw()
 		if err != nil {
 			t.Fatalf("waiting for NEG-MSG %s: %v", sub, err)
 		}
@@ -391,11 +391,11 @@ func TestNegentropyLimits(t *testing.T) {
 	tr := newTestRelay(t, WithLimits(Limits{MaxNegentropyItems: 5, MaxNegentropySessions: 2}))
 	c, s := tr.dial(t), newSigner(t)
 	for i := range 6 {
-		c.mustAccept(s.event(1, now()-int64(i), fmt.Sprint(i)))
+		c.MustAccept(s.Event(1, now()-int64(i), fmt.Sprint(i)))
 	}
 	const initial = "6100000200" // an empty set's first message
 	open := func(sub string, f nostr.Filter) {
-		c.sendRaw(nip77.AppendOpen(nil, sub, f.AppendJSON(nil), initial))
+		c.SendRaw(nip77.AppendOpen(nil, sub, f.AppendJSON(nil), initial))
 	}
 	// Six events match: too many.
 	open("big", nostr.Filter{Kinds: []int{1}})
@@ -404,31 +404,31 @@ func TestNegentropyLimits(t *testing.T) {
 	open("five", nostr.Filter{Kinds: []int{1}, Limit: 5, LimitSet: true})
 	expectNegMsg(t, c, "five")
 	// Two sessions at once, not three; closing one frees its place.
-	open("two", nostr.Filter{Authors: []string{s.pub()}, Limit: 1, LimitSet: true})
+	open("two", nostr.Filter{Authors: []string{s.Pub()}, Limit: 1, LimitSet: true})
 	expectNegMsg(t, c, "two")
 	open("three", nostr.Filter{Kinds: []int{1}, Limit: 1, LimitSet: true})
 	expectNegErr(t, c, "three", "blocked: too many negentropy sessions")
-	c.sendRaw(nip77.AppendClose(nil, "two"))
+	c.SendRaw(nip77.AppendClose(nil, "two"))
 	open("three", nostr.Filter{Kinds: []int{1}, Limit: 1, LimitSet: true})
 	expectNegMsg(t, c, "three")
 	// A NEG-OPEN of an open id replaces it, taking no more room.
 	open("three", nostr.Filter{Kinds: []int{1}, Limit: 2, LimitSet: true})
 	expectNegMsg(t, c, "three")
 	// Unknown, malformed, hostile.
-	c.sendRaw(nip77.AppendMsg(nil, "nope", "61"))
+	c.SendRaw(nip77.AppendMsg(nil, "nope", "61"))
 	expectNegErr(t, c, "nope", "closed:")
-	c.sendRaw([]byte(`["NEG-MSG","three","6"]`))
+	c.SendRaw([]byte(`["NEG-MSG","three","6"]`))
 	expectNegErr(t, c, "three", "invalid:")
-	c.sendRaw([]byte(`["NEG-OPEN","bad",{"kinds":"x"},"61"]`))
+	c.SendRaw([]byte(`["NEG-OPEN","bad",{"kinds":"x"},"61"]`))
 	expectNegErr(t, c, "bad", "invalid:")
 	open("bad", nostr.Filter{Search: "words"})
 	eq(t, "search", expectNegErr(t, c, "bad", "invalid:"), msgNegSearch)
-	c.sendRaw([]byte(`["NEG-MSG","five","61000002ffffffff0f"]`)) // 2^35 ids stated, none sent
+	c.SendRaw([]byte(`["NEG-MSG","five","61000002ffffffff0f"]`)) // 2^35 ids stated, none sent
 	expectNegErr(t, c, "five", "invalid:")
-	c.sendRaw(nip77.AppendOpen(nil, strings.Repeat("x", 300), []byte(`{}`), initial))
+	c.SendRaw(nip77.AppendOpen(nil, strings.Repeat("x", 300), []byte(`{}`), initial))
 	expectNegErr(t, c, strings.Repeat("x", 300), "invalid: subscription id too long")
 	// The connection still serves REQs.
-	if got := c.req("still", nostr.Filter{Kinds: []int{1}}); len(got) != 6 {
+	if got := c.Req("still", nostr.Filter{Kinds: []int{1}}); len(got) != 6 {
 		t.Fatalf("REQ after the refusals: %d events", len(got))
 	}
 }

@@ -26,20 +26,20 @@ import (
 var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 	1: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
-		ev := s.event(nostr.KindNote, now(), "nip-01 probe")
-		if !c.publish(ev).OK {
+		ev := s.Event(nostr.KindNote, now(), "nip-01 probe")
+		if !c.Publish(ev).OK {
 			return false
 		}
-		return len(c.req("one", nostr.Filter{IDs: []string{ev.ID}})) == 1
+		return len(c.Req("one", nostr.Filter{IDs: []string{ev.ID}})) == 1
 	},
 	9: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
-		ev := s.event(nostr.KindNote, now(), "nip-09 probe")
-		c.mustAccept(ev)
-		if !c.publish(s.event(nostr.KindDeletion, now(), "", nostr.Tag{"e", ev.ID})).OK {
+		ev := s.Event(nostr.KindNote, now(), "nip-09 probe")
+		c.MustAccept(ev)
+		if !c.Publish(s.Event(nostr.KindDeletion, now(), "", nostr.Tag{"e", ev.ID})).OK {
 			return false
 		}
-		return len(c.req("gone", nostr.Filter{IDs: []string{ev.ID}})) == 0
+		return len(c.Req("gone", nostr.Filter{IDs: []string{ev.ID}})) == 0
 	},
 	11: func(t *testing.T, tr *testRelay) bool {
 		st, h, body := tr.get(t, tr.host, "application/nostr+json")
@@ -51,68 +51,68 @@ var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 		// Relay membership required: a key the community has not made a
 		// member is refused, after AUTH, in Buzz's words.
 		c, s := tr.dial(t), newSigner(t)
-		c.authAs(s, tr.host)
-		return c.publish(s.event(nostr.KindNote, now(), "nip-43 probe")).Message == "restricted: not a relay member"
+		c.AuthAs(s, tr.host)
+		return c.Publish(s.Event(nostr.KindNote, now(), "nip-43 probe")).Message == "restricted: not a relay member"
 	},
 	25: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
-		ev := s.event(nostr.KindNote, now(), "nip-25 probe")
-		c.mustAccept(ev)
-		if !c.publish(s.event(7, now(), "+", nostr.Tag{"e", ev.ID}, nostr.Tag{"p", s.pub()})).OK {
+		ev := s.Event(nostr.KindNote, now(), "nip-25 probe")
+		c.MustAccept(ev)
+		if !c.Publish(s.Event(7, now(), "+", nostr.Tag{"e", ev.ID}, nostr.Tag{"p", s.Pub()})).OK {
 			return false
 		}
-		return len(c.req("reactions", nostr.Filter{Kinds: []int{7}, Tags: map[string][]string{"e": {ev.ID}}})) == 1
+		return len(c.Req("reactions", nostr.Filter{Kinds: []int{7}, Tags: map[string][]string{"e": {ev.ID}}})) == 1
 	},
 	29: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
-		c.authAs(s, tr.host)
+		c.AuthAs(s, tr.host)
 		id := storetest.NewChannelID()
-		if !c.publish(s.event(nostr.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", "probe"})).OK {
+		if !c.Publish(s.Event(nostr.KindCreateChannel, now(), "", chanTag(id), nostr.Tag{"name", "probe"})).OK {
 			return false
 		}
 		// A NIP-29 relay answers with the group's relay-signed metadata.
-		return len(c.req("meta", nostr.Filter{Kinds: []int{39000}, Tags: map[string][]string{"d": {id.String()}}})) == 1
+		return len(c.Req("meta", nostr.Filter{Kinds: []int{39000}, Tags: map[string][]string{"d": {id.String()}}})) == 1
 	},
 	40: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
-		ev := s.event(nostr.KindNote, now(), "nip-40 probe", nostr.Tag{"expiration", strconv.FormatInt(now()-60, 10)})
-		c.publish(ev) // refused, or stored and never served
-		return len(c.req("expired", nostr.Filter{IDs: []string{ev.ID}})) == 0
+		ev := s.Event(nostr.KindNote, now(), "nip-40 probe", nostr.Tag{"expiration", strconv.FormatInt(now()-60, 10)})
+		c.Publish(ev) // refused, or stored and never served
+		return len(c.Req("expired", nostr.Filter{IDs: []string{ev.ID}})) == 0
 	},
 	42: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t) // dial reads the AUTH challenge
-		ev := s.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.challenge}, nostr.Tag{"relay", "ws://" + tr.host})
-		return c.auth(ev).OK
+		ev := s.Event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.Challenge}, nostr.Tag{"relay", "ws://" + tr.host})
+		return c.Auth(ev).OK
 	},
 	77: func(t *testing.T, tr *testRelay) bool {
 		c := tr.dial(t)
-		c.send("NEG-OPEN", "n", nostr.Filter{Kinds: []int{nostr.KindNote}}, "6100000200")
-		raw, err := c.nextRaw()
+		c.Send("NEG-OPEN", "n", nostr.Filter{Kinds: []int{nostr.KindNote}}, "6100000200")
+		raw, err := c.NextRaw()
 		return err == nil && strings.HasPrefix(string(raw), `["NEG-MSG","n","61`)
 	},
 	45: func(t *testing.T, tr *testRelay) bool {
 		c := tr.dial(t)
-		c.send("COUNT", "n", nostr.Filter{Kinds: []int{nostr.KindNote}})
-		_, ok := c.next().(*nostr.CountMessage)
+		c.Send("COUNT", "n", nostr.Filter{Kinds: []int{nostr.KindNote}})
+		_, ok := c.Next().(*nostr.CountMessage)
 		return ok
 	},
 	50: func(t *testing.T, tr *testRelay) bool {
 		c, s := tr.dial(t), newSigner(t)
-		ev := s.event(nostr.KindNote, now(), "zanzibar searchable probe")
-		c.mustAccept(ev)
-		got := c.req("find", nostr.Filter{Search: "zanzibar", Authors: []string{s.pub()}})
+		ev := s.Event(nostr.KindNote, now(), "zanzibar searchable probe")
+		c.MustAccept(ev)
+		got := c.Req("find", nostr.Filter{Search: "zanzibar", Authors: []string{s.Pub()}})
 		return len(got) == 1 && got[0].ID == ev.ID
 	},
 	56: func(t *testing.T, tr *testRelay) bool {
 		// Reports go to the moderators' queue: they are not served to
 		// clients, and COUNT does not count them.
 		c, s, target := tr.dial(t), newSigner(t), newSigner(t)
-		c.authAs(s, tr.host)
-		rep := s.event(nostr.KindReport, now(), "", nostr.Tag{"p", target.pub(), "spam"})
-		if !c.publish(rep).OK {
+		c.AuthAs(s, tr.host)
+		rep := s.Event(nostr.KindReport, now(), "", nostr.Tag{"p", target.Pub(), "spam"})
+		if !c.Publish(rep).OK {
 			return false
 		}
-		return len(c.req("rep", nostr.Filter{IDs: []string{rep.ID}})) == 0
+		return len(c.Req("rep", nostr.Filter{IDs: []string{rep.ID}})) == 0
 	},
 	59: giftWrapsGated,
 	98: func(t *testing.T, tr *testRelay) bool {
@@ -124,9 +124,9 @@ var nipProbes = map[int]func(t *testing.T, tr *testRelay) bool{
 // for gift wraps before authenticating is refused with auth-required.
 func giftWrapsGated(t *testing.T, tr *testRelay) bool {
 	c := tr.dial(t)
-	c.send("REQ", "wraps", nostr.Filter{Kinds: []int{nostr.KindGiftWrap}})
+	c.Send("REQ", "wraps", nostr.Filter{Kinds: []int{nostr.KindGiftWrap}})
 	for {
-		switch m := c.next().(type) {
+		switch m := c.Next().(type) {
 		case *nostr.ClosedMessage:
 			return strings.HasPrefix(m.Message, "auth-required:")
 		case *nostr.EOSEMessage:

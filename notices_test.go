@@ -38,28 +38,28 @@ func TestRelaySignedNotices(t *testing.T) {
 		tr := backendRelay(t, st, WithRelayKey(testMaster))
 		owner, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		o := tr.dial(t)
-		o.authAs(owner, tr.host)
+		o.AuthAs(owner, tr.host)
 		priv := o.createChannel(owner, "private", channel.VisibilityPrivate)
 		open := o.createChannel(owner, "open", channel.VisibilityOpen)
-		stateKey := o.req("s", nostr.Filter{Kinds: []int{nostr.KindChannelMetadata}})[0].PubKey
+		stateKey := o.Req("s", nostr.Filter{Kinds: []int{nostr.KindChannelMetadata}})[0].PubKey
 
 		b := tr.dial(t)
-		b.authAs(bob, tr.host)
-		eq(t, "put bob", o.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
-		eq(t, "put bob again (a role change)", o.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+		b.AuthAs(bob, tr.host)
+		eq(t, "put bob", o.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.Pub()}).OK, true)
+		eq(t, "put bob again (a role change)", o.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.Pub()}).OK, true)
 		eq(t, "rename", o.command(owner, nostr.KindEditMetadata, priv, nostr.Tag{"name", "renamed"}).OK, true)
-		eq(t, "remove bob", o.command(owner, nostr.KindRemoveUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+		eq(t, "remove bob", o.command(owner, nostr.KindRemoveUser, priv, nostr.Tag{"p", bob.Pub()}).OK, true)
 
 		inPriv := nostr.Filter{Kinds: []int{nostr.KindSystemMessage}, Tags: map[string][]string{"h": {priv.String()}}}
-		sys := o.req("p", inPriv)
+		sys := o.Req("p", inPriv)
 		for _, ev := range sys {
 			eq(t, "system message signer", ev.PubKey, stateKey)
 		}
 		got := systemMessages(t, sys) // one second: in any order
 		want := []map[string]string{
-			{"type": "member_removed", "actor": owner.pub(), "target": bob.pub()},
-			{"type": "channel_renamed", "actor": owner.pub(), "name": "renamed"},
-			{"type": "member_joined", "actor": owner.pub(), "target": bob.pub()},
+			{"type": "member_removed", "actor": owner.Pub(), "target": bob.Pub()},
+			{"type": "channel_renamed", "actor": owner.Pub(), "name": "renamed"},
+			{"type": "member_joined", "actor": owner.Pub(), "target": bob.Pub()},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("system messages %v, want %v", got, want)
@@ -70,12 +70,12 @@ func TestRelaySignedNotices(t *testing.T) {
 			}
 		}
 		// Bob, removed from the private channel, no longer reads it.
-		if evs := b.req("bp", nostr.Filter{Kinds: []int{nostr.KindSystemMessage}}); len(evs) != 0 {
+		if evs := b.Req("bp", nostr.Filter{Kinds: []int{nostr.KindSystemMessage}}); len(evs) != 0 {
 			t.Fatalf("removed bob reads %d system messages of the private channel", len(evs))
 		}
 
 		// The notifications reach bob alone.
-		notes := b.req("n", nostr.Filter{Kinds: []int{nostr.KindMemberAdded, nostr.KindMemberRemoved}, Tags: map[string][]string{"p": {bob.pub()}}})
+		notes := b.Req("n", nostr.Filter{Kinds: []int{nostr.KindMemberAdded, nostr.KindMemberRemoved}, Tags: map[string][]string{"p": {bob.Pub()}}})
 		if len(notes) != 2 || notes[0].Kind+notes[1].Kind != nostr.KindMemberAdded+nostr.KindMemberRemoved {
 			t.Fatalf("bob's notifications = %v", notes)
 		}
@@ -88,31 +88,31 @@ func TestRelaySignedNotices(t *testing.T) {
 			{IDs: []string{notes[0].ID}},
 			{},
 		} {
-			for _, ev := range o.req("o", f) {
+			for _, ev := range o.Req("o", f) {
 				if ev.Kind == nostr.KindMemberAdded || ev.Kind == nostr.KindMemberRemoved {
 					t.Fatalf("the owner reads bob's notification with %v", f)
 				}
 			}
 		}
-		eq(t, "owner COUNT of notifications", countOf(t, o, "oc", nostr.Filter{Kinds: []int{nostr.KindMemberRemoved}, Tags: map[string][]string{"p": {bob.pub()}}}), int64(0))
+		eq(t, "owner COUNT of notifications", countOf(t, o, "oc", nostr.Filter{Kinds: []int{nostr.KindMemberRemoved}, Tags: map[string][]string{"p": {bob.Pub()}}}), int64(0))
 
 		// Joining and leaving an open channel.
 		c := tr.dial(t)
-		c.authAs(carol, tr.host)
-		c.subscribe("live", nostr.Filter{Kinds: []int{nostr.KindSystemMessage}, Tags: map[string][]string{"h": {open.String()}}})
-		eq(t, "join", o.publish(carol.event(nostr.KindJoinRequest, now(), "", chanTag(open))).OK, true)
-		live := systemMessages(t, []*nostr.Event{c.nextLive("live")})
+		c.AuthAs(carol, tr.host)
+		c.Subscribe("live", nostr.Filter{Kinds: []int{nostr.KindSystemMessage}, Tags: map[string][]string{"h": {open.String()}}})
+		eq(t, "join", o.Publish(carol.Event(nostr.KindJoinRequest, now(), "", chanTag(open))).OK, true)
+		live := systemMessages(t, []*nostr.Event{c.NextLive("live")})
 		eq(t, "live join", live[0]["type"], "member_joined")
-		eq(t, "joined", live[0]["target"], carol.pub())
-		eq(t, "leave", o.publish(carol.event(nostr.KindLeaveRequest, now(), "", chanTag(open))).OK, true)
-		live = systemMessages(t, []*nostr.Event{c.nextLive("live")})
-		if live[0]["type"] != "member_left" || live[0]["actor"] != carol.pub() {
+		eq(t, "joined", live[0]["target"], carol.Pub())
+		eq(t, "leave", o.Publish(carol.Event(nostr.KindLeaveRequest, now(), "", chanTag(open))).OK, true)
+		live = systemMessages(t, []*nostr.Event{c.NextLive("live")})
+		if live[0]["type"] != "member_left" || live[0]["actor"] != carol.Pub() {
 			t.Fatalf("live leave = %v", live[0])
 		}
 
 		// A client's notification is refused.
-		forged := carol.event(nostr.KindMemberAdded, now(), "", nostr.Tag{"p", bob.pub()}, chanTag(priv))
-		ok := c.publish(forged)
+		forged := carol.Event(nostr.KindMemberAdded, now(), "", nostr.Tag{"p", bob.Pub()}, chanTag(priv))
+		ok := c.Publish(forged)
 		if ok.OK || ok.Message != ingest.MsgNotificationRelaySigned {
 			t.Fatalf("forged notification: %v %q", ok.OK, ok.Message)
 		}
@@ -122,8 +122,8 @@ func TestRelaySignedNotices(t *testing.T) {
 			t.Fatal(err)
 		}
 		ob := tr.dialHost(t, "other.example")
-		ob.authAs(bob, "other.example")
-		if evs := ob.req("x", nostr.Filter{Kinds: []int{nostr.KindSystemMessage, nostr.KindMemberAdded, nostr.KindMemberRemoved}}); len(evs) != 0 {
+		ob.AuthAs(bob, "other.example")
+		if evs := ob.Req("x", nostr.Filter{Kinds: []int{nostr.KindSystemMessage, nostr.KindMemberAdded, nostr.KindMemberRemoved}}); len(evs) != 0 {
 			t.Fatalf("another community reads %d notices", len(evs))
 		}
 	})

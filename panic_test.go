@@ -29,11 +29,11 @@ func TestPanicClosesOnlyThatConnection(t *testing.T) {
 	}))
 	bad := tr.dial(t)
 	good := tr.dial(t)
-	bad.sendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
+	bad.SendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
 	nextIsClose1011(t, bad, "read after panic")
 	s := newSigner(t)
-	good.mustAccept(s.event(1, now(), "still serving"))
-	if got := good.req("s", nostr.Filter{Authors: []string{s.pub()}}); len(got) != 1 {
+	good.MustAccept(s.Event(1, now(), "still serving"))
+	if got := good.Req("s", nostr.Filter{Authors: []string{s.Pub()}}); len(got) != 1 {
 		t.Fatalf("got %d events, want 1", len(got))
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -59,11 +59,11 @@ func TestPanicInIngestClosesOnlyThatConnection(t *testing.T) {
 	good := tr.dial(t)
 	for round := range 2 {
 		bad := tr.dial(t)
-		bad.sendEvent(s.event(1, now()-int64(round), "explode"))
+		bad.SendEvent(s.Event(1, now()-int64(round), "explode"))
 		nextIsClose1011(t, bad, fmt.Sprintf("round %d: read after panic", round))
-		good.mustAccept(s.event(1, now()-int64(round), "still serving"))
+		good.MustAccept(s.Event(1, now()-int64(round), "still serving"))
 	}
-	got := good.req("s", nostr.Filter{Authors: []string{s.pub()}})
+	got := good.Req("s", nostr.Filter{Authors: []string{s.Pub()}})
 	eq(t, "events stored", len(got), 2)
 	for _, ev := range got {
 		if ev.Content != "still serving" {
@@ -90,12 +90,12 @@ func TestPanicInReplayClosesOnlyThatConnection(t *testing.T) {
 	tr := backendRelay(t, replayPanics{openEmbedded(t, t.TempDir())})
 	s := newSigner(t)
 	good := tr.dial(t)
-	good.mustAccept(s.event(1, now(), "still serving"))
+	good.MustAccept(s.Event(1, now(), "still serving"))
 	for round := range 2 {
 		bad := tr.dial(t)
-		bad.sendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
+		bad.SendRaw(nostr.AppendReq(nil, "x", nostr.Filter{Limit: 7, LimitSet: true}))
 		nextIsClose1011(t, bad, fmt.Sprintf("round %d: read after panic", round))
-		if got := good.req(fmt.Sprint("s", round), nostr.Filter{Authors: []string{s.pub()}}); len(got) != 1 {
+		if got := good.Req(fmt.Sprint("s", round), nostr.Filter{Authors: []string{s.Pub()}}); len(got) != 1 {
 			t.Fatalf("round %d: got %d events, want 1", round, len(got))
 		}
 	}
@@ -106,8 +106,8 @@ func TestPanicInReplayClosesOnlyThatConnection(t *testing.T) {
 // serving panicked is closed.
 func nextIsClose1011(t *testing.T, c *rawClient, what string) {
 	t.Helper()
-	_ = c.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, _, err := c.ws.ReadMessage()
+	_ = c.WS.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err := c.WS.ReadMessage()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
 		t.Fatalf("%s: %v, want close 1011", what, err)

@@ -43,60 +43,60 @@ func TestEphemeralAcrossPodsOverRedis(t *testing.T) {
 		alice, bob := newSigner(t), newSigner(t)
 
 		a := p1.dial(t)
-		a.authAs(alice, host)
+		a.AuthAs(alice, host)
 		open := a.createChannel(alice, "open", channel.VisibilityOpen)
 		b := p2.dial(t)
-		b.authAs(bob, host)
+		b.AuthAs(bob, host)
 		live := nostr.Filter{Kinds: []int{nostr.KindPresence, nostr.KindTyping, nostr.KindChatMessage}}
-		b.subscribe("live", live)
+		b.Subscribe("live", live)
 
-		pres := alice.event(nostr.KindPresence, now(), "online")
-		a.mustAccept(pres)
-		eq(t, "presence reaches the other pod", b.nextLive("live").ID, pres.ID)
-		got, err := b2.Presence(context.Background(), p1.tc.Community(), []string{alice.pub()})
+		pres := alice.Event(nostr.KindPresence, now(), "online")
+		a.MustAccept(pres)
+		eq(t, "presence reaches the other pod", b.NextLive("live").ID, pres.ID)
+		got, err := b2.Presence(context.Background(), p1.tc.Community(), []string{alice.Pub()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		eq(t, "status read on the other pod", got[alice.pub()], "online")
+		eq(t, "status read on the other pod", got[alice.Pub()], "online")
 
-		typing := alice.event(nostr.KindTyping, now(), "", chanTag(open))
-		a.mustAccept(typing)
-		eq(t, "typing reaches the other pod", b.nextLive("live").ID, typing.ID)
+		typing := alice.Event(nostr.KindTyping, now(), "", chanTag(open))
+		a.MustAccept(typing)
+		eq(t, "typing reaches the other pod", b.NextLive("live").ID, typing.ID)
 
 		// Never stored, on either pod.
 		for _, c := range []*rawClient{a, b} {
-			eq(t, "presence or typing read back", len(c.req("r", nostr.Filter{Kinds: []int{nostr.KindPresence, nostr.KindTyping}})), 0)
+			eq(t, "presence or typing read back", len(c.Req("r", nostr.Filter{Kinds: []int{nostr.KindPresence, nostr.KindTyping}})), 0)
 		}
 
 		// Presence: five per second per connection (the first was one).
 		for i := range presenceBurst - 1 {
-			a.mustAccept(alice.event(nostr.KindPresence, now()+int64(i)+1, "away"))
-			b.nextLive("live")
+			a.MustAccept(alice.Event(nostr.KindPresence, now()+int64(i)+1, "away"))
+			b.NextLive("live")
 		}
-		over := alice.event(nostr.KindPresence, now()+10, "online")
-		eq(t, "sixth presence in the second", a.publish(over).Message, msgEphemeralTooFast)
+		over := alice.Event(nostr.KindPresence, now()+10, "online")
+		eq(t, "sixth presence in the second", a.Publish(over).Message, msgEphemeralTooFast)
 		// Typing: a second one for the channel within 5 s.
-		eq(t, "second typing in the window", a.publish(alice.event(nostr.KindTyping, now()+11, "", chanTag(open))).Message, msgTypingTooSoon)
+		eq(t, "second typing in the window", a.Publish(alice.Event(nostr.KindTyping, now()+11, "", chanTag(open))).Message, msgTypingTooSoon)
 		// Another connection has its own windows.
 		a2 := p1.dial(t)
-		a2.authAs(alice, host)
-		other := alice.event(nostr.KindPresence, now()+12, "online")
-		a2.mustAccept(other)
-		eq(t, "refused ones reached no one", b.nextLive("live").ID, other.ID)
+		a2.AuthAs(alice, host)
+		other := alice.Event(nostr.KindPresence, now()+12, "online")
+		a2.MustAccept(other)
+		eq(t, "refused ones reached no one", b.NextLive("live").ID, other.ID)
 
 		clk.advance(presenceWindow - time.Millisecond)
-		eq(t, "still in the second", a.publish(alice.event(nostr.KindPresence, now()+13, "online")).Message, msgEphemeralTooFast)
+		eq(t, "still in the second", a.Publish(alice.Event(nostr.KindPresence, now()+13, "online")).Message, msgEphemeralTooFast)
 		clk.advance(time.Millisecond)
-		next := alice.event(nostr.KindPresence, now()+14, "online")
-		a.mustAccept(next)
-		eq(t, "a new second admits presence", b.nextLive("live").ID, next.ID)
+		next := alice.Event(nostr.KindPresence, now()+14, "online")
+		a.MustAccept(next)
+		eq(t, "a new second admits presence", b.NextLive("live").ID, next.ID)
 		clk.advance(typingWindow)
-		again := alice.event(nostr.KindTyping, now()+15, "", chanTag(open))
-		a.mustAccept(again)
-		eq(t, "a new typing window", b.nextLive("live").ID, again.ID)
+		again := alice.Event(nostr.KindTyping, now()+15, "", chanTag(open))
+		a.MustAccept(again)
+		eq(t, "a new typing window", b.NextLive("live").ID, again.ID)
 
 		// Presence belongs to a connection: not over HTTP.
-		res := p1.publishHTTP(t, alice, host, alice.event(nostr.KindPresence, now()+16, "online"))
+		res := p1.publishHTTP(t, alice, host, alice.Event(nostr.KindPresence, now()+16, "online"))
 		eq(t, "presence over HTTP", res.Message, msgPresenceHTTP)
 	})
 }

@@ -40,8 +40,8 @@ func TestProjectFixturesOverWebSocket(t *testing.T) {
 		c := p.dial(t)
 		for _, fc := range fx.Cases {
 			s := newSigner(t)
-			ev := s.event(fc.Template.Kind, now(), fc.Template.Content, fc.Template.Tags...)
-			ok := c.publish(ev)
+			ev := s.Event(fc.Template.Kind, now(), fc.Template.Content, fc.Template.Tags...)
+			ok := c.Publish(ev)
 			if ok.OK != fc.OK || ok.Message != fc.Message {
 				t.Errorf("%s: OK %v %q, want %v %q (rule %s)", fc.Name, ok.OK, ok.Message, fc.OK, fc.Message, fc.Rule)
 			}
@@ -50,7 +50,7 @@ func TestProjectFixturesOverWebSocket(t *testing.T) {
 				continue
 			}
 			// Accepted cases are stored and read back byte for byte.
-			got := c.req("q", nostr.Filter{IDs: []string{ev.ID}})
+			got := c.Req("q", nostr.Filter{IDs: []string{ev.ID}})
 			if len(got) != 1 || got[0].ID != ev.ID {
 				t.Errorf("%s: stored event not returned", fc.Name)
 			}
@@ -64,8 +64,8 @@ func TestRepositoryOverWebSocket(t *testing.T) {
 	tr := newTestRelay(t)
 	c := tr.dial(t)
 	s := newSigner(t)
-	c.mustAccept(s.event(nostr.KindRepository, now(), "", nostr.Tag{"d", "buzz"}, nostr.Tag{"clone", "https://git.example/buzz.git"}))
-	ok := c.publish(s.event(nostr.KindRepository, now(), "", nostr.Tag{"d", "../etc"}))
+	c.MustAccept(s.Event(nostr.KindRepository, now(), "", nostr.Tag{"d", "buzz"}, nostr.Tag{"clone", "https://git.example/buzz.git"}))
+	ok := c.Publish(s.Event(nostr.KindRepository, now(), "", nostr.Tag{"d", "../etc"}))
 	eq(t, "accepted", ok.OK, false)
 	mustPrefix(t, "message", ok.Message, "invalid: repository repo-id: ")
 }
@@ -75,7 +75,7 @@ func projectFilter(author, d string) nostr.Filter {
 	return nostr.Filter{Kinds: []int{nostr.KindProject}, Authors: []string{author}, Tags: map[string][]string{"d": {d}}}
 }
 
-func projectIDs(c *rawClient, f nostr.Filter) []string { return ids(c.req("p", f)) }
+func projectIDs(c *rawClient, f nostr.Filter) []string { return ids(c.Req("p", f)) }
 
 // TestProjectStorage pins Buzz's storage behaviour for projects end to end (EVENT and
 // REQ over WebSocket) on both backends: newer-wins replacement, one d under
@@ -92,48 +92,48 @@ func TestProjectStorage(t *testing.T) {
 		alice, bob := newSigner(t), newSigner(t)
 		t0 := now() - 100
 		d := nostr.Tag{"d", "platform"}
-		coord := "30621:" + alice.pub() + ":platform"
-		repo := alice.event(nostr.KindRepository, t0, "", nostr.Tag{"d", "buzz"})
-		c.mustAccept(repo)
-		member := nostr.Tag{"a", "30617:" + alice.pub() + ":buzz"}
+		coord := "30621:" + alice.Pub() + ":platform"
+		repo := alice.Event(nostr.KindRepository, t0, "", nostr.Tag{"d", "buzz"})
+		c.MustAccept(repo)
+		member := nostr.Tag{"a", "30617:" + alice.Pub() + ":buzz"}
 
 		// Newer wins; the older version coming back is refused.
-		v1 := alice.event(nostr.KindProject, t0+10, "", d, nostr.Tag{"name", "V1"}, member)
-		v2 := alice.event(nostr.KindProject, t0+20, "", d, nostr.Tag{"name", "V2"}, member)
-		c.mustAccept(v1)
-		c.mustAccept(v2)
-		eq(t, "head after V2", strings.Join(projectIDs(c, projectFilter(alice.pub(), "platform")), ","), strings.Join([]string{v2.ID}, ","))
-		ok := c.publish(v1)
+		v1 := alice.Event(nostr.KindProject, t0+10, "", d, nostr.Tag{"name", "V1"}, member)
+		v2 := alice.Event(nostr.KindProject, t0+20, "", d, nostr.Tag{"name", "V2"}, member)
+		c.MustAccept(v1)
+		c.MustAccept(v2)
+		eq(t, "head after V2", strings.Join(projectIDs(c, projectFilter(alice.Pub(), "platform")), ","), strings.Join([]string{v2.ID}, ","))
+		ok := c.Publish(v1)
 		eq(t, "V1 again", ok.Message, ingest.MsgSuperseded)
 
 		// One d under two authors stays two projects.
-		bv := bob.event(nostr.KindProject, t0+5, "", d, member)
-		c.mustAccept(bv)
-		both := c.req("p", nostr.Filter{Kinds: []int{nostr.KindProject}, Tags: map[string][]string{"d": {"platform"}}})
+		bv := bob.Event(nostr.KindProject, t0+5, "", d, member)
+		c.MustAccept(bv)
+		both := c.Req("p", nostr.Filter{Kinds: []int{nostr.KindProject}, Tags: map[string][]string{"d": {"platform"}}})
 		eq(t, "projects named platform", len(both), 2)
 
 		// A deletion timestamped between V1 and V2 leaves V2 live.
-		c.mustAccept(alice.event(nostr.KindDeletion, t0+15, "", nostr.Tag{"a", coord}))
-		eq(t, "head after a stale deletion", strings.Join(projectIDs(c, projectFilter(alice.pub(), "platform")), ","), strings.Join([]string{v2.ID}, ","))
+		c.MustAccept(alice.Event(nostr.KindDeletion, t0+15, "", nostr.Tag{"a", coord}))
+		eq(t, "head after a stale deletion", strings.Join(projectIDs(c, projectFilter(alice.Pub(), "platform")), ","), strings.Join([]string{v2.ID}, ","))
 
 		// A deletion at the head's own timestamp deletes it, and leaves the
 		// repository it names and bob's project alone.
-		c.mustAccept(alice.event(nostr.KindDeletion, t0+20, "", nostr.Tag{"a", coord}))
-		eq(t, "head after deletion at its timestamp", len(projectIDs(c, projectFilter(alice.pub(), "platform"))), 0)
-		eq(t, "repository kept", strings.Join(ids(c.req("r", nostr.Filter{IDs: []string{repo.ID}})), ","), strings.Join([]string{repo.ID}, ","))
-		eq(t, "bob's project kept", strings.Join(projectIDs(c, projectFilter(bob.pub(), "platform")), ","), strings.Join([]string{bv.ID}, ","))
+		c.MustAccept(alice.Event(nostr.KindDeletion, t0+20, "", nostr.Tag{"a", coord}))
+		eq(t, "head after deletion at its timestamp", len(projectIDs(c, projectFilter(alice.Pub(), "platform"))), 0)
+		eq(t, "repository kept", strings.Join(ids(c.Req("r", nostr.Filter{IDs: []string{repo.ID}})), ","), strings.Join([]string{repo.ID}, ","))
+		eq(t, "bob's project kept", strings.Join(projectIDs(c, projectFilter(bob.Pub(), "platform")), ","), strings.Join([]string{bv.ID}, ","))
 
 		// A version at or before the tombstone, arriving after it, is
 		// refused; a later one is a new head.
 		late := func(at int64, name string) *nostr.Event {
-			return alice.event(nostr.KindProject, at, "", d, nostr.Tag{"name", name})
+			return alice.Event(nostr.KindProject, at, "", d, nostr.Tag{"name", name})
 		}
 		for _, at := range []int64{t0 + 12, t0 + 20} {
-			ok := c.publish(late(at, "late"))
+			ok := c.Publish(late(at, "late"))
 			eq(t, "late version at tombstone", ok.OK, false)
 			eq(t, "late version message", ok.Message, ingest.MsgDeleted)
 		}
-		eq(t, "still deleted", len(projectIDs(c, projectFilter(alice.pub(), "platform"))), 0)
+		eq(t, "still deleted", len(projectIDs(c, projectFilter(alice.Pub(), "platform"))), 0)
 
 		// After a restart (a new relay on a new store instance).
 		p.stop()
@@ -142,26 +142,26 @@ func TestProjectStorage(t *testing.T) {
 		}
 		p2 := startPod(t, b.open(t), host)
 		c2 := p2.dial(t)
-		ok = c2.publish(late(t0+19, "after restart"))
+		ok = c2.Publish(late(t0+19, "after restart"))
 		eq(t, "late version after restart", ok.Message, ingest.MsgDeleted)
-		eq(t, "still deleted after restart", len(projectIDs(c2, projectFilter(alice.pub(), "platform"))), 0)
+		eq(t, "still deleted after restart", len(projectIDs(c2, projectFilter(alice.Pub(), "platform"))), 0)
 
 		if b.shared {
 			// Across pods: the tombstone is written through one pod, the
 			// late version arrives at another.
 			p3 := startPod(t, b.open(t), host)
 			c3 := p3.dial(t)
-			other := "30621:" + alice.pub() + ":other"
-			o1 := alice.event(nostr.KindProject, t0+30, "", nostr.Tag{"d", "other"})
-			c2.mustAccept(o1)
-			c2.mustAccept(alice.event(nostr.KindDeletion, t0+40, "", nostr.Tag{"a", other}))
-			ok := c3.publish(alice.event(nostr.KindProject, t0+35, "", nostr.Tag{"d", "other"}, nostr.Tag{"name", "late"}))
+			other := "30621:" + alice.Pub() + ":other"
+			o1 := alice.Event(nostr.KindProject, t0+30, "", nostr.Tag{"d", "other"})
+			c2.MustAccept(o1)
+			c2.MustAccept(alice.Event(nostr.KindDeletion, t0+40, "", nostr.Tag{"a", other}))
+			ok := c3.Publish(alice.Event(nostr.KindProject, t0+35, "", nostr.Tag{"d", "other"}, nostr.Tag{"name", "late"}))
 			eq(t, "late version on another pod", ok.Message, ingest.MsgDeleted)
-			eq(t, "deleted on every pod", len(projectIDs(c3, projectFilter(alice.pub(), "other"))), 0)
+			eq(t, "deleted on every pod", len(projectIDs(c3, projectFilter(alice.Pub(), "other"))), 0)
 		}
 
 		v3 := late(t0+21, "V3")
-		c2.mustAccept(v3)
-		eq(t, "a version after the tombstone is the new head", strings.Join(projectIDs(c2, projectFilter(alice.pub(), "platform")), ","), strings.Join([]string{v3.ID}, ","))
+		c2.MustAccept(v3)
+		eq(t, "a version after the tombstone is the new head", strings.Join(projectIDs(c2, projectFilter(alice.Pub(), "platform")), ","), strings.Join([]string{v3.ID}, ","))
 	})
 }

@@ -161,42 +161,42 @@ func TestEventOKPaths(t *testing.T) {
 	c := tr.dial(t)
 	s := newSigner(t)
 
-	ev := s.event(1, now(), "hello")
-	ok := c.publish(ev)
+	ev := s.Event(1, now(), "hello")
+	ok := c.Publish(ev)
 	eq(t, "accepted", ok.OK, true)
 	eq(t, "accepted message", ok.Message, "")
 
-	ok = c.publish(ev)
+	ok = c.Publish(ev)
 	eq(t, "duplicate ok", ok.OK, true)
 	mustPrefix(t, "duplicate", ok.Message, "duplicate:")
 
-	bad := s.event(1, now(), "x")
+	bad := s.Event(1, now(), "x")
 	bad.Content = "tampered"
-	ok = c.publish(bad)
+	ok = c.Publish(bad)
 	eq(t, "invalid id ok", ok.OK, false)
 	mustPrefix(t, "invalid id", ok.Message, "invalid:")
 
-	badSig := s.event(1, now(), "y")
+	badSig := s.Event(1, now(), "y")
 	sig := []byte(badSig.Sig)
 	sig[10] ^= 1
 	if sig[10] > 'f' || (sig[10] > '9' && sig[10] < 'a') {
 		sig[10] = '0'
 	}
 	badSig.Sig = string(sig)
-	ok = c.publish(badSig)
+	ok = c.Publish(badSig)
 	eq(t, "bad sig ok", ok.OK, false)
 	mustPrefix(t, "bad sig", ok.Message, "invalid:")
 
-	future := s.event(1, now()+16*60, "future")
-	ok = c.publish(future)
+	future := s.Event(1, now()+16*60, "future")
+	ok = c.Publish(future)
 	eq(t, "future ok", ok.OK, false)
 	eq(t, "future message", ok.Message, "invalid: created_at too far in the future")
 
-	nearFuture := s.event(1, now()+14*60, "near future")
-	c.mustAccept(nearFuture)
+	nearFuture := s.Event(1, now()+14*60, "near future")
+	c.MustAccept(nearFuture)
 
-	expired := s.event(1, now(), "expired", nostr.Tag{"expiration", "1000"})
-	ok = c.publish(expired)
+	expired := s.Event(1, now(), "expired", nostr.Tag{"expiration", "1000"})
+	ok = c.Publish(expired)
 	eq(t, "expired ok", ok.OK, false)
 	eq(t, "expired message", ok.Message, "invalid: event has expired")
 
@@ -204,18 +204,18 @@ func TestEventOKPaths(t *testing.T) {
 	for i := range big {
 		big[i] = 'a'
 	}
-	tooBig := s.event(1, now(), string(big))
-	ok = c.publish(tooBig)
+	tooBig := s.Event(1, now(), string(big))
+	ok = c.Publish(tooBig)
 	eq(t, "oversized ok", ok.OK, false)
 	mustPrefix(t, "oversized", ok.Message, "invalid: content too long")
 
-	auth := s.event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.challenge}, nostr.Tag{"relay", tr.url})
-	ok = c.publish(auth)
+	auth := s.Event(nostr.KindClientAuth, now(), "", nostr.Tag{"challenge", c.Challenge}, nostr.Tag{"relay", tr.url})
+	ok = c.Publish(auth)
 	eq(t, "22242 ok", ok.OK, false)
 	eq(t, "22242 message", ok.Message, "invalid: AUTH events are not accepted as EVENT")
 
 	// Nothing refused was stored.
-	got := c.req("all", nostr.Filter{})
+	got := c.Req("all", nostr.Filter{})
 	if len(got) != 2 {
 		t.Fatalf("stored %v, want only the accepted and near-future events", ids(got))
 	}

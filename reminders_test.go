@@ -40,7 +40,7 @@ func reminder(s *signer, createdAt int64, d string, notBefore int64, content str
 		tags = append(tags, nostr.Tag{"not_before", strconv.FormatInt(notBefore, 10)})
 	}
 	tags = append(tags, nostr.Tag{"alt", "Encrypted reminder"})
-	return s.event(nostr.KindReminder, createdAt, content, append(tags, extra...)...)
+	return s.Event(nostr.KindReminder, createdAt, content, append(tags, extra...)...)
 }
 
 // httpRead posts a filter to path (/query or /count) on tr for host,
@@ -75,7 +75,7 @@ func TestReminderAdmission(t *testing.T) {
 		tr := backendRelay(t, st)
 		alice := newSigner(t)
 		c := tr.dial(t)
-		c.authAs(alice, tr.host)
+		c.AuthAs(alice, tr.host)
 		at := now()
 		for name, tc := range map[string]struct {
 			tags []nostr.Tag
@@ -93,15 +93,15 @@ func TestReminderAdmission(t *testing.T) {
 			"beyond a year":    {[]nostr.Tag{{"d", "x"}, {"not_before", strconv.FormatInt(at+2*365*86400, 10)}}, ingest.MsgNotBeforeTooFar},
 			"expiration first": {[]nostr.Tag{{"d", "x"}, {"not_before", strconv.FormatInt(at+600, 10)}, {"expiration", strconv.FormatInt(at+600, 10)}}, ingest.MsgExpirationNotBefore},
 		} {
-			ok := c.publish(alice.event(nostr.KindReminder, at, "ciphertext", tc.tags...))
+			ok := c.Publish(alice.Event(nostr.KindReminder, at, "ciphertext", tc.tags...))
 			if ok.OK || ok.Message != tc.want {
 				t.Errorf("%s: OK %v %q, want refused %q", name, ok.OK, ok.Message, tc.want)
 			}
 		}
-		c.mustAccept(reminder(alice, at, "due-soon", at+60, "ciphertext"))
-		c.mustAccept(reminder(alice, at, "in-a-year", at+365*86400-60, "ciphertext"))
-		c.mustAccept(reminder(alice, at, "zero", 0, "ciphertext"))
-		c.mustAccept(reminder(alice, at, "done", -1, "ciphertext", nostr.Tag{"expiration", strconv.FormatInt(at+86400, 10)}))
+		c.MustAccept(reminder(alice, at, "due-soon", at+60, "ciphertext"))
+		c.MustAccept(reminder(alice, at, "in-a-year", at+365*86400-60, "ciphertext"))
+		c.MustAccept(reminder(alice, at, "zero", 0, "ciphertext"))
+		c.MustAccept(reminder(alice, at, "done", -1, "ciphertext", nostr.Tag{"expiration", strconv.FormatInt(at+86400, 10)}))
 	})
 }
 
@@ -136,22 +136,22 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 		at := now()
 
 		a := p1.dial(t)
-		a.authAs(alice, p1.host)
+		a.AuthAs(alice, p1.host)
 		r1 := reminder(alice, at, "d-one", at+60, "zebra ciphertext one")
-		a.mustAccept(r1)
-		note := alice.event(1, at, "zebra note")
-		a.mustAccept(note)
+		a.MustAccept(r1)
+		note := alice.Event(1, at, "zebra note")
+		a.MustAccept(note)
 		// Replaced before it falls due: never signalled.
 		r3 := reminder(alice, at-1, "d-three", at+45, "zebra ciphertext three")
-		a.mustAccept(r3)
+		a.MustAccept(r3)
 		r3done := reminder(alice, at, "d-three", -1, "zebra ciphertext three, done")
-		a.mustAccept(r3done)
+		a.MustAccept(r3done)
 
 		byKind := nostr.Filter{Kinds: []int{nostr.KindReminder}}
-		own := nostr.Filter{Kinds: []int{nostr.KindReminder}, Authors: []string{alice.pub()}}
+		own := nostr.Filter{Kinds: []int{nostr.KindReminder}, Authors: []string{alice.Pub()}}
 		probes := map[string]nostr.Filter{
 			"ids":      {IDs: []string{r1.ID}},
-			"authors":  {Authors: []string{alice.pub()}},
+			"authors":  {Authors: []string{alice.Pub()}},
 			"mixed":    {Kinds: []int{1, nostr.KindReminder}},
 			"#d":       {Tags: map[string][]string{"d": {"d-one"}}},
 			"no kinds": {},
@@ -161,14 +161,14 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 		// Another member, authenticated: single-kind reads are refused as
 		// Buzz refuses them; every other read lacks the reminders.
 		b := p1.dial(t)
-		b.authAs(bob, p1.host)
+		b.AuthAs(bob, p1.host)
 		for _, f := range []nostr.Filter{byKind, own} {
-			b.sendRaw(nostr.AppendReq(nil, "k", f))
-			eq(t, "bob's REQ of reminders", b.expectClosed("k", "restricted:"), "restricted: author-only kinds require authors=[self]")
+			b.SendRaw(nostr.AppendReq(nil, "k", f))
+			eq(t, "bob's REQ of reminders", b.ExpectClosed("k", "restricted:"), "restricted: author-only kinds require authors=[self]")
 			eq(t, "bob's COUNT of reminders", countOf(t, b, "kc", f), int64(-1))
 		}
 		for name, f := range probes {
-			for _, ev := range b.req("p", f) {
+			for _, ev := range b.Req("p", f) {
 				if ev.Kind == nostr.KindReminder {
 					t.Fatalf("bob's %s read returned a reminder", name)
 				}
@@ -190,27 +190,27 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 		if _, err := rl.QuerySync(ctx, gonostr.Filter{Kinds: []int{0}, Limit: 1}); err != nil {
 			t.Fatal(err) // a round trip before AUTH (see nip29_interop_test.go)
 		}
-		if err := rl.Auth(ctx, func(e *gonostr.Event) error { return e.Sign(bob.sk.Hex()) }); err != nil {
+		if err := rl.Auth(ctx, func(e *gonostr.Event) error { return e.Sign(bob.SK.Hex()) }); err != nil {
 			t.Fatalf("go-nostr AUTH: %v", err)
 		}
 		got, err := rl.QuerySync(ctx, gonostr.Filter{IDs: []string{r1.ID}})
 		if err != nil || len(got) != 0 {
 			t.Fatalf("go-nostr bob by id = %v, %v", got, err)
 		}
-		got, err = rl.QuerySync(ctx, gonostr.Filter{Authors: []string{alice.pub()}})
+		got, err = rl.QuerySync(ctx, gonostr.Filter{Authors: []string{alice.Pub()}})
 		if err != nil || len(got) != 1 || got[0].ID != note.ID {
 			t.Fatalf("go-nostr bob by author = %v, %v", got, err)
 		}
-		if n, _, err := rl.Count(ctx, gonostr.Filters{{Authors: []string{alice.pub()}}}); err != nil || n != 1 {
+		if n, _, err := rl.Count(ctx, gonostr.Filters{{Authors: []string{alice.Pub()}}}); err != nil || n != 1 {
 			t.Fatalf("go-nostr bob COUNT = %d, %v", n, err)
 		}
 
 		// Anonymous: asking for reminders only needs AUTH.
 		anon := p1.dial(t)
-		anon.sendRaw(nostr.AppendReq(nil, "k", own))
-		anon.expectClosed("k", "auth-required:")
+		anon.SendRaw(nostr.AppendReq(nil, "k", own))
+		anon.ExpectClosed("k", "auth-required:")
 		for name, f := range probes {
-			for _, ev := range anon.req("p", f) {
+			for _, ev := range anon.Req("p", f) {
 				if ev.Kind == nostr.KindReminder {
 					t.Fatalf("anonymous %s read returned a reminder", name)
 				}
@@ -239,8 +239,8 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 
 		// The author in another community: nothing there.
 		ab := p1.dialHost(t, hostB)
-		ab.authAs(alice, hostB)
-		eq(t, "alice's reminders in another community", len(ab.req("o", own)), 0)
+		ab.AuthAs(alice, hostB)
+		eq(t, "alice's reminders in another community", len(ab.Req("o", own)), 0)
 		eq(t, "alice's COUNT in another community", countOf(t, ab, "oc", own), int64(0))
 		if code, body := httpRead(t, p1, alice, hostB, queryPath, probes["ids"]); code != http.StatusOK || string(body) != `[]` {
 			t.Fatalf("alice /query by id in another community: %d %s", code, body)
@@ -248,29 +248,29 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 
 		// The author reads and counts hers (the head of each address);
 		// a search matches no reminder, hers included.
-		if got := ids(a.req("m", own)); len(got) != 2 || !slices.Contains(got, r1.ID) || !slices.Contains(got, r3done.ID) {
+		if got := ids(a.Req("m", own)); len(got) != 2 || !slices.Contains(got, r1.ID) || !slices.Contains(got, r3done.ID) {
 			t.Fatalf("alice's reminders = %v", got)
 		}
-		eq(t, "alice by id", len(a.req("i", probes["ids"])), 1)
+		eq(t, "alice by id", len(a.Req("i", probes["ids"])), 1)
 		eq(t, "alice COUNT", countOf(t, a, "ac", own), int64(2))
 		eq(t, "alice COUNT of everything", countOf(t, a, "ae", nostr.Filter{}), int64(3))
-		eq(t, "alice's search", len(a.req("s", probes["search"])), 1)
+		eq(t, "alice's search", len(a.Req("s", probes["search"])), 1)
 
 		// Live: a new reminder reaches its author's subscription at once
 		// (state sync), on the other pod too; nobody else's.
 		a2 := p2.dialHost(t, p1.host)
-		a2.authAs(alice, p1.host)
-		mine := nostr.Filter{Kinds: []int{1}, Authors: []string{alice.pub()}}
-		a2.subscribe("due", own, mine)
-		b.subscribe("live", nostr.Filter{}, nostr.Filter{Authors: []string{alice.pub()}})
-		ab.subscribe("live", own, nostr.Filter{})
+		a2.AuthAs(alice, p1.host)
+		mine := nostr.Filter{Kinds: []int{1}, Authors: []string{alice.Pub()}}
+		a2.Subscribe("due", own, mine)
+		b.Subscribe("live", nostr.Filter{}, nostr.Filter{Authors: []string{alice.Pub()}})
+		ab.Subscribe("live", own, nostr.Filter{})
 		r2 := reminder(alice, at, "d-two", at+30, "zebra ciphertext two")
-		a.mustAccept(r2)
-		eq(t, "alice's live reminder on the other pod", a2.nextLive("due").ID, r2.ID)
-		marker := alice.event(1, at, "marker one")
-		a.mustAccept(marker)
-		eq(t, "alice's next live event", a2.nextLive("due").ID, marker.ID)
-		eq(t, "bob's first live event", b.nextLive("live").ID, marker.ID)
+		a.MustAccept(r2)
+		eq(t, "alice's live reminder on the other pod", a2.NextLive("due").ID, r2.ID)
+		marker := alice.Event(1, at, "marker one")
+		a.MustAccept(marker)
+		eq(t, "alice's next live event", a2.NextLive("due").ID, marker.ID)
+		eq(t, "bob's first live event", b.NextLive("live").ID, marker.ID)
 
 		// Due: both pods sweep at once; each due reminder is signalled
 		// once, and the replaced one not at all.
@@ -294,7 +294,7 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 		wg.Wait()
 		eq(t, "reminders signalled", sent.Load(), int64(2))
 		// (Two pods may each have claimed one: in either order.)
-		if due := []string{a2.nextLive("due").ID, a2.nextLive("due").ID}; !slices.Contains(due, r1.ID) || !slices.Contains(due, r2.ID) {
+		if due := []string{a2.NextLive("due").ID, a2.NextLive("due").ID}; !slices.Contains(due, r1.ID) || !slices.Contains(due, r2.ID) {
 			t.Fatalf("due signals %v, want %s and %s", due, r1.ID, r2.ID)
 		}
 		for _, p := range []*testRelay{p1, p2} {
@@ -302,13 +302,13 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 				t.Fatalf("sweep after delivery = %d, %v", n, err)
 			}
 		}
-		marker2 := alice.event(1, at, "marker two")
-		a.mustAccept(marker2)
-		eq(t, "alice's live event after the due signals", a2.nextLive("due").ID, marker2.ID)
-		eq(t, "bob's next live event", b.nextLive("live").ID, marker2.ID)
-		markerB := alice.event(1, at, "marker in B")
-		p1.dialHost(t, hostB).mustAccept(markerB)
-		eq(t, "alice's first live event in another community", ab.nextLive("live").ID, markerB.ID)
+		marker2 := alice.Event(1, at, "marker two")
+		a.MustAccept(marker2)
+		eq(t, "alice's live event after the due signals", a2.NextLive("due").ID, marker2.ID)
+		eq(t, "bob's next live event", b.NextLive("live").ID, marker2.ID)
+		markerB := alice.Event(1, at, "marker in B")
+		p1.dialHost(t, hostB).MustAccept(markerB)
+		eq(t, "alice's first live event in another community", ab.NextLive("live").ID, markerB.ID)
 	})
 }
 
@@ -320,12 +320,12 @@ func TestReminderSweeper(t *testing.T) {
 		tr := backendRelay(t, st, WithClock(clk.now), WithLimits(Limits{ReminderSweepInterval: 10 * time.Millisecond}))
 		alice := newSigner(t)
 		c := tr.dial(t)
-		c.authAs(alice, tr.host)
+		c.AuthAs(alice, tr.host)
 		at := now()
 		r := reminder(alice, at, "sweep", at+90, "ciphertext")
-		c.mustAccept(r)
-		c.subscribe("due", nostr.Filter{Kinds: []int{nostr.KindReminder}, Authors: []string{alice.pub()}})
+		c.MustAccept(r)
+		c.Subscribe("due", nostr.Filter{Kinds: []int{nostr.KindReminder}, Authors: []string{alice.Pub()}})
 		clk.advance(3 * time.Minute)
-		eq(t, "due signal", c.nextLive("due").ID, r.ID)
+		eq(t, "due signal", c.NextLive("due").ID, r.ID)
 	})
 }

@@ -55,52 +55,52 @@ func TestSearchOverWebSocket(t *testing.T) {
 
 		oc := a.dial(t) // the owner's commands authenticate this connection
 		priv := oc.createChannel(owner, "private", channel.VisibilityPrivate)
-		eq(t, "put member", oc.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.pub()}).OK, true)
+		eq(t, "put member", oc.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", member.Pub()}).OK, true)
 		c := a.dial(t) // anonymous
-		once := owner.event(1, now()-30, "an espresso before the meeting")
-		twice := owner.event(1, now()-20, "espresso, then more Espresso!")
-		other := owner.event(1, now()-10, "tea only")
-		secret := member.event(nostr.KindChatMessage, now()-5, "espresso plans in private", chanTag(priv))
+		once := owner.Event(1, now()-30, "an espresso before the meeting")
+		twice := owner.Event(1, now()-20, "espresso, then more Espresso!")
+		other := owner.Event(1, now()-10, "tea only")
+		secret := member.Event(nostr.KindChatMessage, now()-5, "espresso plans in private", chanTag(priv))
 		for _, e := range []*nostr.Event{once, twice, other, secret} {
-			c.mustAccept(e)
+			c.MustAccept(e)
 		}
-		wrap, err := nip17.Message(owner.sk, alice.pub(), "espresso for alice")
+		wrap, err := nip17.Message(owner.SK, alice.Pub(), "espresso for alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.mustAccept(wrap)
+		c.MustAccept(wrap)
 
 		// Relevance first, the limit after ranking; the private message and
 		// the gift wrap are not found by an anonymous reader.
 		search := nostr.Filter{Search: "ESPRESSO"}
-		eq(t, "ranked", slices.Equal(ids(c.req("r", search)), []string{twice.ID, once.ID}), true)
+		eq(t, "ranked", slices.Equal(ids(c.Req("r", search)), []string{twice.ID, once.ID}), true)
 		top := search
 		top.Limit, top.LimitSet = 1, true
-		eq(t, "limit after ranking", slices.Equal(ids(c.req("l", top)), []string{twice.ID}), true)
+		eq(t, "limit after ranking", slices.Equal(ids(c.Req("l", top)), []string{twice.ID}), true)
 		eq(t, "anonymous COUNT", countOf(t, c, "n", search), int64(2))
 		// A member reads the private channel's match; the recipient of the
 		// gift wrap still does not find it by search.
 		m := a.dial(t)
-		m.authAs(member, a.host)
-		eq(t, "member finds", slices.Equal(ids(m.req("r", search)), []string{twice.ID, secret.ID, once.ID}), true)
+		m.AuthAs(member, a.host)
+		eq(t, "member finds", slices.Equal(ids(m.Req("r", search)), []string{twice.ID, secret.ID, once.ID}), true)
 		eq(t, "member COUNT", countOf(t, m, "n", search), int64(3))
 		al := a.dial(t)
-		al.authAs(alice, a.host)
-		eq(t, "gift wrap recipient", len(al.req("w", nostr.Filter{Search: "alice"})), 0)
+		al.AuthAs(alice, a.host)
+		eq(t, "gift wrap recipient", len(al.Req("w", nostr.Filter{Search: "alice"})), 0)
 		// A search naming the private channel is refused like any read.
 		hs := hFilter(priv)
 		hs.Search = "espresso"
-		c.sendRaw(nostr.AppendReq(nil, "h", hs))
-		c.expectClosed("h", "auth-required:")
+		c.SendRaw(nostr.AppendReq(nil, "h", hs))
+		c.ExpectClosed("h", "auth-required:")
 		// A bad query is refused with invalid: and changes nothing.
-		c.sendRaw([]byte(`["REQ","bad",{"search":"  !!! "}]`))
-		eq(t, "bad query", c.expectClosed("bad", "invalid:"), "invalid: search query has no words to match")
+		c.SendRaw([]byte(`["REQ","bad",{"search":"  !!! "}]`))
+		eq(t, "bad query", c.ExpectClosed("bad", "invalid:"), "invalid: search query has no words to match")
 
 		// The other community on the same store finds and counts nothing.
 		cb := b.dial(t)
-		eq(t, "B finds", len(cb.req("r", search)), 0)
+		eq(t, "B finds", len(cb.Req("r", search)), 0)
 		eq(t, "B COUNT", countOf(t, cb, "n", search), int64(0))
-		cb.mustAccept(owner.event(1, now(), "espresso in B"))
+		cb.MustAccept(owner.Event(1, now(), "espresso in B"))
 
 		// go-nostr: stored matches as a set, COUNT, then live delivery.
 		rl, err := gonostr.RelayConnect(context.Background(), a.url)
@@ -129,16 +129,16 @@ func TestSearchOverWebSocket(t *testing.T) {
 		if err != nil || n != 2 {
 			t.Fatalf("go-nostr COUNT = %d, %v", n, err)
 		}
-		c.mustAccept(owner.event(1, now(), "green tea"))
-		wrap2, err := nip17.Message(owner.sk, alice.pub(), "espresso again")
+		c.MustAccept(owner.Event(1, now(), "green tea"))
+		wrap2, err := nip17.Message(owner.SK, alice.Pub(), "espresso again")
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.mustAccept(wrap2)
-		c.mustAccept(member.event(nostr.KindChatMessage, now(), "private espresso", chanTag(priv)))
-		cb.mustAccept(owner.event(1, now(), "espresso elsewhere"))
-		live := owner.event(1, now(), "Fresh espresso, live")
-		c.mustAccept(live)
+		c.MustAccept(wrap2)
+		c.MustAccept(member.Event(nostr.KindChatMessage, now(), "private espresso", chanTag(priv)))
+		cb.MustAccept(owner.Event(1, now(), "espresso elsewhere"))
+		live := owner.Event(1, now(), "Fresh espresso, live")
+		c.MustAccept(live)
 		select {
 		case ev := <-sub.Events:
 			if ev.ID != live.ID {
@@ -149,8 +149,8 @@ func TestSearchOverWebSocket(t *testing.T) {
 		}
 		// A second match, published after: the subscription's next event
 		// (none of the non-matching ones before it).
-		sentinel := owner.event(1, now(), "espresso sentinel")
-		c.mustAccept(sentinel)
+		sentinel := owner.Event(1, now(), "espresso sentinel")
+		c.MustAccept(sentinel)
 		select {
 		case ev := <-sub.Events:
 			if ev.ID != sentinel.ID {

@@ -84,12 +84,12 @@ func TestStreamRevocation(t *testing.T) {
 	owner, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 	oc := tr.dial(t)
 	priv := oc.createChannel(owner, "private", channel.VisibilityPrivate)
-	eq(t, "put bob", oc.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
-	before := owner.event(nostr.KindChatMessage, now(), "before", chanTag(priv))
-	oc.mustAccept(before)
+	eq(t, "put bob", oc.command(owner, nostr.KindPutUser, priv, nostr.Tag{"p", bob.Pub()}).OK, true)
+	before := owner.Event(nostr.KindChatMessage, now(), "before", chanTag(priv))
+	oc.MustAccept(before)
 
 	// Refusals are the CLOSED messages of a REQ.
-	_, err := f.h.Subscribe(context.Background(), tr.tc, []string{carol.pub()}, []nostr.Filter{hFilter(priv)})
+	_, err := f.h.Subscribe(context.Background(), tr.tc, []string{carol.Pub()}, []nostr.Filter{hFilter(priv)})
 	var refusal *Refusal
 	if !errors.As(err, &refusal) || refusal.Reason != channel.MsgChannelDenied {
 		t.Fatalf("a non-member's stream of the private channel: %v", err)
@@ -103,44 +103,44 @@ func TestStreamRevocation(t *testing.T) {
 	}
 
 	bc := tr.dial(t)
-	bc.authAs(bob, tr.host)
-	bc.subscribe("chan", hFilter(priv))
+	bc.AuthAs(bob, tr.host)
+	bc.Subscribe("chan", hFilter(priv))
 	chat := hFilter(priv) // the channel's messages (its commands and state are under #h too)
 	chat.Kinds = []int{nostr.KindChatMessage}
-	only := subscribeOK(t, f.h, tr, []string{bob.pub()}, chat)
-	feed := subscribeOK(t, f.h, tr, []string{bob.pub()}, nostr.Filter{Kinds: []int{nostr.KindChatMessage, 1}})
+	only := subscribeOK(t, f.h, tr, []string{bob.Pub()}, chat)
+	feed := subscribeOK(t, f.h, tr, []string{bob.Pub()}, nostr.Filter{Kinds: []int{nostr.KindChatMessage, 1}})
 	anon := subscribeOK(t, f.h, tr, nil, nostr.Filter{Kinds: []int{nostr.KindChatMessage, 1}})
 	eq(t, "bob's stored channel", len(stored(t, only)), 1)
 	eq(t, "bob's stored feed", len(stored(t, feed)), 1)
 	eq(t, "anonymous stored feed", len(stored(t, anon)), 0)
 
-	m1 := owner.event(nostr.KindChatMessage, now(), "one", chanTag(priv))
-	oc.mustAccept(m1)
-	eq(t, "bob's channel subscription", bc.nextLive("chan").ID, m1.ID)
+	m1 := owner.Event(nostr.KindChatMessage, now(), "one", chanTag(priv))
+	oc.MustAccept(m1)
+	eq(t, "bob's channel subscription", bc.NextLive("chan").ID, m1.ID)
 	eq(t, "bob's channel stream", nextEventID(t, only), m1.ID)
 	eq(t, "bob's feed stream", nextEventID(t, feed), m1.ID)
-	g := owner.event(1, now(), "global")
-	oc.mustAccept(g)
+	g := owner.Event(1, now(), "global")
+	oc.MustAccept(g)
 	eq(t, "the anonymous stream skips the private channel", nextEventID(t, anon), g.ID)
 	eq(t, "bob's feed gets the note", nextEventID(t, feed), g.ID)
 
-	eq(t, "remove bob", oc.command(owner, nostr.KindRemoveUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
-	eq(t, "bob's CLOSED", bc.expectClosed("chan", "restricted:"), channel.MsgChannelRevoked)
+	eq(t, "remove bob", oc.command(owner, nostr.KindRemoveUser, priv, nostr.Tag{"p", bob.Pub()}).OK, true)
+	eq(t, "bob's CLOSED", bc.ExpectClosed("chan", "restricted:"), channel.MsgChannelRevoked)
 	if m := next(t, only); m.Kind != StreamClosed || m.Reason != channel.MsgChannelRevoked {
 		t.Fatalf("bob's channel stream after his removal: %+v", m)
 	}
 	if m := next(t, only); m.Kind != StreamClosed || m.Reason != channel.MsgChannelRevoked {
 		t.Fatalf("an ended stream's next message: %+v", m)
 	}
-	m2 := owner.event(nostr.KindChatMessage, now(), "two", chanTag(priv))
-	oc.mustAccept(m2)
-	g2 := owner.event(1, now(), "global 2")
-	oc.mustAccept(g2)
+	m2 := owner.Event(nostr.KindChatMessage, now(), "two", chanTag(priv))
+	oc.MustAccept(m2)
+	g2 := owner.Event(1, now(), "global 2")
+	oc.MustAccept(g2)
 	eq(t, "bob's feed after his removal", nextEventID(t, feed), g2.ID)
 
 	// A disconnect of bob, from any process, ends his streams with its
 	// reason; the anonymous one reads on.
-	if err := tr.relay.PublishControl(context.Background(), tr.tc.Community(), control.DisconnectPubkey{PubKey: bob.pub(), Reason: "restricted: bye"}); err != nil {
+	if err := tr.relay.PublishControl(context.Background(), tr.tc.Community(), control.DisconnectPubkey{PubKey: bob.Pub(), Reason: "restricted: bye"}); err != nil {
 		t.Fatal(err)
 	}
 	if m := next(t, feed); m.Kind != StreamClosed || m.Reason != "restricted: bye" {
@@ -172,7 +172,7 @@ func TestStreamSlowReader(t *testing.T) {
 	author := newSigner(t)
 	var want []string
 	for i := range 3 {
-		ev := author.event(1, now(), "note "+string(rune('a'+i)))
+		ev := author.Event(1, now(), "note "+string(rune('a'+i)))
 		if i < 2 {
 			want = append(want, ev.ID)
 		}

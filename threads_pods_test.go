@@ -30,11 +30,11 @@ func TestThreadCountsAcrossPods(t *testing.T) {
 	pods := []*pod{startPod(t, open(), host), startPod(t, open(), host)}
 	owner := newSigner(t)
 	oc := pods[0].dial(t)
-	oc.authAs(owner, host)
+	oc.AuthAs(owner, host)
 	ch := oc.createChannel(owner, "lobby", channel.VisibilityOpen)
 	h := nostr.Tag{"h", ch.String()}
-	root := owner.event(nostr.KindChatMessage, now(), "root", h)
-	oc.mustAccept(root)
+	root := owner.Event(nostr.KindChatMessage, now(), "root", h)
+	oc.MustAccept(root)
 
 	const writers, each = 8, 4
 	var wg sync.WaitGroup
@@ -45,13 +45,13 @@ func TestThreadCountsAcrossPods(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				ev := s.event(nostr.KindChatMessage, now(), fmt.Sprint("reply ", i), h, nostr.Tag{"e", root.ID, "", "reply"})
-				if ok := c.publishOnce(ev); !ok.OK {
+				ev := s.Event(nostr.KindChatMessage, now(), fmt.Sprint("reply ", i), h, nostr.Tag{"e", root.ID, "", "reply"})
+				if ok := c.PublishOnce(ev); !ok.OK {
 					t.Errorf("reply: %s", ok.Message)
 					return
 				}
 				if i%2 == 1 {
-					if ok := c.publishOnce(s.event(nostr.KindDeletion, now(), "", nostr.Tag{"e", ev.ID})); !ok.OK {
+					if ok := c.PublishOnce(s.Event(nostr.KindDeletion, now(), "", nostr.Tag{"e", ev.ID})); !ok.OK {
 						t.Errorf("deletion: %s", ok.Message)
 					}
 				}

@@ -30,56 +30,56 @@ func TestTypingAcrossPods(t *testing.T) {
 		alice, bob, mallory := newSigner(t), newSigner(t), newSigner(t)
 
 		a := p1.dial(t)
-		a.authAs(alice, p1.host)
+		a.AuthAs(alice, p1.host)
 		priv := a.createChannel(alice, "private", channel.VisibilityPrivate)
 		open := a.createChannel(alice, "open", channel.VisibilityOpen)
-		eq(t, "put bob", a.command(alice, nostr.KindPutUser, priv, nostr.Tag{"p", bob.pub()}).OK, true)
+		eq(t, "put bob", a.command(alice, nostr.KindPutUser, priv, nostr.Tag{"p", bob.Pub()}).OK, true)
 
 		typingOrMarker := nostr.Filter{Kinds: []int{nostr.KindTyping, nostr.KindChatMessage}}
 		b := p2.dialHost(t, p1.host)
-		b.authAs(bob, p1.host)
-		b.subscribe("t", typingOrMarker)
+		b.AuthAs(bob, p1.host)
+		b.Subscribe("t", typingOrMarker)
 		m := p2.dialHost(t, p1.host)
-		m.authAs(mallory, p1.host)
-		m.subscribe("t", typingOrMarker)
+		m.AuthAs(mallory, p1.host)
+		m.Subscribe("t", typingOrMarker)
 
-		typing := alice.event(nostr.KindTyping, now(), "", chanTag(priv))
-		a.mustAccept(typing)
-		eq(t, "bob on the other pod gets the typing indicator", b.nextLive("t").ID, typing.ID)
+		typing := alice.Event(nostr.KindTyping, now(), "", chanTag(priv))
+		a.MustAccept(typing)
+		eq(t, "bob on the other pod gets the typing indicator", b.NextLive("t").ID, typing.ID)
 
 		// The non-member's first live event is the marker sent after the
 		// typing indicator, not the indicator.
-		marker := alice.event(nostr.KindChatMessage, now(), "marker", chanTag(open))
-		a.mustAccept(marker)
-		eq(t, "mallory gets the marker, not the typing", m.nextLive("t").ID, marker.ID)
-		eq(t, "bob gets the marker too", b.nextLive("t").ID, marker.ID)
+		marker := alice.Event(nostr.KindChatMessage, now(), "marker", chanTag(open))
+		a.MustAccept(marker)
+		eq(t, "mallory gets the marker, not the typing", m.NextLive("t").ID, marker.ID)
+		eq(t, "bob gets the marker too", b.NextLive("t").ID, marker.ID)
 
 		// Never stored.
-		eq(t, "REQ for typing after the fact", len(b.req("r", nostr.Filter{Kinds: []int{nostr.KindTyping}})), 0)
-		eq(t, "REQ #h for typing", len(b.req("r2", nostr.Filter{Kinds: []int{nostr.KindTyping}, Tags: map[string][]string{"h": {priv.String()}}})), 0)
+		eq(t, "REQ for typing after the fact", len(b.Req("r", nostr.Filter{Kinds: []int{nostr.KindTyping}})), 0)
+		eq(t, "REQ #h for typing", len(b.Req("r2", nostr.Filter{Kinds: []int{nostr.KindTyping}, Tags: map[string][]string{"h": {priv.String()}}})), 0)
 
 		// A non-member may not type in the private channel.
-		mt := mallory.event(nostr.KindTyping, now(), "", chanTag(priv))
-		if ok := m.publish(mt); ok.OK {
+		mt := mallory.Event(nostr.KindTyping, now(), "", chanTag(priv))
+		if ok := m.Publish(mt); ok.OK {
 			t.Fatal("non-member's typing accepted")
 		}
 
 		// Typing names exactly one channel.
-		eq(t, "typing without h", a.publish(alice.event(nostr.KindTyping, now(), "")).Message, ingest.MsgTypingNoChannel)
-		if msg := a.publish(alice.event(nostr.KindTyping, now(), "", chanTag(priv), chanTag(open))).Message; !strings.HasPrefix(msg, "invalid:") {
+		eq(t, "typing without h", a.Publish(alice.Event(nostr.KindTyping, now(), "")).Message, ingest.MsgTypingNoChannel)
+		if msg := a.Publish(alice.Event(nostr.KindTyping, now(), "", chanTag(priv), chanTag(open))).Message; !strings.HasPrefix(msg, "invalid:") {
 			t.Fatalf("typing with two h: %q, want an invalid: refusal", msg)
 		}
 
 		// The bound: one per channel per connection per window.
-		again := alice.event(nostr.KindTyping, now()+1, "", chanTag(priv))
-		eq(t, "second typing in the window", a.publish(again).Message, msgTypingTooSoon)
-		a.mustAccept(alice.event(nostr.KindTyping, now(), "", chanTag(open))) // another channel
+		again := alice.Event(nostr.KindTyping, now()+1, "", chanTag(priv))
+		eq(t, "second typing in the window", a.Publish(again).Message, msgTypingTooSoon)
+		a.MustAccept(alice.Event(nostr.KindTyping, now(), "", chanTag(open))) // another channel
 		a2 := p1.dial(t)
-		a2.authAs(alice, p1.host)
-		a2.mustAccept(alice.event(nostr.KindTyping, now()+2, "", chanTag(priv))) // another connection
+		a2.AuthAs(alice, p1.host)
+		a2.MustAccept(alice.Event(nostr.KindTyping, now()+2, "", chanTag(priv))) // another connection
 		clk.advance(typingWindow - time.Millisecond)
-		eq(t, "still in the window", a.publish(alice.event(nostr.KindTyping, now()+3, "", chanTag(priv))).Message, msgTypingTooSoon)
+		eq(t, "still in the window", a.Publish(alice.Event(nostr.KindTyping, now()+3, "", chanTag(priv))).Message, msgTypingTooSoon)
 		clk.advance(time.Millisecond)
-		a.mustAccept(alice.event(nostr.KindTyping, now()+4, "", chanTag(priv)))
+		a.MustAccept(alice.Event(nostr.KindTyping, now()+4, "", chanTag(priv)))
 	})
 }

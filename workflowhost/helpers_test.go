@@ -1,7 +1,7 @@
 package workflowhost
 
-// Test helpers of this package; the relay, raw clients, signers and what a
-// test observes come from internal/relaytest.
+// Test helpers of this package; the relay and what a test observes come
+// from internal/relaytest, raw clients and signers from internal/rawclient.
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/rawclient"
 	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -30,11 +31,11 @@ type testRelay struct {
 }
 
 // rawClient is a raw WebSocket client with this package's shorthands.
-type rawClient struct{ *relaytest.RawClient }
+type rawClient struct{ *rawclient.Client }
 
-type signer = relaytest.Signer
+type signer = rawclient.Signer
 
-func newSigner(t testing.TB) *signer { return relaytest.NewSigner(t) }
+func newSigner(t testing.TB) *signer { return rawclient.NewSigner(t) }
 
 // backendRelay serves a relay on st with WithStore, WithDirectory,
 // WithChannels, a quiet logger, then opts.
