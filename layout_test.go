@@ -23,7 +23,8 @@ func TestPackageLayout(t *testing.T) {
 		// Test helpers and examples: no shipped package builds on them.
 		testOnly = []string{m + "/examples/", m + "/internal/testenv", m + "/store/storetest", m + "/store/postgres/pgtest",
 			m + "/workflow/workflowtest", m + "/operator/optest", m + "/nip98/replaytest", m + "/ratelimit/ratelimittest", m + "/conformance",
-			m + "/internal/doccheck", m + "/internal/relaytest", m + "/internal/rawclient"}
+			m + "/internal/doccheck", m + "/internal/relaytest", m + "/internal/rawclient",
+			m + "/internal/observetest"}
 	)
 	cat := func(lists ...[]string) []string {
 		var all []string
@@ -46,20 +47,21 @@ func TestPackageLayout(t *testing.T) {
 		"internal/apijson":   allBuzz,
 		"internal/relaytest": redis, // black-box tests only: a relay over both backends
 		// The relay's own internal tests use it: it must not build on the relay.
-		"internal/rawclient":  cat(relay, drivers, backends, redis),
-		"audit/audithttp":     cat(drivers, backends, redis),
-		"internal/doccheck":   allBuzz, // tests of the documentation only
-		"conformance/checker": allBuzz,
-		"audit":               cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/ingest", m + "/pubsub"}),
-		"conformance/trace":   cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/conformance/checker"}),
-		"nostr":               cat(relay, drivers, []string{m + "/tenant", m + "/store", m + "/search"}),
-		"nostr/nip44":         cat(relay, drivers, []string{m + "/tenant"}),
-		"nostr/nip59":         cat(relay, drivers, []string{m + "/tenant"}),
-		"nostr/nip17":         cat(relay, drivers, []string{m + "/tenant"}),
-		"channel":             cat(relay, drivers, []string{m + "/store", m + "/ingest", m + "/pubsub"}),
-		"messaging":           cat(relay, drivers, backends, []string{m + "/channel", m + "/store", m + "/ingest", m + "/pubsub", m + "/tenant"}),
-		"store":               cat(relay, drivers, backends, []string{m + "/ingest", m + "/pubsub"}),
-		"store/storetest":     cat(relay, drivers, backends),
+		"internal/observetest": allBuzz,
+		"internal/rawclient":   cat(relay, drivers, backends, redis),
+		"audit/audithttp":      cat(drivers, backends, redis),
+		"internal/doccheck":    allBuzz, // tests of the documentation only
+		"conformance/checker":  allBuzz,
+		"audit":                cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/ingest", m + "/pubsub"}),
+		"conformance/trace":    cat(relay, drivers, []string{m + "/store", m + "/nostr", m + "/conformance/checker"}),
+		"nostr":                cat(relay, drivers, []string{m + "/tenant", m + "/store", m + "/search"}),
+		"nostr/nip44":          cat(relay, drivers, []string{m + "/tenant"}),
+		"nostr/nip59":          cat(relay, drivers, []string{m + "/tenant"}),
+		"nostr/nip17":          cat(relay, drivers, []string{m + "/tenant"}),
+		"channel":              cat(relay, drivers, []string{m + "/store", m + "/ingest", m + "/pubsub"}),
+		"messaging":            cat(relay, drivers, backends, []string{m + "/channel", m + "/store", m + "/ingest", m + "/pubsub", m + "/tenant"}),
+		"store":                cat(relay, drivers, backends, []string{m + "/ingest", m + "/pubsub"}),
+		"store/storetest":      cat(relay, drivers, backends),
 		// The embedded store composes its events engine (store/embedded/lsm)
 		// with SQLite (everything else); the engine knows nothing above it.
 		"store/embedded":          cat(relay, redis, []string{"github.com/jackc/", m + "/store/postgres", m + "/ingest", m + "/pubsub"}),

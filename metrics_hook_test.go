@@ -1,64 +1,15 @@
 package buzz
 
 import (
-	"bytes"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/buzzrelay/buzz/internal/observetest"
 	"github.com/buzzrelay/buzz/metrics"
 	"github.com/buzzrelay/buzz/nostr"
 )
-
-func scrapeRegistry(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fams
-}
-
-// sample returns the value of family name's series whose labels include
-// all of want (name, value pairs).
-func sample(t *testing.T, fams map[string]*dto.MetricFamily, name string, want ...string) float64 {
-	t.Helper()
-	f := fams[name]
-	if f == nil {
-		t.Fatalf("no %s", name)
-	}
-outer:
-	for _, m := range f.GetMetric() {
-		for i := 0; i+1 < len(want); i += 2 {
-			ok := false
-			for _, l := range m.GetLabel() {
-				ok = ok || l.GetName() == want[i] && l.GetValue() == want[i+1]
-			}
-			if !ok {
-				continue outer
-			}
-		}
-		switch {
-		case m.GetCounter() != nil:
-			return m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			return m.GetGauge().GetValue()
-		case m.GetHistogram() != nil:
-			return float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	t.Fatalf("%s%v: no series", name, want)
-	return 0
-}
 
 // TestRelayMetrics: a relay reports connections, events (stored and
 // refused), REQs, live deliveries and store latency to its Metrics.
@@ -91,7 +42,7 @@ func TestRelayMetrics(t *testing.T) {
 		}
 	}
 	c := tr.tc.Host()
-	fams := scrapeRegistry(t, reg)
+	fams := observetest.Scrape(t, reg)
 	for _, tc := range []struct {
 		name   string
 		labels []string
@@ -107,19 +58,19 @@ func TestRelayMetrics(t *testing.T) {
 		{"buzz_community_connections", []string{"host", c}, 2},
 		{"buzz_community_live_deliveries_total", []string{"host", c}, 2},
 	} {
-		if got := sample(t, fams, tc.name, tc.labels...); got != tc.want {
+		if got := observetest.Sample(t, fams, tc.name, tc.labels...); got != tc.want {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
 	}
-	if n := sample(t, fams, "buzz_store_duration_seconds", "op", "save"); n != 2 {
+	if n := observetest.Sample(t, fams, "buzz_store_duration_seconds", "op", "save"); n != 2 {
 		t.Errorf("save latency samples %v, want 2", n)
 	}
-	if n := sample(t, fams, "buzz_store_duration_seconds", "op", "query"); n < 1 {
+	if n := observetest.Sample(t, fams, "buzz_store_duration_seconds", "op", "query"); n < 1 {
 		t.Errorf("query latency samples %v", n)
 	}
 	_ = sub.WS.Close()
 	waitFor(t, "connection close counted", func() bool {
-		return sample(t, scrapeRegistry(t, reg), "buzz_connections") == 1
+		return observetest.Sample(t, observetest.Scrape(t, reg), "buzz_connections") == 1
 	})
 }
 
@@ -145,11 +96,11 @@ func TestRelayMetricsConnectionRate(t *testing.T) {
 	if refused == 0 {
 		t.Skip("the connection's rate never refused (the machine was very slow)")
 	}
-	fams := scrapeRegistry(t, reg)
-	if got := sample(t, fams, "buzz_events_refused_total", "reason", "rate-limited"); got != float64(refused) {
+	fams := observetest.Scrape(t, reg)
+	if got := observetest.Sample(t, fams, "buzz_events_refused_total", "reason", "rate-limited"); got != float64(refused) {
 		t.Fatalf("refused rate-limited = %v, client saw %d", got, refused)
 	}
-	if got := sample(t, fams, "buzz_events_received_total"); got != 4 {
+	if got := observetest.Sample(t, fams, "buzz_events_received_total"); got != 4 {
 		t.Fatalf("received = %v, want 4", got)
 	}
 }

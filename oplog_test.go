@@ -5,52 +5,19 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/observetest"
 	"github.com/buzzrelay/buzz/tenant"
 )
-
-// logCapture is a slog.Handler keeping every record, for tests.
-type logCapture struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, r.Clone())
-	return nil
-}
-func (h *logCapture) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *logCapture) WithGroup(string) slog.Handler      { return h }
-
-// lines returns the records with message msg, each as its attributes
-// (and "level").
-func (h *logCapture) lines(msg string) []map[string]string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []map[string]string
-	for _, r := range h.recs {
-		if r.Message != msg {
-			continue
-		}
-		m := map[string]string{"level": r.Level.String()}
-		r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
-		out = append(out, m)
-	}
-	return out
-}
 
 // TestLogSummary: every interval one INFO line sums up what happened since
 // the previous one (open connections are a level, the rest deltas).
 func TestLogSummary(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := &logCapture{}
+		h := &observetest.LogCapture{}
 		o := newOpLog(slog.New(h), time.Now)
 		m := summaryMetrics{next: noMetrics{}, o: o}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -68,7 +35,7 @@ func TestLogSummary(t *testing.T) {
 		o.runFinished(false)
 		time.Sleep(time.Minute) // fake time in the bubble: one interval
 		synctest.Wait()
-		got := h.lines("buzz: summary")
+		got := h.Lines("buzz: summary")
 		if len(got) != 1 {
 			t.Fatalf("%d summary lines after one interval: %v", len(got), got)
 		}
@@ -83,7 +50,7 @@ func TestLogSummary(t *testing.T) {
 		m.EventIngested(tc, true, true, "")
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		got = h.lines("buzz: summary")
+		got = h.Lines("buzz: summary")
 		if len(got) != 2 || got[1]["connections"] != "1" || got[1]["events_in"] != "1" || got[1]["refusals"] != "0" || got[1]["workflow_runs"] != "0" {
 			t.Fatalf("second summary: %v", got)
 		}
@@ -96,24 +63,24 @@ func TestLogSummary(t *testing.T) {
 // reason per interval; the next one counts the suppressed refusals.
 func TestConnRefusedRateLimited(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	h := &logCapture{}
+	h := &observetest.LogCapture{}
 	o := newOpLog(slog.New(h), func() time.Time { return now })
 	for range 1000 {
 		o.connRefused(t.Context(), "too_many_from_address")
 	}
 	o.connRefused(t.Context(), "unmapped_host")
-	got := h.lines("buzz: connection refused")
+	got := h.Lines("buzz: connection refused")
 	if len(got) != 2 || got[0]["reason"] != "too_many_from_address" || got[1]["reason"] != "unmapped_host" || got[0]["suppressed"] != "" {
 		t.Fatalf("first lines: %v", got)
 	}
 	now = now.Add(refusalLogInterval - time.Second)
 	o.connRefused(t.Context(), "too_many_from_address")
-	if n := len(h.lines("buzz: connection refused")); n != 2 {
+	if n := len(h.Lines("buzz: connection refused")); n != 2 {
 		t.Fatalf("%d lines within the interval", n)
 	}
 	now = now.Add(time.Second)
 	o.connRefused(t.Context(), "too_many_from_address")
-	got = h.lines("buzz: connection refused")
+	got = h.Lines("buzz: connection refused")
 	if len(got) != 3 || got[2]["level"] != "INFO" || got[2]["suppressed"] != "1000" {
 		t.Fatalf("after the interval: %v", got[2:])
 	}
@@ -126,7 +93,7 @@ func TestConnRefusedRateLimited(t *testing.T) {
 // host logs the reason at INFO without the host, and names the host at
 // DEBUG.
 func TestConnRefusedLogged(t *testing.T) {
-	h := &logCapture{}
+	h := &observetest.LogCapture{}
 	tr := newTestRelay(t, WithLogger(slog.New(h)), WithLogSummary(0))
 	req, err := http.NewRequest("GET", tr.srv.URL, nil)
 	if err != nil {
@@ -144,11 +111,11 @@ func TestConnRefusedLogged(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	info := h.lines("buzz: connection refused")
+	info := h.Lines("buzz: connection refused")
 	if len(info) != 1 || info[0]["level"] != "INFO" || info[0]["reason"] != "unmapped_host" || info[0]["host"] != "" {
 		t.Fatalf("INFO lines %v", info)
 	}
-	debug := h.lines("buzz: upgrade refused: host not bound")
+	debug := h.Lines("buzz: upgrade refused: host not bound")
 	if len(debug) != 1 || debug[0]["level"] != "DEBUG" || !strings.Contains(debug[0]["host"], "nobody.example") {
 		t.Fatalf("DEBUG lines %v", debug)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/buzzrelay/buzz/internal/observetest"
 	"github.com/buzzrelay/buzz/metrics"
 )
 
@@ -35,7 +36,7 @@ func TestInstrumentHTTP(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	fams := scrape(t, reg)
+	fams := observetest.Scrape(t, reg)
 	for _, c := range []struct {
 		labels []string
 		want   float64
@@ -44,14 +45,14 @@ func TestInstrumentHTTP(t *testing.T) {
 		{[]string{"route", "GET /items/{id}", "code", "410"}, 1},
 		{[]string{"route", metrics.RouteOther, "code", "404"}, 1},
 	} {
-		if got := value(t, fams, "buzz_http_requests_total", c.labels...); got != c.want {
+		if got := observetest.Sample(t, fams, "buzz_http_requests_total", c.labels...); got != c.want {
 			t.Errorf("requests%v = %v, want %v", c.labels, got, c.want)
 		}
 	}
 	if n := len(fams["buzz_http_requests_total"].GetMetric()); n != 3 {
 		t.Errorf("%d request series, want 3", n)
 	}
-	if got := value(t, fams, "buzz_http_request_duration_seconds", "route", "GET /items/{id}"); got != 3 {
+	if got := observetest.Sample(t, fams, "buzz_http_request_duration_seconds", "route", "GET /items/{id}"); got != 3 {
 		t.Errorf("timed %v requests, want 3", got)
 	}
 }

@@ -1,41 +1,21 @@
 package metrics_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/buzzrelay/buzz/internal/observetest"
 	"github.com/buzzrelay/buzz/metrics"
 	"github.com/buzzrelay/buzz/tenant"
 )
-
-// scrape serves reg over promhttp (as buzzd does) and parses the text
-// exposition with the client library's parser.
-func scrape(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/metrics", nil)
-	req.Header.Set("Accept", "text/plain")
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.PanicOnError}).ServeHTTP(rec, req)
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(rec.Body.Bytes()))
-	if err != nil {
-		t.Fatalf("parse exposition: %v\n%s", err, rec.Body.String())
-	}
-	return fams
-}
 
 // byCommunity returns family name's values keyed by the community label.
 func byCommunity(t *testing.T, fams map[string]*dto.MetricFamily, name string) map[string]float64 {
@@ -63,36 +43,6 @@ func byCommunity(t *testing.T, fams map[string]*dto.MetricFamily, name string) m
 		}
 	}
 	return out
-}
-
-func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
-	t.Helper()
-	f := fams[name]
-	if f == nil {
-		t.Fatalf("no family %s", name)
-	}
-next:
-	for _, m := range f.GetMetric() {
-		for i := 0; i+1 < len(labels); i += 2 {
-			found := false
-			for _, l := range m.GetLabel() {
-				found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.GetCounter() != nil:
-			return m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			return m.GetGauge().GetValue()
-		case m.GetHistogram() != nil:
-			return float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	t.Fatalf("%s%v: no such series", name, labels)
-	return 0
 }
 
 var perCommunity = []string{
@@ -170,7 +120,7 @@ func TestScrapeModes(t *testing.T) {
 			r.StoreLatency(metrics.OpSave, 3*time.Millisecond)
 			r.StoreLatency(metrics.OpQuery, time.Millisecond)
 			r.SlowReaderDisconnected(cs[0])
-			fams := scrape(t, reg)
+			fams := observetest.Scrape(t, reg)
 
 			// Fleet totals in every mode.
 			for name, want := range map[string]float64{
@@ -181,17 +131,17 @@ func TestScrapeModes(t *testing.T) {
 				"buzz_live_deliveries_total":         4,
 				"buzz_slow_reader_disconnects_total": 1,
 			} {
-				if got := value(t, fams, name); got != want {
+				if got := observetest.Sample(t, fams, name); got != want {
 					t.Errorf("%s = %v, want %v", name, got, want)
 				}
 			}
-			if got := value(t, fams, "buzz_events_refused_total", "reason", "rate-limited"); got != 4 {
+			if got := observetest.Sample(t, fams, "buzz_events_refused_total", "reason", "rate-limited"); got != 4 {
 				t.Errorf("refused rate-limited = %v", got)
 			}
-			if got := value(t, fams, "buzz_events_refused_total", "reason", "invalid"); got != 0 {
+			if got := observetest.Sample(t, fams, "buzz_events_refused_total", "reason", "invalid"); got != 0 {
 				t.Errorf("refused invalid = %v", got)
 			}
-			if got := value(t, fams, "buzz_store_duration_seconds", "op", "save"); got != 1 {
+			if got := observetest.Sample(t, fams, "buzz_store_duration_seconds", "op", "save"); got != 1 {
 				t.Errorf("save latency samples = %v", got)
 			}
 
@@ -236,7 +186,7 @@ func TestTopKCardinalityAndRerank(t *testing.T) {
 			r.EventIngested(c, true, true, "")
 		}
 	}
-	fams := scrape(t, reg)
+	fams := observetest.Scrape(t, reg)
 	for _, name := range perCommunity {
 		if s := byCommunity(t, fams, name); len(s) != 3 {
 			t.Fatalf("%s: %d series, want 3", name, len(s))
@@ -254,13 +204,13 @@ func TestTopKCardinalityAndRerank(t *testing.T) {
 		r.EventIngested(cs[0], true, true, "")
 		r.EventIngested(cs[1], true, true, "")
 	}
-	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	got = byCommunity(t, observetest.Scrape(t, reg), "buzz_community_events_received_total")
 	if _, ok := got[cs[0].Host()]; ok || got[metrics.OtherCommunity] != prevOther+200 {
 		t.Fatalf("re-ranked before the interval: %v", got)
 	}
 	prevOther = got[metrics.OtherCommunity]
 	now = now.Add(time.Minute)
-	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	got = byCommunity(t, observetest.Scrape(t, reg), "buzz_community_events_received_total")
 	if got[cs[0].Host()] != 101 || got[cs[1].Host()] != 102 || len(got) != 3 {
 		t.Fatalf("after re-ranking: %v", got)
 	}
@@ -319,11 +269,11 @@ func TestRedisUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := value(t, scrape(t, reg), "buzz_redis_up"); v != 1 {
+	if v := observetest.Sample(t, observetest.Scrape(t, reg), "buzz_redis_up"); v != 1 {
 		t.Errorf("up = %v", v)
 	}
 	down = true
-	if v := value(t, scrape(t, reg), "buzz_redis_up"); v != 0 {
+	if v := observetest.Sample(t, observetest.Scrape(t, reg), "buzz_redis_up"); v != 0 {
 		t.Errorf("down = %v", v)
 	}
 }
@@ -394,12 +344,12 @@ func TestConcurrentScrape(t *testing.T) {
 		}()
 	}
 	for range 20 {
-		scrape(t, reg)
+		observetest.Scrape(t, reg)
 	}
 	for range 4 {
 		<-done
 	}
-	if v := value(t, scrape(t, reg), "buzz_events_received_total"); v != 2000 {
+	if v := observetest.Sample(t, observetest.Scrape(t, reg), "buzz_events_received_total"); v != 2000 {
 		t.Fatalf("received %v, want 2000", v)
 	}
 }
@@ -432,7 +382,7 @@ func TestNamingConventions(t *testing.T) {
 	}
 	traffic(r, communities(t, 2), []int{2, 3})
 	r.StoreLatency(metrics.OpSave, time.Millisecond)
-	fams := scrape(t, reg)
+	fams := observetest.Scrape(t, reg)
 	if len(fams) < 15 {
 		t.Fatalf("only %d families", len(fams))
 	}
@@ -461,7 +411,7 @@ func TestBuildInfo(t *testing.T) {
 	if _, err := metrics.New(reg); err != nil {
 		t.Fatal(err)
 	}
-	f := scrape(t, reg)["buzz_build_info"]
+	f := observetest.Scrape(t, reg)["buzz_build_info"]
 	if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() != 1 {
 		t.Fatalf("buzz_build_info: %v", f)
 	}
@@ -495,18 +445,18 @@ func TestHostLabels(t *testing.T) {
 	r.EventIngested(cs[0], true, true, "")
 	r.EventIngested(cs[1], true, true, "")
 	r.EventIngested(cs[1], true, true, "")
-	got := byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	got := byCommunity(t, observetest.Scrape(t, reg), "buzz_community_events_received_total")
 	if fmt.Sprint(got) != fmt.Sprint(map[string]float64{"c0.example": 1, "c1.example": 2}) {
 		t.Fatalf("first labels %v", got)
 	}
 
 	// c0 moves to new.example: relabelled once the interval has passed.
 	hosts[cs[0].Community()] = "new.example"
-	if got := byCommunity(t, scrape(t, reg), "buzz_community_events_received_total"); got["c0.example"] != 1 {
+	if got := byCommunity(t, observetest.Scrape(t, reg), "buzz_community_events_received_total"); got["c0.example"] != 1 {
 		t.Fatalf("relabelled before the interval: %v", got)
 	}
 	now = now.Add(time.Minute)
-	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	got = byCommunity(t, observetest.Scrape(t, reg), "buzz_community_events_received_total")
 	if fmt.Sprint(got) != fmt.Sprint(map[string]float64{"new.example": 1, "c1.example": 2}) {
 		t.Fatalf("after the host change %v", got)
 	}
@@ -514,7 +464,7 @@ func TestHostLabels(t *testing.T) {
 	// c1 takes new.example too (c0's lookup is stale): two series still.
 	hosts[cs[1].Community()] = "new.example"
 	now = now.Add(time.Minute)
-	got = byCommunity(t, scrape(t, reg), "buzz_community_events_received_total")
+	got = byCommunity(t, observetest.Scrape(t, reg), "buzz_community_events_received_total")
 	if len(got) != 2 {
 		t.Fatalf("two communities under one host: %v", got)
 	}
@@ -541,7 +491,7 @@ func TestWorkflowSeries(t *testing.T) {
 	r.WorkflowStepFinished("completed", 20*time.Millisecond)
 	r.WorkflowStepFinished("failed", time.Second)
 	r.WorkflowStepFinished("skipped", 0)
-	fams := scrape(t, reg)
+	fams := observetest.Scrape(t, reg)
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -556,7 +506,7 @@ func TestWorkflowSeries(t *testing.T) {
 		{"buzz_workflow_step_duration_seconds", []string{"status", "failed"}, 1},
 		{"buzz_workflow_step_duration_seconds", []string{"status", "skipped"}, 1},
 	} {
-		if got := value(t, fams, c.name, c.labels...); got != c.want {
+		if got := observetest.Sample(t, fams, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
@@ -575,7 +525,7 @@ func TestWebhookSeries(t *testing.T) {
 	r.WebhookDelivered(metrics.WebhookOut, 503)
 	r.WebhookDelivered(metrics.WebhookOut, 0)
 	r.WebhookDelivered("sideways", 200)
-	fams := scrape(t, reg)
+	fams := observetest.Scrape(t, reg)
 	for _, c := range []struct {
 		dir, status string
 		want        float64
@@ -583,7 +533,7 @@ func TestWebhookSeries(t *testing.T) {
 		{"in", "2xx", 1}, {"in", "4xx", 1}, {"in", "5xx", 0},
 		{"out", "2xx", 1}, {"out", "5xx", 1}, {"out", "error", 1},
 	} {
-		if got := value(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
+		if got := observetest.Sample(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
 			t.Errorf("%s %s = %v, want %v", c.dir, c.status, got, c.want)
 		}
 	}

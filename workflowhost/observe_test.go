@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/observetest"
 	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/metrics"
 	"github.com/buzzrelay/buzz/nostr"
@@ -24,7 +25,7 @@ import (
 func TestWorkflowRunFailedObserved(t *testing.T) {
 	forBackends(t, func(t *testing.T, b store.Backend) {
 		st := b.(wfBackend)
-		h := &relaytest.LogCapture{}
+		h := &observetest.LogCapture{}
 		reg := prometheus.NewRegistry()
 		rec, err := metrics.New(reg)
 		if err != nil {
@@ -55,7 +56,7 @@ steps:
 			l["error_code"] != workflow.CodeConditionError || l["error"] == "" || l["run"] == "" {
 			t.Fatalf("line %v", l)
 		}
-		fams := relaytest.Scrape(t, reg)
+		fams := observetest.Scrape(t, reg)
 		for _, c := range []struct {
 			name   string
 			labels []string
@@ -67,7 +68,7 @@ steps:
 			{"buzz_workflow_step_duration_seconds", []string{"status", "completed"}, 1},
 			{"buzz_workflow_step_duration_seconds", []string{"status", "failed"}, 1},
 		} {
-			if got := relaytest.Sample(t, fams, c.name, c.labels...); got != c.want {
+			if got := observetest.Sample(t, fams, c.name, c.labels...); got != c.want {
 				t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 			}
 		}
@@ -101,14 +102,14 @@ func TestWebhookDeliveriesCounted(t *testing.T) {
 			t.Fatalf("wrong secret answered %d", status)
 		}
 		relaytest.WaitFor(t, "call_webhook counted", func() bool {
-			return relaytest.Sample(t, relaytest.Scrape(t, reg), "buzz_webhook_deliveries_total", "direction", "out", "status", "2xx") == 1
+			return observetest.Sample(t, observetest.Scrape(t, reg), "buzz_webhook_deliveries_total", "direction", "out", "status", "2xx") == 1
 		})
-		fams := relaytest.Scrape(t, reg)
+		fams := observetest.Scrape(t, reg)
 		for _, c := range []struct {
 			dir, status string
 			want        float64
 		}{{"in", "2xx", 1}, {"in", "4xx", 1}, {"out", "2xx", 1}, {"out", "error", 0}} {
-			if got := relaytest.Sample(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
+			if got := observetest.Sample(t, fams, "buzz_webhook_deliveries_total", "direction", c.dir, "status", c.status); got != c.want {
 				t.Errorf("%s %s = %v, want %v", c.dir, c.status, got, c.want)
 			}
 		}
