@@ -23,8 +23,10 @@ import (
 )
 
 // maxAuthorKindPrefixes bounds the author × kind product a filter is
-// answered by from the author-and-kind index; beyond it the author index
-// is walked and the kinds checked per event.
+// answered by from the author-and-kind index, one range per author and
+// kind: directly for one kind, or for several as each author's timeline
+// splits into them (merger.position); beyond it the author index is walked
+// and the kinds checked per event, however many it skips.
 const maxAuthorKindPrefixes = 256
 
 // plan is how one filter is answered: either point reads of the ids it
@@ -37,6 +39,11 @@ type plan struct {
 
 	ids      [][32]byte // the ids path; nil for the index path
 	prefixes []key      // the index path
+	// split, when set, are the kinds (sorted) of a filter naming authors
+	// and several kinds, whose prefixes walk each author's timeline and
+	// skip the other kinds, until skipping costs more than seeking each
+	// kind's own range would (merger.position).
+	split []int
 
 	// Conditions checked on each candidate's header. since and until also
 	// bound the index scans.
@@ -102,13 +109,22 @@ func newPlan(cseq uint32, f *nostr.Filter, scope channel.Scope, now int64) (p *p
 		return p, true
 	}
 	switch {
-	case p.authors != nil && p.kinds != nil && len(p.authors)*len(p.kinds) <= maxAuthorKindPrefixes:
+	case p.authors != nil && len(p.kinds) == 1 && len(p.authors) <= maxAuthorKindPrefixes:
 		for _, a := range p.authors {
-			for _, k := range p.kinds {
-				p.prefixes = append(p.prefixes, authorKindPrefix(cseq, a[:], k))
-			}
+			p.prefixes = append(p.prefixes, authorKindPrefix(cseq, a[:], p.kinds[0]))
 		}
 		p.kinds, p.authors = nil, nil
+	case p.authors != nil && p.kinds != nil && len(p.authors)*len(p.kinds) <= maxAuthorKindPrefixes:
+		// An author's timeline first: one seek an author instead of one an
+		// author and kind (a home timeline's ten authors and two kinds:
+		// ten seeks, not twenty), its other kinds skipped. A timeline
+		// that skips too many is split into its kinds' ranges from where
+		// it is (merger.position).
+		for _, a := range p.authors {
+			p.prefixes = append(p.prefixes, authorPrefix(cseq, a[:]))
+		}
+		p.split = p.kinds // sorted, without repeats (validKinds)
+		p.authors = nil
 	case p.authors != nil:
 		for _, a := range p.authors {
 			p.prefixes = append(p.prefixes, authorPrefix(cseq, a[:]))
@@ -223,7 +239,7 @@ func (p *plan) run(ctx context.Context, r pebble.Reader, cache *recordCache, bod
 	if p.ids != nil {
 		return p.runIDs(ctx, r, recs, fn)
 	}
-	m, err := newMerger(r, p.prefixes, p.since, p.until)
+	m, err := newMerger(r, p.prefixes, p.since, p.until, p.split)
 	if err != nil {
 		return err
 	}
@@ -401,10 +417,14 @@ func readValue(r pebble.Reader, k []byte) ([]byte, bool, error) {
 // merger walks several index prefixes at once, yielding their entries in
 // timeline order: created_at descending, then seq ascending.
 type merger struct {
-	cs   []cursor // one per prefix; their iterators are the merger's
-	h    cursorHeap
-	fail error
-	buf  []byte // holds the meta next returned last
+	cs    []cursor  // one per prefix; their iterators are the merger's
+	more  []*cursor // the kinds' ranges of split timelines; theirs too
+	h     cursorHeap
+	fail  error
+	buf   []byte // holds the meta next returned last
+	r     pebble.Reader
+	since int64
+	split []int // plan.split
 }
 
 type cursor struct {
@@ -413,7 +433,16 @@ type cursor struct {
 	createdAt int64
 	seq       uint64
 	meta      []byte // the entry's value; valid until the cursor moves
+	// skipped counts the entries of other kinds an author's timeline
+	// skipped (only a cursor of a plan with split kinds skips).
+	skipped int
+	split   bool // walks an author's timeline for the merger's split kinds
 }
+
+// maxSkips is how many entries of other kinds an author's timeline skips
+// before it is split into its kinds' ranges: a skip costs a step of the
+// iterator, a split one seek per kind, and a seek costs tens of steps.
+const maxSkips = 32
 
 // load reads the entry the cursor's iterator is at.
 func (c *cursor) load() error {
@@ -444,8 +473,9 @@ func (h *cursorHeap) Pop() any {
 // newMerger opens one iterator per prefix, bounded to created_at in
 // [since, until] (until < 0: no upper bound). Its allocations are per
 // merger, not per prefix: a REQ naming a follow list of authors opens an
-// iterator for each.
-func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, error) {
+// iterator for each. With split kinds the prefixes are authors' timelines,
+// of which it yields the entries of those kinds only.
+func newMerger(r pebble.Reader, prefixes []key, since, until int64, split []int) (*merger, error) {
 	size := 0
 	for _, p := range prefixes {
 		size += 2 * (len(p) + 8)
@@ -459,9 +489,10 @@ func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, er
 		bounds = binary.BigEndian.AppendUint64(bounds, ^uint64(createdAt))
 		return bounds[start:len(bounds):len(bounds)]
 	}
-	m := &merger{cs: make([]cursor, len(prefixes)), h: make(cursorHeap, 0, len(prefixes))}
+	m := &merger{cs: make([]cursor, len(prefixes)), h: make(cursorHeap, 0, len(prefixes)), r: r, since: since, split: split}
 	for i, p := range prefixes {
 		c := &m.cs[i]
+		c.split = split != nil
 		c.opts.LowerBound = []byte(p)
 		if until >= 0 {
 			c.opts.LowerBound = bound(p, until)
@@ -473,19 +504,75 @@ func newMerger(r pebble.Reader, prefixes []key, since, until int64) (*merger, er
 			return nil, fmt.Errorf("lsm: iterate: %w", err)
 		}
 		c.it = it
-		if it.First() {
-			if err := c.load(); err != nil {
-				m.close()
-				return nil, fmt.Errorf("lsm: iterate: %w", err)
-			}
-			m.h = append(m.h, c)
-		} else if err := it.Error(); err != nil {
+		ok, err := m.position(c, it.First())
+		if err != nil {
 			m.close()
-			return nil, fmt.Errorf("lsm: iterate: %w", err)
+			return nil, err
+		}
+		if ok {
+			m.h = append(m.h, c)
 		}
 	}
 	heap.Init(&m.h)
 	return m, nil
+}
+
+// position loads the entry c's iterator moved to (moved false: it found
+// none) and reports whether c is at an entry to yield. A split author's
+// timeline first skips the entries of other kinds; after maxSkips it
+// splits instead: its kinds' ranges, from the entry it is at, join the
+// merger (m.more, pushed onto the heap when it runs) and c reports false.
+func (m *merger) position(c *cursor, moved bool) (bool, error) {
+	for {
+		if !moved {
+			if err := c.it.Error(); err != nil {
+				return false, fmt.Errorf("lsm: iterate: %w", err)
+			}
+			return false, nil
+		}
+		if err := c.load(); err != nil {
+			return false, fmt.Errorf("lsm: iterate: %w", err)
+		}
+		if !c.split || len(c.meta) < 3 {
+			return true, nil // a short meta is decodeMeta's to report
+		}
+		if _, ok := slices.BinarySearch(m.split, int(binary.BigEndian.Uint16(c.meta[1:3]))); ok {
+			return true, nil
+		}
+		if c.skipped++; c.skipped > maxSkips {
+			return false, m.splitAt(c)
+		}
+		moved = c.it.Next()
+	}
+}
+
+// splitAt replaces c, an author's timeline at an entry of another kind,
+// with the ranges of the author-and-kind index for the merger's kinds from
+// that entry on ('a' cseq pubkey → 'A' cseq pubkey kind, same suffixes).
+func (m *merger) splitAt(c *cursor) error {
+	k := c.it.Key()
+	at := k[len(k)-16:] // ^created_at seq of the entry c is at
+	author := k[1 : len(k)-16]
+	for _, kind := range m.split {
+		p := binary.BigEndian.AppendUint32(append([]byte{pAuthKind}, author...), uint32(kind))
+		sub := &cursor{}
+		sub.opts.LowerBound = append(slices.Clip(p), at...)
+		sub.opts.UpperBound = successor(binary.BigEndian.AppendUint64(slices.Clip(p), ^uint64(m.since)))
+		it, err := m.r.NewIter(&sub.opts)
+		if err != nil {
+			return fmt.Errorf("lsm: iterate: %w", err)
+		}
+		sub.it = it
+		m.more = append(m.more, sub)
+		ok, err := m.position(sub, it.First())
+		if err != nil {
+			return err
+		}
+		if ok {
+			heap.Push(&m.h, sub)
+		}
+	}
+	return nil
 }
 
 // next returns the next entry (its meta is a copy), or ok false at the end
@@ -497,15 +584,24 @@ func (m *merger) next() (entry cursor, ok bool) {
 	c := m.h[0]
 	entry = cursor{createdAt: c.createdAt, seq: c.seq, meta: append(m.buf[:0], c.meta...)}
 	m.buf = entry.meta
-	if c.it.Next() {
-		if err := c.load(); err != nil {
-			m.fail = fmt.Errorf("lsm: iterate: %w", err)
+	if c.split {
+		// Its split may push its kinds' ranges: off the heap first.
+		heap.Pop(&m.h)
+		ok, err := m.position(c, c.it.Next())
+		if err != nil {
+			m.fail = err
+		} else if ok {
+			heap.Push(&m.h, c)
 		}
+		return entry, true
+	}
+	ok, err := m.position(c, c.it.Next())
+	switch {
+	case err != nil:
+		m.fail = err
+	case ok:
 		heap.Fix(&m.h, 0)
-	} else {
-		if err := c.it.Error(); err != nil {
-			m.fail = fmt.Errorf("lsm: iterate: %w", err)
-		}
+	default:
 		heap.Pop(&m.h)
 	}
 	return entry, true
@@ -518,6 +614,12 @@ func (m *merger) close() {
 		if it := m.cs[i].it; it != nil {
 			_ = it.Close()
 			m.cs[i].it = nil
+		}
+	}
+	for _, c := range m.more {
+		if c.it != nil {
+			_ = c.it.Close()
+			c.it = nil
 		}
 	}
 }
