@@ -419,6 +419,7 @@ func readValue(r pebble.Reader, k []byte) ([]byte, bool, error) {
 type merger struct {
 	cs    []cursor  // one per prefix; their iterators are the merger's
 	more  []*cursor // the kinds' ranges of split timelines; theirs too
+	ready []*cursor // of more, those at an entry and not yet on the heap
 	h     cursorHeap
 	fail  error
 	buf   []byte // holds the meta next returned last
@@ -513,6 +514,8 @@ func newMerger(r pebble.Reader, prefixes []key, since, until int64, split []int)
 			m.h = append(m.h, c)
 		}
 	}
+	m.h = append(m.h, m.ready...)
+	m.ready = m.ready[:0]
 	heap.Init(&m.h)
 	return m, nil
 }
@@ -521,7 +524,8 @@ func newMerger(r pebble.Reader, prefixes []key, since, until int64, split []int)
 // none) and reports whether c is at an entry to yield. A split author's
 // timeline first skips the entries of other kinds; after maxSkips it
 // splits instead: its kinds' ranges, from the entry it is at, join the
-// merger (m.more, pushed onto the heap when it runs) and c reports false.
+// merger (m.more; m.ready, for the heap once c is off it) and c reports
+// false.
 func (m *merger) position(c *cursor, moved bool) (bool, error) {
 	for {
 		if !moved {
@@ -552,9 +556,9 @@ func (m *merger) position(c *cursor, moved bool) (bool, error) {
 func (m *merger) splitAt(c *cursor) error {
 	k := c.it.Key()
 	at := k[len(k)-16:] // ^created_at seq of the entry c is at
-	author := k[1 : len(k)-16]
+	cseq, pubkey := binary.BigEndian.Uint32(k[1:5]), k[5:len(k)-16]
 	for _, kind := range m.split {
-		p := binary.BigEndian.AppendUint32(append([]byte{pAuthKind}, author...), uint32(kind))
+		p := authorKindPrefix(cseq, pubkey, kind)
 		sub := &cursor{}
 		sub.opts.LowerBound = append(slices.Clip(p), at...)
 		sub.opts.UpperBound = successor(binary.BigEndian.AppendUint64(slices.Clip(p), ^uint64(m.since)))
@@ -569,7 +573,7 @@ func (m *merger) splitAt(c *cursor) error {
 			return err
 		}
 		if ok {
-			heap.Push(&m.h, sub)
+			m.ready = append(m.ready, sub)
 		}
 	}
 	return nil
@@ -584,17 +588,6 @@ func (m *merger) next() (entry cursor, ok bool) {
 	c := m.h[0]
 	entry = cursor{createdAt: c.createdAt, seq: c.seq, meta: append(m.buf[:0], c.meta...)}
 	m.buf = entry.meta
-	if c.split {
-		// Its split may push its kinds' ranges: off the heap first.
-		heap.Pop(&m.h)
-		ok, err := m.position(c, c.it.Next())
-		if err != nil {
-			m.fail = err
-		} else if ok {
-			heap.Push(&m.h, c)
-		}
-		return entry, true
-	}
 	ok, err := m.position(c, c.it.Next())
 	switch {
 	case err != nil:
@@ -604,6 +597,10 @@ func (m *merger) next() (entry cursor, ok bool) {
 	default:
 		heap.Pop(&m.h)
 	}
+	for _, sub := range m.ready {
+		heap.Push(&m.h, sub)
+	}
+	m.ready = m.ready[:0]
 	return entry, true
 }
 
