@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,11 +17,12 @@ import (
 // so that no shape depends on statistics for its worst case (query.go),
 // but the best plan among the cheap ones still does. So the store keeps
 // them current itself, like autovacuum's analyser would, for the event
-// tables only. A round analyses each partition of events, and event_tags
-// and event_search, that changed by more than 50 rows + 10% since its
-// last ANALYZE (pg_stat_user_tables, so changes made by other pods or by
-// BulkLoad count too) or that holds rows and was never analysed. Rounds
-// start:
+// tables only. A round vacuums each partition of events, and event_tags
+// and event_search, that had more than 50 rows + 10% added or left dead
+// since its last vacuum, and analyses each that changed by as much since
+// its last ANALYZE or that holds rows and was never analysed (staleSQL;
+// pg_stat_user_tables, so changes made by other pods or by BulkLoad count
+// too). Rounds start:
 //
 //   - at Open;
 //   - every analyze interval (WithAnalyzeInterval, default a minute);
@@ -45,12 +47,10 @@ import (
 // pool's idle connections publish theirs (pg_stat_force_next_flush):
 // otherwise a round seconds after a burst would miss its last second.
 //
-// Each such table is vacuumed, then analysed: all the vacuums first, the
-// event partitions' first of all, so that a round running under load
-// spares index-only scans their heap visits as early as it can (an
-// ANALYZE, which reads up to 30,000 rows of its table, takes longer than
-// vacuuming what was added: 313 vs 106 ms for the 20,000-event benchmark
-// partition). The vacuum sets the visibility map of the pages filled
+// All the vacuums come first, the event partitions' first of all, so that
+// a round running under load spares index-only scans their heap visits as
+// early as it can (an ANALYZE reads up to 30,000 rows of its table, a
+// vacuum only the pages added since the last). The vacuum sets the visibility map of the pages filled
 // since the last one, without which an index-only scan (event_tags' in
 // every tag-driven read, and events' where an index covers the query)
 // visits the heap for each index entry, and the planner, knowing that,
@@ -60,30 +60,89 @@ import (
 // (insert-driven vacuum); where it is off, nothing else does. VACUUM only
 // visits pages not yet all-visible, so on insert-mostly tables its cost
 // follows the new rows, and it takes no lock that blocks reads or writes.
+// The vacuum is decided apart from the ANALYZE: an ANALYZE run by anyone
+// else brings the statistics up to date but leaves the visibility map as
+// it was.
 
 const (
 	analyzeFirst = 1_000
 	analyzeMax   = 1_000_000
 )
 
+// unanalysedColumns are the columns of events whose statistics no plan
+// reads: statements only return them (a tag filter reads event_tags; the
+// rare tag with no row there is matched through jsonb_array_elements(tags),
+// which the planner estimates without column statistics), or, like
+// received_at, never read them. Their statistics target is 0 on events and
+// on every partition (skipUnreadStats), so an ANALYZE, the store's or
+// anyone's, skips them. Sorting the sample of those wide columns was most
+// of an ANALYZE's work: of the 20,000-event benchmark partition, 205–223 ms
+// with them, 81–86 without. An ANALYZE naming the other columns instead
+// would skip them too, but it leaves the table's count of changes since
+// its last ANALYZE as it was, so the table would stay stale.
+var unanalysedColumns = []string{"tags", "content", "sig", "raw", "received_at"}
+
+// skipStatsSQL returns an ALTER TABLE for events and each partition where
+// a column of $1 (unanalysedColumns) still has statistics taken.
+const skipStatsSQL = `
+SELECT format('ALTER TABLE %s %s', c.oid::regclass,
+              string_agg(format('ALTER COLUMN %I SET STATISTICS 0', a.attname), ', ' ORDER BY a.attnum))
+FROM pg_class c
+JOIN pg_attribute a ON a.attrelid = c.oid
+WHERE (c.oid = 'events'::regclass OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass))
+  AND a.attname = ANY($1) AND NOT a.attisdropped AND a.attstattarget IS DISTINCT FROM 0
+GROUP BY c.oid
+ORDER BY c.oid = 'events'::regclass DESC`
+
+// skipUnreadStats sets the statistics target of unanalysedColumns to 0
+// where it is not, on conn (the tables' owner's). A partition created
+// since the last call has the default; setting it takes a lock that
+// blocks neither reads nor writes.
+func skipUnreadStats(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, skipStatsSQL, unanalysedColumns)
+	if err != nil {
+		return fmt.Errorf("list statistics targets: %w", err)
+	}
+	alters, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("list statistics targets: %w", err)
+	}
+	for _, a := range alters {
+		if _, err := conn.Exec(ctx, a); err != nil {
+			return fmt.Errorf("set statistics targets: %w", err)
+		}
+	}
+	return nil
+}
+
 // analyzeSQL vacuums and analyses the event tables, recursing into the
 // partitions.
 const analyzeSQL = `VACUUM (ANALYZE) events, event_tags, event_search`
 
-// staleSQL lists the event tables whose statistics are stale by
-// autovacuum's default rule (50 rows + 10% changed since the last
-// ANALYZE), or missing on a table with rows: the partitions of events
-// first.
+// staleSQL lists the event tables a round works on, the partitions of
+// events first, each with whether to vacuum it and
+// whether to analyse it. By autovacuum's rules, with the scale of its
+// analyse rule for both: a table is vacuumed once more than 50 rows + 10%
+// were inserted or left dead since its last vacuum, and analysed once
+// more than 50 rows + 10% changed since its last ANALYZE, or when it
+// holds rows and was never analysed. The two are apart because either
+// may run without the other: an operator's ANALYZE, which leaves the
+// visibility map as it was, must not spare a table its vacuum.
 const staleSQL = `
-SELECT c.oid::regclass::text
-FROM pg_class c
-LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-WHERE c.relkind = 'r'
-  AND (c.oid IN ('event_tags'::regclass, 'event_search'::regclass)
-       OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass))
-  AND (coalesce(s.n_mod_since_analyze, 0) > 50 + 0.1 * greatest(c.reltuples, 0)
-       OR (c.reltuples < 0 AND pg_relation_size(c.oid) > 0))
-ORDER BY c.oid IN ('event_tags'::regclass, 'event_search'::regclass), 1`
+SELECT name, to_vacuum, to_analyze FROM (
+  SELECT c.oid::regclass::text AS name,
+         c.oid IN ('event_tags'::regclass, 'event_search'::regclass) AS other,
+         coalesce(s.n_ins_since_vacuum + s.n_dead_tup, 0) > 50 + 0.1 * greatest(c.reltuples, 0) AS to_vacuum,
+         coalesce(s.n_mod_since_analyze, 0) > 50 + 0.1 * greatest(c.reltuples, 0)
+           OR (c.reltuples < 0 AND pg_relation_size(c.oid) > 0) AS to_analyze
+  FROM pg_class c
+  LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+  WHERE c.relkind = 'r'
+    AND (c.oid IN ('event_tags'::regclass, 'event_search'::regclass)
+         OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass))
+) t
+WHERE to_vacuum OR to_analyze
+ORDER BY other, name`
 
 // Settle states (Store.settle): whether the settle timer runs, and
 // whether an event was stored since it last looked.
@@ -244,10 +303,11 @@ func (s *Store) analyzer() {
 	}
 }
 
-// AnalyzeStale vacuums and then analyses the event tables (partitions of
-// events, event_tags, event_search) whose planner statistics are stale or
-// missing, and returns their names, partitions first. The store does so by itself unless its
-// analyser is off (WithAnalyzeInterval(0)).
+// AnalyzeStale vacuums the event tables (partitions of events, event_tags,
+// event_search) that grew or lost rows since their last vacuum, then
+// analyses those whose planner statistics are stale or missing (staleSQL),
+// and returns the names of both, partitions first. The store does so by
+// itself unless its analyser is off (WithAnalyzeInterval(0)).
 //
 // It first has the pool's idle connections publish the row counts the
 // server holds back (publishRowCounts), so the store's own saves count up
@@ -265,19 +325,36 @@ func (s *Store) AnalyzeStale(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: analyze: list stale tables: %w", err)
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type stale struct {
+		Name    string // a regclass name, already quoted where it needs to be
+		Vacuum  bool
+		Analyze bool
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[stale])
 	if err != nil {
 		return nil, fmt.Errorf("postgres: analyze: list stale tables: %w", err)
 	}
-	// t is a regclass name, already quoted where it needs to be.
-	for _, t := range tables {
-		if _, err := conn.Exec(ctx, "VACUUM "+t); err != nil {
-			return nil, fmt.Errorf("postgres: vacuum %s: %w", t, err)
+	tables := make([]string, len(list))
+	for i, t := range list {
+		tables[i] = t.Name
+		if !t.Vacuum {
+			continue
+		}
+		if _, err := conn.Exec(ctx, "VACUUM "+t.Name); err != nil {
+			return nil, fmt.Errorf("postgres: vacuum %s: %w", t.Name, err)
 		}
 	}
-	for _, t := range tables {
-		if _, err := conn.Exec(ctx, "ANALYZE "+t); err != nil {
-			return nil, fmt.Errorf("postgres: analyze %s: %w", t, err)
+	if slices.ContainsFunc(list, func(t stale) bool { return t.Analyze }) {
+		if err := skipUnreadStats(ctx, conn); err != nil {
+			return nil, fmt.Errorf("postgres: analyze: %w", err)
+		}
+	}
+	for _, t := range list {
+		if !t.Analyze {
+			continue
+		}
+		if _, err := conn.Exec(ctx, "ANALYZE "+t.Name); err != nil {
+			return nil, fmt.Errorf("postgres: analyze %s: %w", t.Name, err)
 		}
 	}
 	return tables, nil
@@ -308,6 +385,9 @@ func (s *Store) Analyze(ctx context.Context) error {
 		return fmt.Errorf("postgres: analyze: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := skipUnreadStats(ctx, conn); err != nil {
+		return fmt.Errorf("postgres: analyze: %w", err)
+	}
 	if _, err := conn.Exec(ctx, analyzeSQL); err != nil {
 		return fmt.Errorf("postgres: analyze: %w", err)
 	}
