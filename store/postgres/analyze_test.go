@@ -86,36 +86,8 @@ func TestAnalyzesAfterGrowth(t *testing.T) {
 // interval) do the same without anyone asking.
 func TestAnalyzeStale(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	c, _, err := s.EnsureCommunity(ctx, "stale.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
-	insert := func(from int) {
-		t.Helper()
-		_, err := owner.Exec(ctx, `INSERT INTO events (community_id, created_at, id, pubkey, kind, tags, content, sig, raw)
-SELECT $1::uuid, $2::bigint - g, sha256(g::text::bytea), sha256('k'::bytea), 1, '[]', 'x', decode(repeat('00', 64), 'hex'), '{}'::bytea
-FROM generate_series($3::int, $3::int + 1999) AS g`, c.UUID(), time.Now().Unix(), from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Publish this connection's counts now (the server otherwise may
-		// hold them for up to ten seconds while the connection is idle).
-		if _, err := owner.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-	}
-	insert(1)
+	url, s, c, owner := analyserOff(t, "stale.example")
+	insertBehind(t, owner, c, 1)
 	analysed, err := s.AnalyzeStale(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -128,11 +100,7 @@ FROM generate_series($3::int, $3::int + 1999) AS g`, c.UUID(), time.Now().Unix()
 	}
 	// The round vacuumed too: the new pages are all-visible, so counts and
 	// index-first reads are index-only scans without heap fetches.
-	var pages, visible int64
-	if err := owner.QueryRow(ctx, `SELECT coalesce(sum(c.relpages), 0), coalesce(sum(c.relallvisible), 0) FROM pg_inherits i
-		JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`).Scan(&pages, &visible); err != nil {
-		t.Fatal(err)
-	}
+	pages, visible := eventPages(t, owner)
 	if pages == 0 || visible != pages {
 		t.Fatalf("after the round %d of %d event pages are all-visible; want all (VACUUM sets the visibility map)", visible, pages)
 	}
@@ -154,8 +122,8 @@ FROM generate_series($3::int, $3::int + 1999) AS g`, c.UUID(), time.Now().Unix()
 	// counts sets the table's changes since the last ANALYZE to zero, so a
 	// round running between two inserts could leave the second never
 	// stale again.
-	insert(10001)
-	insert(20001)
+	insertBehind(t, owner, c, 10001)
+	insertBehind(t, owner, c, 20001)
 	s2, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -175,31 +143,10 @@ FROM generate_series($3::int, $3::int + 1999) AS g`, c.UUID(), time.Now().Unix()
 // and without it every index-only scan visits the heap.
 func TestVacuumsWhatAnotherAnalysed(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	c, _, err := s.EnsureCommunity(ctx, "analysed.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
-	if _, err := owner.Exec(ctx, `INSERT INTO events (community_id, created_at, id, pubkey, kind, tags, content, sig, raw)
-SELECT $1::uuid, $2::bigint - g, sha256(g::text::bytea), sha256('k'::bytea), 1, '[]', 'x', decode(repeat('00', 64), 'hex'), '{}'::bytea
-FROM generate_series(1, 2000) AS g`, c.UUID(), time.Now().Unix()); err != nil {
-		t.Fatal(err)
-	}
+	_, s, c, owner := analyserOff(t, "analysed.example")
 	// The insert's counts are published before the ANALYZE, which then
 	// finds no change since it ran.
-	if _, err := owner.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-		t.Fatal(err)
-	}
+	insertBehind(t, owner, c, 1)
 	if _, err := owner.Exec(ctx, `ANALYZE`); err != nil {
 		t.Fatal(err)
 	}
@@ -207,17 +154,64 @@ FROM generate_series(1, 2000) AS g`, c.UUID(), time.Now().Unix()); err != nil {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pages, visible int64
-	if err := owner.QueryRow(ctx, `SELECT coalesce(sum(c.relpages), 0), coalesce(sum(c.relallvisible), 0) FROM pg_inherits i
-		JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`).Scan(&pages, &visible); err != nil {
-		t.Fatal(err)
-	}
+	pages, visible := eventPages(t, owner)
 	if pages == 0 || visible != pages {
 		t.Fatalf("analysed by the owner, then a round (on %v): %d of %d event pages all-visible, want all", done, visible, pages)
 	}
 	if again, err := s.AnalyzeStale(ctx); err != nil || len(again) != 0 {
 		t.Fatalf("after the round %v, still to do: %v (%v)", done, again, err)
 	}
+}
+
+// analyserOff opens a store on a new database with its analyser off,
+// makes the community host on it, and connects as the schema owner; all
+// are closed when the test ends.
+func analyserOff(t *testing.T, host string) (url string, s *postgres.Store, c tenant.CommunityID, owner *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url = pgtest.NewDatabase(t)
+	s, err := postgres.Open(ctx, url, postgres.WithAnalyzeInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if c, _, err = s.EnsureCommunity(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	if owner, err = pgx.Connect(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close(context.Background()) })
+	return url, s, c, owner
+}
+
+// insertBehind inserts 2,000 events of community c, numbered from on, as
+// the schema owner (behind the store's back), and has the connection
+// publish its row counts now (the server otherwise may hold them for up
+// to ten seconds while the connection is idle).
+func insertBehind(t *testing.T, owner *pgx.Conn, c tenant.CommunityID, from int) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := owner.Exec(ctx, `INSERT INTO events (community_id, created_at, id, pubkey, kind, tags, content, sig, raw)
+SELECT $1::uuid, $2::bigint - g, sha256(g::text::bytea), sha256('k'::bytea), 1, '[]', 'x', decode(repeat('00', 64), 'hex'), '{}'::bytea
+FROM generate_series($3::int, $3::int + 1999) AS g`, c.UUID(), time.Now().Unix(), from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventPages returns the pages of the event partitions, and how many of
+// them the visibility map has all-visible, as of their last vacuum.
+func eventPages(t *testing.T, owner *pgx.Conn) (pages, visible int64) {
+	t.Helper()
+	if err := owner.QueryRow(context.Background(), `SELECT coalesce(sum(c.relpages), 0), coalesce(sum(c.relallvisible), 0) FROM pg_inherits i
+		JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`).Scan(&pages, &visible); err != nil {
+		t.Fatal(err)
+	}
+	return pages, visible
 }
 
 func TestAnalyzeIntervalValidated(t *testing.T) {
