@@ -10,7 +10,8 @@
 #
 # Each run measures every column once, in turn (one buzzbench invocation per
 # column and run, -runs 1, each relay started on a fresh data directory or
-# database), so a slow minute of the machine hits every relay alike; the
+# database; the embedded store's runs all before PostgreSQL's), so a slow
+# minute of the machine hits every relay alike; the
 # table (`buzzbench -merge`) gives the median over the runs of each figure,
 # under a header naming the machine, every build and the date. Before the
 # runs, BenchmarkVerifyCeiling of package nostr runs on core 0 for each
@@ -378,27 +379,34 @@ if has "$PARTS" crosspod; then
 	done
 fi
 
-# The invocations, run by run, column by column.
+# The invocations, run by run, column by column: every run of the
+# embedded store's parts first, then every run of PostgreSQL's. PostgreSQL
+# writes a burst out in the background for a while after it (a load
+# average of 5 to 12 on two cores), which would otherwise land on the
+# next embedded run.
 bench="taskset -c 1 $OUT/buzzbench -runs 1 -events $EVENTS -conns 16 -window 64 $BENCH_FLAGS"
 cmds=() names=()
+for pass in embedded postgres; do
 for r in $(seq 1 "$RUNS"); do
 	for i in "${!labels[@]}"; do
 		l="${labels[$i]}"
 		if [ "$i" -lt "$embedded_columns" ]; then
-			has "$PARTS" embedded || continue
+			[ $pass = embedded ] && has "$PARTS" embedded || continue
 			scen=ingest,ingest-pipelined,req,count,fanout,idle
 		else
+			[ $pass = postgres ] || continue
 			scen=ingest,ingest-pipelined,req,count,fanout
 		fi
 		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") $scen")
 		names+=("$l run $r/$RUNS")
 	done
 	for i in "${!xlabels[@]}"; do
+		[ $pass = postgres ] || continue
 		l="${xlabels[$i]}" a="${xports[$i]}"
 		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:$a -sub-url ws://127.0.0.1:$((a + 1)),ws://127.0.0.1:$((a + 2)) -start $(printf %q "${xstarts[$i]}") fanout,crosspod")
 		names+=("$l run $r/$RUNS")
 	done
-	if has "$PARTS" auth; then
+	if [ $pass = embedded ] && has "$PARTS" auth; then
 		for ((i = 0; i < embedded_columns; i++)); do
 			l="${labels[$i]}" start="${starts[$i]}"
 			case "$l" in
@@ -409,7 +417,7 @@ for r in $(seq 1 "$RUNS"); do
 			names+=("$l authenticated run $r/$RUNS")
 		done
 	fi
-	if has "$PARTS" analyzed; then
+	if [ $pass = postgres ] && has "$PARTS" analyzed; then
 		for i in "${!labels[@]}"; do
 			l="${labels[$i]}" db="${dbs[$i]}"
 			[ -n "$db" ] || continue
@@ -417,7 +425,7 @@ for r in $(seq 1 "$RUNS"); do
 			names+=("$l analyzed run $r/$RUNS")
 		done
 	fi
-	if has "$PARTS" fanout; then
+	if [ $pass = embedded ] && has "$PARTS" fanout; then
 		for subs in 1000 10000; do
 			for ((i = 0; i < embedded_columns; i++)); do
 				l="${labels[$i]}"
@@ -426,6 +434,7 @@ for r in $(seq 1 "$RUNS"); do
 			done
 		done
 	fi
+done
 done
 
 # table: the header, then the reports merged, a column per label in the
