@@ -50,8 +50,8 @@ import (
 // All the vacuums come first, the event partitions' first of all, so that
 // a round running under load spares index-only scans their heap visits as
 // early as it can (an ANALYZE reads up to 30,000 rows of its table, a
-// vacuum only the pages added since the last). The vacuum sets the visibility map of the pages filled
-// since the last one, without which an index-only scan (event_tags' in
+// vacuum only the pages added since the last). The vacuum sets the
+// visibility map of the pages filled since the last one, without which an index-only scan (event_tags' in
 // every tag-driven read, and events' where an index covers the query)
 // visits the heap for each index entry, and the planner, knowing that,
 // may prefer a sequential scan (COUNT of one author's 3,389 of 20,000
@@ -83,16 +83,17 @@ const (
 var unanalysedColumns = []string{"tags", "content", "sig", "raw", "received_at"}
 
 // skipStatsSQL returns an ALTER TABLE for events and each partition where
-// a column of $1 (unanalysedColumns) still has statistics taken.
+// a column of $1 (unanalysedColumns) still has statistics taken. Each
+// alters its own table ONLY: on events it would otherwise recurse into the
+// partitions, which have statements of their own.
 const skipStatsSQL = `
-SELECT format('ALTER TABLE %s %s', c.oid::regclass,
+SELECT format('ALTER TABLE ONLY %s %s', c.oid::regclass,
               string_agg(format('ALTER COLUMN %I SET STATISTICS 0', a.attname), ', ' ORDER BY a.attnum))
 FROM pg_class c
 JOIN pg_attribute a ON a.attrelid = c.oid
 WHERE (c.oid = 'events'::regclass OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass))
   AND a.attname = ANY($1) AND NOT a.attisdropped AND a.attstattarget IS DISTINCT FROM 0
-GROUP BY c.oid
-ORDER BY c.oid = 'events'::regclass DESC`
+GROUP BY c.oid`
 
 // skipUnreadStats sets the statistics target of unanalysedColumns to 0
 // where it is not, on conn (the tables' owner's). A partition created
@@ -119,9 +120,19 @@ func skipUnreadStats(ctx context.Context, conn *pgx.Conn) error {
 // partitions.
 const analyzeSQL = `VACUUM (ANALYZE) events, event_tags, event_search`
 
+// analyzeAll vacuums and analyses every event table and partition on conn
+// (the tables' owner's), stale or not, skipping unanalysedColumns.
+func analyzeAll(ctx context.Context, conn *pgx.Conn) error {
+	if err := skipUnreadStats(ctx, conn); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, analyzeSQL)
+	return err
+}
+
 // staleSQL lists the event tables a round works on, the partitions of
-// events first, each with whether to vacuum it and
-// whether to analyse it. By autovacuum's rules, with the scale of its
+// events first, each with whether to vacuum it and whether to analyse it.
+// By autovacuum's rules, with the scale of its
 // analyse rule for both: a table is vacuumed once more than 50 rows + 10%
 // were inserted or left dead since its last vacuum, and analysed once
 // more than 50 rows + 10% changed since its last ANALYZE, or when it
@@ -385,10 +396,7 @@ func (s *Store) Analyze(ctx context.Context) error {
 		return fmt.Errorf("postgres: analyze: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if err := skipUnreadStats(ctx, conn); err != nil {
-		return fmt.Errorf("postgres: analyze: %w", err)
-	}
-	if _, err := conn.Exec(ctx, analyzeSQL); err != nil {
+	if err := analyzeAll(ctx, conn); err != nil {
 		return fmt.Errorf("postgres: analyze: %w", err)
 	}
 	return nil

@@ -95,4 +95,16 @@ WHERE s.starelid = i.inhrelid AND i.inhparent = 'events'::regclass`); err != nil
 		t.Fatal(err)
 	}
 	analysed("Analyze")
+	// Analyze also takes the statistics of events as a whole (inherited).
+	rows, err = owner.Query(ctx, `SELECT DISTINCT attname FROM pg_stats WHERE tablename = 'events' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(whole, want) {
+		t.Fatalf("after Analyze events has statistics of %v, want exactly %v", whole, want)
+	}
 }

@@ -61,10 +61,7 @@ func BulkLoad(ctx context.Context, databaseURL string, c tenant.CommunityID, eve
 	}
 	// Bulk growth leaves the planner blind until statistics are taken
 	// (see analyze.go): take them now, on the owner's connection.
-	if err := skipUnreadStats(ctx, conn); err != nil {
-		return n, fmt.Errorf("postgres: bulk load: analyze: %w", err)
-	}
-	if _, err := conn.Exec(ctx, analyzeSQL); err != nil {
+	if err := analyzeAll(ctx, conn); err != nil {
 		return n, fmt.Errorf("postgres: bulk load: analyze: %w", err)
 	}
 	return n, nil
