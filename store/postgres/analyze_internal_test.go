@@ -22,15 +22,21 @@ func TestUnreadColumnsUnanalysed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer owner.Close(ctx)
-	rows, err := owner.Query(ctx, `SELECT attname FROM pg_attribute
+	// names runs q, a query of one text column, and returns its rows.
+	names := func(q string, args ...any) []string {
+		t.Helper()
+		rows, err := owner.Query(ctx, q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := names(`SELECT attname FROM pg_attribute
 WHERE attrelid = 'events'::regclass AND attnum > 0 AND NOT attisdropped AND NOT (attname = ANY($1)) ORDER BY attname`, unanalysedColumns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(want) < 9 {
 		t.Fatalf("events has only %v besides %v", want, unanalysedColumns)
 	}
@@ -50,16 +56,9 @@ FROM generate_series(1, 2000) AS g`, c.UUID(), time.Now().Unix()); err != nil {
 	}
 	analysed := func(how string) {
 		t.Helper()
-		rows, err := owner.Query(ctx, `SELECT DISTINCT s.attname FROM pg_stats s
+		got := names(`SELECT DISTINCT s.attname FROM pg_stats s
 JOIN pg_inherits i ON i.inhrelid = (quote_ident(s.schemaname) || '.' || quote_ident(s.tablename))::regclass
 WHERE i.inhparent = 'events'::regclass ORDER BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("after %s the partitions have statistics of %v, want exactly %v", how, got, want)
 		}
@@ -96,14 +95,7 @@ WHERE s.starelid = i.inhrelid AND i.inhparent = 'events'::regclass`); err != nil
 	}
 	analysed("Analyze")
 	// Analyze also takes the statistics of events as a whole (inherited).
-	rows, err = owner.Query(ctx, `SELECT DISTINCT attname FROM pg_stats WHERE tablename = 'events' ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	whole, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole := names(`SELECT DISTINCT attname FROM pg_stats WHERE tablename = 'events' ORDER BY 1`)
 	if !slices.Equal(whole, want) {
 		t.Fatalf("after Analyze events has statistics of %v, want exactly %v", whole, want)
 	}
