@@ -51,15 +51,16 @@ import (
 // a round running under load spares index-only scans their heap visits as
 // early as it can (an ANALYZE reads up to 30,000 rows of its table, a
 // vacuum only the pages added since the last). The vacuum sets the
-// visibility map of the pages filled since the last one, without which an index-only scan (event_tags' in
-// every tag-driven read, and events' where an index covers the query)
-// visits the heap for each index entry, and the planner, knowing that,
-// may prefer a sequential scan (COUNT of one author's 3,389 of 20,000
-// events on a fresh database: a 10.9 ms sequential scan before, a 1.0 ms
-// index-only scan with no heap fetch after). Autovacuum would do the same
-// (insert-driven vacuum); where it is off, nothing else does. VACUUM only
-// visits pages not yet all-visible, so on insert-mostly tables its cost
-// follows the new rows, and it takes no lock that blocks reads or writes.
+// visibility map of the pages filled since the last one, without which an
+// index-only scan (event_tags' in every tag-driven read, and events' where
+// an index covers the query) visits the heap for each index entry, and the
+// planner, knowing that, may prefer a sequential scan (COUNT of one
+// author's 3,389 of 20,000 events on a fresh database: a 10.9 ms
+// sequential scan before, a 1.0 ms index-only scan with no heap fetch
+// after). Autovacuum would do the same (insert-driven vacuum); where it is
+// off, nothing else does. VACUUM only visits pages not yet all-visible, so
+// on insert-mostly tables its cost follows the new rows, and it takes no
+// lock that blocks reads or writes.
 // The vacuum is decided apart from the ANALYZE: an ANALYZE run by anyone
 // else brings the statistics up to date but leaves the visibility map as
 // it was.
@@ -132,13 +133,13 @@ func analyzeAll(ctx context.Context, conn *pgx.Conn) error {
 
 // staleSQL lists the event tables a round works on, the partitions of
 // events first, each with whether to vacuum it and whether to analyse it.
-// By autovacuum's rules, with the scale of its
-// analyse rule for both: a table is vacuumed once more than 50 rows + 10%
-// were inserted or left dead since its last vacuum, and analysed once
-// more than 50 rows + 10% changed since its last ANALYZE, or when it
-// holds rows and was never analysed. The two are apart because either
-// may run without the other: an operator's ANALYZE, which leaves the
-// visibility map as it was, must not spare a table its vacuum.
+// By autovacuum's rules, with the scale of its analyse rule for both: a
+// table is vacuumed once more than 50 rows + 10% were inserted or left
+// dead since its last vacuum, and analysed once more than 50 rows + 10%
+// changed since its last ANALYZE, or when it holds rows and was never
+// analysed. The two are apart because either may run without the other: an
+// operator's ANALYZE, which leaves the visibility map as it was, must not
+// spare a table its vacuum.
 const staleSQL = `
 SELECT name, to_vacuum, to_analyze FROM (
   SELECT c.oid::regclass::text AS name,
