@@ -387,54 +387,54 @@ fi
 bench="taskset -c 1 $OUT/buzzbench -runs 1 -events $EVENTS -conns 16 -window 64 $BENCH_FLAGS"
 cmds=() names=()
 for pass in embedded postgres; do
-for r in $(seq 1 "$RUNS"); do
-	for i in "${!labels[@]}"; do
-		l="${labels[$i]}"
-		if [ "$i" -lt "$embedded_columns" ]; then
-			[ $pass = embedded ] && has "$PARTS" embedded || continue
-			scen=ingest,ingest-pipelined,req,count,fanout,idle
-		else
-			[ $pass = postgres ] || continue
-			scen=ingest,ingest-pipelined,req,count,fanout
-		fi
-		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") $scen")
-		names+=("$l run $r/$RUNS")
-	done
-	for i in "${!xlabels[@]}"; do
-		[ $pass = postgres ] || continue
-		l="${xlabels[$i]}" a="${xports[$i]}"
-		cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:$a -sub-url ws://127.0.0.1:$((a + 1)),ws://127.0.0.1:$((a + 2)) -start $(printf %q "${xstarts[$i]}") fanout,crosspod")
-		names+=("$l run $r/$RUNS")
-	done
-	if [ $pass = embedded ] && has "$PARTS" auth; then
-		for ((i = 0; i < embedded_columns; i++)); do
-			l="${labels[$i]}" start="${starts[$i]}"
-			case "$l" in
-			strfry*) continue ;;
-			khatru) start="export KHATRU_AUTH=1 && $start" ;;
-			esac
-			cmds+=("$bench -auth-per-author -json-out $REPORTS/$l-auth-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "$start") ingest,ingest-pipelined,req,count")
-			names+=("$l authenticated run $r/$RUNS")
-		done
-	fi
-	if [ $pass = postgres ] && has "$PARTS" analyzed; then
+	for r in $(seq 1 "$RUNS"); do
 		for i in "${!labels[@]}"; do
-			l="${labels[$i]}" db="${dbs[$i]}"
-			[ -n "$db" ] || continue
-			cmds+=("$bench -json-out $REPORTS/$l-analyzed-run$r.json -name $l-analyzed -before-reads $(printf %q "psql -q $PG/$db -c ANALYZE") -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") req,count")
-			names+=("$l analyzed run $r/$RUNS")
+			l="${labels[$i]}"
+			if [ "$i" -lt "$embedded_columns" ]; then
+				[ $pass = embedded ] && has "$PARTS" embedded || continue
+				scen=ingest,ingest-pipelined,req,count,fanout,idle
+			else
+				[ $pass = postgres ] || continue
+				scen=ingest,ingest-pipelined,req,count,fanout
+			fi
+			cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") $scen")
+			names+=("$l run $r/$RUNS")
 		done
-	fi
-	if [ $pass = embedded ] && has "$PARTS" fanout; then
-		for subs in 1000 10000; do
+		for i in "${!xlabels[@]}"; do
+			[ $pass = postgres ] || continue
+			l="${xlabels[$i]}" a="${xports[$i]}"
+			cmds+=("$bench -json-out $REPORTS/$l-run$r.json -name $l -url ws://127.0.0.1:$a -sub-url ws://127.0.0.1:$((a + 1)),ws://127.0.0.1:$((a + 2)) -start $(printf %q "${xstarts[$i]}") fanout,crosspod")
+			names+=("$l run $r/$RUNS")
+		done
+		if [ $pass = embedded ] && has "$PARTS" auth; then
 			for ((i = 0; i < embedded_columns; i++)); do
-				l="${labels[$i]}"
-				cmds+=("$bench -json-out $REPORTS/$l-fanout$subs-run$r.json -subs $subs -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") fanout")
-				names+=("$l fan-out $subs run $r/$RUNS")
+				l="${labels[$i]}" start="${starts[$i]}"
+				case "$l" in
+				strfry*) continue ;;
+				khatru) start="export KHATRU_AUTH=1 && $start" ;;
+				esac
+				cmds+=("$bench -auth-per-author -json-out $REPORTS/$l-auth-run$r.json -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "$start") ingest,ingest-pipelined,req,count")
+				names+=("$l authenticated run $r/$RUNS")
 			done
-		done
-	fi
-done
+		fi
+		if [ $pass = postgres ] && has "$PARTS" analyzed; then
+			for i in "${!labels[@]}"; do
+				l="${labels[$i]}" db="${dbs[$i]}"
+				[ -n "$db" ] || continue
+				cmds+=("$bench -json-out $REPORTS/$l-analyzed-run$r.json -name $l-analyzed -before-reads $(printf %q "psql -q $PG/$db -c ANALYZE") -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") req,count")
+				names+=("$l analyzed run $r/$RUNS")
+			done
+		fi
+		if [ $pass = embedded ] && has "$PARTS" fanout; then
+			for subs in 1000 10000; do
+				for ((i = 0; i < embedded_columns; i++)); do
+					l="${labels[$i]}"
+					cmds+=("$bench -json-out $REPORTS/$l-fanout$subs-run$r.json -subs $subs -name $l -url ws://127.0.0.1:${ports[$i]} -start $(printf %q "${starts[$i]}") fanout")
+					names+=("$l fan-out $subs run $r/$RUNS")
+				done
+			done
+		fi
+	done
 done
 
 # table: the header, then the reports merged, a column per label in the
