@@ -1,15 +1,12 @@
 package embedded_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,53 +86,7 @@ func TestKillDurability(t *testing.T) {
 		t.Skip("running as the child")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnvDir+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	var acked []string
-	sc := bufio.NewScanner(out)
-	deadline := time.Now().Add(2 * time.Minute)
-	for sc.Scan() {
-		line := sc.Text()
-		if id, ok := strings.CutPrefix(line, "ACK "); ok {
-			acked = append(acked, id)
-		}
-		if len(acked) == 300 {
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			killed = true
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("child too slow")
-		}
-	}
-	// Drain what the child printed before it died: those were acknowledged too.
-	for sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
-			acked = append(acked, id)
-		}
-	}
-	_ = cmd.Wait()
-	if !killed {
-		t.Fatalf("child exited before it was killed, after %d acks", len(acked))
-	}
-
+	acked := storetest.KillAfterAcks(t, "TestKillChild", childEnvDir, dir, 300)
 	s, err := embedded.Open(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("reopen after kill -9: %v", err)
@@ -145,20 +96,7 @@ func TestKillDurability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bool{}
-	for _, id := range storetest.QueryIDs(t, s, c, nostr.Filter{IDs: acked}) {
-		got[id] = true
-	}
-	missing := 0
-	for _, id := range acked {
-		if !got[id] {
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Fatalf("%d of %d acknowledged events lost after kill -9", missing, len(acked))
-	}
-	t.Logf("%d acknowledged events all present after kill -9", len(acked))
+	storetest.RequireStored(t, s, c, acked)
 }
 
 // TestKillChild is the child side of TestKillDurability; it does nothing in
@@ -174,25 +112,7 @@ func TestKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := storetest.Community(t, s, childEnvHost)
-	authors := storetest.NewAuthors(t, 8)
-	acks := make(chan string, 1024)
-	for w := 0; w < 8; w++ {
-		go func(w int) {
-			for i := 0; ; i++ {
-				ev := authors[w].Unsigned(1, time.Now().Unix(), fmt.Sprintf("worker %d event %d", w, i), nostr.Tag{"t", "kill"})
-				if err := s.Save(ctx, c, ev); err != nil {
-					fmt.Fprintln(os.Stderr, "child save:", err)
-					return
-				}
-				acks <- ev.ID
-			}
-		}(w)
-	}
-	// One printer, so lines never interleave; each line is written (an
-	// unbuffered write to the pipe) only after its Save returned nil.
-	for id := range acks {
-		fmt.Fprintf(os.Stdout, "ACK %s\n", id)
-	}
+	storetest.SaveAndAck(ctx, t, s, c, 8, func(w, i int) string { return fmt.Sprintf("worker %d event %d", w, i) })
 }
 
 // TestAckAfterSync: a committed write (already visible to readers) is not

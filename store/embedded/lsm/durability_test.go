@@ -1,14 +1,11 @@
 package lsm_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -241,70 +238,13 @@ func TestKillDurability(t *testing.T) {
 		t.Skip("running as the child")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnvDir+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	var acked []string
-	sc := bufio.NewScanner(out)
-	deadline := time.Now().Add(2 * time.Minute)
-	for sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
-			acked = append(acked, id)
-		}
-		if len(acked) == 800 {
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			killed = true
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("child too slow")
-		}
-	}
-	// What the child printed before it died was acknowledged too.
-	for sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
-			acked = append(acked, id)
-		}
-	}
-	_ = cmd.Wait()
-	if !killed {
-		t.Fatalf("child exited before it was killed, after %d acks", len(acked))
-	}
+	acked := storetest.KillAfterAcks(t, "TestKillChild", childEnvDir, dir, 800)
 	s := reopen(t, dir)
 	c, err := s.LookupHost(context.Background(), childEnvHost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bool{}
-	for _, id := range storetest.QueryIDs(t, s, c, nostr.Filter{IDs: acked}) {
-		got[id] = true
-	}
-	missing := 0
-	for _, id := range acked {
-		if !got[id] {
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Fatalf("%d of %d acknowledged events lost after kill -9", missing, len(acked))
-	}
-	t.Logf("%d acknowledged events all present after kill -9", len(acked))
+	storetest.RequireStored(t, s, c, acked)
 }
 
 // TestKillChild is the child side of TestKillDurability; it does nothing in
@@ -320,24 +260,8 @@ func TestKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := storetest.Community(t, s, childEnvHost)
-	authors := storetest.NewAuthors(t, 8)
-	acks := make(chan string, 1024)
 	pad := strings.Repeat("k", 3000)
-	for w := 0; w < 8; w++ {
-		go func(w int) {
-			for i := 0; ; i++ {
-				ev := authors[w].Unsigned(1, time.Now().Unix(), fmt.Sprintf("worker %d event %d %s", w, i, pad), nostr.Tag{"t", "kill"})
-				if err := s.Save(ctx, c, ev); err != nil {
-					fmt.Fprintln(os.Stderr, "child save:", err)
-					return
-				}
-				acks <- ev.ID
-			}
-		}(w)
-	}
-	for id := range acks {
-		fmt.Fprintf(os.Stdout, "ACK %s\n", id)
-	}
+	storetest.SaveAndAck(ctx, t, s, c, 8, func(w, i int) string { return fmt.Sprintf("worker %d event %d %s", w, i, pad) })
 }
 
 // TestSyncIntervalFollowsWaiters: the least interval between two log syncs
