@@ -2,11 +2,7 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/pressly/goose/v3"
 )
 
 // TestMigration170Backfill upgrades a database holding tag rows written
@@ -15,25 +11,8 @@ import (
 // rows through the trigger.
 func TestMigration170Backfill(t *testing.T) {
 	ctx := context.Background()
-	url := internalDatabase(t)
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, MigrationFS(), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 160); err != nil {
-		t.Fatal(err)
-	}
-	owner, err := pgx.Connect(ctx, url) // bypasses row-level security
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
-	_, err = owner.Exec(ctx, `
+	url, _, owner := databaseAt(t, 160)
+	_, err := owner.Exec(ctx, `
 INSERT INTO communities (id, host) VALUES ('00000000-0000-0000-0000-00000000000a', 'a.example');
 INSERT INTO channels (community_id, id, name, created_by) VALUES
     ('00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-0000000000c1', 'general', sha256('au'::bytea));

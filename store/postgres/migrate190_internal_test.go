@@ -2,12 +2,8 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/pressly/goose/v3"
 
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
@@ -19,26 +15,9 @@ import (
 // included) and nothing of the other community.
 func TestMigration190SearchLexemes(t *testing.T) {
 	ctx := context.Background()
-	url := internalDatabase(t)
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, MigrationFS(), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 170); err != nil {
-		t.Fatal(err)
-	}
-	owner, err := pgx.Connect(ctx, url) // bypasses row-level security
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
+	url, _, owner := databaseAt(t, 170)
 	const ida, idb = "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"
-	_, err = owner.Exec(ctx, `
+	_, err := owner.Exec(ctx, `
 INSERT INTO communities (id, host) VALUES ('`+ida+`', 'a.example'), ('`+idb+`', 'b.example');
 INSERT INTO events (community_id, created_at, id, pubkey, kind, tags, content, sig, raw)
 SELECT c, 1700000000 + g, sha256(('ev' || g)::bytea), sha256('au'::bytea), 1, '[]', content,

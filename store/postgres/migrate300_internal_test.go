@@ -2,12 +2,8 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/pressly/goose/v3"
 )
 
 // TestMigration300SearchTrigger saves the same contents before and after
@@ -18,24 +14,7 @@ import (
 // Searches after the upgrade are covered by the store's own tests.
 func TestMigration300SearchTrigger(t *testing.T) {
 	ctx := context.Background()
-	url := internalDatabase(t)
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, MigrationFS(), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 290); err != nil {
-		t.Fatal(err)
-	}
-	owner, err := pgx.Connect(ctx, url) // bypasses row-level security
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
+	url, p, owner := databaseAt(t, 290)
 	const ida, idb = "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"
 	if _, err := owner.Exec(ctx, `INSERT INTO communities (id, host) VALUES ('`+ida+`', 'a.example')`); err != nil {
 		t.Fatal(err)
@@ -72,7 +51,7 @@ VALUES ($1, $2, sha256(convert_to($3, 'UTF8')), sha256('au'::bytea), 1, '[]', $4
 	insert("after")
 
 	var pairs, differ int
-	err = owner.QueryRow(ctx, `
+	err := owner.QueryRow(ctx, `
 SELECT count(*), count(*) FILTER (WHERE b.tsv IS DISTINCT FROM a.tsv)
 FROM event_search b
 JOIN events eb ON eb.community_id = b.community_id AND eb.id = b.event_id
