@@ -33,7 +33,7 @@ import (
 //
 // and in the child test, which skips unless envDir is set:
 //
-//	storetest.SaveAndAck(ctx, s, c, 8, func(w, i int) string { … })
+//	storetest.SaveAndAck(ctx, t, s, c, 8, func(w, i int) string { … })
 
 // ackPrefix starts each line of the child's standard output that
 // acknowledges an event.
