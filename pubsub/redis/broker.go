@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"github.com/dgraph-io/ristretto/v2"
 	"github.com/redis/rueidis"
 
 	"github.com/buzzrelay/buzz/nostr"
@@ -36,7 +36,7 @@ type Broker struct {
 	client rueidis.Client
 	origin string // random id of this process, stamped on control messages
 
-	echo *ristretto.Cache[string, struct{}]
+	echo *echoMarks // what this broker published, to drop the echo
 
 	lmu       sync.Mutex
 	lnext     uint64
@@ -102,16 +102,6 @@ func New(ctx context.Context, redisURL string, opts ...Option) (*Broker, error) 
 	if err != nil {
 		return nil, fmt.Errorf("pubsub/redis: connect: %w", err)
 	}
-	echo, err := ristretto.NewCache(&ristretto.Config[string, struct{}]{
-		NumCounters:        cfg.echoSize * 10,
-		MaxCost:            cfg.echoSize,
-		BufferItems:        64,
-		IgnoreInternalCost: true,
-	})
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("pubsub/redis: echo cache: %w", err)
-	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	b := &Broker{
@@ -119,7 +109,7 @@ func New(ctx context.Context, redisURL string, opts ...Option) (*Broker, error) 
 		log:    cfg.logger.With("component", "pubsub/redis"),
 		client: client,
 		origin: hex.EncodeToString(id[:]),
-		echo:   echo,
+		echo:   newEchoMarks(int(cfg.echoSize), cfg.echoTTL, time.Now),
 		chans:  make(map[string]*chanState),
 		wake:   make(chan struct{}, 1),
 		ready:  make(chan struct{}),
@@ -170,7 +160,6 @@ func (b *Broker) Close() error {
 	b.chans = map[string]*chanState{}
 	b.mu.Unlock()
 	b.client.Close()
-	b.echo.Close()
 	return nil
 }
 
@@ -260,13 +249,13 @@ func (b *Broker) Publish(ctx context.Context, msg pubsub.Message) error {
 	}
 	ch := b.topicChannel(t)
 	key := echoKey(msg.Community, msg.Event.ID)
-	b.markEcho(key)
+	b.echo.mark(key) // before PUBLISH: the echo can only arrive after it
 	payload := appendEnvelope(make([]byte, 0, envOverhead+len(msg.Raw)), msg.Community, msg.Event.ID, msg.Raw)
 	pctx, cancel := context.WithTimeout(ctx, b.cfg.publishTimeout)
 	defer cancel()
 	err := b.client.Do(pctx, b.client.B().Publish().Channel(ch).Message(rueidis.BinaryString(payload)).Build()).Error()
 	if err != nil {
-		b.echo.Del(key)
+		b.echo.take(key)
 		return fmt.Errorf("pubsub/redis: publish: %w", err)
 	}
 	return nil
@@ -303,18 +292,6 @@ func echoKey(c tenant.CommunityID, id string) string {
 	copy(k[:16], u[:])
 	copy(k[16:], id)
 	return string(k[:])
-}
-
-// markEcho records key and waits until the mark is visible to Get, so the
-// echo (which can only arrive after PUBLISH) always finds it.
-func (b *Broker) markEcho(key string) {
-	if !b.echo.SetWithTTL(key, struct{}{}, 1, b.cfg.echoTTL) {
-		b.echo.Wait() // the set buffer was full: drain it and retry once
-		if !b.echo.SetWithTTL(key, struct{}{}, 1, b.cfg.echoTTL) {
-			b.log.Warn("echo mark dropped; the echo may be delivered twice")
-		}
-	}
-	b.echo.Wait()
 }
 
 // topicChannel returns the Redis channel name of t.
@@ -356,9 +333,8 @@ func (b *Broker) onMessage(m rueidis.PubSubMessage) {
 		return
 	}
 	key := echoKey(st.community, env.id)
-	if _, ok := b.echo.Get(key); ok {
-		b.echo.Del(key) // our own message: already delivered locally
-		return
+	if b.echo.take(key) {
+		return // our own message: already delivered locally
 	}
 	raw := []byte(env.raw)
 	ev, err := nostr.ParseEvent(raw)
