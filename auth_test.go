@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/nostr"
 )
 
@@ -123,7 +124,7 @@ func TestAuthRequiredFlows(t *testing.T) {
 }
 
 func TestAuthWindowUsesClock(t *testing.T) {
-	clock := &fakeClock{t: time.Now().Add(-time.Hour)}
+	clock := fakeclock.New(time.Now().Add(-time.Hour))
 	tr := newTestRelay(t, WithClock(clock.Now))
 	c := tr.dial(t)
 	s := newSigner(t)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/messaging"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
@@ -23,7 +24,7 @@ func TestCommunityKindAllowList(t *testing.T) {
 			t.Fatal("the backend keeps no kind allow-list settings")
 		}
 		ctx := context.Background()
-		clk := newTestClock()
+		clk := fakeclock.New(time.Now())
 		set := func(tr *testRelay, kinds string) {
 			t.Helper()
 			tc, err := tenant.Bind(ctx, st, tr.host)
@@ -39,7 +40,7 @@ func TestCommunityKindAllowList(t *testing.T) {
 		ev := s.Event(unknown, now(), "a comment")
 
 		// The relay's list is off: A turns Buzz's on, B leaves it.
-		a, b := leakedRelay(t, st, WithClock(clk.now)), leakedRelay(t, st, WithClock(clk.now))
+		a, b := leakedRelay(t, st, WithClock(clk.Now)), leakedRelay(t, st, WithClock(clk.Now))
 		set(a, "buzz")
 		eq(t, "unknown kind in A", a.dial(t).Publish(ev).Message, messaging.MsgUnknownKind)
 		b.dial(t).MustAccept(ev)
@@ -47,17 +48,17 @@ func TestCommunityKindAllowList(t *testing.T) {
 
 		// The relay's list is on: C follows it, D turned it off.
 		opt := WithKindAllowList(messaging.BuzzKinds())
-		c, d := leakedRelay(t, st, WithClock(clk.now), opt), leakedRelay(t, st, WithClock(clk.now), opt)
+		c, d := leakedRelay(t, st, WithClock(clk.Now), opt), leakedRelay(t, st, WithClock(clk.Now), opt)
 		set(d, "off")
 		eq(t, "unknown kind in C (the relay's list)", c.dial(t).Publish(ev).Message, messaging.MsgUnknownKind)
 		d.dial(t).MustAccept(ev)
 
 		// A change holds once the cached setting expires.
 		set(a, "")
-		clk.advance(2 * time.Second)
+		clk.Advance(2 * time.Second)
 		a.dial(t).MustAccept(ev)
 		set(c, "buzz,1111")
-		clk.advance(2 * time.Second)
+		clk.Advance(2 * time.Second)
 		c.dial(t).MustAccept(ev)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/internal/testenv"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
@@ -35,11 +36,11 @@ func TestEphemeralAcrossPodsOverRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		clk := newTestClock()
+		clk := fakeclock.New(time.Now())
 		const host = "pods.example"
 		b1, b2 := broker(), broker()
-		p1 := startPod(t, st, host, WithClock(clk.now), WithBroker(b1), WithPresence(b1), withHTTPAPI(v))
-		p2 := startPod(t, st, host, WithClock(clk.now), WithBroker(b2), WithPresence(b2))
+		p1 := startPod(t, st, host, WithClock(clk.Now), WithBroker(b1), WithPresence(b1), withHTTPAPI(v))
+		p2 := startPod(t, st, host, WithClock(clk.Now), WithBroker(b2), WithPresence(b2))
 		alice, bob := newSigner(t), newSigner(t)
 
 		a := p1.dial(t)
@@ -84,13 +85,13 @@ func TestEphemeralAcrossPodsOverRedis(t *testing.T) {
 		a2.MustAccept(other)
 		eq(t, "refused ones reached no one", b.NextLive("live").ID, other.ID)
 
-		clk.advance(presenceWindow - time.Millisecond)
+		clk.Advance(presenceWindow - time.Millisecond)
 		eq(t, "still in the second", a.Publish(alice.Event(nostr.KindPresence, now()+13, "online")).Message, msgEphemeralTooFast)
-		clk.advance(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		next := alice.Event(nostr.KindPresence, now()+14, "online")
 		a.MustAccept(next)
 		eq(t, "a new second admits presence", b.NextLive("live").ID, next.ID)
-		clk.advance(typingWindow)
+		clk.Advance(typingWindow)
 		again := alice.Event(nostr.KindTyping, now()+15, "", chanTag(open))
 		a.MustAccept(again)
 		eq(t, "a new typing window", b.NextLive("live").ID, again.ID)

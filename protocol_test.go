@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store/embedded"
@@ -344,7 +345,7 @@ func TestExpiredNotServedNorDelivered(t *testing.T) {
 	// The relay's clock runs an hour behind the store's (the wall clock):
 	// an event the relay accepts as alive may have expired for the store,
 	// so expiry is reached with no wait.
-	clk := &fakeClock{t: time.Now().Add(-time.Hour)}
+	clk := fakeclock.New(time.Now().Add(-time.Hour))
 	tr := newTestRelay(t, WithClock(clk.Now))
 	c := tr.dial(t)
 	sub := tr.dial(t)
@@ -412,23 +413,6 @@ func TestExpirySweeper(t *testing.T) {
 	if !sc.released.Load() {
 		t.Fatal("Shutdown returned before the sweep in progress ended")
 	}
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) Add(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
 }
 
 func TestByteForByteRoundTrip(t *testing.T) {

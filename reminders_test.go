@@ -15,23 +15,12 @@ import (
 	gonostr "github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
 )
-
-// testClock is a clock tests move by hand (WithClock).
-type testClock struct{ unix atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.unix.Store(time.Now().UnixNano())
-	return c
-}
-
-func (c *testClock) now() time.Time          { return time.Unix(0, c.unix.Load()) }
-func (c *testClock) advance(d time.Duration) { c.unix.Add(int64(d)) }
 
 // reminder is a NIP-ER reminder by s with address d, due at notBefore.
 func reminder(s *signer, createdAt int64, d string, notBefore int64, content string, extra ...nostr.Tag) *nostr.Event {
@@ -114,7 +103,7 @@ func TestReminderAdmission(t *testing.T) {
 // signalled.
 func TestRemindersAreAuthorOnly(t *testing.T) {
 	forBackends(t, func(t *testing.T, st store.Backend) {
-		clk := newTestClock()
+		clk := fakeclock.New(time.Now())
 		br, err := pubsub.NewLocal()
 		if err != nil {
 			t.Fatal(err)
@@ -125,7 +114,7 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The sweepers are driven by hand (DeliverDueReminders).
-		opts := []Option{WithClock(clk.now), WithBroker(br), withHTTPAPI(v), WithLimits(Limits{ReminderSweepInterval: time.Hour})}
+		opts := []Option{WithClock(clk.Now), WithBroker(br), withHTTPAPI(v), WithLimits(Limits{ReminderSweepInterval: time.Hour})}
 		p1 := leakedRelay(t, st, opts...)
 		p2 := leakedRelay(t, st, opts...)
 		hostB := "other.example"
@@ -277,7 +266,7 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 		if n, err := p1.relay.DeliverDueReminders(ctx); err != nil || n != 0 {
 			t.Fatalf("sweep before due = %d, %v", n, err)
 		}
-		clk.advance(2 * time.Minute)
+		clk.Advance(2 * time.Minute)
 		var wg sync.WaitGroup
 		var sent atomic.Int64
 		for _, p := range []*testRelay{p1, p2} {
@@ -316,8 +305,8 @@ func TestRemindersAreAuthorOnly(t *testing.T) {
 // the relay's clock, with no call from outside.
 func TestReminderSweeper(t *testing.T) {
 	forBackends(t, func(t *testing.T, st store.Backend) {
-		clk := newTestClock()
-		tr := backendRelay(t, st, WithClock(clk.now), WithLimits(Limits{ReminderSweepInterval: 10 * time.Millisecond}))
+		clk := fakeclock.New(time.Now())
+		tr := backendRelay(t, st, WithClock(clk.Now), WithLimits(Limits{ReminderSweepInterval: 10 * time.Millisecond}))
 		alice := newSigner(t)
 		c := tr.dial(t)
 		c.AuthAs(alice, tr.host)
@@ -325,7 +314,7 @@ func TestReminderSweeper(t *testing.T) {
 		r := reminder(alice, at, "sweep", at+90, "ciphertext")
 		c.MustAccept(r)
 		c.Subscribe("due", nostr.Filter{Kinds: []int{nostr.KindReminder}, Authors: []string{alice.Pub()}})
-		clk.advance(3 * time.Minute)
+		clk.Advance(3 * time.Minute)
 		eq(t, "due signal", c.NextLive("due").ID, r.ID)
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/store"
@@ -18,13 +19,13 @@ import (
 // channel; one per channel per connection per window, by the relay's clock.
 func TestTypingAcrossPods(t *testing.T) {
 	forBackends(t, func(t *testing.T, st store.Backend) {
-		clk := newTestClock()
+		clk := fakeclock.New(time.Now())
 		br, err := pubsub.NewLocal()
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = br.Close() })
-		opts := []Option{WithClock(clk.now), WithBroker(br)}
+		opts := []Option{WithClock(clk.Now), WithBroker(br)}
 		p1 := leakedRelay(t, st, opts...)
 		p2 := leakedRelay(t, st, opts...)
 		alice, bob, mallory := newSigner(t), newSigner(t), newSigner(t)
@@ -77,9 +78,9 @@ func TestTypingAcrossPods(t *testing.T) {
 		a2 := p1.dial(t)
 		a2.AuthAs(alice, p1.host)
 		a2.MustAccept(alice.Event(nostr.KindTyping, now()+2, "", chanTag(priv))) // another connection
-		clk.advance(typingWindow - time.Millisecond)
+		clk.Advance(typingWindow - time.Millisecond)
 		eq(t, "still in the window", a.Publish(alice.Event(nostr.KindTyping, now()+3, "", chanTag(priv))).Message, msgTypingTooSoon)
-		clk.advance(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		a.MustAccept(alice.Event(nostr.KindTyping, now()+4, "", chanTag(priv)))
 	})
 }

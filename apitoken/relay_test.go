@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,28 +14,11 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/apitoken"
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/tenant"
 )
-
-// clock is a settable clock for the token service's expiry decisions.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // bearer sends method path to r's server with Host host and the token as
 // a Bearer credential, and decodes the JSON answer.
@@ -177,7 +159,7 @@ func auditTrail(t *testing.T, st relaytest.Backend, c tenant.CommunityID) []stri
 func TestTokensAsAClient(t *testing.T) {
 	relaytest.ForBackends(t, func(t *testing.T, st relaytest.Backend) {
 		ctx := context.Background()
-		clk := &clock{now: time.Now()}
+		clk := fakeclock.New(time.Now())
 		svc, err := apitoken.New(st.(store.TokenStore), apitoken.WithClock(clk.Now))
 		if err != nil {
 			t.Fatal(err)
@@ -263,7 +245,7 @@ func TestTokensAsAClient(t *testing.T) {
 		shortTok, _ := mint(t, svc, a, bot.PK, time.Hour, apitoken.MessagesRead)
 		code, _, _ = bearer(t, r, shortTok, http.MethodPost, r.Host, "/query", []byte(`{}`))
 		relaytest.Eq(t, "fresh token", code, http.StatusOK)
-		clk.Add(time.Hour)
+		clk.Advance(time.Hour)
 		code, m, _ = bearer(t, r, shortTok, http.MethodPost, r.Host, "/query", []byte(`{}`))
 		relaytest.Eq(t, "expired token", code, http.StatusUnauthorized)
 		relaytest.Eq(t, "its code", m["error"], any("token_expired"))

@@ -2,33 +2,21 @@ package channel_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store/embedded"
 	"github.com/buzzrelay/buzz/store/storetest"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type world struct {
 	st     *embedded.Store
 	a      *channel.Access
-	clk    *fakeClock
+	clk    *fakeclock.Clock
 	c, c2  tenant.CommunityID
 	owner  storetest.Author
 	member storetest.Author
@@ -46,9 +34,9 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	w := &world{st: st, clk: &fakeClock{t: time.Unix(1_700_000_000, 0)},
+	w := &world{st: st, clk: fakeclock.New(time.Unix(1_700_000_000, 0)),
 		c: storetest.Community(t, st, "a.example"), c2: storetest.Community(t, st, "b.example")}
-	w.a, err = channel.NewAccess(st, channel.WithClock(w.clk.now))
+	w.a, err = channel.NewAccess(st, channel.WithClock(w.clk.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +254,7 @@ func TestReaderScopeTTL(t *testing.T) {
 	if s, _ := r.Scope(ctx); s.Contains(w.priv) {
 		t.Fatal("readable set recomputed before its TTL")
 	}
-	w.clk.add(channel.DefaultScopeTTL)
+	w.clk.Advance(channel.DefaultScopeTTL)
 	if s, _ := r.Scope(ctx); !s.Contains(w.priv) {
 		t.Fatal("readable set not recomputed after its TTL")
 	}
@@ -299,7 +287,7 @@ func TestCacheTTLAndInvalidation(t *testing.T) {
 	if _, ok := role(); ok {
 		t.Fatal("role lookup not cached")
 	}
-	w.clk.add(channel.DefaultCacheTTL)
+	w.clk.Advance(channel.DefaultCacheTTL)
 	// …and is looked up again after it, by the injected clock.
 	if r, ok := role(); !ok || r != channel.RoleMember {
 		t.Fatalf("after TTL: %q, %v", r, ok)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 )
 
 // countingDirectory is a mutable in-memory directory that counts lookups and
@@ -56,22 +58,10 @@ func (d *countingDirectory) set(host string, id CommunityID, err error) {
 	d.err = err
 }
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newTestCache(t *testing.T, next Directory, opts ...CacheOption) (*CachingDirectory, *fakeClock) {
+func newTestCache(t *testing.T, next Directory, opts ...CacheOption) (*CachingDirectory, *fakeclock.Clock) {
 	t.Helper()
-	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	c, err := NewCachingDirectory(next, append([]CacheOption{WithCacheClock(clk.now)}, opts...)...)
+	clk := fakeclock.New(time.Unix(1_700_000_000, 0))
+	c, err := NewCachingDirectory(next, append([]CacheOption{WithCacheClock(clk.Now)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +111,12 @@ func TestCachingDirectoryTTL(t *testing.T) {
 	}
 	// Re-pointed in the backend: still the cached answer before the TTL ...
 	next.set("a.example", b, nil)
-	clk.advance(DefaultCacheTTL - time.Millisecond)
+	clk.Advance(DefaultCacheTTL - time.Millisecond)
 	if id, _ := c.LookupHost(ctx, "a.example"); id != a {
 		t.Fatalf("entry expired early")
 	}
 	// ... and the new one after it.
-	clk.advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	if id, _ := c.LookupHost(ctx, "a.example"); id != b {
 		t.Fatalf("entry not expired at TTL")
 	}
@@ -145,7 +135,7 @@ func TestCachingDirectoryTTL(t *testing.T) {
 		t.Fatalf("negative lookups reached the backend %d times, want 1", n)
 	}
 	next.set("new.example", a, nil)
-	clk.advance(DefaultNegativeCacheTTL)
+	clk.Advance(DefaultNegativeCacheTTL)
 	if id, err := c.LookupHost(ctx, "new.example"); err != nil || id != a {
 		t.Fatalf("new community not reachable after negative TTL: %v %v", id, err)
 	}
@@ -325,7 +315,7 @@ func TestCachingDirectoryBounded(t *testing.T) {
 		if c.Len() > 3 {
 			t.Fatalf("after %d inserts Len = %d > 3", i+1, c.Len())
 		}
-		clk.advance(time.Millisecond)
+		clk.Advance(time.Millisecond)
 	}
 	// Answers stay correct whatever was evicted.
 	for _, h := range hosts {

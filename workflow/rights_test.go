@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 	"github.com/buzzrelay/buzz/workflow"
@@ -107,12 +108,12 @@ func TestScheduleSkipsUnauthorizedOwner(t *testing.T) {
 		ctx := context.Background()
 		c := workflowtest.Community(t, b, "sched.example")
 		r := &rights{deny: workflow.RightRun}
-		clock := &testClock{}
+		clock := fakeclock.New(time.Time{})
 		e, err := workflow.New(b, nopSource{}, nopPub{}, workflow.WithAuthority(allMembers{}), workflow.WithOwnerRights(r))
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.SetClock(clock.now)
+		e.SetClock(clock.Now)
 		wf, err := e.Define(ctx, c, workflow.DefineRequest{ID: workflow.NewID(), Channel: workflowtest.ChannelID(), Author: workflowtest.Hex32(),
 			YAML: []byte("name: tick\ntrigger: {on: schedule, interval: 1m}\nsteps: [{id: a, action: send_message, text: hi}]")})
 		if err != nil {
@@ -120,7 +121,7 @@ func TestScheduleSkipsUnauthorizedOwner(t *testing.T) {
 		}
 		base := time.Now().UTC().Truncate(time.Minute).Add(2 * time.Minute)
 		r.refuse.Store(true)
-		clock.set(base.Add(10 * time.Second))
+		clock.Set(base.Add(10 * time.Second))
 		if n := tick(t, e); n != 0 {
 			t.Fatalf("an unauthorized owner's slot fired %d runs", n)
 		}
@@ -128,7 +129,7 @@ func TestScheduleSkipsUnauthorizedOwner(t *testing.T) {
 		if n := tick(t, e); n != 0 {
 			t.Fatalf("the skipped slot fired later: %d", n)
 		}
-		clock.set(base.Add(time.Minute + 10*time.Second))
+		clock.Set(base.Add(time.Minute + 10*time.Second))
 		if n := tick(t, e); n != 1 {
 			t.Fatalf("next slot: %d fires, want 1", n)
 		}

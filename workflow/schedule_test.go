@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 	"github.com/buzzrelay/buzz/workflow"
 	"github.com/buzzrelay/buzz/workflow/workflowtest"
 )
@@ -92,21 +93,13 @@ func TestScheduleSlots(t *testing.T) {
 	}
 }
 
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-
-func scheduleEngine(t *testing.T, b workflowtest.Backend, clock *testClock) *workflow.Engine {
+func scheduleEngine(t *testing.T, b workflowtest.Backend, clock *fakeclock.Clock) *workflow.Engine {
 	t.Helper()
 	e, err := workflow.New(b, nopSource{}, nopPub{}, workflow.WithAuthority(allMembers{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.SetClock(clock.now)
+	e.SetClock(clock.Now)
 	return e
 }
 
@@ -128,7 +121,7 @@ func TestScheduleFiresLatestSlotOnce(t *testing.T) {
 		ctx := context.Background()
 		c := workflowtest.Community(t, b, "sched.example")
 		ch := workflowtest.ChannelID()
-		clock := &testClock{}
+		clock := fakeclock.New(time.Time{})
 		engines := []*workflow.Engine{scheduleEngine(t, b, clock), scheduleEngine(t, b, clock), scheduleEngine(t, b, clock)}
 		wf, err := engines[0].Define(ctx, c, workflow.DefineRequest{ID: workflow.NewID(), Channel: ch, Author: workflowtest.Hex32(),
 			YAML: []byte("name: tick\ntrigger: {on: schedule, interval: 1m}\nsteps: [{id: a, action: send_message, text: \"at {{trigger.scheduled_for}}\"}]")})
@@ -162,7 +155,7 @@ func TestScheduleFiresLatestSlotOnce(t *testing.T) {
 			return total
 		}
 
-		clock.set(base.Add(10 * time.Second))
+		clock.Set(base.Add(10 * time.Second))
 		if n := tickAll(); n != 1 {
 			t.Fatalf("first slot: %d fires, want 1", n)
 		}
@@ -176,7 +169,7 @@ func TestScheduleFiresLatestSlotOnce(t *testing.T) {
 		}
 
 		// Ten slots of downtime: only the latest fires.
-		clock.set(base.Add(10*time.Minute + 30*time.Second))
+		clock.Set(base.Add(10*time.Minute + 30*time.Second))
 		if n := tickAll(); n != 1 {
 			t.Fatalf("after downtime: %d fires, want 1", n)
 		}
@@ -189,7 +182,7 @@ func TestScheduleFiresLatestSlotOnce(t *testing.T) {
 		if err := engines[0].SetEnabled(ctx, c, wf.ID, false); err != nil {
 			t.Fatal(err)
 		}
-		clock.set(base.Add(11*time.Minute + time.Second))
+		clock.Set(base.Add(11*time.Minute + time.Second))
 		if n := tickAll(); n != 0 {
 			t.Fatalf("disabled workflow fired %d", n)
 		}
@@ -199,7 +192,7 @@ func TestScheduleFiresLatestSlotOnce(t *testing.T) {
 		if n := tickAll(); n != 0 {
 			t.Fatalf("re-enabled workflow caught up %d slots", n)
 		}
-		clock.set(base.Add(12*time.Minute + time.Second))
+		clock.Set(base.Add(12*time.Minute + time.Second))
 		if n := tickAll(); n != 1 {
 			t.Fatalf("re-enabled workflow: %d fires at the next slot", n)
 		}
@@ -212,7 +205,7 @@ func TestScheduleFiresLatestSlotOnce(t *testing.T) {
 			YAML: []byte("name: tick\ntrigger: {on: webhook}\nsteps: [{id: a, action: send_message, text: hi}]")}); err != nil {
 			t.Fatal(err)
 		}
-		clock.set(base.Add(20 * time.Minute))
+		clock.Set(base.Add(20 * time.Minute))
 		if n := tickAll(); n != 0 {
 			t.Fatalf("webhook workflow fired %d times by schedule", n)
 		}
@@ -226,7 +219,7 @@ func TestScheduleNoSlotBeforeDefinition(t *testing.T) {
 		b := open(t)
 		ctx := context.Background()
 		c := workflowtest.Community(t, b, "late.example")
-		clock := &testClock{}
+		clock := fakeclock.New(time.Time{})
 		e := scheduleEngine(t, b, clock)
 		before := time.Now().UTC()
 		wf, err := e.Define(ctx, c, workflow.DefineRequest{ID: workflow.NewID(), Channel: workflowtest.ChannelID(), Author: workflowtest.Hex32(),
@@ -234,11 +227,11 @@ func TestScheduleNoSlotBeforeDefinition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		clock.set(before.Add(time.Minute))
+		clock.Set(before.Add(time.Minute))
 		if n := tick(t, e); n != 0 {
 			t.Fatalf("fired a slot from before its definition (%d)", n)
 		}
-		clock.set(before.Add(25 * time.Hour))
+		clock.Set(before.Add(25 * time.Hour))
 		if n := tick(t, e); n != 1 {
 			t.Fatalf("next day's slot: %d fires", n)
 		}
@@ -270,19 +263,19 @@ func TestScheduleLoopSupervised(t *testing.T) {
 		b := &panicOnce{Backend: open(t)}
 		ctx, cancel := context.WithCancel(context.Background())
 		c := workflowtest.Community(t, b, "supervised.example")
-		clock := &testClock{t: time.Now()}
+		clock := fakeclock.New(time.Now())
 		e, err := workflow.New(b, nopSource{}, nopPub{}, workflow.WithAuthority(allMembers{}),
 			workflow.WithScheduleTick(20*time.Millisecond), workflow.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.SetClock(clock.now)
+		e.SetClock(clock.Now)
 		wf, err := e.Define(ctx, c, workflow.DefineRequest{ID: workflow.NewID(), Channel: workflowtest.ChannelID(), Author: workflowtest.Hex32(),
 			YAML: []byte("name: s\ntrigger: {on: schedule, interval: 1m}\nsteps: [{id: a, action: send_message, text: hi}]")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		clock.set(time.Now().UTC().Truncate(time.Minute).Add(2*time.Minute + time.Second))
+		clock.Set(time.Now().UTC().Truncate(time.Minute).Add(2*time.Minute + time.Second))
 		done := make(chan struct{})
 		go func() { defer close(done); _ = e.Run(ctx) }()
 		defer func() { cancel(); <-done }()

@@ -5,23 +5,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newCache(t *testing.T, ttl time.Duration, clk *clock) *Cache[string, int] {
+func newCache(t *testing.T, ttl time.Duration, clk *fakeclock.Clock) *Cache[string, int] {
 	t.Helper()
-	c, err := New[string, int](Config{TTL: ttl, Now: clk.now})
+	c, err := New[string, int](Config{TTL: ttl, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,36 +20,36 @@ func newCache(t *testing.T, ttl time.Duration, clk *clock) *Cache[string, int] {
 }
 
 func TestTTLByInjectedClock(t *testing.T) {
-	clk := &clock{t: time.Unix(1_000_000, 0)}
+	clk := fakeclock.New(time.Unix(1_000_000, 0))
 	c := newCache(t, 2*time.Second, clk)
 	c.Set("a", 1)
 	c.Wait()
 	if v, ok := c.Get("a"); !ok || v != 1 {
 		t.Fatalf("Get after Set = %v, %v", v, ok)
 	}
-	clk.add(1999 * time.Millisecond)
+	clk.Advance(1999 * time.Millisecond)
 	if _, ok := c.Get("a"); !ok {
 		t.Fatal("entry expired before its TTL")
 	}
-	clk.add(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	if _, ok := c.Get("a"); ok {
 		t.Fatal("entry served at its TTL")
 	}
 }
 
 func TestNoTTLNeverExpires(t *testing.T) {
-	clk := &clock{t: time.Unix(1_000_000, 0)}
+	clk := fakeclock.New(time.Unix(1_000_000, 0))
 	c := newCache(t, 0, clk)
 	c.Set("k", 7)
 	c.Wait()
-	clk.add(1000 * time.Hour)
+	clk.Advance(1000 * time.Hour)
 	if v, ok := c.Get("k"); !ok || v != 7 {
 		t.Fatalf("Get = %v, %v", v, ok)
 	}
 }
 
 func TestLoad(t *testing.T) {
-	clk := &clock{t: time.Unix(1_000_000, 0)}
+	clk := fakeclock.New(time.Unix(1_000_000, 0))
 	c := newCache(t, time.Minute, clk)
 	calls := 0
 	fetch := func() (int, error) { calls++; return 42, nil }
@@ -84,7 +74,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestDelWinsOverRacingLoad(t *testing.T) {
-	clk := &clock{t: time.Unix(1_000_000, 0)}
+	clk := fakeclock.New(time.Unix(1_000_000, 0))
 	c := newCache(t, time.Minute, clk)
 	c.Set("k", 1)
 	c.Wait()
@@ -107,7 +97,7 @@ func TestDelWinsOverRacingLoad(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	clk := &clock{t: time.Unix(1_000_000, 0)}
+	clk := fakeclock.New(time.Unix(1_000_000, 0))
 	c := newCache(t, time.Second, clk)
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -119,7 +109,7 @@ func TestConcurrentUse(t *testing.T) {
 					c.Del(k)
 				}
 				if j%50 == 0 {
-					clk.add(100 * time.Millisecond)
+					clk.Advance(100 * time.Millisecond)
 				}
 			}
 		})
@@ -137,8 +127,8 @@ func TestConfigValidated(t *testing.T) {
 }
 
 func TestUseAfterClose(t *testing.T) {
-	clk := &clock{t: time.Unix(1_000_000, 0)}
-	c, err := New[string, int](Config{TTL: time.Minute, Now: clk.now})
+	clk := fakeclock.New(time.Unix(1_000_000, 0))
+	c, err := New[string, int](Config{TTL: time.Minute, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

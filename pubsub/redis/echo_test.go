@@ -5,29 +5,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzrelay/buzz/internal/fakeclock"
 )
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newTestMarks(size int, ttl time.Duration) (*echoMarks, *fakeClock) {
-	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	return newEchoMarks(size, ttl, clk.now), clk
+func newTestMarks(size int, ttl time.Duration) (*echoMarks, *fakeclock.Clock) {
+	clk := fakeclock.New(time.Unix(1_700_000_000, 0))
+	return newEchoMarks(size, ttl, clk.Now), clk
 }
 
 func TestEchoMarksTakeOnce(t *testing.T) {
@@ -50,9 +34,9 @@ func TestEchoMarksTakeOnce(t *testing.T) {
 func TestEchoMarksExpire(t *testing.T) {
 	e, clk := newTestMarks(8, time.Minute)
 	e.mark("a")
-	clk.advance(30 * time.Second)
+	clk.Advance(30 * time.Second)
 	e.mark("b")
-	clk.advance(30 * time.Second) // a's mark ends now; b's lives 30 s more
+	clk.Advance(30 * time.Second) // a's mark ends now; b's lives 30 s more
 	if e.has("a") || e.take("a") {
 		t.Fatal("a mark outlived its TTL")
 	}
@@ -63,7 +47,7 @@ func TestEchoMarksExpire(t *testing.T) {
 	if n := e.len(); n != 2 {
 		t.Fatalf("%d marks held after a expired, want 2 (b, c)", n)
 	}
-	clk.advance(time.Hour)
+	clk.Advance(time.Hour)
 	e.mark("d")
 	if n := e.len(); n != 1 {
 		t.Fatalf("%d marks held an hour later, want 1 (d)", n)
@@ -74,7 +58,7 @@ func TestEchoMarksBoundEvictsOldest(t *testing.T) {
 	e, clk := newTestMarks(3, time.Minute)
 	for _, k := range []string{"a", "b", "c", "d"} {
 		e.mark(k)
-		clk.advance(time.Second)
+		clk.Advance(time.Second)
 	}
 	if n := e.len(); n != 3 {
 		t.Fatalf("%d marks held, want the bound 3", n)
@@ -100,10 +84,10 @@ func TestEchoMarksBoundEvictsOldest(t *testing.T) {
 func TestEchoMarksRemarkRenews(t *testing.T) {
 	e, clk := newTestMarks(3, time.Minute)
 	e.mark("a")
-	clk.advance(50 * time.Second)
+	clk.Advance(50 * time.Second)
 	e.mark("a") // published again: its mark lasts a full TTL from now
 	e.mark("b")
-	clk.advance(20 * time.Second)
+	clk.Advance(20 * time.Second)
 	e.mark("c") // drops what expired by now: a's first mark, not its renewal
 	if !e.has("a") {
 		t.Fatal("a renewed mark expired with its first TTL")
@@ -163,7 +147,7 @@ func TestEchoMarksConcurrent(t *testing.T) {
 					e.take(k)
 				}
 				if i%500 == 0 {
-					clk.advance(300 * time.Millisecond)
+					clk.Advance(300 * time.Millisecond)
 				}
 			}
 		}()
