@@ -109,7 +109,7 @@ func New(ctx context.Context, redisURL string, opts ...Option) (*Broker, error) 
 		log:    cfg.logger.With("component", "pubsub/redis"),
 		client: client,
 		origin: hex.EncodeToString(id[:]),
-		echo:   newEchoMarks(int(cfg.echoSize), cfg.echoTTL, time.Now),
+		echo:   newEchoMarks(cfg.echoSize, cfg.echoTTL, time.Now),
 		chans:  make(map[string]*chanState),
 		wake:   make(chan struct{}, 1),
 		ready:  make(chan struct{}),

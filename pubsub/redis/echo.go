@@ -72,22 +72,6 @@ func (e *echoMarks) take(key string) bool {
 	return ok && exp > t
 }
 
-// has reports whether key has a live mark, without taking it.
-func (e *echoMarks) has(key string) bool {
-	t := e.now().UnixNano()
-	e.mu.Lock()
-	exp, ok := e.live[key]
-	e.mu.Unlock()
-	return ok && exp > t
-}
-
-// len is the number of marks held (live or expired but not yet dropped).
-func (e *echoMarks) len() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.live)
-}
-
 // expire drops the marks whose expiry is at or before t. Called with mu held.
 func (e *echoMarks) expire(t int64) {
 	for e.head < len(e.queue) && e.queue[e.head].exp <= t {

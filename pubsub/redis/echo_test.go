@@ -157,3 +157,19 @@ func TestEchoMarksConcurrent(t *testing.T) {
 		t.Fatalf("%d marks held, bound 64", n)
 	}
 }
+
+// has reports whether key has a live mark, without taking it.
+func (e *echoMarks) has(key string) bool {
+	t := e.now().UnixNano()
+	e.mu.Lock()
+	exp, ok := e.live[key]
+	e.mu.Unlock()
+	return ok && exp > t
+}
+
+// len is the number of marks held (live or expired but not yet dropped).
+func (e *echoMarks) len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.live)
+}

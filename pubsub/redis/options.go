@@ -33,7 +33,7 @@ const (
 
 type config struct {
 	namespace        string
-	echoSize         int64
+	echoSize         int
 	echoTTL          time.Duration
 	unsubscribeDelay time.Duration
 	reconnectMin     time.Duration
@@ -108,7 +108,7 @@ func WithEchoCache(size int, ttl time.Duration) Option {
 		if ttl < minEchoTTL || ttl > maxEchoTTL {
 			return fmt.Errorf("pubsub/redis: echo cache TTL must be %v-%v", minEchoTTL, maxEchoTTL)
 		}
-		c.echoSize, c.echoTTL = int64(size), ttl
+		c.echoSize, c.echoTTL = size, ttl
 		return nil
 	}
 }
