@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/buzzrelay/buzz/channel"
+	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/tenant"
 )
 
@@ -32,4 +33,28 @@ type DMStore interface {
 	// HiddenDMs returns the live conversations of c viewer is a member of
 	// and has hidden, sorted by id.
 	HiddenDMs(ctx context.Context, c tenant.CommunityID, viewer string) ([]channel.ID, error)
+}
+
+// DMParticipants decodes a participant set as DMStore.OpenDM takes it: 2
+// to channel.MaxDMParticipants sorted, distinct 64-character lowercase hex
+// pubkeys, actor among them. ok is false, and keys nil, when the set is
+// malformed or actor is not in it.
+func DMParticipants(actor string, participants []string) (keys [][]byte, ok bool) {
+	if len(participants) < 2 || len(participants) > channel.MaxDMParticipants {
+		return nil, false
+	}
+	keys = make([][]byte, 0, len(participants))
+	hasActor := false
+	for i, p := range participants {
+		b, ok := nostr.DecodeHex32(p)
+		if !ok || i > 0 && participants[i-1] >= p {
+			return nil, false
+		}
+		hasActor = hasActor || p == actor
+		keys = append(keys, b)
+	}
+	if !hasActor {
+		return nil, false
+	}
+	return keys, true
 }

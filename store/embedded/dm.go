@@ -18,28 +18,9 @@ import (
 
 var _ store.DMStore = (*Store)(nil)
 
-// dmParticipants decodes a participant set as store.DMStore.OpenDM takes
-// it, or reports it malformed.
-func dmParticipants(actor string, participants []string) ([][]byte, bool) {
-	if len(participants) < 2 || len(participants) > channel.MaxDMParticipants {
-		return nil, false
-	}
-	var out [][]byte
-	hasActor := false
-	for i, p := range participants {
-		b, ok := nostr.DecodeHex32(p)
-		if !ok || i > 0 && participants[i-1] >= p {
-			return nil, false
-		}
-		hasActor = hasActor || p == actor
-		out = append(out, b)
-	}
-	return out, hasActor
-}
-
 // OpenDM implements store.DMStore.
 func (s *Store) OpenDM(ctx context.Context, c tenant.CommunityID, actor string, participants []string, createdAt int64) (channel.Channel, bool, error) {
-	pks, ok := dmParticipants(actor, participants)
+	pks, ok := store.DMParticipants(actor, participants)
 	if !ok {
 		return channel.Channel{}, false, channel.ErrInvalidCommand
 	}
