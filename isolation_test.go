@@ -15,6 +15,7 @@ import (
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/internal/rawclient"
+	"github.com/buzzrelay/buzz/internal/tracetest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
 	"github.com/buzzrelay/buzz/store/embedded"
@@ -119,38 +120,6 @@ func sameResponse(t *testing.T, what string, foreign, missing [][]byte, ids ...s
 	if f, m := masked(foreign, ids...), masked(missing, ids...); f != m {
 		t.Fatalf("%s: foreign object answered\n %s\nnon-existent answered\n %s", what, f, m)
 	}
-}
-
-func checkTraces(t *testing.T, rec *trace.Recorder, requireAll bool) map[string]bool {
-	t.Helper()
-	ck, err := checker.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	traces := rec.Traces()
-	if len(traces) == 0 {
-		t.Fatal("no trace recorded")
-	}
-	for _, tr := range traces {
-		rep := ck.CheckBytes(tr.JSONL)
-		if !rep.OK() {
-			t.Errorf("trace of %s rejected: %v\n%s", tr.Host, rep.Violations, tr.JSONL)
-		}
-		for _, a := range checker.Actions() {
-			if bytes.Contains(tr.JSONL, []byte(`"type":"`+a+`"`)) {
-				seen[a] = true
-			}
-		}
-	}
-	if requireAll {
-		for _, a := range checker.Actions() {
-			if a != checker.ActionImplBug && !seen[a] {
-				t.Errorf("the scenario never exercised %s", a)
-			}
-		}
-	}
-	return seen
 }
 
 func TestIsolationScenario(t *testing.T) {
@@ -284,7 +253,7 @@ func TestIsolationScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.srv.Close()
-	checkTraces(t, rec, true)
+	tracetest.CheckTraces(t, rec, true)
 }
 
 // leakyStore returns, for every scoped query of community victim, one

@@ -24,7 +24,7 @@ func TestPackageLayout(t *testing.T) {
 		testOnly = []string{m + "/examples/", m + "/internal/testenv", m + "/store/storetest", m + "/store/postgres/pgtest",
 			m + "/workflow/workflowtest", m + "/operator/optest", m + "/nip98/replaytest", m + "/ratelimit/ratelimittest", m + "/conformance",
 			m + "/internal/doccheck", m + "/internal/relaytest", m + "/internal/rawclient",
-			m + "/internal/observetest", m + "/internal/fakeclock"}
+			m + "/internal/observetest", m + "/internal/fakeclock", m + "/internal/tracetest"}
 	)
 	cat := func(lists ...[]string) []string {
 		var all []string
@@ -45,6 +45,7 @@ func TestPackageLayout(t *testing.T) {
 		"internal/testenv":   allBuzz,
 		"internal/ttlcache":  allBuzz,
 		"internal/fakeclock": allBuzz,
+		"internal/tracetest": cat(relay, drivers, backends, redis),
 		"internal/apijson":   allBuzz,
 		"internal/relaytest": redis, // black-box tests only: a relay over both backends
 		// The relay's own internal tests use it: it must not build on the relay.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
-	"github.com/buzzrelay/buzz/internal/relaytest"
+	"github.com/buzzrelay/buzz/internal/tracetest"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/store"
@@ -62,7 +62,7 @@ func TestWorkflowHTTPAPI(t *testing.T) {
 		rec := trace.NewRecorder()
 		tr := workflowRelay(t, st, newHookServer(t), buzz.WithTracer(rec.Open))
 		defer func() {
-			if seen := relaytest.CheckTraces(t, rec, false); !seen["read_by_id_rows"] {
+			if seen := tracetest.CheckTraces(t, rec, false); !seen["read_by_id_rows"] {
 				t.Error("the workflow routes traced no rows")
 			}
 		}()

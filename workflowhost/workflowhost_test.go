@@ -20,6 +20,7 @@ import (
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/internal/relaytest"
+	"github.com/buzzrelay/buzz/internal/tracetest"
 
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/nip98"
@@ -151,7 +152,7 @@ func TestWorkflowsOverWebSocket(t *testing.T) {
 		hook := newHookServer(t)
 		rec := trace.NewRecorder()
 		tr := workflowRelay(t, st, hook, buzz.WithTracer(rec.Open))
-		defer relaytest.CheckTraces(t, rec, false)
+		defer tracetest.CheckTraces(t, rec, false)
 		alice, bob, carol := newSigner(t), newSigner(t), newSigner(t)
 		ac := tr.dial(t)
 		ac.AuthAs(alice, tr.Host)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzrelay/buzz/channel"
 	"github.com/buzzrelay/buzz/conformance/trace"
+	"github.com/buzzrelay/buzz/internal/tracetest"
 	"github.com/buzzrelay/buzz/nostr"
 )
 
@@ -89,7 +90,7 @@ func TestGiftWraps(t *testing.T) {
 			if got := s.stored(); !slices.Equal(ids(got), []string{wrap.ID}) {
 				t.Fatalf("alice's stream of gift wraps: %v", ids(got))
 			}
-			checkTraces(t, rec, false)
+			tracetest.CheckTraces(t, rec, false)
 		})
 	}
 }

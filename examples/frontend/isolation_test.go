@@ -21,6 +21,7 @@ import (
 	"github.com/buzzrelay/buzz/conformance/checker"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/ingest"
+	"github.com/buzzrelay/buzz/internal/tracetest"
 	"github.com/buzzrelay/buzz/nostr"
 	"github.com/buzzrelay/buzz/pubsub"
 	"github.com/buzzrelay/buzz/pubsub/control"
@@ -399,37 +400,7 @@ func isolationScenario(t *testing.T, st backend) {
 		t.Fatalf("after revocation bob received %q (%s), want the open channel's message", got.Content, got.ID)
 	}
 
-	checkTraces(t, rec, true)
-}
-
-// checkTraces runs the independent checker on every trace recorded and,
-// with requireAll, checks that the scenario exercised every action.
-func checkTraces(t *testing.T, rec *trace.Recorder, requireAll bool) {
-	t.Helper()
-	ck, err := checker.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	traces := rec.Traces()
-	if len(traces) == 0 {
-		t.Fatal("no trace recorded")
-	}
-	for _, tr := range traces {
-		if rep := ck.CheckBytes(tr.JSONL); !rep.OK() {
-			t.Errorf("trace of %s rejected: %v\n%s", tr.Host, rep.Violations, tr.JSONL)
-		}
-		for _, a := range checker.Actions() {
-			if bytes.Contains(tr.JSONL, []byte(`"type":"`+a+`"`)) {
-				seen[a] = true
-			}
-		}
-	}
-	for _, a := range checker.Actions() {
-		if requireAll && a != checker.ActionImplBug && !seen[a] {
-			t.Errorf("the scenario never exercised %s", a)
-		}
-	}
+	tracetest.CheckTraces(t, rec, true)
 }
 
 // slowBroker publishes a moment after it is asked to, widening the window

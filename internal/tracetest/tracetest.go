@@ -1,7 +1,7 @@
-package relaytest
-
-// What a test reads of a relay besides its protocol and its metrics and
-// log (internal/observetest): its conformance traces.
+// Package tracetest checks in tests what a relay's conformance traces
+// (conformance/trace) recorded, with the conformance checker. It builds on
+// no relay package, so a test inside the relay's own package can use it.
+package tracetest
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 
 // CheckTraces runs the conformance checker on every trace rec holds,
 // failing the test on a violation or when there is none; with requireAll
-// it also fails unless the traces exercised every action. It returns the
-// actions seen.
+// it also fails unless the traces exercised every action (but the
+// checker's implementation-bug action). It returns the actions seen.
 func CheckTraces(t testing.TB, rec *trace.Recorder, requireAll bool) map[string]bool {
 	t.Helper()
 	ck, err := checker.New()
@@ -27,8 +27,7 @@ func CheckTraces(t testing.TB, rec *trace.Recorder, requireAll bool) map[string]
 		t.Fatal("no trace recorded")
 	}
 	for _, tr := range traces {
-		rep := ck.CheckBytes(tr.JSONL)
-		if !rep.OK() {
+		if rep := ck.CheckBytes(tr.JSONL); !rep.OK() {
 			t.Errorf("trace of %s rejected: %v\n%s", tr.Host, rep.Violations, tr.JSONL)
 		}
 		for _, a := range checker.Actions() {
