@@ -16,12 +16,12 @@ import (
 
 	"github.com/buzzrelay/buzz"
 	"github.com/buzzrelay/buzz/channel"
-	"github.com/buzzrelay/buzz/conformance/checker"
 	"github.com/buzzrelay/buzz/conformance/trace"
 	"github.com/buzzrelay/buzz/httpapi"
 	"github.com/buzzrelay/buzz/ingest"
 	"github.com/buzzrelay/buzz/internal/relaytest"
 	"github.com/buzzrelay/buzz/internal/testenv"
+	"github.com/buzzrelay/buzz/internal/tracetest"
 	"github.com/buzzrelay/buzz/nip98"
 	"github.com/buzzrelay/buzz/nip98/redisreplay"
 	"github.com/buzzrelay/buzz/nostr"
@@ -356,25 +356,7 @@ func TestHTTPAPITraced(t *testing.T) {
 	eq(t, "foreign channel event into b", p.publish(t, mallory, b, msg).Accepted, false)
 	eq(t, "note into b", p.publish(t, mallory, b, note).Accepted, true)
 
-	ck, err := checker.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	traces := rec.Traces()
-	if len(traces) == 0 {
-		t.Fatal("no trace recorded")
-	}
-	for _, tr := range traces {
-		if rep := ck.CheckBytes(tr.JSONL); !rep.OK() {
-			t.Errorf("trace of %s rejected: %v\n%s", tr.Host, rep.Violations, tr.JSONL)
-		}
-		for _, a := range checker.Actions() {
-			if bytes.Contains(tr.JSONL, []byte(`"type":"`+a+`"`)) {
-				seen[a] = true
-			}
-		}
-	}
+	seen := tracetest.CheckTraces(t, rec, false)
 	for _, a := range []string{"write_insert", "read_message_rows", "read_by_id_rows", "auth_check", "sanitized_error"} {
 		if !seen[a] {
 			t.Errorf("HTTP traffic never traced %s (saw %v)", a, seen)
