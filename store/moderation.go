@@ -109,6 +109,32 @@ type Report struct {
 	ResolvedAt   time.Time // zero while open
 }
 
+// ReportKeys are the keys of a Report decoded, as a store writes them.
+type ReportKeys struct {
+	ID, Reporter, TargetPubKey []byte
+	TargetEvent                []byte // nil for a report about a pubkey only
+}
+
+// Keys checks r's shape as AddReport requires it (ID, Reporter and
+// TargetPubKey 64 lowercase hex characters, TargetEvent "" or as those,
+// Raw and Type not empty) and returns its keys decoded, or
+// ErrInvalidModeration.
+func (r *Report) Keys() (ReportKeys, error) {
+	var k ReportKeys
+	var ok1, ok2, ok3 bool
+	k.ID, ok1 = nostr.DecodeHex32(r.ID)
+	k.Reporter, ok2 = nostr.DecodeHex32(r.Reporter)
+	k.TargetPubKey, ok3 = nostr.DecodeHex32(r.TargetPubKey)
+	ok4 := true
+	if r.TargetEvent != "" {
+		k.TargetEvent, ok4 = nostr.DecodeHex32(r.TargetEvent)
+	}
+	if !ok1 || !ok2 || !ok3 || !ok4 || len(r.Raw) == 0 || r.Type == "" {
+		return ReportKeys{}, ErrInvalidModeration
+	}
+	return k, nil
+}
+
 // ModerationAction is one entry of a community's action log, and the
 // request to apply one (Moderate).
 type ModerationAction struct {

@@ -312,16 +312,9 @@ func (s *Store) ModerationActions(ctx context.Context, c tenant.CommunityID, bef
 
 // AddReport implements store.ModerationStore.
 func (s *Store) AddReport(ctx context.Context, c tenant.CommunityID, r store.Report) error {
-	id, ok1 := nostr.DecodeHex32(r.ID)
-	reporter, ok2 := nostr.DecodeHex32(r.Reporter)
-	target, ok3 := nostr.DecodeHex32(r.TargetPubKey)
-	var tev []byte
-	ok4 := true
-	if r.TargetEvent != "" {
-		tev, ok4 = nostr.DecodeHex32(r.TargetEvent)
-	}
-	if !ok1 || !ok2 || !ok3 || !ok4 || len(r.Raw) == 0 || r.Type == "" {
-		return store.ErrInvalidModeration
+	k, err := r.Keys()
+	if err != nil {
+		return err
 	}
 	cseq, err := s.communitySeq(ctx, c)
 	if err != nil {
@@ -330,7 +323,7 @@ func (s *Store) AddReport(ctx context.Context, c tenant.CommunityID, r store.Rep
 	return s.insertOnce(ctx, "add report", `INSERT INTO moderation_reports
 (community, id, reporter, target_pubkey, target_event, report_type, created_at, raw, received_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (community, id) DO NOTHING`,
-		cseq, id, reporter, target, tev, r.Type, r.CreatedAt, r.Raw, time.Now().Unix())
+		cseq, k.ID, k.Reporter, k.TargetPubKey, k.TargetEvent, r.Type, r.CreatedAt, r.Raw, time.Now().Unix())
 }
 
 const reportColumns = `seq, id, reporter, target_pubkey, target_event, report_type, created_at, raw, status, received_at, resolved_by, resolved_at`

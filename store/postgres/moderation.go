@@ -235,23 +235,16 @@ WHERE community_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, c.UUID(), befo
 
 // AddReport implements store.ModerationStore.
 func (s *Store) AddReport(ctx context.Context, c tenant.CommunityID, r store.Report) error {
-	id, ok1 := nostr.DecodeHex32(r.ID)
-	reporter, ok2 := nostr.DecodeHex32(r.Reporter)
-	target, ok3 := nostr.DecodeHex32(r.TargetPubKey)
-	var tev []byte
-	ok4 := true
-	if r.TargetEvent != "" {
-		tev, ok4 = nostr.DecodeHex32(r.TargetEvent)
-	}
-	if !ok1 || !ok2 || !ok3 || !ok4 || len(r.Raw) == 0 || r.Type == "" {
-		return store.ErrInvalidModeration
+	k, err := r.Keys()
+	if err != nil {
+		return err
 	}
 	var inserted bool
-	err := s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
+	err = s.inCommunityTx(ctx, c, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO moderation_reports
 (community_id, id, reporter, target_pubkey, target_event, report_type, created_at, raw)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (community_id, id) DO NOTHING`,
-			c.UUID(), id, reporter, target, tev, r.Type, r.CreatedAt, r.Raw)
+			c.UUID(), k.ID, k.Reporter, k.TargetPubKey, k.TargetEvent, r.Type, r.CreatedAt, r.Raw)
 		inserted = err == nil && tag.RowsAffected() == 1
 		return err
 	})
